@@ -1,0 +1,45 @@
+package journal
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Decision words. They say what the server observed, never more: an
+// elicitation "accept" is client-accepted because the server cannot tell a
+// person from a script that answers for one.
+const (
+	ClientAccepted     = "client-accepted"
+	TokenRedeemed      = "token-redeemed"
+	ChannelApproved    = "channel-approved"
+	PolicyAutoApproved = "policy-auto-approved"
+	Declined           = "declined"
+	Cancelled          = "cancelled"
+	Timeout            = "timeout"
+	Refused            = "refused"
+	Executed           = "executed"
+	Failed             = "failed"
+	Ambiguous          = "ambiguous"
+)
+
+// Record is one line of the journal. Seq, Prev and Time are filled in by
+// Append; the caller fills in the rest.
+type Record struct {
+	Seq        uint64          `json:"seq"`
+	Prev       string          `json:"prev"`
+	Time       time.Time       `json:"time"`
+	Call       string          `json:"call,omitempty"` // links an approval record to its outcome
+	Tool       string          `json:"tool"`
+	Principal  string          `json:"principal,omitempty"`
+	Session    string          `json:"session,omitempty"`
+	ArgsDigest string          `json:"args_digest,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"` // redacted copy, never the approval token
+	Summary    string          `json:"summary,omitempty"`
+	Decision   string          `json:"decision"`
+	By         string          `json:"by,omitempty"` // approver identity, rule name, "client", "token"
+	Reason     string          `json:"reason,omitempty"`
+	Error      string          `json:"error,omitempty"`
+
+	// SecretFields names extra argument fields to redact; not written.
+	SecretFields []string `json:"-"`
+}

@@ -1,0 +1,195 @@
+// Package mcpsafe puts a human approval step, enforced in code, in front of
+// destructive MCP tools.
+//
+// A dangerous tool is registered as two functions instead of one handler:
+// Preview describes what would happen and changes nothing; Execute runs only
+// after the call was approved. An approval is bound to the exact call (tool,
+// canonical argument digest, resolved target and state, principal, audience,
+// policy, expiry), is single use, and anything that travels through the
+// client is sealed with AES-256-GCM and verified before it is parsed.
+//
+//	gate, err := mcpsafe.New(mcpsafe.Options{Audience: "files@host"})
+//	...
+//	err = gate.Register(server, mcpsafe.Tool{
+//		Name:         "delete_file",
+//		InputSchema:  schema,
+//		Irreversible: true,
+//		Preview:      previewDelete,
+//		Execute:      deleteFile,
+//	})
+//
+// Every failure refuses the call: nothing runs on an error, a timeout, an
+// unknown answer or a missing capability.
+package mcpsafe
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Mode chooses how a gated tool asks for approval.
+type Mode string
+
+const (
+	// ModeAuto elicits when the client declared the elicitation
+	// capability; otherwise it issues a token for reversible tools and
+	// refuses irreversible ones unless the operator named the tool in
+	// Options.AllowTokenFor.
+	ModeAuto Mode = "auto"
+	// ModeElicit always asks the human through the client and refuses when
+	// the client cannot elicit. Auto-approve rules are ignored.
+	ModeElicit Mode = "elicit"
+	// ModeToken returns the plan and a one-time token; the assistant shows
+	// the plan and calls again with approval_token.
+	ModeToken Mode = "token"
+	// ModeChannel asks only the configured out-of-band Approver, never the
+	// MCP client.
+	ModeChannel Mode = "channel"
+)
+
+// Assurance orders how much an approval proves about who approved.
+type Assurance int
+
+const (
+	// AssuranceClientRelayed: an elicitation accept or a token typed back.
+	// A client, or a hook in it, can produce either without a person.
+	AssuranceClientRelayed Assurance = iota + 1
+	// AssuranceChannel: an approver authenticated by an out-of-band channel.
+	AssuranceChannel
+)
+
+// Call is one tools/call as the gate sees it. Arguments never contain
+// approval_token.
+type Call struct {
+	Tool      string
+	Arguments json.RawMessage
+	Principal string // from the transport's auth info; "stdio" when there is none
+	Session   string
+}
+
+// Decode unmarshals the call's arguments into v.
+func (c Call) Decode(v any) error { return json.Unmarshal(c.Arguments, v) }
+
+// Resolved describes what the arguments really point at, as looked up by
+// Tool.Resolve: a label, a role, a size, a content hash. It is bound into
+// the approval and looked up again right before Execute; any difference
+// refuses the call.
+type Resolved map[string]any
+
+// Target is something a call will touch, with its current state.
+type Target struct {
+	Name  string `json:"name"`
+	State string `json:"state,omitempty"`
+}
+
+// Plan is what Preview returns: what will happen, in words for a human.
+type Plan struct {
+	Summary string   `json:"summary"`
+	Details []string `json:"details,omitempty"`
+	Targets []Target `json:"targets,omitempty"`
+}
+
+// Approval tells Execute how the call was approved.
+type Approval struct {
+	Decision  string    // a journal decision word, e.g. journal.ClientAccepted
+	By        string    // approver identity or rule name, when known
+	Assurance Assurance // what the approval proves
+	Resolved  Resolved  // the state that was approved (and re-checked)
+	Plan      Plan
+	CallID    string
+}
+
+// Rule is a named predicate over a call. Only an exact true with a nil
+// error counts as a match; an error or a panic is handled as the safe
+// outcome for the list the rule is in (a deny rule that fails denies, an
+// auto-approve rule that fails asks a human).
+type Rule struct {
+	Name  string
+	Match func(ctx context.Context, c Call, r Resolved) (bool, error)
+}
+
+// Tool is a gated tool: a dangerous operation split into Preview and Execute.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	// InputSchema is the tool's JSON schema (type object). The gate adds an
+	// optional string property approval_token to it.
+	InputSchema any
+
+	// Irreversible marks delete, send, publish, drop: never a token unless
+	// named in Options.AllowTokenFor.
+	Irreversible bool
+	// Mode overrides Options.Mode for this tool.
+	Mode Mode
+	// MinAssurance is the weakest approval this tool accepts.
+	MinAssurance Assurance
+
+	// Resolve looks up what the arguments point at. Optional; when set, an
+	// error or an empty result refuses the call.
+	Resolve func(ctx context.Context, c Call) (Resolved, error)
+	// Preview describes the call. It must change nothing.
+	Preview func(ctx context.Context, c Call, r Resolved) (Plan, error)
+	// Execute runs the approved call.
+	Execute func(ctx context.Context, c Call, a Approval) (*mcp.CallToolResult, error)
+
+	// Deny rules refuse a call that matches (policy_denied), before any
+	// approval path runs.
+	Deny []Rule
+	// Allow rules, when present, refuse a call that matches none of them.
+	Allow []Rule
+	// AutoApprove rules skip the human when one matches exactly true.
+	// Ignored in ModeElicit and when MinAssurance is above client-relayed.
+	AutoApprove []Rule
+
+	// SecretFields are argument fields the journal must redact.
+	SecretFields []string
+}
+
+// OptIn names one irreversible tool that may use one-time tokens.
+type OptIn struct {
+	Tool  string
+	Until time.Time // zero: no expiry; otherwise valid while now < Until
+}
+
+// ApprovalRequest is what the gate sends an out-of-band Approver.
+type ApprovalRequest struct {
+	ID           string    `json:"id"`
+	Tool         string    `json:"tool"`
+	Summary      string    `json:"summary"` // sanitized for display
+	Details      []string  `json:"details,omitempty"`
+	Targets      []Target  `json:"targets,omitempty"`
+	ArgsDigest   string    `json:"args_digest"`
+	Principal    string    `json:"principal"`
+	Audience     string    `json:"audience"`
+	Irreversible bool      `json:"irreversible"`
+	ExpiresAt    time.Time `json:"expires_at"`
+}
+
+// ApprovalDecision is an Approver's answer.
+type ApprovalDecision struct {
+	Approved  bool     // exactly true approves
+	Approvers []string // identities the channel vouches for
+}
+
+// Approver asks a human somewhere else. Any error means not approved.
+type Approver interface {
+	Approve(ctx context.Context, r ApprovalRequest) (ApprovalDecision, error)
+}
+
+// Ledger records issued grants and redeems each at most once.
+// Redeem reports true exactly once for an issued, unexpired nonce.
+type Ledger interface {
+	Issue(ctx context.Context, nonce string, expires time.Time) error
+	Redeem(ctx context.Context, nonce string) (bool, error)
+}
+
+// Journal receives audit records. Append returns only once the record is
+// durable; an error means nothing may run.
+type Journal interface {
+	Append(ctx context.Context, r journal.Record) error
+}
