@@ -1,0 +1,79 @@
+// Package journal is mcpsafe's audit journal: an append-only, hash-chained
+// file in which every gated call leaves its approval before it runs and its
+// outcome after, so that "we approved a bad plan" can be replayed.
+//
+// # Format
+//
+// One JSON object (a Record) per line, each line ending in "\n". Lines are
+// never rewritten. Each record carries:
+//
+//   - seq: 1 for the first line, then +1 per line with no gap;
+//   - prev: the lowercase hex SHA-256 of the previous line's exact bytes
+//     without its newline; for the first line, Genesis, the SHA-256 of the
+//     empty string (as if an empty line came before);
+//   - time (UTC, stamped by the writer), tool, principal, session, call (the
+//     id linking an approval to its outcome), args_digest, args (a redacted
+//     copy, see Redact; never the approval_token), summary (the plan the
+//     approver saw), decision, by (who or what decided) and reason/error.
+//
+// # Decision words
+//
+// They name what the server observed and nothing more:
+//
+//   - client-accepted: the client answered an elicitation with accept. The
+//     server cannot tell a person from a script answering for one, so it
+//     does not say "user approved".
+//   - token-redeemed: an approval token was presented and redeemed once.
+//   - channel-approved: an approval channel returned yes; by holds the
+//     approver identity the channel reported.
+//   - policy-auto-approved: a policy rule approved without a person; by
+//     holds the rule name.
+//   - declined, cancelled, timeout: a "no", a dismissal and no answer are
+//     kept apart; refused: the gate refused (reason holds the reason code).
+//   - executed / failed: written after execute; failed carries the error.
+//     "executed" means the tool returned without error, not that its effect
+//     was what the plan described.
+//   - ambiguous: written by Open for an approval with no outcome record:
+//     the previous process stopped between the approval and the outcome.
+//     The call was not retried and may or may not have run; a person must
+//     check. Open writes it exactly once per call.
+//   - journal-recovered: Open cut a torn final line (see below); the reason
+//     gives its length and SHA-256.
+//
+// # Writing
+//
+// Append returns only after the record is written and fsync'd; the gate
+// writes the approval record before execute and runs nothing if that fails.
+// Concurrent Appends are committed together (group commit): one writer
+// goroutine takes every record queued while the previous fsync ran and
+// writes them with one write and one fsync. If a write or fsync fails, every
+// caller in that batch gets an error and the Journal refuses all later
+// Appends: after a failed fsync the file's content is unknown. Open takes an
+// exclusive flock so two processes cannot fork the chain.
+//
+// # What Verify proves, and what it does not
+//
+// Verify proves the file is one unbroken chain from Genesis: no line inside
+// it was edited, removed, inserted, duplicated or reordered since it was
+// written, and it names the first bad line. It tells a crash from tampering:
+// an incomplete final line (no newline, or not JSON) is a *TornError, which
+// Open repairs by cutting it and recording the cut; anything else is a
+// *TamperError, and Open refuses the file rather than paper over it. Cutting
+// a torn line loses nothing an attacker could not already do: removing
+// whole lines from the end is invisible to the chain.
+//
+// It does not prove that the file is the one the server wrote. Anyone who
+// can rewrite the whole file can drop its tail or rebuild a valid chain
+// over invented records; an edit to the very last line is likewise only
+// visible as a different last hash. Against that, anchor Summary.LastHash
+// (and LastSeq) somewhere the writer's host cannot change: a ticket, a
+// remote log, a signed timestamp. A later verify whose chain passes through
+// the anchored hash at the anchored seq proves everything up to it. The
+// journal should also sit outside every directory an agent can reach (see
+// DefaultPath).
+//
+// After a crash the fsync'd records are intact, but records written in the
+// same batch as a torn line may be complete though never acknowledged; an
+// approval among them then becomes ambiguous, which errs on the side of a
+// person checking.
+package journal
