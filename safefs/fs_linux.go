@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -87,8 +88,8 @@ func New(roots ...string) (*FS, error) {
 			unix.Close(fd)
 			return fail(fmt.Errorf("safefs: stat root %q: %w", abs, err))
 		}
-		lsys := lst.Sys().(*unix.Stat_t)
-		if st.Dev != lsys.Dev || st.Ino != lsys.Ino {
+		lsys, ok := lst.Sys().(*syscall.Stat_t)
+		if !ok || uint64(st.Dev) != uint64(lsys.Dev) || st.Ino != lsys.Ino {
 			unix.Close(fd)
 			return fail(fmt.Errorf("safefs: root %q was replaced while it was opened", abs))
 		}
@@ -483,9 +484,6 @@ func verify(t *target, want Info) (int, unix.Stat_t, error) {
 	if t.parent < 0 {
 		return -1, unix.Stat_t{}, fmt.Errorf("%w: %q is a root directory", ErrNotRegular, t.shown)
 	}
-	if want.Path != t.shown {
-		return -1, unix.Stat_t{}, fmt.Errorf("%w: approved %q, asked for %q", ErrChanged, want.Path, t.shown)
-	}
 	fd, st, err := openRegular(t)
 	if err != nil {
 		return -1, st, changed(err)
@@ -614,6 +612,9 @@ func (f *FS) Move(src, dst string, want Info) error {
 	defer ts.close()
 	if err != nil {
 		return changed(err)
+	}
+	if ts.parent < 0 {
+		return fmt.Errorf("%w: %q is a root directory", ErrNotRegular, ts.shown)
 	}
 	td, err := f.resolve(dst)
 	defer td.close()

@@ -1,0 +1,131 @@
+//go:build linux
+
+package safefs
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// tree is a real directory layout used by the tests:
+//
+//	base/root/           the root
+//	base/root-evil/      a sibling sharing the root's name prefix
+//	base/outside/        files that must never be touched
+type tree struct {
+	base, root, evil, outside string
+	secret                    string // base/outside/secret.txt
+	fs                        *FS
+}
+
+const secretContent = "OUTSIDE SECRET: must never be read, moved or removed\n"
+
+func newTree(t *testing.T) *tree {
+	t.Helper()
+	base := t.TempDir()
+	tr := &tree{base: base, root: filepath.Join(base, "root"), evil: filepath.Join(base, "root-evil"), outside: filepath.Join(base, "outside")}
+	for _, d := range []string{tr.root, tr.evil, tr.outside} {
+		mustMkdir(t, d)
+	}
+	tr.secret = filepath.Join(tr.outside, "secret.txt")
+	mustWrite(t, tr.secret, secretContent)
+	mustWrite(t, filepath.Join(tr.evil, "file.txt"), "evil sibling\n")
+	f, err := New(tr.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	tr.fs = f
+	return tr
+}
+
+// p returns a path under the root.
+func (tr *tree) p(rel string) string { return filepath.Join(tr.root, rel) }
+
+// checkOutside asserts that the outside files are exactly as created.
+func (tr *tree) checkOutside(t *testing.T) {
+	t.Helper()
+	mustContent(t, tr.secret, secretContent)
+	mustContent(t, filepath.Join(tr.evil, "file.txt"), "evil sibling\n")
+}
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		// Symlinks are the point of these tests: never skip.
+		t.Fatalf("symlinks unavailable: %v", err)
+	}
+}
+
+func mustFIFO(t *testing.T, p string) {
+	t.Helper()
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+}
+
+func mustSocket(t *testing.T, p string) {
+	t.Helper()
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		t.Fatalf("unix socket: %v", err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	t.Cleanup(func() { l.Close() })
+}
+
+func mustContent(t *testing.T, p, want string) {
+	t.Helper()
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	if !bytes.Equal(got, []byte(want)) {
+		t.Fatalf("%s: content %q, want %q", p, got, want)
+	}
+}
+
+func mustGone(t *testing.T, p string) {
+	t.Helper()
+	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s should be gone, Lstat: %v", p, err)
+	}
+}
+
+func mustIs(t *testing.T, err error, targets ...error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got nil error, want %v", targets)
+	}
+	for _, target := range targets {
+		if !errors.Is(err, target) {
+			t.Fatalf("error %q does not match %q", err, target)
+		}
+	}
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
