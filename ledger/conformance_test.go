@@ -1,0 +1,297 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// backend opens stores for one test. open may be called several times; every
+// store it returns shares one backend (same file, Redis prefix, table).
+type backend func(t *testing.T) (open func(t *testing.T) Store)
+
+func urlBackend(url func(t *testing.T) string) backend {
+	return func(t *testing.T) func(t *testing.T) Store {
+		u := url(t)
+		return func(t *testing.T) Store {
+			t.Helper()
+			s, err := Open(context.Background(), u)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	}
+}
+
+func backends() map[string]backend {
+	return map[string]backend{
+		// One Memory is the whole backend, so "two stores" are one object.
+		"memory": func(t *testing.T) func(t *testing.T) Store {
+			m := NewMemory(0)
+			t.Cleanup(func() { m.Close() })
+			return func(*testing.T) Store { return m }
+		},
+		"file":     urlBackend(func(t *testing.T) string { return fileBackend(t) }),
+		"redis":    urlBackend(func(t *testing.T) string { u, _ := redisBackend(t); return u }),
+		"postgres": urlBackend(func(t *testing.T) string { u, _, _ := postgresBackend(t); return u }),
+	}
+}
+
+func TestConformance(t *testing.T) {
+	for _, name := range []string{"memory", "file", "redis", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			conformance(t, backends()[name])
+		})
+	}
+}
+
+// conformance is the one suite every store must pass unchanged.
+func conformance(t *testing.T, newBackend backend) {
+	ctx := context.Background()
+	hour := func() time.Time { return time.Now().Add(time.Hour) }
+
+	t.Run("issue then redeem once", func(t *testing.T) {
+		s := newBackend(t)(t)
+		n := newNonce()
+		if err := s.Issue(ctx, n, hour()); err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		for i, want := range []bool{true, false, false} {
+			ok, err := s.Redeem(ctx, n)
+			if err != nil || ok != want {
+				t.Fatalf("Redeem #%d = %v, %v; want %v, nil", i+1, ok, err, want)
+			}
+		}
+	})
+
+	t.Run("unknown nonce", func(t *testing.T) {
+		s := newBackend(t)(t)
+		if ok, err := s.Redeem(ctx, newNonce()); ok || err != nil {
+			t.Fatalf("Redeem(unknown) = %v, %v; want false, nil", ok, err)
+		}
+	})
+
+	t.Run("expired not redeemable", func(t *testing.T) {
+		s := newBackend(t)(t)
+		expired, live := newNonce(), newNonce()
+		if err := s.Issue(ctx, expired, time.Now().Add(40*time.Millisecond)); err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		if err := s.Issue(ctx, live, hour()); err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		time.Sleep(80 * time.Millisecond)
+		if ok, err := s.Redeem(ctx, expired); ok || err != nil {
+			t.Fatalf("Redeem(expired) = %v, %v; want false, nil", ok, err)
+		}
+		if ok, err := s.Redeem(ctx, live); !ok || err != nil {
+			t.Fatalf("control: Redeem(live) = %v, %v; want true, nil", ok, err)
+		}
+	})
+
+	t.Run("double issue", func(t *testing.T) {
+		s := newBackend(t)(t)
+		n := newNonce()
+		first := hour()
+		if err := s.Issue(ctx, n, first); err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		if err := s.Issue(ctx, n, first.Add(time.Hour)); !errors.Is(err, ErrExists) {
+			t.Fatalf("second Issue = %v; want ErrExists", err)
+		}
+		if ok, err := s.Redeem(ctx, n); !ok || err != nil {
+			t.Fatalf("Redeem = %v, %v; want true, nil", ok, err)
+		}
+		if ok, _ := s.Redeem(ctx, n); ok {
+			t.Fatal("a refused second Issue created a second redemption")
+		}
+	})
+
+	t.Run("issue in the past", func(t *testing.T) {
+		s := newBackend(t)(t)
+		for _, exp := range []time.Time{time.Now().Add(-time.Second), time.Now(), {}} {
+			n := newNonce()
+			if err := s.Issue(ctx, n, exp); !errors.Is(err, ErrExpired) {
+				t.Fatalf("Issue(expires=%v) = %v; want ErrExpired", exp, err)
+			}
+			if ok, err := s.Redeem(ctx, n); ok || err != nil {
+				t.Fatalf("Redeem after refused Issue = %v, %v; want false, nil", ok, err)
+			}
+		}
+	})
+
+	t.Run("invalid nonces", func(t *testing.T) {
+		s := newBackend(t)(t)
+		for _, n := range invalidNonces {
+			if err := s.Issue(ctx, n, hour()); !errors.Is(err, ErrInvalidNonce) {
+				t.Errorf("Issue(%q) = %v; want ErrInvalidNonce", n, err)
+			}
+			if ok, err := s.Redeem(ctx, n); ok || !errors.Is(err, ErrInvalidNonce) {
+				t.Errorf("Redeem(%q) = %v, %v; want false, ErrInvalidNonce", n, ok, err)
+			}
+		}
+		for _, n := range validNonces {
+			if err := s.Issue(ctx, n, hour()); err != nil {
+				t.Errorf("control: Issue(%q) = %v", n, err)
+			}
+			if ok, err := s.Redeem(ctx, n); !ok || err != nil {
+				t.Errorf("control: Redeem(%q) = %v, %v", n, ok, err)
+			}
+		}
+	})
+
+	t.Run("1000 goroutines race one nonce", func(t *testing.T) {
+		s := newBackend(t)(t)
+		n := newNonce()
+		if err := s.Issue(ctx, n, hour()); err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		wins, errs := race(ctx, []Store{s}, n, 1000)
+		if wins != 1 || errs != 0 {
+			t.Fatalf("wins = %d, errors = %d; want exactly 1 win, 0 errors", wins, errs)
+		}
+	})
+
+	t.Run("many nonces concurrently", func(t *testing.T) {
+		s := newBackend(t)(t)
+		const workers, each = 16, 25
+		var wg sync.WaitGroup
+		var wins, bad atomic.Int64
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < each; i++ {
+					n := newNonce()
+					if err := s.Issue(ctx, n, hour()); err != nil {
+						bad.Add(1)
+						continue
+					}
+					ok1, err1 := s.Redeem(ctx, n)
+					ok2, err2 := s.Redeem(ctx, n)
+					if err1 != nil || err2 != nil || !ok1 || ok2 {
+						bad.Add(1)
+					}
+					if ok1 {
+						wins.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if wins.Load() != workers*each || bad.Load() != 0 {
+			t.Fatalf("wins = %d, bad = %d; want %d, 0", wins.Load(), bad.Load(), workers*each)
+		}
+	})
+
+	t.Run("two stores on one backend", func(t *testing.T) {
+		open := newBackend(t)
+		a, b := open(t), open(t)
+		const nonces = 50
+		list := make([]string, nonces)
+		for i := range list {
+			list[i] = newNonce()
+			issuer := a
+			if i%2 == 1 {
+				issuer = b
+			}
+			if err := issuer.Issue(ctx, list[i], hour()); err != nil {
+				t.Fatalf("Issue: %v", err)
+			}
+		}
+		// The other store sees the issue: ErrExists across instances.
+		if err := b.Issue(ctx, list[0], hour()); !errors.Is(err, ErrExists) {
+			t.Fatalf("Issue via b of a nonce issued via a = %v; want ErrExists", err)
+		}
+		for _, n := range list {
+			wins, errs := race(ctx, []Store{a, b}, n, 40)
+			if wins != 1 || errs != 0 {
+				t.Fatalf("nonce %s: wins = %d, errors = %d; want 1, 0", n, wins, errs)
+			}
+		}
+	})
+
+	t.Run("expired nonce may be issued again", func(t *testing.T) {
+		s := newBackend(t)(t)
+		n := newNonce()
+		if err := s.Issue(ctx, n, time.Now().Add(30*time.Millisecond)); err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		time.Sleep(60 * time.Millisecond)
+		if err := s.Issue(ctx, n, hour()); err != nil {
+			t.Fatalf("re-Issue after expiry: %v", err)
+		}
+		if ok, err := s.Redeem(ctx, n); !ok || err != nil {
+			t.Fatalf("Redeem = %v, %v; want true, nil", ok, err)
+		}
+	})
+
+	t.Run("cancelled context refuses", func(t *testing.T) {
+		s := newBackend(t)(t)
+		n := newNonce()
+		if err := s.Issue(ctx, n, hour()); err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := s.Issue(cctx, newNonce(), hour()); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Issue(cancelled) = %v; want ErrUnavailable", err)
+		}
+		if ok, err := s.Redeem(cctx, n); ok || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Redeem(cancelled) = %v, %v; want false, ErrUnavailable", ok, err)
+		}
+		if ok, err := s.Redeem(ctx, n); !ok || err != nil {
+			t.Fatalf("control: Redeem = %v, %v; want true, nil", ok, err)
+		}
+	})
+
+	t.Run("closed store refuses", func(t *testing.T) {
+		s := newBackend(t)(t)
+		n := newNonce()
+		if err := s.Issue(ctx, n, hour()); err != nil {
+			t.Fatalf("Issue: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		if ok, err := s.Redeem(ctx, n); ok || !errors.Is(err, ErrClosed) || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Redeem after Close = %v, %v; want false, ErrClosed", ok, err)
+		}
+		if err := s.Issue(ctx, newNonce(), hour()); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Issue after Close = %v; want ErrClosed", err)
+		}
+	})
+}
+
+// race has n goroutines, spread over stores, redeem one nonce at once.
+func race(ctx context.Context, stores []Store, nonce string, n int) (wins, errs int64) {
+	var wg sync.WaitGroup
+	var w, e atomic.Int64
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(s Store) {
+			defer wg.Done()
+			<-start
+			ok, err := s.Redeem(ctx, nonce)
+			if err != nil {
+				e.Add(1)
+			}
+			if ok {
+				w.Add(1)
+			}
+		}(stores[i%len(stores)])
+	}
+	close(start)
+	wg.Wait()
+	return w.Load(), e.Load()
+}

@@ -1,0 +1,260 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// File is a Store in one SQLite database file. Several processes on one host
+// may open the same path: SQLite's file locks serialize their writes, and a
+// redemption is a single DELETE ... RETURNING statement, so exactly one of
+// them removes a given row.
+type File struct {
+	db      *sql.DB
+	path    string
+	timeout time.Duration
+	issue   *sql.Stmt
+	redeem  *sql.Stmt
+	sweep   *sql.Stmt
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.RWMutex // guards closed against use during Close
+	closed  bool
+}
+
+const fileSchema = `CREATE TABLE IF NOT EXISTS grants (
+	nonce      TEXT PRIMARY KEY NOT NULL,
+	expires_at INTEGER NOT NULL
+) STRICT`
+
+// filePath extracts the path from file:PATH, file:///PATH or
+// file://localhost/PATH, and the ledger's own query parameters.
+func filePath(raw string) (string, options, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", options{}, fmt.Errorf("ledger: file URL: %w", err)
+	}
+	if u.Host != "" && u.Host != "localhost" {
+		return "", options{}, fmt.Errorf("ledger: file URL names host %q; a file ledger is local to one host", u.Host)
+	}
+	if u.Fragment != "" {
+		return "", options{}, fmt.Errorf("ledger: file URL has a fragment %q", u.Fragment)
+	}
+	q := u.Query()
+	o, err := takeOptions(q)
+	if err != nil {
+		return "", o, err
+	}
+	if o.prefix != "" || o.table != "" {
+		return "", o, errors.New("ledger: file URL does not take ledger_prefix or ledger_table")
+	}
+	if len(q) != 0 {
+		return "", o, fmt.Errorf("ledger: file URL has unknown parameters %q", q.Encode())
+	}
+	p := u.Path
+	if u.Opaque != "" {
+		if p, err = url.PathUnescape(u.Opaque); err != nil {
+			return "", o, fmt.Errorf("ledger: file URL path: %w", err)
+		}
+	}
+	if p == "" {
+		return "", o, errors.New("ledger: file URL has no path (want file:PATH)")
+	}
+	// The driver cuts a DSN at '?', so such a path would open another file.
+	if strings.ContainsAny(p, "?#\x00") {
+		return "", o, fmt.Errorf("ledger: file path %q contains '?', '#' or NUL", p)
+	}
+	return p, o, nil
+}
+
+// OpenFile opens (creating with mode 0600 if needed) the SQLite ledger at
+// path, with the default timeout and sweep interval.
+func OpenFile(ctx context.Context, path string) (*File, error) {
+	return openFileWith(ctx, path, options{timeout: DefaultTimeout, sweep: DefaultSweepInterval})
+}
+
+func openFile(ctx context.Context, raw string) (Store, error) {
+	p, o, err := filePath(raw)
+	if err != nil {
+		return nil, err
+	}
+	f, err := openFileWith(ctx, p, o)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func openFileWith(ctx context.Context, path string, o options) (*File, error) {
+	if strings.ContainsAny(path, "?#\x00") {
+		return nil, fmt.Errorf("ledger: file path %q contains '?', '#' or NUL", path)
+	}
+	// Create the file ourselves so that it starts private; SQLite gives the
+	// -wal and -shm files the main file's permissions.
+	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: file %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return nil, fmt.Errorf("ledger: file %s: %w", path, err)
+	}
+	busy := o.timeout.Milliseconds()
+	if busy < 1 {
+		busy = 1
+	}
+	// WAL lets readers and the single writer proceed together and is
+	// shared between processes through the -shm file; synchronous=FULL
+	// makes every committed issue/redeem survive power loss, so a crash
+	// cannot resurrect a spent grant. busy_timeout makes a second process
+	// wait for the write lock, bounded by the operation timeout.
+	dsn := path + "?_pragma=busy_timeout(" + strconv.FormatInt(busy, 10) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: file %s: %w", path, err)
+	}
+	// One connection per process: SQLite has one writer at a time anyway,
+	// and goroutines queueing in database/sql (bounded by their context)
+	// are far cheaper than connections polling the lock in busy_timeout.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	f := &File{db: db, path: path, timeout: o.timeout, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := f.init(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	go f.sweeper(o.sweep)
+	return f, nil
+}
+
+func (f *File) init(ctx context.Context) error {
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	if _, err := f.db.ExecContext(ctx, fileSchema); err != nil {
+		return unavailable("file", "create schema in "+f.path, err)
+	}
+	// Refuse a database whose grants table is not the one we create: a
+	// different column type could make comparisons lie.
+	var cols int
+	err := f.db.QueryRowContext(ctx,
+		`SELECT count(*) FROM pragma_table_info('grants') WHERE (name='nonce' AND type='TEXT' AND pk=1) OR (name='expires_at' AND type='INTEGER')`).Scan(&cols)
+	if err != nil {
+		return unavailable("file", "check schema in "+f.path, err)
+	}
+	if cols != 2 {
+		return unavailable("file", "check schema in "+f.path, errors.New("table grants has an unexpected shape"))
+	}
+	var err2 error
+	if f.issue, err2 = f.db.PrepareContext(ctx,
+		// An expired row may be replaced, as an expired Redis key would be.
+		`INSERT INTO grants(nonce, expires_at) VALUES (?1, ?2)
+		 ON CONFLICT(nonce) DO UPDATE SET expires_at = excluded.expires_at WHERE grants.expires_at <= ?3`); err2 != nil {
+		return unavailable("file", "prepare", err2)
+	}
+	if f.redeem, err2 = f.db.PrepareContext(ctx,
+		`DELETE FROM grants WHERE nonce = ?1 AND expires_at > ?2 RETURNING nonce`); err2 != nil {
+		return unavailable("file", "prepare", err2)
+	}
+	if f.sweep, err2 = f.db.PrepareContext(ctx, `DELETE FROM grants WHERE expires_at <= ?1`); err2 != nil {
+		return unavailable("file", "prepare", err2)
+	}
+	return nil
+}
+
+// Issue records nonce until expires (stored in Unix nanoseconds).
+func (f *File) Issue(ctx context.Context, nonce string, expires time.Time) error {
+	now := time.Now()
+	if err := checkIssue(nonce, expires, now); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return ErrClosed
+	}
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	res, err := f.issue.ExecContext(ctx, nonce, expires.UnixNano(), now.UnixNano())
+	if err != nil {
+		return unavailable("file", "issue", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return unavailable("file", "issue", err)
+	}
+	if n != 1 {
+		return ErrExists
+	}
+	return nil
+}
+
+// Redeem deletes the row for nonce if it is unexpired, in one statement.
+func (f *File) Redeem(ctx context.Context, nonce string) (bool, error) {
+	if err := checkNonce(nonce); err != nil {
+		return false, err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	var got string
+	err := f.redeem.QueryRowContext(ctx, nonce, time.Now().UnixNano()).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, unavailable("file", "redeem", err)
+	}
+	if got != nonce {
+		return false, unavailable("file", "redeem", fmt.Errorf("deleted row %q, asked for %q", got, nonce))
+	}
+	return true, nil
+}
+
+func (f *File) sweeper(every time.Duration) {
+	defer close(f.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+			// A failed sweep only delays cleanup; redemption checks
+			// expiry itself, so an expired row is never honoured.
+			_, _ = f.sweep.ExecContext(ctx, time.Now().UnixNano())
+			cancel()
+		}
+	}
+}
+
+// Close stops the sweeper and closes the database. Later calls fail with
+// ErrClosed.
+func (f *File) Close() error {
+	var err error
+	f.once.Do(func() {
+		close(f.stop)
+		<-f.done
+		f.mu.Lock()
+		f.closed = true
+		f.mu.Unlock()
+		err = f.db.Close()
+	})
+	return err
+}

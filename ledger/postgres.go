@@ -1,0 +1,189 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultPostgresTable is the table the PostgreSQL store creates and uses.
+const DefaultPostgresTable = "mcpsafe_grants"
+
+var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Postgres is a Store in a PostgreSQL table shared by replicas. Redeem is one
+// DELETE ... WHERE nonce = $1 AND expires_at > now() RETURNING: row locking
+// lets exactly one concurrent DELETE return the row. Expiry is judged by the
+// database clock, and a background DELETE removes expired rows.
+type Postgres struct {
+	pool    *pgxpool.Pool
+	table   string
+	timeout time.Duration
+	sqlIss  string
+	sqlRed  string
+	sqlSwp  string
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.RWMutex
+	closed  bool
+}
+
+func openPostgres(ctx context.Context, raw string) (Store, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: postgres URL: %w", err)
+	}
+	q := u.Query()
+	o, err := takeOptions(q)
+	if err != nil {
+		return nil, err
+	}
+	if o.prefix != "" {
+		return nil, errors.New("ledger: postgres URL does not take ledger_prefix (use ledger_table)")
+	}
+	u.RawQuery = q.Encode()
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		// pgx errors can echo the connection string; keep the password out.
+		return nil, fmt.Errorf("ledger: postgres URL %s: cannot parse", redactURL(raw))
+	}
+	table := o.table
+	if table == "" {
+		table = DefaultPostgresTable
+	}
+	if !tableName.MatchString(table) {
+		return nil, fmt.Errorf("ledger: ledger_table %q: want [a-z_][a-z0-9_]{0,62}", table)
+	}
+	cfg.ConnConfig.ConnectTimeout = o.timeout
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, unavailable("postgres", "connect "+redactURL(raw), err)
+	}
+	p := &Postgres{pool: pool, table: table, timeout: o.timeout, stop: make(chan struct{}), done: make(chan struct{})}
+	t := pgx.Identifier{table}.Sanitize()
+	p.sqlIss = `INSERT INTO ` + t + ` AS g (nonce, expires_at) VALUES ($1, $2)
+		ON CONFLICT (nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE g.expires_at <= now()`
+	p.sqlRed = `DELETE FROM ` + t + ` WHERE nonce = $1 AND expires_at > now() RETURNING nonce`
+	p.sqlSwp = `DELETE FROM ` + t + ` WHERE expires_at <= now()`
+	if err := p.init(ctx, t); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	go p.sweeper(o.sweep)
+	return p, nil
+}
+
+func (p *Postgres) init(ctx context.Context, t string) error {
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	if err := p.pool.Ping(ctx); err != nil {
+		return unavailable("postgres", "ping", err)
+	}
+	// Replicas starting together would race CREATE TABLE IF NOT EXISTS
+	// (it is not atomic against itself); an advisory lock serializes them.
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('mcpsafe ledger schema'))`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t+` (
+			nonce      text PRIMARY KEY,
+			expires_at timestamptz NOT NULL
+		)`); err != nil {
+			return err
+		}
+		idx := pgx.Identifier{p.table + "_expires_at"}.Sanitize()
+		_, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (expires_at)`)
+		return err
+	})
+	if err != nil {
+		return unavailable("postgres", "create schema", err)
+	}
+	return nil
+}
+
+// Issue inserts the row; an existing unexpired row makes it ErrExists.
+func (p *Postgres) Issue(ctx context.Context, nonce string, expires time.Time) error {
+	if err := checkIssue(nonce, expires, time.Now()); err != nil {
+		return err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return ErrClosed
+	}
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	tag, err := p.pool.Exec(ctx, p.sqlIss, nonce, expires)
+	if err != nil {
+		return unavailable("postgres", "issue", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return ErrExists
+	}
+	return nil
+}
+
+// Redeem deletes the unexpired row for nonce in one statement.
+func (p *Postgres) Redeem(ctx context.Context, nonce string) (bool, error) {
+	if err := checkNonce(nonce); err != nil {
+		return false, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	var got string
+	err := p.pool.QueryRow(ctx, p.sqlRed, nonce).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, unavailable("postgres", "redeem", err)
+	}
+	if got != nonce {
+		return false, unavailable("postgres", "redeem", fmt.Errorf("deleted row %q, asked for %q", got, nonce))
+	}
+	return true, nil
+}
+
+func (p *Postgres) sweeper(every time.Duration) {
+	defer close(p.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+			// A failed sweep only delays cleanup: Redeem checks expiry
+			// itself, so an expired row is never honoured.
+			_, _ = p.pool.Exec(ctx, p.sqlSwp)
+			cancel()
+		}
+	}
+}
+
+// Close stops the sweeper and the pool; later calls fail with ErrClosed.
+func (p *Postgres) Close() error {
+	p.once.Do(func() {
+		close(p.stop)
+		<-p.done
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		p.pool.Close()
+	})
+	return nil
+}
