@@ -1,0 +1,189 @@
+package channel
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Approver is one person or bot allowed to decide. Token is its password
+// for the login form and its bearer token for the JSON API.
+type Approver struct {
+	Name  string
+	Token string
+}
+
+// MinTokenLen is the shortest approver token accepted.
+const MinTokenLen = 16
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$`)
+
+// LoadApproversFile reads approvers, one "name:token" per line; blank lines
+// and lines starting with # are ignored. Like the secret file it must not
+// be readable by group or others. Names and tokens must be unique, tokens
+// at least MinTokenLen characters.
+func LoadApproversFile(path string) ([]Approver, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("channel: approvers file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("channel: approvers file %s is not a regular file", path)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("channel: approvers file %s has mode %04o; it must not be readable by group or others (chmod 600)", path, st.Mode().Perm())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("channel: approvers file: %w", err)
+	}
+	var out []Approver
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		name, token, ok := strings.Cut(text, ":")
+		if !ok {
+			return nil, fmt.Errorf("channel: approvers file %s line %d: want name:token", path, line)
+		}
+		out = append(out, Approver{Name: name, Token: token})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("channel: approvers file %s: %w", path, err)
+	}
+	if err := checkApprovers(out); err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return out, nil
+}
+
+func checkApprovers(list []Approver) error {
+	if len(list) == 0 {
+		return fmt.Errorf("channel: no approvers configured")
+	}
+	names := map[string]bool{}
+	tokens := map[string]bool{}
+	for _, a := range list {
+		if !nameRE.MatchString(a.Name) {
+			return fmt.Errorf("channel: approver name %q: use letters, digits and ._@+- (at most 64)", a.Name)
+		}
+		if len(a.Token) < MinTokenLen {
+			return fmt.Errorf("channel: approver %s: token shorter than %d characters", a.Name, MinTokenLen)
+		}
+		k := strings.ToLower(a.Name)
+		if names[k] {
+			return fmt.Errorf("channel: approver %s listed twice", a.Name)
+		}
+		if tokens[a.Token] {
+			return fmt.Errorf("channel: approver %s shares a token with another approver", a.Name)
+		}
+		names[k], tokens[a.Token] = true, true
+	}
+	return nil
+}
+
+// authenticator checks credentials and keeps browser sessions.
+type authenticator struct {
+	approvers []Approver
+	mu        sync.Mutex
+	sessions  map[string]*session // key: SHA-256 of the cookie value
+	ttl       time.Duration
+}
+
+type session struct {
+	name    string
+	csrf    string
+	expires time.Time
+}
+
+const sessionCookie = "mcpsafe_session"
+
+// byToken compares against every approver in constant time, so the time
+// taken does not reveal which entry (or how much of one) matched.
+func (a *authenticator) byToken(name, token string) (string, bool) {
+	found := ""
+	for _, ap := range a.approvers {
+		tokOK := subtle.ConstantTimeCompare([]byte(ap.Token), []byte(token)) == 1
+		nameOK := name == "" || strings.EqualFold(ap.Name, name)
+		if tokOK && nameOK {
+			found = ap.Name
+		}
+	}
+	return found, found != ""
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("channel: no randomness: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func sessionKey(cookie string) string {
+	h := sha256.Sum256([]byte(cookie))
+	return string(h[:])
+}
+
+func (a *authenticator) newSession(name string) (cookie string, s *session) {
+	cookie = randomToken()
+	s = &session{name: name, csrf: randomToken(), expires: time.Now().Add(a.ttl)}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	for k, v := range a.sessions {
+		if now.After(v.expires) {
+			delete(a.sessions, k)
+		}
+	}
+	a.sessions[sessionKey(cookie)] = s
+	return cookie, s
+}
+
+func (a *authenticator) session(r *http.Request) (*session, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[sessionKey(c.Value)]
+	if !ok || time.Now().After(s.expires) {
+		return nil, false
+	}
+	return s, true
+}
+
+func (a *authenticator) endSession(r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		a.mu.Lock()
+		delete(a.sessions, sessionKey(c.Value))
+		a.mu.Unlock()
+	}
+}
+
+// bearer authenticates an API request: "Authorization: Bearer <token>".
+// Basic auth is deliberately not accepted: browsers replay cached Basic
+// credentials on cross-site requests, which would make the API CSRF-able.
+func (a *authenticator) bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || tok == "" {
+		return "", false
+	}
+	return a.byToken("", tok)
+}

@@ -1,0 +1,328 @@
+package channel
+
+import (
+	"crypto/subtle"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+)
+
+//go:embed web
+var webFS embed.FS
+
+var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
+	"vis":  Visible,
+	"join": func(s []string) string { return strings.Join(s, ", ") },
+	"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+}).ParseFS(webFS, "web/*.html"))
+
+func (s *Service) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(webFS, "web/static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("POST /webhook", s.handleWebhook)
+
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /logout", s.withSession(true, s.logout))
+	m.HandleFunc("GET /{$}", s.withSession(false, s.page))
+	m.HandleFunc("GET /ui/fragment", s.withSession(false, s.fragment))
+	m.HandleFunc("GET /ui/events", s.withSession(false, s.events))
+	m.HandleFunc("POST /ui/requests/{id}/{action}", s.withSession(true, s.uiDecide))
+
+	m.HandleFunc("GET /api/requests", s.withBearer(s.apiList))
+	m.HandleFunc("GET /api/requests/{id}", s.withBearer(s.apiGet))
+	m.HandleFunc("POST /api/requests/{id}/{action}", s.withBearer(s.apiDecide))
+	s.mux = m
+}
+
+// Item is one request as the UI and the JSON API show it.
+type Item struct {
+	ID           string           `json:"id"`
+	Tool         string           `json:"tool"`
+	Summary      string           `json:"summary"`
+	Details      []string         `json:"details"`
+	Targets      []mcpsafe.Target `json:"targets"`
+	ArgsDigest   string           `json:"args_digest"`
+	Principal    string           `json:"principal"`
+	Audience     string           `json:"audience"`
+	Irreversible bool             `json:"irreversible"`
+	Received     time.Time        `json:"received"`
+	Deadline     time.Time        `json:"deadline"`
+	Status       string           `json:"status"`
+	Required     int              `json:"required_approvals"`
+	Approvals    []string         `json:"approvals"`
+	DeniedBy     string           `json:"denied_by,omitempty"`
+	DecidedAt    time.Time        `json:"decided_at,omitzero"`
+
+	// For the viewer.
+	Mine       bool  `json:"-"` // the viewer asked for this call
+	Voted      bool  `json:"-"`
+	DeadlineMS int64 `json:"-"`
+}
+
+// Missing is how many more approvals the request needs.
+func (it Item) Missing() int { return it.Required - len(it.Approvals) }
+
+func itemOf(r record, viewer string) Item {
+	it := Item{
+		ID: r.Req.ID, Tool: r.Req.Tool, Summary: r.Req.Summary, Details: nonNil(r.Req.Details),
+		Targets: nonNilTargets(r.Req.Targets), ArgsDigest: r.Req.ArgsDigest, Principal: r.Req.Principal,
+		Audience: r.Req.Audience, Irreversible: r.Req.Irreversible, Received: r.Received,
+		Deadline: r.Deadline, Status: r.Status, Required: r.Required, Approvals: voters(&r),
+		DecidedAt: r.DecidedAt, DeadlineMS: r.Deadline.UnixMilli(),
+	}
+	if it.Approvals == nil {
+		it.Approvals = []string{}
+	}
+	if r.DeniedBy != nil {
+		it.DeniedBy = r.DeniedBy.By
+	}
+	it.Mine = r.Req.Principal != "" && strings.EqualFold(viewer, r.Req.Principal)
+	for _, a := range it.Approvals {
+		if strings.EqualFold(a, viewer) {
+			it.Voted = true
+		}
+	}
+	return it
+}
+
+type pageData struct {
+	User    string
+	CSRF    string
+	Pending []Item
+	History []Item
+	Error   string
+}
+
+func (s *Service) view(viewer, csrf string) pageData {
+	p, h, _, _ := s.snapshot()
+	d := pageData{User: viewer, CSRF: csrf, Pending: []Item{}, History: []Item{}}
+	for _, r := range p {
+		d.Pending = append(d.Pending, itemOf(r, viewer))
+	}
+	for _, r := range h {
+		d.History = append(d.History, itemOf(r, viewer))
+	}
+	return d
+}
+
+// Browser side: login form, session cookie, CSRF token, Origin check.
+
+func (s *Service) expectedOrigin(r *http.Request) string {
+	if s.opts.Origin != "" {
+		return s.opts.Origin
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// sameOrigin refuses a state-changing browser request that does not come
+// from this site's own pages. Browsers send Origin on every POST; a
+// missing one is refused rather than guessed.
+func (s *Service) sameOrigin(r *http.Request) error {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return fmt.Errorf("missing Origin header")
+	}
+	if o != s.expectedOrigin(r) {
+		return fmt.Errorf("origin %q is not this site", o)
+	}
+	if sf := r.Header.Get("Sec-Fetch-Site"); sf != "" && sf != "same-origin" {
+		return fmt.Errorf("cross-site request (Sec-Fetch-Site: %s)", sf)
+	}
+	return nil
+}
+
+func (s *Service) withSession(mutating bool, h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.auth.session(r)
+		if !ok {
+			if r.Method == http.MethodGet && r.URL.Path == "/" {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "login required"})
+			return
+		}
+		if mutating {
+			if err := s.sameOrigin(r); err != nil {
+				writeJSON(w, http.StatusForbidden, map[string]any{"error": "CSRF check failed: " + err.Error()})
+				return
+			}
+			tok := r.Header.Get("X-CSRF-Token")
+			if tok == "" {
+				r.Body = http.MaxBytesReader(w, r.Body, 4096)
+				tok = r.PostFormValue("csrf")
+			}
+			if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(sess.csrf)) != 1 {
+				writeJSON(w, http.StatusForbidden, map[string]any{"error": "CSRF check failed: missing or wrong token"})
+				return
+			}
+		}
+		h(w, r, sess)
+	}
+}
+
+func (s *Service) render(w http.ResponseWriter, code int, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	if err := tmpl.ExecuteTemplate(w, name, data); err != nil {
+		fmt.Fprintf(w, "<p>template error</p>")
+	}
+}
+
+func (s *Service) loginPage(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.auth.session(r); ok {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	s.render(w, http.StatusOK, "login.html", pageData{})
+}
+
+func (s *Service) login(w http.ResponseWriter, r *http.Request) {
+	if err := s.sameOrigin(r); err != nil {
+		s.render(w, http.StatusForbidden, "login.html", pageData{Error: "Refused: " + err.Error()})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	name, pass := r.PostFormValue("name"), r.PostFormValue("password")
+	who, ok := s.auth.byToken(name, pass)
+	if name == "" || !ok {
+		time.Sleep(200 * time.Millisecond) // slows guessing; tokens are long anyway
+		s.render(w, http.StatusUnauthorized, "login.html", pageData{Error: "Wrong name or password."})
+		return
+	}
+	cookie, _ := s.auth.newSession(who)
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: cookie, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.expectedOrigin(r), "https:"),
+		MaxAge: int(s.opts.SessionTTL / time.Second),
+	})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Service) logout(w http.ResponseWriter, r *http.Request, _ *session) {
+	s.auth.endSession(r)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (s *Service) page(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.render(w, http.StatusOK, "page.html", s.view(sess.name, sess.csrf))
+}
+
+func (s *Service) fragment(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.render(w, http.StatusOK, "lists", s.view(sess.name, sess.csrf))
+}
+
+// events streams a "change" event whenever any request changes, so every
+// open page re-renders at once and stale buttons go away.
+func (s *Service) events(w http.ResponseWriter, r *http.Request, _ *session) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	_, _, version, changed := s.snapshot()
+	fmt.Fprintf(w, "retry: 2000\ndata: %d\n\n", version)
+	fl.Flush()
+	heartbeat := time.NewTicker(15 * time.Second)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		case <-heartbeat.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+		case <-changed:
+			_, _, version, changed = s.snapshot()
+			fmt.Fprintf(w, "data: %d\n\n", version)
+		}
+		fl.Flush()
+	}
+}
+
+func (s *Service) uiDecide(w http.ResponseWriter, r *http.Request, sess *session) {
+	rec, herr := s.decideAction(r, sess.name)
+	if !strings.Contains(r.Header.Get("Accept"), "application/json") {
+		// A plain form post (no JavaScript): back to the page.
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if herr != nil {
+		writeJSON(w, herr.code, map[string]any{"error": herr.msg})
+		return
+	}
+	writeJSON(w, http.StatusOK, itemOf(rec, sess.name))
+}
+
+func (s *Service) decideAction(r *http.Request, who string) (record, *httpError) {
+	switch r.PathValue("action") {
+	case "approve":
+		return s.decide(r.PathValue("id"), who, true)
+	case "deny":
+		return s.decide(r.PathValue("id"), who, false)
+	default:
+		return record{}, fail(http.StatusNotFound, "unknown action %q (approve or deny)", r.PathValue("action"))
+	}
+}
+
+// JSON API for bots: bearer tokens only.
+
+func (s *Service) withBearer(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, ok := s.auth.bearer(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpsafe approvals"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "bearer token required"})
+			return
+		}
+		h(w, r, who)
+	}
+}
+
+func (s *Service) apiList(w http.ResponseWriter, r *http.Request, who string) {
+	d := s.view(who, "")
+	switch r.URL.Query().Get("status") {
+	case "", StatusPending:
+		writeJSON(w, http.StatusOK, map[string]any{"requests": d.Pending})
+	case "all":
+		writeJSON(w, http.StatusOK, map[string]any{"requests": append(d.Pending, d.History...)})
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "status must be pending or all"})
+	}
+}
+
+func (s *Service) apiGet(w http.ResponseWriter, r *http.Request, who string) {
+	d := s.view(who, "")
+	for _, it := range append(d.Pending, d.History...) {
+		if it.ID == r.PathValue("id") {
+			writeJSON(w, http.StatusOK, it)
+			return
+		}
+	}
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such request"})
+}
+
+func (s *Service) apiDecide(w http.ResponseWriter, r *http.Request, who string) {
+	rec, herr := s.decideAction(r, who)
+	if herr != nil {
+		writeJSON(w, herr.code, map[string]any{"error": herr.msg})
+		return
+	}
+	writeJSON(w, http.StatusOK, itemOf(rec, who))
+}

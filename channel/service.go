@@ -1,0 +1,494 @@
+package channel
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// ServiceOptions configures the approval service.
+type ServiceOptions struct {
+	// Secret verifies webhook signatures (at least MinSecretLen bytes).
+	Secret []byte
+	// Approvers may log in and decide (at least one).
+	Approvers []Approver
+	// Require maps a tool name to the number of distinct approvers it
+	// needs (default 1). A request's own min_approvers can raise it, never
+	// lower it.
+	Require map[string]int
+	// Store is "" or "memory" (state lost on restart) or "file:PATH" (an
+	// SQLite database; pending requests survive a restart).
+	Store string
+	// Tolerance is the signature timestamp window (default 5 minutes).
+	Tolerance time.Duration
+	// MaxWait caps how long a request stays pending, whatever its
+	// expires_at says (default 1 hour).
+	MaxWait time.Duration
+	// MaxPending caps pending requests (default 1000); beyond it new
+	// requests are refused with 503.
+	MaxPending int
+	// Origin is the public origin of the web UI, e.g.
+	// "https://approvals.example.com". Default: derived from each
+	// request's Host and TLS state. Set it behind a TLS-terminating proxy.
+	Origin string
+	// SessionTTL is how long a login lasts (default 12 hours).
+	SessionTTL time.Duration
+}
+
+// Service is the approval service: a signed webhook endpoint that
+// long-polls until a human decides, a web UI, and a JSON API for bots.
+type Service struct {
+	opts ServiceOptions
+	st   store
+	auth *authenticator
+	mux  *http.ServeMux
+
+	mu       sync.Mutex
+	entries  map[string]*entry
+	version  uint64
+	changed  chan struct{} // closed (and replaced) on every change
+	done     chan struct{}
+	closeOne sync.Once
+	wg       sync.WaitGroup
+}
+
+type entry struct {
+	rec     *record
+	decided chan struct{} // closed when rec.Status leaves pending
+	polling bool          // a webhook caller is waiting on it
+}
+
+// NewService builds the service and loads its store.
+func NewService(opts ServiceOptions) (*Service, error) {
+	if len(opts.Secret) < MinSecretLen {
+		return nil, fmt.Errorf("channel: service secret is %d bytes, need at least %d", len(opts.Secret), MinSecretLen)
+	}
+	if err := checkApprovers(opts.Approvers); err != nil {
+		return nil, err
+	}
+	for tool, n := range opts.Require {
+		if tool == "" || n < 1 {
+			return nil, fmt.Errorf("channel: require %q=%d: need a tool name and N >= 1", tool, n)
+		}
+		if n > len(opts.Approvers) {
+			return nil, fmt.Errorf("channel: %s requires %d approvers but only %d are configured", tool, n, len(opts.Approvers))
+		}
+	}
+	if opts.Origin != "" && !regexp.MustCompile(`^https?://[^/]+$`).MatchString(opts.Origin) {
+		return nil, fmt.Errorf("channel: origin %q must look like https://host[:port]", opts.Origin)
+	}
+	setDefault(&opts.Tolerance, 5*time.Minute)
+	setDefault(&opts.MaxWait, time.Hour)
+	setDefault(&opts.SessionTTL, 12*time.Hour)
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = 1000
+	}
+	st, err := openStore(opts.Store)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		opts:    opts,
+		st:      st,
+		auth:    &authenticator{approvers: opts.Approvers, sessions: map[string]*session{}, ttl: opts.SessionTTL},
+		entries: map[string]*entry{},
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	recs, err := st.load()
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	for _, r := range recs {
+		e := &entry{rec: r, decided: make(chan struct{})}
+		if r.Status != StatusPending {
+			close(e.decided)
+		}
+		s.entries[r.Req.ID] = e
+	}
+	s.routes()
+	s.wg.Add(1)
+	go s.expireLoop()
+	return s, nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// Close ends waiting webhook calls and live-update streams (their callers
+// see no approval) and closes the store.
+func (s *Service) Close() error {
+	var err error
+	s.closeOne.Do(func() {
+		close(s.done)
+		s.wg.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		err = s.st.close()
+	})
+	return err
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Service) expireLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			s.expireLocked(time.Now())
+			s.mu.Unlock()
+		}
+	}
+}
+
+// expireLocked moves overdue pending requests to expired.
+func (s *Service) expireLocked(now time.Time) {
+	changed := false
+	for _, e := range s.entries {
+		if e.rec.Status != StatusPending || now.Before(e.rec.Deadline) {
+			continue
+		}
+		next := *e.rec
+		next.Status, next.DecidedAt = StatusExpired, now
+		if err := s.st.save(&next); err != nil {
+			// Stays pending in the store; it is still past its deadline, so
+			// nothing can approve it, and the next tick tries again.
+			continue
+		}
+		*e.rec = next
+		close(e.decided)
+		changed = true
+	}
+	if changed {
+		s.notifyLocked()
+	}
+}
+
+func (s *Service) notifyLocked() {
+	s.version++
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Webhook endpoint.
+
+const maxRequestBytes = 256 << 10
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func fail(code int, format string, a ...any) *httpError {
+	return &httpError{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"approved": false, "error": "reading body: " + err.Error()})
+		return
+	}
+	e, herr := s.admit(r.Header.Get(SignatureHeader), body)
+	if herr != nil {
+		writeJSON(w, herr.code, map[string]any{"approved": false, "error": herr.msg})
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		e.polling = false
+		s.mu.Unlock()
+	}()
+	timer := time.NewTimer(time.Until(e.rec.Deadline))
+	defer timer.Stop()
+	select {
+	case <-e.decided:
+	case <-timer.C:
+	case <-r.Context().Done():
+		return // the caller left; the request stays pending for a re-attach
+	case <-s.done:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "service shutting down"})
+		return
+	}
+	s.mu.Lock()
+	s.expireLocked(time.Now())
+	if e.rec.Status == StatusPending { // a failing store kept it pending
+		s.mu.Unlock()
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "store unavailable"})
+		return
+	}
+	if e.rec.Delivered {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusConflict, map[string]any{"approved": false, "error": "decision already delivered"})
+		return
+	}
+	next := *e.rec
+	next.Delivered = true
+	if err := s.st.save(&next); err != nil {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "store unavailable"})
+		return
+	}
+	*e.rec = next
+	ans := answerFor(&next)
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, ans)
+}
+
+func answerFor(r *record) map[string]any {
+	ans := map[string]any{"id": r.Req.ID, "approved": r.Status == StatusApproved, "reason": r.Status}
+	var names []string
+	switch r.Status {
+	case StatusApproved:
+		for _, v := range r.Approvals {
+			names = append(names, v.By)
+		}
+	case StatusDenied:
+		if r.DeniedBy != nil {
+			names = []string{r.DeniedBy.By}
+		}
+	}
+	if names != nil {
+		ans["approvers"] = names
+	}
+	return ans
+}
+
+// admit verifies and registers a webhook request, or re-attaches a caller
+// to the same request after a dropped connection or a service restart.
+func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
+	if len(body) > maxRequestBytes {
+		return nil, fail(http.StatusRequestEntityTooLarge, "request larger than %d bytes", maxRequestBytes)
+	}
+	now := time.Now()
+	if err := VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil {
+		return nil, fail(http.StatusUnauthorized, "%v", err)
+	}
+	req, err := decodeWireRequest(body)
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "%v", err)
+	}
+	ts, _, _ := parseSignature(sig)
+	fresh, err := s.st.sawSignature(sig, now.Add(2*s.opts.Tolerance))
+	if err != nil {
+		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
+	}
+	if !fresh {
+		return nil, fail(http.StatusConflict, "replayed signature (t=%s)", ts)
+	}
+	// Identify the request by its decoded content, so a re-sent copy with
+	// a fresh signature matches whatever its whitespace.
+	canon, _ := json.Marshal(req)
+	digest := sha256.Sum256(canon)
+	bodyDigest := hex.EncodeToString(digest[:])
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(now)
+	if e, ok := s.entries[req.ID]; ok {
+		switch {
+		case subtle.ConstantTimeCompare([]byte(e.rec.BodyDigest), []byte(bodyDigest)) != 1:
+			return nil, fail(http.StatusConflict, "request id %s was already used for a different request", req.ID)
+		case e.rec.Delivered:
+			return nil, fail(http.StatusConflict, "request %s: decision already delivered (single use)", req.ID)
+		case e.polling:
+			return nil, fail(http.StatusConflict, "request %s: another caller is already waiting for it", req.ID)
+		}
+		e.polling = true
+		return e, nil
+	}
+	pending := 0
+	for _, e := range s.entries {
+		if e.rec.Status == StatusPending {
+			pending++
+		}
+	}
+	if pending >= s.opts.MaxPending {
+		return nil, fail(http.StatusServiceUnavailable, "too many pending requests (%d)", pending)
+	}
+	deadline := req.ExpiresAt
+	if limit := now.Add(s.opts.MaxWait); limit.Before(deadline) {
+		deadline = limit
+	}
+	if !now.Before(deadline) {
+		return nil, fail(http.StatusBadRequest, "request already expired")
+	}
+	required := max(1, s.opts.Require[req.Tool], req.MinApprovers)
+	if required > len(s.opts.Approvers) {
+		return nil, fail(http.StatusBadRequest, "request needs %d approvers, only %d are configured", required, len(s.opts.Approvers))
+	}
+	rec := &record{Req: req, BodyDigest: bodyDigest, Received: now, Deadline: deadline, Required: required, Status: StatusPending}
+	if err := s.st.save(rec); err != nil {
+		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
+	}
+	e := &entry{rec: rec, decided: make(chan struct{}), polling: true}
+	s.entries[req.ID] = e
+	s.notifyLocked()
+	return e, nil
+}
+
+func decodeWireRequest(body []byte) (WireRequest, error) {
+	var req WireRequest
+	if err := checkNoDuplicateKeys(body); err != nil {
+		return req, fmt.Errorf("request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("request body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return req, errors.New("request body: data after the JSON object")
+	}
+	switch {
+	case req.Version != 1:
+		return req, fmt.Errorf("request version %d not supported (want 1)", req.Version)
+	case !idRE.MatchString(req.ID):
+		return req, errors.New("request id must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+	case req.Tool == "" || len(req.Tool) > 128:
+		return req, errors.New("tool must be 1-128 bytes")
+	case len(req.Summary) > 4096 || len(req.Details) > 200 || len(req.Targets) > 200:
+		return req, errors.New("plan too large")
+	case req.ExpiresAt.IsZero():
+		return req, errors.New("expires_at is required")
+	case req.MinApprovers < 0:
+		return req, errors.New("min_approvers must not be negative")
+	}
+	all := []string{req.Tool, req.Summary, req.ArgsDigest, req.Principal, req.Audience}
+	all = append(all, req.Details...)
+	for _, t := range req.Targets {
+		all = append(all, t.Name, t.State)
+	}
+	for _, v := range all {
+		if !utf8.ValidString(v) {
+			return req, errors.New("plan text is not valid UTF-8")
+		}
+	}
+	return req, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Decisions.
+
+var errNotFound = errors.New("no such request")
+
+// decide records one approver's vote. It returns the record as it is now.
+func (s *Service) decide(id, by string, approve bool) (record, *httpError) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(now)
+	e, ok := s.entries[id]
+	if !ok {
+		return record{}, fail(http.StatusNotFound, "%v: %s", errNotFound, id)
+	}
+	cur := *e.rec
+	if cur.Status != StatusPending {
+		who := ""
+		switch {
+		case cur.Status == StatusDenied && cur.DeniedBy != nil:
+			who = " by " + cur.DeniedBy.By
+		case cur.Status == StatusApproved:
+			who = " by " + strings.Join(voters(&cur), ", ")
+		}
+		return cur, fail(http.StatusConflict, "already %s%s", cur.Status, who)
+	}
+	next := cur
+	next.Approvals = append([]vote(nil), cur.Approvals...)
+	if approve {
+		if cur.Req.Principal != "" && strings.EqualFold(by, cur.Req.Principal) {
+			return cur, fail(http.StatusForbidden, "%s asked for this call and cannot approve it; another approver must", by)
+		}
+		for _, v := range cur.Approvals {
+			if strings.EqualFold(v.By, by) {
+				return cur, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
+			}
+		}
+		next.Approvals = append(next.Approvals, vote{By: by, At: now})
+		if len(next.Approvals) >= next.Required {
+			next.Status, next.DecidedAt = StatusApproved, now
+		}
+	} else {
+		next.Status, next.DecidedAt = StatusDenied, now
+		next.DeniedBy = &vote{By: by, At: now}
+	}
+	if err := s.st.save(&next); err != nil {
+		return cur, fail(http.StatusServiceUnavailable, "store unavailable; nothing recorded")
+	}
+	*e.rec = next
+	if next.Status != StatusPending {
+		close(e.decided)
+	}
+	s.notifyLocked()
+	return next, nil
+}
+
+func voters(r *record) []string {
+	var out []string
+	for _, v := range r.Approvals {
+		out = append(out, v.By)
+	}
+	return out
+}
+
+// snapshot returns copies of all records: pending first by deadline, then
+// history, newest first.
+func (s *Service) snapshot() (pending, history []record, version uint64, changed <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(time.Now())
+	for _, e := range s.entries {
+		if e.rec.Status == StatusPending {
+			pending = append(pending, *e.rec)
+		} else {
+			history = append(history, *e.rec)
+		}
+	}
+	sort.Slice(pending, func(i, j int) bool { return pending[i].Deadline.Before(pending[j].Deadline) })
+	sort.Slice(history, func(i, j int) bool { return history[i].DecidedAt.After(history[j].DecidedAt) })
+	if len(history) > 200 {
+		history = history[:200]
+	}
+	return pending, history, s.version, s.changed
+}

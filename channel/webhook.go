@@ -1,0 +1,433 @@
+package channel
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+)
+
+// The errors an Approve call wraps. Every one of them means not approved;
+// they differ in what the caller may do next.
+var (
+	// ErrDenied: an approver said no. Final; do not ask again.
+	ErrDenied = errors.New("channel: denied by an approver")
+	// ErrTimeout: nobody decided before the deadline (or the call timed out).
+	ErrTimeout = errors.New("channel: no decision before the deadline")
+	// ErrUnavailable: the approver could not be reached or answered with a
+	// non-2xx status (connection refused, TLS failure, redirect, 4xx, 5xx).
+	ErrUnavailable = errors.New("channel: approver unavailable")
+	// ErrBadResponse: a 2xx answer that is not exactly the contract: not
+	// JSON, trailing data, duplicate keys, approved not a JSON boolean,
+	// too large, or listing the requesting principal as an approver.
+	ErrBadResponse = errors.New("channel: approver response rejected")
+	// ErrRequest: the request itself cannot be sent (no id, already expired).
+	ErrRequest = errors.New("channel: approval request invalid")
+)
+
+// MaxResponseBytes bounds an approver's answer; a larger one is rejected.
+const MaxResponseBytes = 64 << 10
+
+// DefaultTimeout bounds one Approve call when WithTimeout is not given. The
+// request's own ExpiresAt bounds it too, whichever comes first.
+const DefaultTimeout = 10 * time.Minute
+
+// WireRequest is the JSON body a Webhook POSTs. Field names are a public
+// contract (see docs/USAGE-channel.md).
+type WireRequest struct {
+	Version      int              `json:"version"`
+	ID           string           `json:"id"`
+	Tool         string           `json:"tool"`
+	Summary      string           `json:"summary"`
+	Details      []string         `json:"details"`
+	Targets      []mcpsafe.Target `json:"targets"`
+	ArgsDigest   string           `json:"args_digest"`
+	Principal    string           `json:"principal"`
+	Audience     string           `json:"audience"`
+	Irreversible bool             `json:"irreversible"`
+	ExpiresAt    time.Time        `json:"expires_at"`
+	MinApprovers int              `json:"min_approvers"`
+}
+
+// Webhook asks an HTTP approver (an `mcpsafe approvals serve` or anything
+// that speaks the same contract) and implements mcpsafe.Approver.
+type Webhook struct {
+	url       string
+	secret    []byte
+	timeout   time.Duration
+	client    *http.Client
+	require   map[string]int
+	now       func() time.Time
+	allowHTTP bool
+}
+
+var _ mcpsafe.Approver = (*Webhook)(nil)
+
+// WebhookOption configures a Webhook.
+type WebhookOption func(*Webhook) error
+
+// WithTimeout bounds each Approve call (default DefaultTimeout). The
+// request's ExpiresAt and the caller's context bound it as well.
+func WithTimeout(d time.Duration) WebhookOption {
+	return func(w *Webhook) error {
+		if d <= 0 {
+			return fmt.Errorf("channel: timeout must be positive, got %s", d)
+		}
+		w.timeout = d
+		return nil
+	}
+}
+
+// WithTLSConfig sets the TLS configuration (e.g. RootCAs for a private CA).
+func WithTLSConfig(c *tls.Config) WebhookOption {
+	return func(w *Webhook) error {
+		if c == nil {
+			return errors.New("channel: nil TLS config")
+		}
+		if c.InsecureSkipVerify {
+			return errors.New("channel: refusing a TLS config that skips verification")
+		}
+		w.client.Transport.(*http.Transport).TLSClientConfig = c.Clone()
+		return nil
+	}
+}
+
+// WithMinApprovers demands at least n distinct approvers for tool. It is
+// sent as min_approvers (the service takes the larger of this and its own
+// setting) and checked again on the answer.
+func WithMinApprovers(tool string, n int) WebhookOption {
+	return func(w *Webhook) error {
+		if tool == "" || n < 1 {
+			return fmt.Errorf("channel: min approvers for %q must be >= 1", tool)
+		}
+		w.require[tool] = n
+		return nil
+	}
+}
+
+// WithPlainHTTP allows an http:// URL to a host other than loopback. Off by
+// default: without TLS anyone on the path can forge an "approved" answer.
+func WithPlainHTTP() WebhookOption {
+	return func(w *Webhook) error { w.allowHTTP = true; return nil }
+}
+
+func withClock(now func() time.Time) WebhookOption {
+	return func(w *Webhook) error { w.now = now; return nil }
+}
+
+// NewWebhook returns an approver that POSTs signed requests to rawURL.
+// secret must be at least MinSecretLen bytes.
+func NewWebhook(rawURL string, secret []byte, opts ...WebhookOption) (*Webhook, error) {
+	if len(secret) < MinSecretLen {
+		return nil, fmt.Errorf("channel: webhook secret is %d bytes, need at least %d", len(secret), MinSecretLen)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("channel: webhook url: %w", err)
+	}
+	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.Fragment != "" {
+		return nil, fmt.Errorf("channel: webhook url %q must be http(s)://host/path without credentials", rawURL)
+	}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        4,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	w := &Webhook{
+		url:     u.String(),
+		secret:  bytes.Clone(secret),
+		timeout: DefaultTimeout,
+		require: map[string]int{},
+		now:     time.Now,
+		client: &http.Client{
+			Transport: tr,
+			// An approval must come from the URL the operator configured.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	for _, o := range opts {
+		if err := o(w); err != nil {
+			return nil, err
+		}
+	}
+	if u.Scheme == "http" && !w.allowHTTP && !isLoopback(u.Hostname()) {
+		return nil, fmt.Errorf("channel: webhook url %q is plain http to a non-loopback host; use https (or WithPlainHTTP)", rawURL)
+	}
+	return w, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Approve sends r and waits for the answer. It returns Approved true only
+// for a 2xx JSON answer whose approved is exactly true; every other outcome
+// is an error wrapping one of ErrDenied, ErrTimeout, ErrUnavailable,
+// ErrBadResponse, ErrRequest.
+func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+	no := mcpsafe.ApprovalDecision{}
+	if r.ID == "" || r.Tool == "" {
+		return no, fmt.Errorf("%w: request id and tool are required", ErrRequest)
+	}
+	now := w.now()
+	if r.ExpiresAt.IsZero() {
+		return no, fmt.Errorf("%w: request has no expiry", ErrRequest)
+	}
+	if !now.Before(r.ExpiresAt) {
+		return no, fmt.Errorf("%w: request expired at %s", ErrTimeout, r.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	body, err := json.Marshal(WireRequest{
+		Version: 1, ID: r.ID, Tool: r.Tool, Summary: r.Summary,
+		Details: nonNil(r.Details), Targets: nonNilTargets(r.Targets),
+		ArgsDigest: r.ArgsDigest, Principal: r.Principal, Audience: r.Audience,
+		Irreversible: r.Irreversible, ExpiresAt: r.ExpiresAt.UTC(),
+		MinApprovers: w.require[r.Tool],
+	})
+	if err != nil {
+		return no, fmt.Errorf("%w: %v", ErrRequest, err)
+	}
+	deadline := now.Add(w.timeout)
+	if r.ExpiresAt.Before(deadline) {
+		deadline = r.ExpiresAt
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return no, fmt.Errorf("%w: %v", ErrRequest, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set(SignatureHeader, Sign(w.secret, body, now))
+
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return no, w.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			msg += " (redirects are never followed)"
+		}
+		return no, fmt.Errorf("%w: %s", ErrUnavailable, msg)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return no, w.transportError(ctx, fmt.Errorf("reading the response: %w", err))
+	}
+	if len(raw) > MaxResponseBytes {
+		return no, fmt.Errorf("%w: response larger than %d bytes", ErrBadResponse, MaxResponseBytes)
+	}
+	ans, err := parseAnswer(raw)
+	if err != nil {
+		return no, err
+	}
+	if ans.ID != "" && ans.ID != r.ID {
+		return no, fmt.Errorf("%w: answer is for request %q, not %q", ErrBadResponse, ans.ID, r.ID)
+	}
+	if !ans.Approved {
+		switch ans.Reason {
+		case "expired", "timeout":
+			return no, fmt.Errorf("%w: the approver reports the request expired", ErrTimeout)
+		}
+		d := mcpsafe.ApprovalDecision{Approvers: ans.Approvers}
+		if len(ans.Approvers) > 0 {
+			return d, fmt.Errorf("%w: %s", ErrDenied, strings.Join(ans.Approvers, ", "))
+		}
+		return d, ErrDenied
+	}
+	for _, a := range ans.Approvers {
+		if r.Principal != "" && strings.EqualFold(a, r.Principal) {
+			return no, fmt.Errorf("%w: the requesting principal %q is listed as its own approver", ErrBadResponse, a)
+		}
+	}
+	if n := w.require[r.Tool]; n > 1 && len(ans.Approvers) < n {
+		return no, fmt.Errorf("%w: %s needs %d distinct approvers, the answer names %d", ErrBadResponse, r.Tool, n, len(ans.Approvers))
+	}
+	return mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers}, nil
+}
+
+func (w *Webhook) transportError(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return fmt.Errorf("%w: call cancelled: %v", ErrUnavailable, err)
+		}
+		return fmt.Errorf("%w: %v", ErrTimeout, err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("%w: %v", ErrTimeout, err)
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilTargets(t []mcpsafe.Target) []mcpsafe.Target {
+	if t == nil {
+		return []mcpsafe.Target{}
+	}
+	return t
+}
+
+// answer is a parsed approver response.
+type answer struct {
+	ID        string
+	Approved  bool
+	Approvers []string
+	Reason    string
+}
+
+// parseAnswer reads the response strictly: one JSON object, no duplicate
+// keys at any depth, nothing after it, approved a JSON boolean. Parsers
+// disagree on duplicate keys, so an answer with {"approved":false,
+// "approved":true} means nothing and is rejected.
+func parseAnswer(raw []byte) (answer, error) {
+	var a answer
+	if err := checkNoDuplicateKeys(raw); err != nil {
+		return a, fmt.Errorf("%w: %v", ErrBadResponse, err)
+	}
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&fields); err != nil {
+		return a, fmt.Errorf("%w: not a JSON object: %v", ErrBadResponse, err)
+	}
+	if fields == nil {
+		return a, fmt.Errorf("%w: not a JSON object", ErrBadResponse)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return a, fmt.Errorf("%w: data after the JSON object", ErrBadResponse)
+	}
+	v, ok := fields["approved"]
+	if !ok {
+		return a, fmt.Errorf("%w: no \"approved\" field", ErrBadResponse)
+	}
+	switch string(v) {
+	case "true":
+		a.Approved = true
+	case "false":
+	default:
+		return a, fmt.Errorf("%w: \"approved\" is %s, not the JSON boolean true or false", ErrBadResponse, clip(string(v)))
+	}
+	if v, ok := fields["id"]; ok {
+		if err := json.Unmarshal(v, &a.ID); err != nil {
+			return a, fmt.Errorf("%w: \"id\" is not a string", ErrBadResponse)
+		}
+	}
+	if v, ok := fields["reason"]; ok {
+		_ = json.Unmarshal(v, &a.Reason) // informational only
+	}
+	var names []string
+	if v, ok := fields["approver"]; ok {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return a, fmt.Errorf("%w: \"approver\" is not a string", ErrBadResponse)
+		}
+		names = append(names, s)
+	}
+	if v, ok := fields["approvers"]; ok {
+		var s []string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return a, fmt.Errorf("%w: \"approvers\" is not a list of strings", ErrBadResponse)
+		}
+		names = append(names, s...)
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if n == "" || len(n) > 256 {
+			return a, fmt.Errorf("%w: approver name empty or too long", ErrBadResponse)
+		}
+		k := strings.ToLower(n)
+		if !seen[k] {
+			seen[k] = true
+			a.Approvers = append(a.Approvers, n)
+		}
+	}
+	return a, nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// checkNoDuplicateKeys walks the JSON tokens and fails on any object that
+// repeats a key.
+func checkNoDuplicateKeys(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		obj  bool
+		keys map[string]bool
+		key  bool // next string token in this object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top != nil && top.obj {
+					top.key = true
+				}
+				stack = append(stack, &frame{obj: t == '{', keys: map[string]bool{}, key: true})
+				if len(stack) > 32 {
+					return errors.New("nested too deeply")
+				}
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if top != nil && top.obj && top.key {
+				if top.keys[t] {
+					return fmt.Errorf("duplicate key %q", clip(t))
+				}
+				top.keys[t] = true
+				top.key = false
+				continue
+			}
+		}
+		if top != nil && top.obj {
+			top.key = true
+		}
+	}
+}
