@@ -35,17 +35,35 @@ const (
 // rendered on one line with control and format characters escaped, so a
 // tool name or summary cannot forge rows or drive the terminal.
 func Show(w io.Writer, r io.Reader, f Filter) error {
+	type row struct {
+		line int
+		rec  Record
+	}
+	var rows []row
+	res, verr := scan(r, func(line int, rec *Record) {
+		rec.Args = nil // not shown; no need to hold it
+		rows = append(rows, row{line, *rec})
+	})
+	// A line named by a TamperError may already have been read as good
+	// (its edit shows only in the next line's prev): never print it.
+	var te *TamperError
+	if errors.As(verr, &te) {
+		for len(rows) > 0 && rows[len(rows)-1].line >= te.Line {
+			rows = rows[:len(rows)-1]
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME (UTC)\tTOOL\tPRINCIPAL\tDECISION\tBY / REASON\tSUMMARY\t")
 	shown, ambShown, ambHidden := 0, 0, 0
 	var ambSeqs []string
-	res, verr := scan(r, func(_ int, rec *Record) {
+	for i := range rows {
+		rec := &rows[i].rec
 		match := (f.Tool == "" || rec.Tool == f.Tool) && (f.Since.IsZero() || !rec.Time.Before(f.Since))
 		if !match {
 			if rec.Decision == Ambiguous {
 				ambHidden++
 			}
-			return
+			continue
 		}
 		shown++
 		flag := ""
@@ -63,11 +81,11 @@ func Show(w io.Writer, r io.Reader, f Filter) error {
 			oneLine(detail(rec), detailWidth),
 			oneLine(rec.Summary, summaryWidth),
 			flag)
-	})
+	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	fmt.Fprintf(w, "%d of %d records shown.\n", shown, res.sum.Records)
+	fmt.Fprintf(w, "%d of %d records shown.\n", shown, len(rows))
 	if ambShown > 0 {
 		fmt.Fprintf(w, "!! %d AMBIGUOUS call(s): approved, outcome unknown (the server stopped before recording it); check by hand whether they ran: seq %s\n",
 			ambShown, strings.Join(ambSeqs, ", "))

@@ -121,6 +121,11 @@ func TestShowReportsDamage(t *testing.T) {
 	if !errors.As(err, &te) || !strings.Contains(out, "!! JOURNAL NOT INTACT") || !strings.Contains(out, "line 3") {
 		t.Fatalf("tamper: %v\n%s", err, out)
 	}
+	// The edited line itself is read before the next line exposes it: it
+	// must not be printed as if it were good.
+	if strings.Contains(out, "harmless") || !strings.Contains(out, "2 of 2 records shown.") {
+		t.Fatalf("tampered row printed:\n%s", out)
+	}
 }
 
 func TestParseSince(t *testing.T) {

@@ -184,6 +184,16 @@ func scan(r io.Reader, each func(line int, rec *Record)) (scanResult, error) {
 	prevHash := Genesis
 	var pending *pendingLink
 	n := 0
+	// before is the summary as it was before the last accepted line, for
+	// when that line turns out to be the edited one.
+	before := res.sum
+	undo := func(err error) error {
+		var te *TamperError
+		if errors.As(err, &te) && te.Line <= res.sum.Records {
+			res.sum = before
+		}
+		return err
+	}
 	for {
 		raw, complete, last, tooLong, err := lr.next()
 		if err == io.EOF {
@@ -194,7 +204,7 @@ func scan(r io.Reader, each func(line int, rec *Record)) (scanResult, error) {
 		}
 		n++
 		if pending != nil {
-			return res, blame(pending, raw, tooLong)
+			return res, undo(blame(pending, raw, tooLong))
 		}
 		if tooLong {
 			return res, &TamperError{Line: n, Reason: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
@@ -221,12 +231,13 @@ func scan(r io.Reader, each func(line int, rec *Record)) (scanResult, error) {
 			case n == 1:
 				return res, &TamperError{Line: 1, Reason: "prev of the first line is not the genesis hash: line 1 was edited or the journal's beginning was removed"}
 			case last:
-				return res, &TamperError{Line: n - 1, Reason: fmt.Sprintf("line %d's prev does not match the SHA-256 of line %d: line %d was edited (or line %d's prev was)", n, n-1, n-1, n)}
+				return res, undo(&TamperError{Line: n - 1, Reason: fmt.Sprintf("line %d's prev does not match the SHA-256 of line %d: line %d was edited (or line %d's prev was)", n, n-1, n-1, n)})
 			}
 			pending = &pendingLink{line: n, seq: rec.Seq, hash: h}
 			continue
 		}
 		prevHash = h
+		before = res.sum
 		res.accept(n, &rec, h, int64(len(raw)+1))
 		if each != nil {
 			each(n, &rec)
@@ -295,4 +306,14 @@ func (res *scanResult) unresolved() []Record {
 		}
 	}
 	return out
+}
+
+// String is the one-line summary `mcpsafe journal verify` prints.
+func (s Summary) String() string {
+	if s.Records == 0 {
+		return "intact: empty journal"
+	}
+	return fmt.Sprintf("intact: %d records, seq 1..%d, %s to %s, %d ambiguous, %d approved without outcome; last hash %s",
+		s.Records, s.LastSeq, s.First.UTC().Format(time.RFC3339), s.Last.UTC().Format(time.RFC3339),
+		s.Ambiguous, s.Unresolved, s.LastHash)
 }

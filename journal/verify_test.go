@@ -109,8 +109,12 @@ func TestVerifyTamperEachField(t *testing.T) {
 				cp := make([][]byte, len(lines))
 				copy(cp, lines)
 				cp[target-1] = mutate(t, lines[target-1], field)
-				_, err := Verify(bytes.NewReader(joinLines(cp)))
+				sum, err := Verify(bytes.NewReader(joinLines(cp)))
 				wantErr(t, err, "tamper", target)
+				// The summary covers only the lines before the bad one.
+				if sum.Records != target-1 {
+					t.Fatalf("summary counts %d records, want %d", sum.Records, target-1)
+				}
 			})
 		}
 	}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/journal"
+)
+
+func init() {
+	register("journal", command{
+		summary: "verify or show an audit journal (journal verify|show [PATH])",
+		run:     runJournal,
+	})
+}
+
+const journalUsage = `usage:
+  mcpsafe journal verify [PATH]                       check the hash chain
+  mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, 24h, 7d)
+PATH defaults to $XDG_STATE_HOME/mcpsafe/journal.jsonl.`
+
+func runJournal(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, journalUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("journal "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tool := fs.String("tool", "", "show only this tool")
+	since := fs.String("since", "", "show records from this time (RFC 3339) or this long ago (24h, 7d)")
+	// Flags may come before or after PATH.
+	var paths []string
+	rest := args[1:]
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(paths) > 1 {
+		fmt.Fprintln(stderr, journalUsage)
+		return 2
+	}
+	path := ""
+	if len(paths) == 1 {
+		path = paths[0]
+	} else {
+		p, err := journal.DefaultPath()
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpsafe journal:", err)
+			return 1
+		}
+		path = p
+	}
+	switch args[0] {
+	case "verify":
+		if *tool != "" || *since != "" {
+			fmt.Fprintln(stderr, "mcpsafe journal verify: --tool and --since apply to show")
+			return 2
+		}
+		sum, err := journal.VerifyFile(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			var te *journal.TamperError
+			var tr *journal.TornError
+			if errors.As(err, &te) || errors.As(err, &tr) {
+				fmt.Fprintf(stderr, "%s: the %d lines before it verify; last good hash %s\n", path, sum.Records, sum.LastHash)
+			}
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", path, sum)
+		return 0
+	case "show":
+		var f journal.Filter
+		f.Tool = *tool
+		if *since != "" {
+			t, err := journal.ParseSince(*since, time.Now())
+			if err != nil {
+				fmt.Fprintln(stderr, "mcpsafe journal show:", err)
+				return 2
+			}
+			f.Since = t
+		}
+		file, err := os.Open(path)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpsafe journal show:", err)
+			return 1
+		}
+		defer file.Close()
+		if err := journal.Show(stdout, file, f); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			return 1
+		}
+		return 0
+	default:
+		fmt.Fprintf(stderr, "mcpsafe journal: unknown subcommand %q\n%s\n", args[0], journalUsage)
+		return 2
+	}
+}
