@@ -505,3 +505,40 @@ func TestDefaultPath(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxBatchOneMeansOneFsyncPerRecord(t *testing.T) {
+	for _, tc := range []struct {
+		opts     []Option
+		maxSyncs int32 // upper bound for 32 concurrent appends
+		minSyncs int32
+	}{
+		{[]Option{WithMaxBatch(1)}, 32, 32},
+		{nil, 31, 1}, // control: with writers queued behind a slow fsync, batches form
+	} {
+		var syncs atomic.Int32
+		path := filepath.Join(t.TempDir(), "j.jsonl")
+		j, err := Open(path, append(tc.opts, withFaults(nil, func(f *os.File) error {
+			syncs.Add(1)
+			time.Sleep(2 * time.Millisecond) // a slow disk, so that callers pile up
+			return f.Sync()
+		}))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := j.Append(context.Background(), Record{Call: fmt.Sprint(i), Tool: "t", Decision: Executed}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		j.Close()
+		if n := syncs.Load(); n < tc.minSyncs || n > tc.maxSyncs {
+			t.Fatalf("%d fsyncs for 32 records, want %d..%d", n, tc.minSyncs, tc.maxSyncs)
+		}
+	}
+}
