@@ -76,4 +76,7 @@
 // same batch as a torn line may be complete though never acknowledged; an
 // approval among them then becomes ambiguous, which errs on the side of a
 // person checking.
+// A filesystem that exposes zeroed blocks inside the unsynced region after
+// a power loss can make a crash look like a damaged middle line; Open then
+// refuses, and a person decides (fail closed rather than guess).
 package journal
