@@ -237,6 +237,11 @@ func (j *Journal) failure() error {
 // error means the record must be treated as not written: the gate runs
 // nothing. If ctx ends first Append returns an error though the record may
 // still land.
+//
+// Append refuses, without touching the file or the journal's health, a
+// record with no Tool, no or an unknown Decision, or an approval or outcome
+// decision without a Call id (the id is what ties an outcome to its
+// approval after a crash). Caller-set Seq, Prev and Time are overwritten.
 func (j *Journal) Append(ctx context.Context, r Record) error {
 	if err := checkRecord(&r); err != nil {
 		return err
