@@ -59,18 +59,27 @@
 //
 // # The race that remains
 //
-// Linux has no "unlink this name only if it is inode X" system call. Between
-// the final fstatat(parentfd, name) and unlinkat(parentfd, name) (or
-// renameat2) — two adjacent system calls — another process can rename a
-// different entry over name. Then that entry is removed (or moved) instead.
-// It cannot lead outside the root: the parent fd was reached without any
-// symlink and stays the same directory, unlinkat/renameat2 act on the
-// directory entry itself and never follow a symlink (a swapped-in symlink is
-// unlinked, its target untouched), and unlinkat with flags 0 refuses a
-// directory. The worst case is an entry put into the same directory within
-// that window. A second, minor window: between fstatat and open of the last
-// component a device node could be swapped in and opened (never read; the
-// inode check refuses it); this needs mknod rights inside the root.
+// Linux has no "unlink this name only if it is inode X" system call. Remove
+// therefore renames the verified name to a fresh random name in the same
+// directory (renameat2 RENAME_NOREPLACE on the parent fd), checks that the
+// entry now under the random name is the approved inode, and unlinks the
+// random name; a different entry swapped in under the original name just
+// before the rename is renamed back and nothing is deleted (ErrChanged).
+// Move checks the inode that arrived at the destination and moves a
+// swapped-in entry back the same way. What remains is the window between
+// the check of the random name and its unlink, two adjacent system calls:
+// a process that learns the random name in that window (inotify, readdir)
+// and renames another entry over it has that entry unlinked instead. It
+// cannot reach outside the root: the parent fd was reached without any
+// symlink and stays the same directory; unlinkat and renameat2 act on the
+// directory entry itself and never follow a symlink (a swapped-in symlink
+// is unlinked or moved, its target untouched); unlinkat with flags 0
+// refuses a directory. And it is not silent: the open descriptor shows that
+// the approved file kept its link, so Remove returns ErrRaceLost, never
+// nil, and the journal cannot record a deletion that did not happen. A
+// second, minor window: between fstatat and open of the last component a
+// device node could be swapped in and opened (never read; the inode check
+// refuses it); this needs mknod rights inside the root.
 // TestRaceSwapTarget and TestRaceSwapParent run thousands of trials of these
 // swaps against a symlink to outside and check outside files byte for byte.
 //

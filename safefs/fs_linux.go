@@ -3,6 +3,7 @@
 package safefs
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -527,19 +528,24 @@ func lastLook(t *target, fd int, st *unix.Stat_t) error {
 // including a symlink or a missing directory anywhere on the path, returns
 // an error matching ErrChanged (and the specific cause) and deletes nothing.
 //
-// Remaining race: between the last fstatat of (parent, name) and the
-// unlinkat of the same (parent, name), another process could rename a
-// different entry over that name. The unlink then removes that entry
-// instead; but unlinkat acts only on a directory entry of the already
-// opened parent, which was reached without any symlink and verified,
-// never follows a symlink (a swapped-in symlink is itself unlinked, its
-// target untouched) and refuses a directory (flags 0 gives EISDIR). So
-// nothing outside the root can be touched; the worst case is that an entry
-// inside the same directory, put there in that window of two adjacent
-// system calls, is unlinked. Linux has no "unlink if inode is X" call to
-// close it. Similarly, if the parent directory itself is renamed elsewhere
-// after it was opened, the unlink follows the directory (it is the same
-// directory, and the inode check still applies to the entry).
+// Linux has no "unlink this name only if it is inode X", so the unlink is
+// done in two steps on the verified parent descriptor: rename the name to a
+// fresh random name in the same directory (RENAME_NOREPLACE), check that the
+// renamed entry is the approved inode, and only then unlink the random name.
+// If another process swapped a different entry in under the name just
+// before the rename, that entry is renamed back and ErrChanged is returned:
+// nothing is deleted. The race that remains is between the check of the
+// random name and its unlink (two adjacent system calls): a process that
+// learns the random name in that window (inotify, readdir) and renames a
+// different entry over it gets that entry unlinked instead. Even then
+// unlinkat acts only on a directory entry of the verified parent, reached
+// without any symlink; it never follows a symlink and refuses directories,
+// so nothing outside the root is touched; and the open descriptor shows
+// afterwards that the approved file kept its link, so Remove returns
+// ErrRaceLost, not nil. If the parent directory is renamed elsewhere after
+// it was opened, the operation follows the directory (same inode checks).
+// If the process dies between the rename and the unlink, the approved file
+// is left under the name .mcpsafe-remove-<hex> in its directory.
 func (f *FS) Remove(path string, want Info) error {
 	if err := f.begin(); err != nil {
 		return err
@@ -558,10 +564,63 @@ func (f *FS) Remove(path string, want Info) error {
 	if err := lastLook(&t, fd, &st); err != nil {
 		return err
 	}
-	if err := unix.Unlinkat(t.parent, t.name, 0); err != nil {
+	tmp, err := tempName("remove")
+	if err != nil {
+		return err
+	}
+	if testHookBeforeRename != nil {
+		testHookBeforeRename(t.shown)
+	}
+	if err := unix.Renameat2(t.parent, t.name, t.parent, tmp, unix.RENAME_NOREPLACE); err != nil {
+		switch {
+		case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+			return fmt.Errorf("%w: the file system of %q cannot rename without replacing: %v", ErrUnsupported, t.shown, err)
+		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS):
+			// Not a change of the target: the server may not remove it.
+			return fmt.Errorf("safefs: remove %q: %w", t.shown, err)
+		}
+		return changed(fmt.Errorf("safefs: rename %q aside: %w", t.shown, mapErrno(t.shown, err)))
+	}
+	tmpShown := filepath.Join(filepath.Dir(t.shown), tmp)
+	var ent unix.Stat_t
+	if err := fstatat(t.parent, tmp, &ent); err != nil || ent.Dev != st.Dev || ent.Ino != st.Ino {
+		if rerr := unix.Renameat2(t.parent, tmp, t.parent, t.name, unix.RENAME_NOREPLACE); rerr != nil {
+			return fmt.Errorf("%w: a different entry was swapped in at %q during the removal and could not be put back (%v); it is now %q; nothing was deleted", ErrRaceLost, t.shown, rerr, tmpShown)
+		}
+		return fmt.Errorf("%w: a different entry was swapped in at %q during the removal and was put back; nothing was deleted", ErrChanged, t.shown)
+	}
+	if testHookBeforeUnlink != nil {
+		testHookBeforeUnlink(tmpShown)
+	}
+	if err := unix.Unlinkat(t.parent, tmp, 0); err != nil {
+		if rerr := unix.Renameat2(t.parent, tmp, t.parent, t.name, unix.RENAME_NOREPLACE); rerr != nil {
+			return fmt.Errorf("safefs: unlink %q: %v; and the file could not be renamed back (%v): it is now %q", tmpShown, err, rerr, tmpShown)
+		}
 		return changed(fmt.Errorf("safefs: unlink %q: %w", t.shown, mapErrno(t.shown, err)))
 	}
+	// The open descriptor tells whether the entry that went was ours: its
+	// link count drops by one if so.
+	var after unix.Stat_t
+	if err := unix.Fstat(fd, &after); err != nil {
+		return fmt.Errorf("safefs: stat %q after unlink: %w", t.shown, err)
+	}
+	if uint64(after.Nlink) != uint64(st.Nlink)-1 {
+		return fmt.Errorf("%w: %q was unlinked, but the approved file still has %d links", ErrRaceLost, tmpShown, after.Nlink)
+	}
 	return nil
+}
+
+// Test hooks, nil outside tests: they let tests win the races that remain
+// deterministically, at the exact points between checks and actions.
+var testHookBeforeRename, testHookBeforeUnlink func(path string)
+
+// tempName returns a fresh name that nobody can predict.
+func tempName(op string) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("safefs: random name: %w", err)
+	}
+	return ".mcpsafe-" + op + "-" + hex.EncodeToString(b[:]), nil
 }
 
 // CheckDestination reports the resolved absolute path a Move to path
@@ -603,6 +662,8 @@ func (f *FS) CheckDestination(path string) (string, error) {
 // one described at Remove: in the window between the last check and the
 // rename, a different entry renamed over src's name would be moved instead,
 // within the roots, and a symlink would be moved as a symlink, unfollowed.
+// Move then checks the inode now at dst: if it is not the approved file it
+// moves that entry back (ErrChanged), or reports ErrRaceLost if it cannot.
 func (f *FS) Move(src, dst string, want Info) error {
 	if err := f.begin(); err != nil {
 		return err
@@ -649,9 +710,24 @@ func (f *FS) Move(src, dst string, want Info) error {
 	if err := lastLook(&ts, fd, &st); err != nil {
 		return err
 	}
+	if testHookBeforeRename != nil {
+		testHookBeforeRename(ts.shown)
+	}
 	err = unix.Renameat2(ts.parent, ts.name, td.parent, td.name, unix.RENAME_NOREPLACE)
 	switch {
 	case err == nil:
+		// Check what arrived: if a different entry was renamed over src's
+		// name in the window, it is now at dst and ours is not.
+		var got unix.Stat_t
+		if err := fstatat(td.parent, td.name, &got); err != nil {
+			return fmt.Errorf("safefs: stat %q after rename: %w", td.shown, err)
+		}
+		if got.Dev != st.Dev || got.Ino != st.Ino {
+			if rerr := unix.Renameat2(td.parent, td.name, ts.parent, ts.name, unix.RENAME_NOREPLACE); rerr != nil {
+				return fmt.Errorf("%w: a different entry was swapped in at %q during the move and is now at %q (moving it back failed: %v)", ErrRaceLost, ts.shown, td.shown, rerr)
+			}
+			return fmt.Errorf("%w: a different entry was swapped in at %q during the move; it was moved back", ErrChanged, ts.shown)
+		}
 		return nil
 	case errors.Is(err, unix.EEXIST):
 		return fmt.Errorf("%w: %q", ErrExists, td.shown)

@@ -39,6 +39,13 @@ var (
 	// ErrCrossDevice: source and destination of a move are on different
 	// file systems (or mounts), so the move cannot be a single atomic rename.
 	ErrCrossDevice = errors.New("source and destination are on different file systems")
+	// ErrRaceLost: in the window between the last check and the unlink
+	// (or rename), another process put a different entry under the name,
+	// and THAT entry was removed (or moved) instead; the approved file was
+	// not. Detected afterwards through the open descriptor, so it is
+	// reported, not prevented. Everything involved lies in the same
+	// directory inside the root. Not an ErrChanged: something did happen.
+	ErrRaceLost = errors.New("lost a race with a concurrent rename: a different entry was acted on")
 	// ErrInvalidPath: empty, contains a NUL byte, or is not valid UTF-8.
 	ErrInvalidPath = errors.New("invalid path")
 	// ErrClosed: the FS was closed.
