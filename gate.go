@@ -1,0 +1,453 @@
+package mcpsafe
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpsafe/mcpsafe/internal/seal"
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TokenField is the argument a client sends an approval token in. The gate
+// adds it to every gated tool's input schema and leaves it out of the digest.
+const TokenField = "approval_token"
+
+// Options configure a Gate.
+type Options struct {
+	// Audience names this server; every grant is bound to it, so a token
+	// from another server is refused even if it shares the key. Required.
+	Audience string
+	// Mode is the default approval path; a Tool may override it.
+	// The zero value is ModeAuto.
+	Mode Mode
+	// Keys seal grants. The zero Keys is a fresh random key per process.
+	Keys Keys
+	// Ledger records grants so each is redeemed at most once. Nil means an
+	// in-memory ledger (one process only).
+	Ledger Ledger
+	// Journal receives the audit trail. Required: pass NoJournal to run
+	// without one on purpose.
+	Journal Journal
+	// Approver is the out-of-band channel for ModeChannel.
+	Approver Approver
+	// AllowTokenFor names the irreversible tools that may use one-time
+	// tokens when the client cannot elicit. Exact names only.
+	AllowTokenFor []OptIn
+
+	// TTL is how long an approval stays valid (default 5 minutes).
+	TTL time.Duration
+	// ElicitTimeout bounds an in-call elicitation (default 2 minutes).
+	ElicitTimeout time.Duration
+	// ChannelTimeout bounds an out-of-band approval (default 10 minutes).
+	ChannelTimeout time.Duration
+	// MaxPending caps outstanding grants in all (default 10,000) and per
+	// principal (default 100). Over a cap new requests are refused; no
+	// outstanding grant is ever dropped to make room.
+	MaxPending             int
+	MaxPendingPerPrincipal int
+
+	// Clock returns the current time (default time.Now). Tests inject one.
+	Clock func() time.Time
+	// Principal names the caller of a request. The default is the
+	// authenticated user's id from the transport, "anonymous" over HTTP
+	// without auth, and "stdio" when there is no transport identity.
+	Principal func(req *mcp.CallToolRequest) string
+	// Logger receives operational logs (default: discard).
+	Logger *slog.Logger
+}
+
+// NoJournal is a Journal that records nothing, for callers that decided to
+// run without an audit trail.
+var NoJournal Journal = noJournal{}
+
+// Gate wraps dangerous tools so that they run only after approval.
+type Gate struct {
+	opts    Options
+	ring    *seal.Keyring
+	ledger  Ledger
+	pending *pending
+
+	mu    sync.Mutex
+	tools map[string]*gatedTool
+}
+
+type gatedTool struct {
+	Tool
+	mode     Mode
+	policy   string // hash bound into grants
+	schema   *jsonschema.Resolved
+	optIn    *OptIn
+	minAssur Assurance
+}
+
+// New returns a Gate.
+func New(opts Options) (*Gate, error) {
+	if opts.Audience == "" {
+		return nil, errors.New("mcpsafe: Options.Audience is required (this server's identity)")
+	}
+	if opts.Journal == nil {
+		return nil, errors.New("mcpsafe: Options.Journal is nil: pass a journal, or mcpsafe.NoJournal to run without an audit trail")
+	}
+	if opts.Mode == "" {
+		opts.Mode = ModeAuto
+	}
+	if !validMode(opts.Mode) {
+		return nil, fmt.Errorf("mcpsafe: unknown mode %q (want auto, elicit, token or channel)", opts.Mode)
+	}
+	if opts.Mode == ModeChannel && opts.Approver == nil {
+		return nil, errors.New("mcpsafe: mode channel needs Options.Approver")
+	}
+	seen := map[string]bool{}
+	for _, o := range opts.AllowTokenFor {
+		if o.Tool == "" || o.Tool != trimName(o.Tool) {
+			return nil, fmt.Errorf("mcpsafe: AllowTokenFor entry %q is not an exact tool name", o.Tool)
+		}
+		if seen[o.Tool] {
+			return nil, fmt.Errorf("mcpsafe: AllowTokenFor names %q twice", o.Tool)
+		}
+		seen[o.Tool] = true
+	}
+	setDefault(&opts.TTL, 5*time.Minute)
+	setDefault(&opts.ElicitTimeout, 2*time.Minute)
+	setDefault(&opts.ChannelTimeout, 10*time.Minute)
+	setDefault(&opts.MaxPending, 10_000)
+	setDefault(&opts.MaxPendingPerPrincipal, 100)
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Principal == nil {
+		opts.Principal = defaultPrincipal
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ring := opts.Keys.ring
+	if ring == nil {
+		var err error
+		if ring, err = seal.RandomKeyring(); err != nil {
+			return nil, err
+		}
+	}
+	l := opts.Ledger
+	if l == nil {
+		l = ledger.NewMemory(opts.MaxPending)
+	}
+	return &Gate{
+		opts:    opts,
+		ring:    ring,
+		ledger:  l,
+		pending: newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
+		tools:   map[string]*gatedTool{},
+	}, nil
+}
+
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
+
+func validMode(m Mode) bool {
+	switch m {
+	case ModeAuto, ModeElicit, ModeToken, ModeChannel:
+		return true
+	}
+	return false
+}
+
+// trimName rejects names with surrounding space or wildcard characters: an
+// opt-in is an exact tool name, never a pattern.
+func trimName(s string) string {
+	for _, r := range s {
+		switch r {
+		case ' ', '\t', '\n', '*', '?', '[', ']':
+			return ""
+		}
+	}
+	return s
+}
+
+func defaultPrincipal(req *mcp.CallToolRequest) string {
+	if req.Extra == nil {
+		return "stdio"
+	}
+	if req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		return "user:" + req.Extra.TokenInfo.UserID
+	}
+	return "anonymous"
+}
+
+// Register adds t to server behind the gate. The gate owns the AddTool call:
+// it sets the annotations, adds approval_token to the input schema, and
+// wraps the handler so that Execute runs only after approval.
+func (g *Gate) Register(server *mcp.Server, t Tool) error {
+	gt, sdkTool, err := g.prepare(t)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	if _, dup := g.tools[t.Name]; dup {
+		g.mu.Unlock()
+		return fmt.Errorf("mcpsafe: tool %q registered twice", t.Name)
+	}
+	g.tools[t.Name] = gt
+	g.mu.Unlock()
+	server.AddTool(sdkTool, g.handler(gt))
+	return nil
+}
+
+// CheckOptIns reports an error when AllowTokenFor names a tool that is not
+// registered, or one that is reversible (an opt-in that does nothing is a
+// typo waiting to bite). Call it after registering every tool.
+func (g *Gate) CheckOptIns() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range g.opts.AllowTokenFor {
+		t, ok := g.tools[o.Tool]
+		if !ok {
+			return fmt.Errorf("mcpsafe: AllowTokenFor names %q, which is not a gated tool of this server", o.Tool)
+		}
+		if !t.Irreversible {
+			return fmt.Errorf("mcpsafe: AllowTokenFor names %q, which is reversible and needs no opt-in", o.Tool)
+		}
+	}
+	return nil
+}
+
+func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
+	switch {
+	case t.Name == "":
+		return nil, nil, errors.New("mcpsafe: Tool.Name is empty")
+	case t.Preview == nil:
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q has no Preview", t.Name)
+	case t.Execute == nil:
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q has no Execute", t.Name)
+	}
+	mode := t.Mode
+	if mode == "" {
+		mode = g.opts.Mode
+	}
+	if !validMode(mode) {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown mode %q", t.Name, mode)
+	}
+	if mode == ModeChannel && g.opts.Approver == nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode channel but Options.Approver is nil", t.Name)
+	}
+	minA := t.MinAssurance
+	if minA == 0 {
+		minA = AssuranceClientRelayed
+	}
+	if minA > AssuranceChannel || minA < AssuranceClientRelayed {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown MinAssurance %d", t.Name, minA)
+	}
+	if minA >= AssuranceChannel && mode != ModeChannel {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q requires channel assurance but its mode is %s", t.Name, mode)
+	}
+	schemaMap, err := withTokenField(t.InputSchema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: %w", t.Name, err)
+	}
+	raw, _ := json.Marshal(schemaMap)
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
+	}
+	gt := &gatedTool{Tool: t, mode: mode, schema: resolved, minAssur: minA}
+	for i := range g.opts.AllowTokenFor {
+		if g.opts.AllowTokenFor[i].Tool == t.Name {
+			gt.optIn = &g.opts.AllowTokenFor[i]
+		}
+	}
+	gt.policy = policyHash(gt, raw)
+	destructive := t.Irreversible
+	sdkTool := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: json.RawMessage(raw),
+		Annotations: &mcp.ToolAnnotations{
+			DestructiveHint: &destructive,
+			ReadOnlyHint:    false,
+			Title:           t.Title,
+		},
+	}
+	return gt, sdkTool, nil
+}
+
+// withTokenField returns the schema as a JSON object with an optional string
+// property approval_token. Schemas with additionalProperties:false would
+// otherwise reject the token.
+func withTokenField(schema any) (map[string]any, error) {
+	if schema == nil {
+		return nil, errors.New("input schema is nil")
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, errors.New("input schema is not a JSON object")
+	}
+	if m["type"] != "object" {
+		return nil, errors.New(`input schema must have "type": "object"`)
+	}
+	props, _ := m["properties"].(map[string]any)
+	if props == nil {
+		if _, present := m["properties"]; present {
+			return nil, errors.New("input schema properties is not an object")
+		}
+		props = map[string]any{}
+	}
+	if _, taken := props[TokenField]; taken {
+		return nil, fmt.Errorf("input schema already has a property %q", TokenField)
+	}
+	props[TokenField] = map[string]any{
+		"type":        "string",
+		"description": "One-time approval token returned by a previous call with the same arguments, after the user saw the plan.",
+	}
+	m["properties"] = props
+	return m, nil
+}
+
+// policyHash digests everything about a tool's policy that a grant relies
+// on. Rules are functions and cannot be hashed: their names stand in, so
+// renaming, adding or removing a rule voids outstanding grants.
+func policyHash(t *gatedTool, schema []byte) string {
+	names := func(rs []Rule) []string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = r.Name
+		}
+		return out
+	}
+	p := struct {
+		Tool         string    `json:"tool"`
+		Mode         Mode      `json:"mode"`
+		Irreversible bool      `json:"irreversible"`
+		MinAssurance Assurance `json:"min_assurance"`
+		Deny         []string  `json:"deny"`
+		Allow        []string  `json:"allow"`
+		Auto         []string  `json:"auto"`
+		OptIn        bool      `json:"opt_in"`
+		OptInUntil   int64     `json:"opt_in_until"`
+		Schema       string    `json:"schema"`
+	}{
+		Tool: t.Name, Mode: t.mode, Irreversible: t.Irreversible, MinAssurance: t.minAssur,
+		Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),
+		Schema: string(schema),
+	}
+	if t.optIn != nil {
+		p.OptIn = true
+		if !t.optIn.Until.IsZero() {
+			p.OptInUntil = t.optIn.Until.UnixMilli()
+		}
+	}
+	b, _ := json.Marshal(p)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// tokenAllowed reports whether t may use a one-time token now.
+func (g *Gate) tokenAllowed(t *gatedTool, now time.Time) bool {
+	if !t.Irreversible {
+		return true
+	}
+	return t.optIn != nil && (t.optIn.Until.IsZero() || now.Before(t.optIn.Until))
+}
+
+// pending caps outstanding grants so that a flood of first calls cannot
+// exhaust memory. Over a cap, new requests are refused; existing grants are
+// never dropped to make room.
+type pending struct {
+	mu           sync.Mutex
+	max, perUser int
+	byNonce      map[string]pendingEntry
+	byUser       map[string]int
+}
+
+type pendingEntry struct {
+	principal string
+	expires   time.Time
+}
+
+func newPending(max, perUser int) *pending {
+	return &pending{max: max, perUser: perUser, byNonce: map[string]pendingEntry{}, byUser: map[string]int{}}
+}
+
+var (
+	errTooManyPending     = errors.New("too many approvals are pending on this server")
+	errTooManyPendingUser = errors.New("too many approvals are pending for this principal")
+)
+
+func (p *pending) add(nonce, principal string, expires, now time.Time) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.byNonce) >= p.max || p.byUser[principal] >= p.perUser {
+		p.sweep(now)
+	}
+	if len(p.byNonce) >= p.max {
+		return errTooManyPending
+	}
+	if p.byUser[principal] >= p.perUser {
+		return errTooManyPendingUser
+	}
+	p.byNonce[nonce] = pendingEntry{principal, expires}
+	p.byUser[principal]++
+	return nil
+}
+
+func (p *pending) done(nonce string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.removeLocked(nonce)
+}
+
+func (p *pending) removeLocked(nonce string) {
+	e, ok := p.byNonce[nonce]
+	if !ok {
+		return
+	}
+	delete(p.byNonce, nonce)
+	if p.byUser[e.principal]--; p.byUser[e.principal] <= 0 {
+		delete(p.byUser, e.principal)
+	}
+}
+
+func (p *pending) sweep(now time.Time) {
+	var expired []string
+	for n, e := range p.byNonce {
+		if !now.Before(e.expires) {
+			expired = append(expired, n)
+		}
+	}
+	for _, n := range expired {
+		p.removeLocked(n)
+	}
+}
+
+// Tools returns the names of the gated tools, sorted.
+func (g *Gate) Tools() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	names := make([]string, 0, len(g.tools))
+	for n := range g.tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

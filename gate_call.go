@@ -1,0 +1,636 @@
+package mcpsafe
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/internal/canon"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mrtrProtocol is the first protocol version with Multi Round-Trip Requests.
+// Older clients are asked in-call with elicitation/create instead.
+const mrtrProtocol = "2026-07-28"
+
+// approvalInputID keys our elicitation in InputRequests/InputResponses.
+const approvalInputID = "mcpsafe_approval"
+
+// call is one gated tools/call on its way through the gate.
+type call struct {
+	t        *gatedTool
+	req      *mcp.CallToolRequest
+	c        Call
+	digest   string // of the canonical arguments, without approval_token
+	token    *string
+	resolved Resolved
+	plan     Plan
+	target   string // digest of resolved + plan targets
+	now      time.Time
+}
+
+func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, r := g.serve(ctx, t, req)
+		if r != nil {
+			return r.Result(), nil
+		}
+		return res, nil
+	}
+}
+
+// serve runs one call down the path in design.md. It returns either a
+// result or a refusal; every early return is a refusal, so nothing after a
+// failed step runs.
+func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, *Refusal) {
+	k, r := g.decode(t, req)
+	if r != nil {
+		g.journalRefusal(ctx, k, t.Name, r)
+		return nil, r
+	}
+	carriesApproval := k.token != nil || req.Params.RequestState != "" || len(req.Params.InputResponses) > 0
+	if r := g.checkRules(ctx, k); r != nil {
+		if carriesApproval && r.Reason != ReasonPolicyDenied {
+			// The approved target no longer resolves or previews (deleted,
+			// replaced by a directory, behind a swapped-in symlink).
+			r = refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
+		}
+		g.journalRefusal(ctx, k, t.Name, r)
+		return nil, r
+	}
+
+	var res *mcp.CallToolResult
+	switch {
+	case k.token != nil:
+		res, r = g.redeemToken(ctx, k)
+	case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
+		res, r = g.redeemElicitation(ctx, k, req.Params.RequestState, req.Params.InputResponses)
+	default:
+		res, r = g.firstCall(ctx, k)
+	}
+	if r != nil {
+		g.journalRefusal(ctx, k, t.Name, r)
+	}
+	return res, r
+}
+
+// decode checks the arguments before anything else looks at them: duplicate
+// keys or a schema violation refuse the call, since a digest must mean one
+// call to every parser.
+func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) {
+	k := &call{t: t, req: req, now: g.opts.Clock()}
+	k.c = Call{Tool: t.Name, Principal: g.opts.Principal(req)}
+	if req.Session != nil {
+		k.c.Session = req.Session.ID()
+	}
+	rest, tok, err := canon.SplitMember(req.Params.Arguments, TokenField)
+	if err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments are not a valid JSON object: %v", err)
+	}
+	if tok != nil {
+		var s string
+		if err := json.Unmarshal(tok, &s); err != nil {
+			return k, refusal(ReasonArgumentsInvalid, "%s must be a string", TokenField)
+		}
+		k.token = &s
+	}
+	var inst any
+	if err := json.Unmarshal(req.Params.Arguments, &inst); err != nil || inst == nil {
+		inst = map[string]any{}
+	}
+	if err := t.schema.Validate(inst); err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments do not match the tool's schema: %v", err)
+	}
+	canonical, err := canon.Canonical(rest)
+	if err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be canonicalized: %v", err)
+	}
+	k.c.Arguments = canonical
+	if k.digest, err = canon.Digest(canonical); err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be digested: %v", err)
+	}
+	return k, nil
+}
+
+// checkRules resolves the call, runs deny and allow rules, and previews. It
+// runs before any approval path so that nothing a client answers can
+// override a rule.
+func (g *Gate) checkRules(ctx context.Context, k *call) *Refusal {
+	var r *Refusal
+	if k.resolved, r = g.resolve(ctx, k); r != nil {
+		return r
+	}
+	for _, rule := range k.t.Deny {
+		hit, err := matchRule(ctx, rule, k.c, k.resolved)
+		if err != nil {
+			return refusal(ReasonPolicyDenied, "deny rule %q failed, so the call is denied: %v", rule.Name, err)
+		}
+		if hit {
+			return refusal(ReasonPolicyDenied, "denied by rule %q", rule.Name)
+		}
+	}
+	if len(k.t.Allow) > 0 {
+		allowed := false
+		for _, rule := range k.t.Allow {
+			if hit, err := matchRule(ctx, rule, k.c, k.resolved); err == nil && hit {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
+			return refusal(ReasonPolicyDenied, "no allow rule matches this call")
+		}
+	}
+	plan, target, r := g.preview(ctx, k.t, k.c, k.resolved)
+	if r != nil {
+		return r
+	}
+	k.plan, k.target = plan, target
+	return nil
+}
+
+func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {
+	if k.t.Resolve == nil {
+		return nil, nil
+	}
+	var res Resolved
+	err := safely(func() error {
+		var err error
+		res, err = k.t.Resolve(ctx, k.c)
+		return err
+	})
+	if err != nil {
+		return nil, asRefusal(err, ReasonResolverFailed)
+	}
+	if len(res) == 0 {
+		return nil, refusal(ReasonResolverFailed, "the resolver found nothing for these arguments")
+	}
+	return res, nil
+}
+
+// preview asks the tool for its plan and digests what the approval binds:
+// the resolved context and the targets with their state.
+func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) (Plan, string, *Refusal) {
+	var plan Plan
+	err := safely(func() error {
+		var err error
+		plan, err = t.Preview(ctx, c, res)
+		return err
+	})
+	if err != nil {
+		return Plan{}, "", asRefusal(err, ReasonPreviewFailed)
+	}
+	if strings.TrimSpace(plan.Summary) == "" {
+		return Plan{}, "", refusal(ReasonPreviewFailed, "the tool's preview has no summary")
+	}
+	b, err := json.Marshal(struct {
+		Resolved Resolved `json:"resolved"`
+		Targets  []Target `json:"targets"`
+	}{res, plan.Targets})
+	if err != nil {
+		return Plan{}, "", refusal(ReasonResolverFailed, "resolved context cannot be encoded: %v", err)
+	}
+	// Not RFC 8785: the resolved context is the server's own data (inodes,
+	// nanosecond times) that need not fit an IEEE double, and encoding/json
+	// is deterministic for it (sorted map keys, exact integers).
+	sum := sha256.Sum256(b)
+	return plan, hex.EncodeToString(sum[:]), nil
+}
+
+// matchRule runs a rule; only an exact true with a nil error is a match. A
+// panic is an error.
+func matchRule(ctx context.Context, rule Rule, c Call, res Resolved) (bool, error) {
+	if rule.Match == nil {
+		return false, fmt.Errorf("rule %q has no Match", rule.Name)
+	}
+	var hit bool
+	err := safely(func() error {
+		var err error
+		hit, err = rule.Match(ctx, c, res)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return hit == true, nil
+}
+
+// safely runs f and turns a panic into an error.
+func safely(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f()
+}
+
+// firstCall chooses the approval path for a call that carries no approval.
+func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	t := k.t
+	if t.mode != ModeElicit && t.minAssur <= AssuranceClientRelayed {
+		for _, rule := range t.AutoApprove {
+			hit, err := matchRule(ctx, rule, k.c, k.resolved)
+			if err != nil {
+				g.opts.Logger.Warn("auto-approve rule failed; asking instead", "tool", t.Name, "rule", rule.Name, "err", err)
+				continue
+			}
+			if hit {
+				nonce, err := newNonce()
+				if err != nil {
+					return nil, refusal(ReasonLedgerUnavailable, "%v", err)
+				}
+				return g.execute(ctx, k, k.target, Approval{
+					Decision: journal.PolicyAutoApproved, By: rule.Name,
+					Assurance: AssuranceClientRelayed, CallID: nonce,
+				})
+			}
+		}
+	}
+	canElicit := clientCanElicit(k.req)
+	switch t.mode {
+	case ModeChannel:
+		return g.askChannel(ctx, k)
+	case ModeElicit:
+		if !canElicit {
+			return nil, refusal(ReasonElicitationUnsupported, "this tool needs the user's approval through the client, and the client did not declare the elicitation capability")
+		}
+		return g.askElicitation(ctx, k)
+	case ModeToken:
+		if !g.tokenAllowed(t, k.now) {
+			return nil, refusal(ReasonPolicyDenied, "%s is irreversible and the operator has not allowed approval tokens for it", t.Name)
+		}
+		return g.issueToken(ctx, k)
+	default: // ModeAuto
+		if canElicit {
+			return g.askElicitation(ctx, k)
+		}
+		if g.tokenAllowed(t, k.now) {
+			return g.issueToken(ctx, k)
+		}
+		return nil, refusal(ReasonElicitationUnsupported, "%s is irreversible and needs the user's approval through the client, but the client cannot elicit", t.Name)
+	}
+}
+
+func clientCanElicit(req *mcp.CallToolRequest) bool {
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	// A client that declares only URL elicitation cannot show our form.
+	return !(caps.Elicitation.Form == nil && caps.Elicitation.URL != nil)
+}
+
+// issue creates a grant for this call, records its nonce in the ledger and
+// seals it.
+func (g *Gate) issue(ctx context.Context, k *call, mode string) (*grant, string, *Refusal) {
+	nonce, err := newNonce()
+	if err != nil {
+		return nil, "", refusal(ReasonLedgerUnavailable, "%v", err)
+	}
+	exp := k.now.Add(g.opts.TTL)
+	gr := &grant{
+		Version: grantVersion, Tool: k.t.Name, Args: k.digest, Resolved: k.target,
+		Policy: k.t.policy, Principal: k.c.Principal, Audience: g.opts.Audience,
+		IssuedAt: k.now.UnixMilli(), ExpiresAt: exp.UnixMilli(), Nonce: nonce, Mode: mode,
+	}
+	if err := g.pending.add(nonce, k.c.Principal, exp, k.now); err != nil {
+		return nil, "", refusal(ReasonTooManyPending, "%v; approve or let the pending ones expire first", err)
+	}
+	if err := g.ledger.Issue(ctx, nonce, exp); err != nil {
+		g.pending.done(nonce)
+		return nil, "", refusal(ReasonLedgerUnavailable, "the approval ledger could not record the request: %v", err)
+	}
+	sealed, err := sealGrant(g.ring, gr)
+	if err != nil {
+		g.pending.done(nonce)
+		return nil, "", refusal(ReasonLedgerUnavailable, "sealing the approval failed: %v", err)
+	}
+	return gr, sealed, nil
+}
+
+func (g *Gate) issueToken(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	gr, sealed, r := g.issue(ctx, k, grantToken)
+	if r != nil {
+		return nil, r
+	}
+	exp := gr.expires().UTC().Format(time.RFC3339Nano)
+	view := planView(k.plan)
+	text := fmt.Sprintf("Approval required before %s runs. Show this plan to the user, word for word, and ask them to approve it:\n\n%s\n\n"+
+		"Only if the user approves, call %s again with exactly the same arguments plus %q set to the token in structuredContent.approval_token (valid until %s, single use). Do not approve on the user's behalf.",
+		k.t.Name, renderPlan(view), k.t.Name, TokenField, exp)
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: ApprovalRequired{
+			Status: "approval_required", ApprovalToken: sealed, ExpiresAt: exp, Plan: view,
+		},
+	}, nil
+}
+
+// openFor authenticates a sealed grant and checks every binding against
+// this call, then spends it in the ledger. The order matters: verify before
+// parse, bindings before redeem, and redeem before the answer is looked at.
+func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (*grant, *Refusal) {
+	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	if err != nil {
+		return nil, refusal(ReasonTokenInvalid, "the approval is not valid for this server")
+	}
+	switch {
+	case gr.Mode != mode:
+		return nil, refusal(ReasonTokenInvalid, "the approval was issued for another approval path")
+	case gr.Tool != k.t.Name:
+		return nil, refusal(ReasonTokenInvalid, "the approval was issued for another tool")
+	case gr.Principal != k.c.Principal:
+		return nil, refusal(ReasonTokenInvalid, "the approval was issued to another principal")
+	case gr.Policy != k.t.policy:
+		return nil, refusal(ReasonTokenInvalid, "the tool's policy changed since the approval was issued")
+	case time.UnixMilli(gr.IssuedAt).After(k.now.Add(maxClockSkew)):
+		return nil, refusal(ReasonTokenInvalid, "the approval claims to be issued in the future")
+	case !k.now.Before(gr.expires()):
+		return nil, refusal(ReasonTokenExpired, "the approval expired at %s; preview the call again", gr.expires().UTC().Format(time.RFC3339))
+	case gr.Args != k.digest:
+		return nil, refusal(ReasonArgumentsChanged, "the arguments differ from the ones that were approved; preview the call again")
+	}
+	ok, err := g.ledger.Redeem(ctx, gr.Nonce)
+	g.pending.done(gr.Nonce)
+	if err != nil {
+		return nil, refusal(ReasonLedgerUnavailable, "the approval ledger could not be checked: %v", err)
+	}
+	if !ok {
+		return nil, refusal(ReasonTokenSpent, "this approval was already used or has expired")
+	}
+	return gr, nil
+}
+
+func (g *Gate) redeemToken(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	if !g.tokenAllowed(k.t, k.now) || k.t.mode == ModeElicit || k.t.mode == ModeChannel {
+		return nil, refusal(ReasonPolicyDenied, "approval tokens are not allowed for %s", k.t.Name)
+	}
+	gr, r := g.openFor(ctx, k, *k.token, grantToken)
+	if r != nil {
+		return nil, r
+	}
+	return g.execute(ctx, k, gr.Resolved, Approval{
+		Decision: journal.TokenRedeemed, By: "token", Assurance: AssuranceClientRelayed, CallID: gr.Nonce,
+	})
+}
+
+// approvalSchema is the form the human answers: one boolean.
+var approvalSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"approve": map[string]any{
+			"type":        "boolean",
+			"title":       "Approve",
+			"description": "Set to true to allow exactly the action described above.",
+		},
+	},
+	"required": []string{"approve"},
+}
+
+func (g *Gate) elicitParams(k *call) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Mode:            "form",
+		Message:         g.approvalMessage(k),
+		RequestedSchema: approvalSchema,
+	}
+}
+
+// askElicitation asks the human through the client. Clients that speak
+// MRTR get an input-required result with the sealed grant as requestState;
+// older clients are asked in-call, and their answer goes through the same
+// verification as a retry would.
+func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	gr, sealed, r := g.issue(ctx, k, grantElicit)
+	if r != nil {
+		return nil, r
+	}
+	params := g.elicitParams(k)
+	if k.req.ProtocolVersion() >= mrtrProtocol {
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{approvalInputID: params},
+			RequestState:  sealed,
+		}, nil
+	}
+	ectx, cancel := context.WithTimeout(ctx, g.opts.ElicitTimeout)
+	defer cancel()
+	res, err := k.req.Session.Elicit(ectx, params)
+	if err != nil {
+		g.spend(ctx, gr.Nonce)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ectx.Err(), context.DeadlineExceeded) {
+			return nil, refusal(ReasonTimeout, "no answer from the user within %s", g.opts.ElicitTimeout)
+		}
+		return nil, refusal(ReasonElicitationFailed, "asking the user failed: %v", err)
+	}
+	return g.redeemElicitation(ctx, k, sealed, mcp.InputResponseMap{approvalInputID: res})
+}
+
+// redeemElicitation verifies the request state and then reads the answer.
+// The state is spent before the answer is looked at, so a declined state
+// can never be accepted later.
+func (g *Gate) redeemElicitation(ctx context.Context, k *call, state string, answers mcp.InputResponseMap) (*mcp.CallToolResult, *Refusal) {
+	if k.t.mode == ModeToken || k.t.mode == ModeChannel {
+		return nil, refusal(ReasonPolicyDenied, "%s does not take approvals through the client's elicitation", k.t.Name)
+	}
+	if state == "" {
+		return nil, refusal(ReasonTokenInvalid, "an answer arrived without the request state it belongs to")
+	}
+	gr, r := g.openFor(ctx, k, state, grantElicit)
+	if r != nil {
+		return nil, r
+	}
+	if r := approvalAnswer(answers); r != nil {
+		return nil, r
+	}
+	return g.execute(ctx, k, gr.Resolved, Approval{
+		Decision: journal.ClientAccepted, By: "client", Assurance: AssuranceClientRelayed, CallID: gr.Nonce,
+	})
+}
+
+// approvalAnswer accepts only action "accept" with approve exactly the JSON
+// boolean true. Everything else is a refusal.
+func approvalAnswer(answers mcp.InputResponseMap) *Refusal {
+	if len(answers) != 1 {
+		return refusal(ReasonDeclined, "expected exactly one answer, got %d", len(answers))
+	}
+	res, ok := answers[approvalInputID].(*mcp.ElicitResult)
+	if !ok || res == nil {
+		return refusal(ReasonDeclined, "the answer is not the approval form")
+	}
+	switch res.Action {
+	case "accept":
+		if v, ok := res.Content["approve"].(bool); ok && v {
+			return nil
+		}
+		return refusal(ReasonDeclined, "the user did not approve")
+	case "decline":
+		return refusal(ReasonDeclined, "the user declined; do not retry unless the user asks")
+	case "cancel":
+		return refusal(ReasonCancelled, "the user dismissed the approval request")
+	default:
+		return refusal(ReasonDeclined, "unrecognized answer %q counts as no", res.Action)
+	}
+}
+
+// askChannel sends the plan to the out-of-band approver and waits.
+func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	gr, sealed, r := g.issue(ctx, k, grantChannel)
+	if r != nil {
+		return nil, r
+	}
+	view := planView(k.plan)
+	req := ApprovalRequest{
+		ID: gr.Nonce, Tool: k.t.Name, Summary: view.Summary, Details: view.Details,
+		Targets: k.plan.Targets, ArgsDigest: k.digest, Principal: k.c.Principal,
+		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.opts.ChannelTimeout)
+	defer cancel()
+	redeemed := false
+	defer func() {
+		if !redeemed {
+			g.spend(ctx, gr.Nonce)
+		}
+	}()
+	var dec ApprovalDecision
+	err := safely(func() error {
+		var err error
+		dec, err = g.opts.Approver.Approve(cctx, req)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrDenied):
+		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
+		return nil, refusal(ReasonTimeout, "no decision from the approval channel in time")
+	case err != nil:
+		return nil, refusal(ReasonChannelUnavailable, "the approval channel failed: %v", err)
+	case dec.Approved != true:
+		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
+	}
+	assurance := AssuranceClientRelayed
+	if len(dec.Approvers) > 0 {
+		assurance = AssuranceChannel
+	}
+	if assurance < k.t.minAssur {
+		return nil, refusal(ReasonAssuranceTooLow, "the channel approved without naming an authenticated approver, and %s requires one", k.t.Name)
+	}
+	k.now = g.opts.Clock() // the decision may have taken a while
+	redeemed = true
+	if _, r := g.openFor(ctx, k, sealed, grantChannel); r != nil {
+		return nil, r
+	}
+	return g.execute(ctx, k, gr.Resolved, Approval{
+		Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce,
+	})
+}
+
+// execute is the shared tail of every approval path: re-resolve and compare
+// with what was approved, write the approval to the journal durably, run,
+// and record the outcome.
+func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Approval) (*mcp.CallToolResult, *Refusal) {
+	if a.Assurance < k.t.minAssur {
+		return nil, refusal(ReasonAssuranceTooLow, "%s requires a stronger approval than %s", k.t.Name, a.Decision)
+	}
+	// What was approved may no longer resolve at all (deleted, replaced
+	// by a directory or a symlink): that too is a changed target.
+	res, r := g.resolve(ctx, k)
+	if r != nil {
+		return nil, refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
+	}
+	plan, target, r := g.preview(ctx, k.t, k.c, res)
+	if r != nil {
+		return nil, refusal(ReasonTargetChanged, "the call can no longer be previewed as approved (%s: %s)", r.Reason, r.Message)
+	}
+	if target != approvedTarget {
+		return nil, refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
+	}
+	a.Resolved, a.Plan = res, plan
+	rec := g.record(k, a.Decision)
+	rec.Call, rec.By, rec.Summary = a.CallID, a.By, plan.Summary
+	if err := g.opts.Journal.Append(ctx, rec); err != nil {
+		return nil, refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
+	}
+	var out *mcp.CallToolResult
+	err := safely(func() error {
+		var err error
+		out, err = k.t.Execute(ctx, k.c, a)
+		return err
+	})
+	outcome := g.record(k, journal.Executed)
+	outcome.Call, outcome.Summary = a.CallID, plan.Summary
+	if err == nil && out == nil {
+		err = errors.New("the tool returned no result")
+	}
+	if err != nil {
+		outcome.Decision, outcome.Error = journal.Failed, err.Error()
+	}
+	if jerr := g.opts.Journal.Append(ctx, outcome); jerr != nil {
+		g.opts.Logger.Error("journal: outcome not recorded", "tool", k.t.Name, "call", a.CallID, "err", jerr)
+	}
+	if err != nil {
+		var rf *Refusal
+		if errors.As(err, &rf) {
+			return nil, rf
+		}
+		return &mcp.CallToolResult{
+			IsError: true,
+			Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s failed: %v", k.t.Name, err)}},
+		}, nil
+	}
+	return out, nil
+}
+
+func (g *Gate) record(k *call, decision string) journal.Record {
+	return journal.Record{
+		Tool: k.t.Name, Principal: k.c.Principal, Session: k.c.Session,
+		ArgsDigest: k.digest, Args: k.c.Arguments, Decision: decision,
+		SecretFields: k.t.SecretFields,
+	}
+}
+
+// journalRefusal records a refusal. It is best effort: the call is refused
+// whether or not the record lands.
+func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refusal) {
+	var rec journal.Record
+	if k != nil && k.t != nil {
+		rec = g.record(k, journal.Refused)
+		rec.Summary = k.plan.Summary
+	} else {
+		rec = journal.Record{Tool: tool, Decision: journal.Refused}
+	}
+	switch r.Reason {
+	case ReasonDeclined:
+		rec.Decision = journal.Declined
+	case ReasonCancelled:
+		rec.Decision = journal.Cancelled
+	case ReasonTimeout:
+		rec.Decision = journal.Timeout
+	}
+	if r.Reason == ReasonArgumentsInvalid {
+		rec.Args = nil // unparseable input is not worth keeping and may hold anything
+	}
+	rec.Reason = r.Reason
+	if err := g.opts.Journal.Append(ctx, rec); err != nil {
+		g.opts.Logger.Warn("journal: refusal not recorded", "tool", tool, "reason", r.Reason, "err", err)
+	}
+}
+
+// spend redeems a grant that will never be used, so that it can never be
+// used later and stops counting against the pending caps.
+func (g *Gate) spend(ctx context.Context, nonce string) {
+	g.pending.done(nonce)
+	if _, err := g.ledger.Redeem(context.WithoutCancel(ctx), nonce); err != nil {
+		g.opts.Logger.Warn("ledger: could not spend an abandoned grant; it expires on its own", "err", err)
+	}
+}
+
+type noJournal struct{}
+
+func (noJournal) Append(context.Context, journal.Record) error { return nil }

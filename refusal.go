@@ -1,0 +1,98 @@
+package mcpsafe
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Reason codes a refused call carries in structuredContent.reason. They are a
+// stable contract with the model: a human "no" (declined) is never confused
+// with a timeout (which may be retried) or a policy decision.
+const (
+	ReasonElicitationUnsupported = "elicitation_unsupported"
+	ReasonElicitationFailed      = "elicitation_failed" // the client errored or went away
+	ReasonDeclined               = "declined"
+	ReasonCancelled              = "cancelled"
+	ReasonTimeout                = "timeout"
+	ReasonTokenInvalid           = "token_invalid"
+	ReasonTokenExpired           = "token_expired"
+	ReasonTokenSpent             = "token_spent"
+	ReasonArgumentsInvalid       = "arguments_invalid"
+	ReasonArgumentsChanged       = "arguments_changed"
+	ReasonTargetChanged          = "target_changed"
+	ReasonResolverFailed         = "resolver_failed"
+	ReasonPreviewFailed          = "preview_failed"
+	ReasonPolicyDenied           = "policy_denied"
+	ReasonLedgerUnavailable      = "ledger_unavailable"
+	ReasonJournalUnavailable     = "journal_unavailable"
+	ReasonTooManyPending         = "too_many_pending"
+	ReasonChannelDenied          = "channel_denied"
+	ReasonChannelUnavailable     = "channel_unavailable"
+	ReasonAssuranceTooLow        = "assurance_too_low"
+)
+
+// ErrDenied is what an Approver returns (wrapped) when a person said no, as
+// opposed to the channel failing. The gate reports it as channel_denied.
+var ErrDenied = errors.New("mcpsafe: the approver denied the request")
+
+// Refusal is an error that refuses a call with a reason code. Tools return
+// one from Resolve, Preview or Execute to refuse with a tool-specific code
+// (for example outside_roots); the gate passes it to the model unchanged.
+type Refusal struct {
+	Reason  string
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
+
+// Refuse returns a *Refusal with the given reason code and message.
+func Refuse(reason, format string, args ...any) error {
+	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func refusal(reason, format string, args ...any) *Refusal {
+	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// asRefusal returns err as a *Refusal, or wraps it with the fallback reason.
+func asRefusal(err error, fallback string) *Refusal {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r
+	}
+	return &Refusal{Reason: fallback, Message: err.Error()}
+}
+
+// RefusedResult is the structured content of a refused call.
+type RefusedResult struct {
+	Status  string `json:"status"` // always "refused"
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Result is the tool result that reports the refusal to the model.
+func (r *Refusal) Result() *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("Refused (%s): %s", r.Reason, r.Message),
+		}},
+		StructuredContent: RefusedResult{Status: "refused", Reason: r.Reason, Message: r.Message},
+	}
+}
+
+// PlanView is the plan as the model sees it in an approval_required result.
+type PlanView struct {
+	Summary string   `json:"summary"`
+	Details []string `json:"details"`
+}
+
+// ApprovalRequired is the structured content of a token-mode first call.
+type ApprovalRequired struct {
+	Status        string   `json:"status"` // always "approval_required"
+	ApprovalToken string   `json:"approval_token"`
+	ExpiresAt     string   `json:"expires_at"` // RFC 3339, exclusive
+	Plan          PlanView `json:"plan"`
+}
