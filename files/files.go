@@ -1,0 +1,364 @@
+// Package files provides the tools of `mcpsafe files`: delete_file and
+// move_file behind the gate, and read-only list_directory and file_info,
+// all confined to roots fixed at startup.
+//
+// Every gated call is resolved to the real file (device, inode, type, size,
+// times, link count, content digest) before anyone is asked; the gate binds
+// that state into the approval and resolves again right before execute, and
+// safefs re-checks it once more on the open file descriptor before it
+// unlinks or renames. Requests outside the roots, through symlinks, or at
+// anything but a regular file are refused before any prompt is shown.
+package files
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/mcpsafe/mcpsafe/safefs"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool-specific reason codes, next to the gate's own.
+const (
+	ReasonOutsideRoots      = "outside_roots"
+	ReasonNotARegularFile   = "not_a_regular_file"
+	ReasonNotFound          = "not_found"
+	ReasonDestinationExists = "destination_exists"
+	ReasonInvalidPath       = "invalid_path"
+)
+
+// Tool names.
+const (
+	DeleteFile    = "delete_file"
+	MoveFile      = "move_file"
+	ListDirectory = "list_directory"
+	FileInfo      = "file_info"
+)
+
+// Register adds the four file tools to server: the two that change files
+// through gate, the two read-only ones directly.
+func Register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS) error {
+	t := &tools{fs: fsys}
+	if err := gate.Register(server, t.deleteTool()); err != nil {
+		return err
+	}
+	if err := gate.Register(server, t.moveTool()); err != nil {
+		return err
+	}
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	server.AddTool(&mcp.Tool{
+		Name:        ListDirectory,
+		Description: "List a directory inside the allowed roots. Symlinks are shown, never followed.",
+		InputSchema: pathSchema,
+		Annotations: readOnly,
+	}, readOnlyHandler(t.list))
+	server.AddTool(&mcp.Tool{
+		Name:        FileInfo,
+		Description: "Describe a file inside the allowed roots: type, size, modification time, hard links.",
+		InputSchema: pathSchema,
+		Annotations: readOnly,
+	}, readOnlyHandler(t.info))
+	return nil
+}
+
+type tools struct{ fs *safefs.FS }
+
+type pathArgs struct {
+	Path string `json:"path" jsonschema:"the file's path: absolute inside a root, or relative to the first root"`
+}
+
+type moveArgs struct {
+	Source      string `json:"source" jsonschema:"the file to move"`
+	Destination string `json:"destination" jsonschema:"the new path; it must not exist yet"`
+}
+
+var pathSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"path": map[string]any{"type": "string", "description": "the file's path: absolute inside a root, or relative to the first root"},
+	},
+	"required":             []string{"path"},
+	"additionalProperties": false,
+}
+
+var moveSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"source":      map[string]any{"type": "string", "description": "the file to move"},
+		"destination": map[string]any{"type": "string", "description": "the new path; it must not exist yet"},
+	},
+	"required":             []string{"source", "destination"},
+	"additionalProperties": false,
+}
+
+// refusal maps a safefs error to a reason code. A symlink is reported as
+// outside_roots when it (or a link on its way) would lead out of the roots,
+// else as not_a_regular_file; either way it is never followed to act.
+func (t *tools) refusal(path string, err error) error {
+	switch {
+	case errors.Is(err, safefs.ErrChanged):
+		return mcpsafe.Refuse(mcpsafe.ReasonTargetChanged, "%s changed since it was previewed (%v); preview it again", prompt.Quote(path), err)
+	case errors.Is(err, safefs.ErrInvalidPath):
+		return mcpsafe.Refuse(ReasonInvalidPath, "%v", err)
+	case errors.Is(err, safefs.ErrOutsideRoots):
+		return mcpsafe.Refuse(ReasonOutsideRoots, "%s is outside the allowed roots", prompt.Quote(path))
+	case errors.Is(err, safefs.ErrSymlink):
+		if t.leadsOut(path) {
+			return mcpsafe.Refuse(ReasonOutsideRoots, "%s goes through a symbolic link that leads outside the allowed roots", prompt.Quote(path))
+		}
+		return mcpsafe.Refuse(ReasonNotARegularFile, "%s goes through a symbolic link; links are never followed", prompt.Quote(path))
+	case errors.Is(err, safefs.ErrNotRegular), errors.Is(err, safefs.ErrNotDir):
+		return mcpsafe.Refuse(ReasonNotARegularFile, "%s: %v", prompt.Quote(path), errors.Unwrap(err))
+	case errors.Is(err, safefs.ErrNotFound):
+		return mcpsafe.Refuse(ReasonNotFound, "%s does not exist", prompt.Quote(path))
+	case errors.Is(err, safefs.ErrExists):
+		return mcpsafe.Refuse(ReasonDestinationExists, "%s already exists; nothing is overwritten", prompt.Quote(path))
+	}
+	return err
+}
+
+// leadsOut classifies a symlink refusal for the message only: it follows
+// the link lexically with the OS, which is fine because nothing acts on the
+// answer except the choice of words.
+func (t *tools) leadsOut(path string) bool {
+	p := path
+	if !filepath.IsAbs(p) {
+		roots := t.fs.Roots()
+		if len(roots) == 0 {
+			return true
+		}
+		p = filepath.Join(roots[0], p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return true
+	}
+	return !t.fs.Covers(real)
+}
+
+// fileState is the state the approval binds for one file.
+func fileState(i safefs.Info) mcpsafe.Resolved {
+	return mcpsafe.Resolved{
+		"path":        i.Path,
+		"device":      i.Dev,
+		"inode":       i.Ino,
+		"mode":        i.Mode.String(),
+		"size":        i.Size,
+		"mtime_ns":    i.ModTime.UnixNano(),
+		"ctime_ns":    i.ChangeTime.UnixNano(),
+		"nlink":       i.Nlink,
+		"sha256":      i.SHA256,
+		"hash_scheme": i.HashScheme,
+	}
+}
+
+// infoKey carries the safefs.Info in Resolved for Execute; its JSON form is
+// part of the approved digest like every other field.
+const infoKey = "file"
+
+func (t *tools) inspect(path string) (safefs.Info, error) {
+	info, err := t.fs.Inspect(path)
+	if err != nil {
+		return safefs.Info{}, t.refusal(path, err)
+	}
+	return info, nil
+}
+
+func describe(i safefs.Info) []string {
+	d := []string{
+		fmt.Sprintf("Resolved path: %s", prompt.Quote(i.Path)),
+		fmt.Sprintf("Size: %d bytes, modified %s", i.Size, i.ModTime.UTC().Format(time.RFC3339)),
+		fmt.Sprintf("Content %s: %s", i.HashScheme, i.SHA256),
+	}
+	if i.Nlink > 1 {
+		d = append(d, fmt.Sprintf("This file has %d hard links: removing this name does not free the data, which stays reachable under the other names.", i.Nlink))
+	}
+	return d
+}
+
+func shortDigest(i safefs.Info) string {
+	if len(i.SHA256) < 12 {
+		return i.SHA256
+	}
+	return i.SHA256[:12]
+}
+
+func (t *tools) deleteTool() mcpsafe.Tool {
+	return mcpsafe.Tool{
+		Name:         DeleteFile,
+		Title:        "Delete a file",
+		Description:  "Delete one regular file inside the allowed roots, after the user approves the exact file and its current content.",
+		InputSchema:  pathSchema,
+		Irreversible: true,
+		Resolve: func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
+			var a pathArgs
+			if err := c.Decode(&a); err != nil {
+				return nil, err
+			}
+			info, err := t.inspect(a.Path)
+			if err != nil {
+				return nil, err
+			}
+			r := fileState(info)
+			r[infoKey] = info
+			return r, nil
+		},
+		Preview: func(ctx context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
+			info := r[infoKey].(safefs.Info)
+			return mcpsafe.Plan{
+				Summary: fmt.Sprintf("Delete %s (%d bytes, sha256 %s…)", prompt.Quote(info.Rel), info.Size, shortDigest(info)),
+				Details: describe(info),
+				Targets: []mcpsafe.Target{{Name: info.Path, State: fmt.Sprintf("%d bytes, %s %s", info.Size, info.HashScheme, info.SHA256)}},
+			}, nil
+		},
+		Execute: func(ctx context.Context, c mcpsafe.Call, a mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			info := a.Resolved[infoKey].(safefs.Info)
+			if err := t.fs.Remove(info.Path, info); err != nil {
+				return nil, t.refusal(info.Path, err)
+			}
+			return textResult(fmt.Sprintf("Deleted %s.", prompt.Quote(info.Path))), nil
+		},
+	}
+}
+
+func (t *tools) moveTool() mcpsafe.Tool {
+	return mcpsafe.Tool{
+		Name:        MoveFile,
+		Title:       "Move a file",
+		Description: "Move or rename one regular file inside the allowed roots, after the user approves. Never overwrites an existing destination.",
+		InputSchema: moveSchema,
+		Resolve: func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
+			var a moveArgs
+			if err := c.Decode(&a); err != nil {
+				return nil, err
+			}
+			info, err := t.inspect(a.Source)
+			if err != nil {
+				return nil, err
+			}
+			dst, err := t.fs.CheckDestination(a.Destination)
+			if err != nil {
+				return nil, t.refusal(a.Destination, err)
+			}
+			r := fileState(info)
+			r[infoKey] = info
+			r["destination"] = dst
+			return r, nil
+		},
+		Preview: func(ctx context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
+			info := r[infoKey].(safefs.Info)
+			dst := r["destination"].(string)
+			return mcpsafe.Plan{
+				Summary: fmt.Sprintf("Move %s to %s", prompt.Quote(info.Path), prompt.Quote(dst)),
+				Details: describe(info),
+				Targets: []mcpsafe.Target{
+					{Name: info.Path, State: fmt.Sprintf("%d bytes, %s %s", info.Size, info.HashScheme, info.SHA256)},
+					{Name: dst, State: "does not exist"},
+				},
+			}, nil
+		},
+		Execute: func(ctx context.Context, c mcpsafe.Call, a mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			info := a.Resolved[infoKey].(safefs.Info)
+			dst := a.Resolved["destination"].(string)
+			if err := t.fs.Move(info.Path, dst, info); err != nil {
+				if errors.Is(err, safefs.ErrExists) && !errors.Is(err, safefs.ErrChanged) {
+					return nil, t.refusal(dst, err)
+				}
+				return nil, t.refusal(info.Path, err)
+			}
+			return textResult(fmt.Sprintf("Moved %s to %s.", prompt.Quote(info.Path), prompt.Quote(dst))), nil
+		},
+	}
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// EntryView is one directory entry as list_directory returns it.
+type EntryView struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Size     int64  `json:"size"`
+	Modified string `json:"modified"`
+}
+
+// Listing is list_directory's structured result.
+type Listing struct {
+	Path    string      `json:"path"`
+	Entries []EntryView `json:"entries"`
+}
+
+// readOnlyHandler decodes {path} strictly and renders f's answer or
+// refusal. These tools change nothing, so they are not gated, but they are
+// confined exactly like the gated ones.
+func readOnlyHandler(f func(path string) (any, error)) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a pathArgs
+		dec := json.NewDecoder(bytes.NewReader(req.Params.Arguments))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return refusedResult(mcpsafe.Refuse(mcpsafe.ReasonArgumentsInvalid, "want {\"path\": string}: %v", err)), nil
+		}
+		out, err := f(a.Path)
+		if err != nil {
+			return refusedResult(err), nil
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+			StructuredContent: out,
+		}, nil
+	}
+}
+
+func (t *tools) list(path string) (any, error) {
+	entries, err := t.fs.List(path)
+	if err != nil {
+		return nil, t.refusal(path, err)
+	}
+	out := Listing{Path: path, Entries: []EntryView{}}
+	for _, e := range entries {
+		out.Entries = append(out.Entries, EntryView{Name: e.Name, Type: e.Type, Size: e.Size, Modified: e.ModTime.UTC().Format(time.RFC3339)})
+	}
+	return out, nil
+}
+
+// InfoView is file_info's structured result.
+type InfoView struct {
+	Path     string `json:"path"`
+	Type     string `json:"type"`
+	Size     int64  `json:"size"`
+	Mode     string `json:"mode"`
+	Modified string `json:"modified"`
+	Links    uint64 `json:"hard_links"`
+}
+
+func (t *tools) info(path string) (any, error) {
+	e, i, err := t.fs.Stat(path)
+	if err != nil {
+		return nil, t.refusal(path, err)
+	}
+	return InfoView{
+		Path: i.Path, Type: e.Type, Size: e.Size, Mode: e.Mode.String(),
+		Modified: e.ModTime.UTC().Format(time.RFC3339), Links: i.Nlink,
+	}, nil
+}
+
+func refusedResult(err error) *mcp.CallToolResult {
+	var r *mcpsafe.Refusal
+	if !errors.As(err, &r) {
+		r = &mcpsafe.Refusal{Reason: "failed", Message: err.Error()}
+	}
+	return r.Result()
+}

@@ -1,0 +1,191 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/safefs"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config is everything `mcpsafe files` takes on its command line.
+type Config struct {
+	Roots         []string
+	Mode          mcpsafe.Mode
+	AllowTokenFor []mcpsafe.OptIn
+	TTL           time.Duration
+	ElicitTimeout time.Duration
+	KeyFile       string // empty: a random key for this process
+	LedgerURL     string // empty or memory: in this process only
+	JournalPath   string // empty: journal.DefaultPath()
+	NoJournal     bool   // run without an audit journal (tests and demos only)
+
+	ApproverURL        string
+	ApproverSecretFile string
+	ApproverTimeout    time.Duration
+
+	Audience string // empty: "mcpsafe-files"
+	Logger   *slog.Logger
+}
+
+// Server is a ready `mcpsafe files` server.
+type Server struct {
+	MCP  *mcp.Server
+	Gate *mcpsafe.Gate
+	FS   *safefs.FS
+
+	JournalPath string
+	closers     []func() error
+}
+
+// Close releases the server's files, journal and ledger.
+func (s *Server) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// NewServer checks cfg and builds the server. Anything doubtful is a startup
+// error: no roots, a root that is a symlink, a journal inside a root, a
+// shared ledger without a shared key, an opt-in for a tool it does not have.
+func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if len(cfg.Roots) == 0 {
+		return nil, errors.New("no --root given: name the directories the agent may touch (nothing defaults to / or the working directory)")
+	}
+	s := &Server{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.FS, err = safefs.New(cfg.Roots...); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, s.FS.Close)
+
+	opts := mcpsafe.Options{
+		Audience:      cfg.Audience,
+		Mode:          cfg.Mode,
+		AllowTokenFor: cfg.AllowTokenFor,
+		TTL:           cfg.TTL,
+		ElicitTimeout: cfg.ElicitTimeout,
+		Logger:        cfg.Logger,
+	}
+	if opts.Audience == "" {
+		opts.Audience = "mcpsafe-files"
+	}
+	if cfg.KeyFile != "" {
+		if opts.Keys, err = mcpsafe.LoadKeys(cfg.KeyFile); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.LedgerURL != "" && !strings.HasPrefix(cfg.LedgerURL, "memory:") {
+		if opts.Keys.IsZero() {
+			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
+		}
+		store, err := ledger.Open(ctx, cfg.LedgerURL)
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, store.Close)
+		opts.Ledger = store
+	}
+	if cfg.NoJournal {
+		opts.Journal = mcpsafe.NoJournal
+	} else {
+		path := cfg.JournalPath
+		if path == "" {
+			if path, err = journal.DefaultPath(); err != nil {
+				return nil, err
+			}
+		}
+		if path, err = filepath.Abs(path); err != nil {
+			return nil, err
+		}
+		if s.FS.Covers(path) || s.FS.Covers(filepath.Dir(path)) {
+			return nil, fmt.Errorf("the journal %s lies inside a root the agent can reach: put it elsewhere (--journal)", path)
+		}
+		j, err := journal.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, j.Close)
+		opts.Journal = j
+		s.JournalPath = path
+	}
+	if cfg.ApproverURL != "" || cfg.ApproverSecretFile != "" || cfg.Mode == mcpsafe.ModeChannel {
+		if cfg.ApproverURL == "" || cfg.ApproverSecretFile == "" {
+			return nil, errors.New("channel approvals need both --approver-url and --approver-secret-file")
+		}
+		secret, err := channel.LoadSecretFile(cfg.ApproverSecretFile)
+		if err != nil {
+			return nil, err
+		}
+		var wopts []channel.WebhookOption
+		if cfg.ApproverTimeout > 0 {
+			wopts = append(wopts, channel.WithTimeout(cfg.ApproverTimeout))
+		}
+		w, err := channel.NewWebhook(cfg.ApproverURL, secret, wopts...)
+		if err != nil {
+			return nil, err
+		}
+		opts.Approver = w
+		if cfg.ApproverTimeout > 0 {
+			opts.ChannelTimeout = cfg.ApproverTimeout
+		}
+	}
+	if s.Gate, err = mcpsafe.New(opts); err != nil {
+		return nil, err
+	}
+	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-files", Version: Version}, &mcp.ServerOptions{
+		Instructions: "File tools confined to: " + strings.Join(s.FS.Roots(), ", ") +
+			". delete_file and move_file need the user's approval of a plan first; show the plan to the user as given.",
+	})
+	if err := Register(s.MCP, s.Gate, s.FS); err != nil {
+		return nil, err
+	}
+	if err := s.Gate.CheckOptIns(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Version is reported to clients.
+var Version = "dev"
+
+// ParseOptIn reads one --allow-token-for value: TOOL, or TOOL@YYYY-MM-DD
+// (valid until the start of that day, UTC).
+func ParseOptIn(v string) (mcpsafe.OptIn, error) {
+	name, until, found := strings.Cut(v, "@")
+	o := mcpsafe.OptIn{Tool: name}
+	if found {
+		t, err := time.Parse("2006-01-02", until)
+		if err != nil {
+			return o, fmt.Errorf("--allow-token-for %q: expiry must be YYYY-MM-DD", v)
+		}
+		o.Until = t
+	}
+	return o, nil
+}
+
+// HTTPHandler serves the server over streamable HTTP. Stateless mode keeps
+// no session between requests, so replicas behind a load balancer can serve
+// any request (approvals then travel as tokens or MRTR request state);
+// stateful mode lets legacy clients elicit in-call but pins a client to the
+// replica that holds its session.
+func (s *Server) HTTPHandler(stateless bool) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP },
+		&mcp.StreamableHTTPOptions{Stateless: stateless})
+}
