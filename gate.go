@@ -206,6 +206,19 @@ func (g *Gate) Register(server *mcp.Server, t Tool) error {
 	return nil
 }
 
+// Remove takes gated tools off server and out of the gate, so that they
+// can be registered again with a new definition (for example when an
+// upstream server's tool list changes). Outstanding grants for a tool whose
+// policy changed are void, because the policy hash differs.
+func (g *Gate) Remove(server *mcp.Server, names ...string) {
+	g.mu.Lock()
+	for _, n := range names {
+		delete(g.tools, n)
+	}
+	g.mu.Unlock()
+	server.RemoveTools(names...)
+}
+
 // CheckOptIns reports an error when AllowTokenFor names a tool that is not
 // registered, or one that is reversible (an opt-in that does nothing is a
 // typo waiting to bite). Call it after registering every tool.
@@ -273,17 +286,25 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 		}
 	}
 	gt.policy = policyHash(gt, raw)
-	destructive := t.Irreversible
+	ann := &mcp.ToolAnnotations{Title: t.Title}
+	if t.Annotations != nil {
+		copied := *t.Annotations
+		ann = &copied
+	}
+	// A gated tool changes something by definition; an irreversible one is
+	// destructive whatever the author or an upstream server claimed.
+	ann.ReadOnlyHint = false
+	if t.Irreversible || ann.DestructiveHint == nil {
+		destructive := t.Irreversible
+		ann.DestructiveHint = &destructive
+	}
 	sdkTool := &mcp.Tool{
-		Name:        t.Name,
-		Title:       t.Title,
-		Description: t.Description,
-		InputSchema: json.RawMessage(raw),
-		Annotations: &mcp.ToolAnnotations{
-			DestructiveHint: &destructive,
-			ReadOnlyHint:    false,
-			Title:           t.Title,
-		},
+		Name:         t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		InputSchema:  json.RawMessage(raw),
+		OutputSchema: t.OutputSchema,
+		Annotations:  ann,
 	}
 	return gt, sdkTool, nil
 }

@@ -120,6 +120,12 @@ type Tool struct {
 	// InputSchema is the tool's JSON schema (type object). The gate adds an
 	// optional string property approval_token to it.
 	InputSchema any
+	// OutputSchema, when set, is advertised as is. Refusals and
+	// approval_required results do not follow it.
+	OutputSchema any
+	// Annotations are advertised as given, except that the gate sets
+	// ReadOnlyHint false, and DestructiveHint true for an irreversible tool.
+	Annotations *mcp.ToolAnnotations
 
 	// Irreversible marks delete, send, publish, drop: never a token unless
 	// named in Options.AllowTokenFor.
