@@ -134,6 +134,9 @@ func keyID(raw []byte) [idLen]byte {
 
 // KeyIDs returns the hex key ids, sealing key first, for diagnostics.
 func (k *Keyring) KeyIDs() []string {
+	if k == nil {
+		return nil
+	}
 	ids := make([]string, len(k.keys))
 	for i, key := range k.keys {
 		ids[i] = hex.EncodeToString(key.id[:])
@@ -151,6 +154,9 @@ func associatedData(id [idLen]byte, audience string) []byte {
 // Seal encrypts and authenticates plaintext for audience with the newest
 // key.
 func (k *Keyring) Seal(audience string, plaintext []byte) (string, error) {
+	if k == nil || len(k.keys) == 0 {
+		return "", ErrNoKey // a zero Keyring must fail, not panic
+	}
 	if b64.EncodedLen(headerLen+len(plaintext)+tagLen) > MaxSealedLen {
 		return "", fmt.Errorf("%w: %d bytes", ErrTooLong, len(plaintext))
 	}
@@ -168,6 +174,9 @@ func (k *Keyring) Seal(audience string, plaintext []byte) (string, error) {
 // Open returns the plaintext of a value sealed for audience by a key in
 // the ring. Any problem at all yields ErrInvalid and no plaintext.
 func (k *Keyring) Open(audience string, sealed string) ([]byte, error) {
+	if k == nil {
+		return nil, ErrInvalid
+	}
 	if len(sealed) > MaxSealedLen || len(sealed) < b64.EncodedLen(headerLen+tagLen) {
 		return nil, ErrInvalid
 	}

@@ -342,3 +342,20 @@ func BenchmarkOpenRefusesHuge(b *testing.B) {
 		}
 	}
 }
+
+func TestZeroKeyringFailsClosed(t *testing.T) {
+	var zero Keyring
+	if _, err := zero.Seal(aud, []byte("x")); !errors.Is(err, ErrNoKey) {
+		t.Fatalf("zero Keyring sealed: %v", err)
+	}
+	var nilRing *Keyring
+	if _, err := nilRing.Seal(aud, []byte("x")); !errors.Is(err, ErrNoKey) {
+		t.Fatalf("nil Keyring sealed: %v", err)
+	}
+	s := mustSeal(t, mustRing(t, testKey(1)), aud, []byte("x"))
+	wantInvalid(t, &zero, aud, s, "zero Keyring")
+	wantInvalid(t, nilRing, aud, s, "nil Keyring")
+	if ids := nilRing.KeyIDs(); ids != nil {
+		t.Fatal(ids)
+	}
+}
