@@ -22,7 +22,10 @@
 //     with root+"/" (so /x/workspace-evil is not in /x/workspace; and
 //     /proc/self/root/x/workspace/f is outside). Relative paths resolve
 //     against the FIRST root and may not start with "..". After this, the
-//     relative part has no ".." component at all.
+//     relative part has no ".." component at all. Cleaning is lexical: a/../b
+//     is b even if a is a symlink, and f/ is f. The cleaned path is what
+//     Info.Path reports (for the human) and what is acted on; no symlink is
+//     ever followed to give .. a different meaning.
 //   - Every call, in the kernel: the parent directory is opened with
 //     openat2(rootfd, dir, RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
 //     RESOLVE_NO_MAGICLINKS), so a symlink or magic link in ANY directory
