@@ -234,7 +234,10 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		e.polling = false
 		s.mu.Unlock()
 	}()
-	timer := time.NewTimer(time.Until(e.rec.Deadline))
+	s.mu.Lock()
+	deadline := e.rec.Deadline
+	s.mu.Unlock()
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
 	case <-e.decided:
@@ -312,9 +315,11 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 	if !fresh {
 		return nil, fail(http.StatusConflict, "replayed signature (t=%s)", ts)
 	}
-	// Identify the request by its decoded content, so a re-sent copy with
-	// a fresh signature matches whatever its whitespace.
-	canon, _ := json.Marshal(req)
+	// Identify the request by its decoded content without the nonce, so a
+	// re-sent copy with a fresh signature matches.
+	same := req
+	same.Nonce = ""
+	canon, _ := json.Marshal(same)
 	digest := sha256.Sum256(canon)
 	bodyDigest := hex.EncodeToString(digest[:])
 

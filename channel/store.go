@@ -71,9 +71,9 @@ type memStore struct {
 	sigs map[string]time.Time
 }
 
-func (m *memStore) save(*record) error                { return nil }
-func (m *memStore) load() ([]*record, error)          { return nil, nil }
-func (m *memStore) close() error                      { return nil }
+func (m *memStore) save(*record) error       { return nil }
+func (m *memStore) load() ([]*record, error) { return nil, nil }
+func (m *memStore) close() error             { return nil }
 func (m *memStore) sawSignature(sig string, until time.Time) (bool, error) {
 	now := time.Now()
 	for k, t := range m.sigs {

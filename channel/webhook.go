@@ -3,7 +3,9 @@ package channel
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +59,10 @@ type WireRequest struct {
 	Irreversible bool             `json:"irreversible"`
 	ExpiresAt    time.Time        `json:"expires_at"`
 	MinApprovers int              `json:"min_approvers"`
+	// Nonce is fresh for every POST, so two sends of the same request in
+	// the same second still carry different signatures: a receiver can
+	// then treat a repeated signature as a replay, always.
+	Nonce string `json:"nonce"`
 }
 
 // Webhook asks an HTTP approver (an `mcpsafe approvals serve` or anything
@@ -199,7 +205,7 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 		Details: nonNil(r.Details), Targets: nonNilTargets(r.Targets),
 		ArgsDigest: r.ArgsDigest, Principal: r.Principal, Audience: r.Audience,
 		Irreversible: r.Irreversible, ExpiresAt: r.ExpiresAt.UTC(),
-		MinApprovers: w.require[r.Tool],
+		MinApprovers: w.require[r.Tool], Nonce: newNonce(),
 	})
 	if err != nil {
 		return no, fmt.Errorf("%w: %v", ErrRequest, err)
@@ -279,6 +285,14 @@ func (w *Webhook) transportError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %v", ErrTimeout, err)
 	}
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
+
+func newNonce() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic("channel: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b)
 }
 
 func nonNil(s []string) []string {
