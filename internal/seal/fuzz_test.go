@@ -43,12 +43,20 @@ func TestFormatStable(t *testing.T) {
 	if len(vs) == 0 {
 		t.Fatal("no vectors")
 	}
+	checkedStd := false
 	for sealed, plain := range vs {
 		got, err := k.Open(aud, sealed)
 		if err != nil || string(got) != plain {
 			t.Errorf("Open(%s) = %q, %v; want %q", sealed, got, err, plain)
 		}
 		wantInvalid(t, k, "files@host-b", sealed, "vector, other audience")
+		if std := strings.NewReplacer("-", "+", "_", "/").Replace(sealed); std != sealed {
+			wantInvalid(t, k, aud, std, "vector in the standard alphabet")
+			checkedStd = true
+		}
+	}
+	if !checkedStd {
+		t.Fatal("no vector contains - or _; add one so the alphabet check runs")
 	}
 }
 

@@ -117,12 +117,16 @@ func TestNonCanonicalEncodingRefused(t *testing.T) {
 		"appended char":    s + "x",
 		"appended padding": s + "=",
 		"padded":           base64.URLEncoding.EncodeToString(raw),
-		"std alphabet":     base64.RawStdEncoding.EncodeToString(raw),
 		"leading space":    " " + s,
 		"trailing newline": s + "\n",
 		"inner newline":    s[:10] + "\n" + s[10:],
 		"inner CR":         s[:10] + "\r" + s[10:],
 		"prefixed":         "v1." + s,
+	}
+	// The standard alphabet differs only where the value has '-' or '_';
+	// the nonce is random, so check only when it does.
+	if std := base64.RawStdEncoding.EncodeToString(raw); std != s {
+		cases["std alphabet"] = std
 	}
 	// Altered trailing bits: the last character carries unused low bits
 	// whenever the length is not a multiple of 3.
