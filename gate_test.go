@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -697,4 +699,71 @@ func TestRegistration(t *testing.T) {
 	if _, err := mcpsafe.New(mcpsafe.Options{Audience: "x"}); err == nil {
 		t.Fatal("New accepted a nil journal")
 	}
+}
+
+// The approval record is durable in the real journal before Execute runs,
+// with words that do not overclaim, and the outcome follows it.
+func TestJournalWriteAhead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var atExecute []journal.Record
+	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Journal = j
+		del := &(*tools)[0]
+		inner := del.Execute
+		del.Execute = func(ctx context.Context, c mcpsafe.Call, a mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			atExecute = readJournal(t, path) // what a crash right now would leave
+			return inner(ctx, c, a)
+		}
+	})
+	cs := e.connect(client{elicit: accept})
+	wantExecuted(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
+	if len(atExecute) == 0 {
+		t.Fatal("nothing was in the journal when Execute ran")
+	}
+	last := atExecute[len(atExecute)-1]
+	if last.Decision != journal.ClientAccepted || last.Tool != "delete_note" || last.Call == "" || last.ArgsDigest == "" {
+		t.Fatalf("last record before execute: %+v", last)
+	}
+	all := readJournal(t, path)
+	out := all[len(all)-1]
+	if out.Decision != journal.Executed || out.Call != last.Call {
+		t.Fatalf("outcome record %+v does not follow approval %s", out, last.Call)
+	}
+	if _, err := journal.VerifyFile(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range all {
+		if strings.Contains(string(r.Args), "approval_token") {
+			t.Fatal("the journal holds an approval token")
+		}
+	}
+	// Control for the ordering: a refused call writes no approval record.
+	n := len(all)
+	wantRefused(t, callTool(t, e.connect(client{elicit: answer("decline", nil)}), "delete_note", map[string]any{"path": "thesis.txt"}), mcpsafe.ReasonDeclined)
+	all = readJournal(t, path)
+	if len(all) != n+1 || all[n].Decision != journal.Declined {
+		t.Fatalf("decline recorded as %+v", all[n:])
+	}
+}
+
+func readJournal(t *testing.T, path string) []journal.Record {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []journal.Record
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r journal.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
 }
