@@ -37,7 +37,7 @@ func backends() map[string]backend {
 			return func(*testing.T) Store { return m }
 		},
 		"file":     urlBackend(func(t *testing.T) string { return fileBackend(t) }),
-		"redis":    urlBackend(func(t *testing.T) string { u, _ := redisBackend(t); return u }),
+		"redis":    urlBackend(func(t *testing.T) string { u, _, _ := redisBackend(t); return u }),
 		"postgres": urlBackend(func(t *testing.T) string { u, _, _ := postgresBackend(t); return u }),
 	}
 }

@@ -51,7 +51,10 @@ func filePath(raw string) (string, options, error) {
 	if u.Fragment != "" {
 		return "", options{}, fmt.Errorf("ledger: file URL has a fragment %q", u.Fragment)
 	}
-	q := u.Query()
+	q, err := parseQuery(u.RawQuery)
+	if err != nil {
+		return "", options{}, err
+	}
 	o, err := takeOptions(q)
 	if err != nil {
 		return "", o, err

@@ -68,7 +68,7 @@ func withParams(raw string, kv ...string) string {
 
 // redisBackend returns a URL with a key prefix unique to this test and
 // deletes the test's keys when it ends.
-func redisBackend(tb testing.TB) (string, *redis.Client) {
+func redisBackend(tb testing.TB) (string, *redis.Client, string) {
 	tb.Helper()
 	opt, err := redis.ParseURL(redisTestURL())
 	if err != nil {
@@ -97,7 +97,7 @@ func redisBackend(tb testing.TB) (string, *redis.Client) {
 		}
 		c.Close()
 	})
-	return withParams(redisTestURL(), "ledger_prefix", prefix), c
+	return withParams(redisTestURL(), "ledger_prefix", prefix), c, prefix
 }
 
 // postgresBackend returns a URL naming a table unique to this test and drops

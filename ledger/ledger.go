@@ -129,7 +129,7 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
 	case "", "memory":
-		if rawURL != "" && rawURL != "memory:" {
+		if rawURL != "" && !strings.EqualFold(rawURL, "memory:") {
 			return nil, fmt.Errorf("ledger: memory store takes no options, got %q", rawURL)
 		}
 		return NewMemory(0), nil
@@ -141,6 +141,17 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 		return openPostgres(ctx, rawURL)
 	}
 	return nil, fmt.Errorf("ledger: unsupported URL scheme %q (want memory:, file:PATH, redis://, rediss://, postgres:// or postgresql://)", scheme)
+}
+
+// parseQuery is strict where url.URL.Query is not: Query silently drops a
+// malformed pair (such as one containing ';'), which would turn a bad
+// ledger_table into the default table.
+func parseQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: URL query: %w", err)
+	}
+	return q, nil
 }
 
 // options are the ledger's own URL query parameters.

@@ -41,7 +41,10 @@ func openPostgres(ctx context.Context, raw string) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: postgres URL: %w", err)
 	}
-	q := u.Query()
+	q, err := parseQuery(u.RawQuery)
+	if err != nil {
+		return nil, err
+	}
 	o, err := takeOptions(q)
 	if err != nil {
 		return nil, err
