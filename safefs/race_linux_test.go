@@ -21,6 +21,7 @@ import (
 const (
 	raceTrials       = 3000
 	parentRaceTrials = 1500
+	maxSwapsPerTrial = 100
 )
 
 const outsideVictim = "OUTSIDE VICTIM: a file with the same name outside the root\n"
@@ -48,6 +49,13 @@ func startSwapper(a, b, spare string) *swapper {
 			case <-s.stop:
 				return
 			default:
+			}
+			if s.swaps.Load() >= maxSwapsPerTrial {
+				// Bounded so a loaded 2-core machine does not spend its
+				// time here; unloaded, a trial's Inspect+Remove is over
+				// well before this many swaps.
+				<-s.stop
+				return
 			}
 			if exchange {
 				err := unix.Renameat2(unix.AT_FDCWD, s.a, unix.AT_FDCWD, s.b, unix.RENAME_EXCHANGE)
