@@ -34,6 +34,9 @@ type Config struct {
 	ApproverSecretFile string
 	ApproverTimeout    time.Duration
 
+	MaxPending             int // 0: the gate's default
+	MaxPendingPerPrincipal int // 0: the gate's default
+
 	Audience string // empty: "mcpsafe-files"
 	Logger   *slog.Logger
 }
@@ -82,6 +85,9 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		TTL:           cfg.TTL,
 		ElicitTimeout: cfg.ElicitTimeout,
 		Logger:        cfg.Logger,
+
+		MaxPending:             cfg.MaxPending,
+		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
 	}
 	if opts.Audience == "" {
 		opts.Audience = "mcpsafe-files"

@@ -49,6 +49,8 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	approverURL := fl.String("approver-url", "", "webhook of the approval channel (mode channel)")
 	approverSecret := fl.String("approver-secret-file", "", "file holding the channel's HMAC secret")
 	approverTimeout := fl.Duration("approver-timeout", 10*time.Minute, "how long to wait for a channel decision")
+	maxPending := fl.Int("max-pending", 10_000, "cap on outstanding approvals in this process")
+	maxPendingPer := fl.Int("max-pending-per-principal", 100, "cap on outstanding approvals per principal")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -59,6 +61,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	cfg := files.Config{
 		Roots: roots, Mode: mcpsafe.Mode(*mode), TTL: *ttl, ElicitTimeout: *elicitTimeout,
 		KeyFile: *keyFile, LedgerURL: *ledgerURL, JournalPath: *journalPath, Audience: *audience,
+		MaxPending: *maxPending, MaxPendingPerPrincipal: *maxPendingPer,
 		ApproverURL: *approverURL, ApproverSecretFile: *approverSecret, ApproverTimeout: *approverTimeout,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
