@@ -380,3 +380,62 @@ func TestFilesStartupErrors(t *testing.T) {
 		}
 	}
 }
+
+// Over stdio with a legacy (2025-11-25) client the gate asks in-call, and
+// with the MRTR client through request state; both answer the same way.
+// Token replay and an argument swap are refused over stdio too.
+func TestFilesProtocolsOverStdio(t *testing.T) {
+	for _, proto := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+proto, func(t *testing.T) {
+			w := newWorkspace(t)
+			answer := "cancel"
+			args := []string{"files", "--root", w.root, "--journal", w.journal}
+			cmd := exec.Command(binary, args...)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					if answer == "accept" {
+						return acceptAll(ctx, r)
+					}
+					return &mcp.ElicitResult{Action: answer}, nil
+				},
+			}).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+			must(t, err)
+			defer cs.Close()
+			want := proto
+			if want == "" {
+				want = "2026-07-28" // MRTR
+			}
+			if got := cs.InitializeResult().ProtocolVersion; got != want {
+				t.Fatalf("negotiated %s, want %s", got, want)
+			}
+			if got := reasonOf(t, call(t, cs, "delete_file", map[string]any{"path": "cache.txt"})); got != "cancelled" {
+				t.Fatalf("cancel: %q", got)
+			}
+			answer = "accept"
+			if res := call(t, cs, "delete_file", map[string]any{"path": "cache.txt"}); res.IsError {
+				t.Fatalf("accept: %v", res.Content)
+			}
+			if content(t, w.path("cache.txt")) != "<missing>" || content(t, w.path("thesis.txt")) != "thesis" {
+				t.Fatal("accept did not delete exactly cache.txt")
+			}
+		})
+	}
+	t.Run("token replay and swap", func(t *testing.T) {
+		w := newWorkspace(t)
+		cs := w.serve(nil, "--allow-token-for", "delete_file")
+		tok := tokenOf(t, call(t, cs, "delete_file", map[string]any{"path": "cache.txt"}))
+		if got := reasonOf(t, call(t, cs, "delete_file", map[string]any{"path": "thesis.txt", "approval_token": tok})); got != "arguments_changed" {
+			t.Fatalf("swap: %q", got)
+		}
+		if res := call(t, cs, "delete_file", map[string]any{"path": "cache.txt", "approval_token": tok}); res.IsError {
+			t.Fatalf("control: %v", res.Content)
+		}
+		w.write("cache.txt", "cache")
+		if got := reasonOf(t, call(t, cs, "delete_file", map[string]any{"path": "cache.txt", "approval_token": tok})); got != "token_spent" {
+			t.Fatalf("replay: %q", got)
+		}
+		if content(t, w.path("thesis.txt")) != "thesis" || content(t, w.path("cache.txt")) != "cache" {
+			t.Fatal("a refused call touched a file")
+		}
+	})
+}
