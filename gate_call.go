@@ -507,7 +507,7 @@ func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *R
 	switch {
 	case errors.Is(err, ErrDenied):
 		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
-	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
+	case err != nil && (errors.Is(err, ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
 		return nil, refusal(ReasonTimeout, "no decision from the approval channel in time")
 	case err != nil:
 		return nil, refusal(ReasonChannelUnavailable, "the approval channel failed: %v", err)

@@ -33,9 +33,14 @@ const (
 	ReasonAssuranceTooLow        = "assurance_too_low"
 )
 
-// ErrDenied is what an Approver returns (wrapped) when a person said no, as
-// opposed to the channel failing. The gate reports it as channel_denied.
-var ErrDenied = errors.New("mcpsafe: the approver denied the request")
+// Errors an Approver wraps so that the gate can tell a person's "no" and a
+// deadline from a failing channel: ErrDenied is reported as channel_denied,
+// ErrNoDecision as timeout, anything else as channel_unavailable. Each of
+// them refuses the call.
+var (
+	ErrDenied     = errors.New("mcpsafe: the approver denied the request")
+	ErrNoDecision = errors.New("mcpsafe: no decision before the deadline")
+)
 
 // Refusal is an error that refuses a call with a reason code. Tools return
 // one from Resolve, Preview or Execute to refuse with a tool-specific code

@@ -1,0 +1,138 @@
+package mcpsafe_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// approverFunc adapts a function to mcpsafe.Approver. The real webhook and
+// approval service are tested in channel/; here the gate's handling of
+// every kind of answer is.
+type approverFunc func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error)
+
+func (f approverFunc) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+	return f(ctx, r)
+}
+
+func TestChannelMode(t *testing.T) {
+	cases := []struct {
+		name   string
+		answer func() (mcpsafe.ApprovalDecision, error)
+		min    mcpsafe.Assurance
+		reason string // "" = executed
+	}{
+		{"approved by a named approver", func() (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+		}, mcpsafe.AssuranceChannel, ""},
+		{"denied", func() (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{}, fmt.Errorf("webhook: %w", mcpsafe.ErrDenied)
+		}, 0, mcpsafe.ReasonChannelDenied},
+		{"not approved without an error", func() (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approvers: []string{"alice"}}, nil
+		}, 0, mcpsafe.ReasonChannelDenied},
+		{"no decision in time", func() (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{}, fmt.Errorf("webhook: %w", mcpsafe.ErrNoDecision)
+		}, 0, mcpsafe.ReasonTimeout},
+		{"approved but the channel also failed", func() (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, errors.New("connection reset")
+		}, 0, mcpsafe.ReasonChannelUnavailable},
+		{"panic", func() (mcpsafe.ApprovalDecision, error) { panic("boom") }, 0, mcpsafe.ReasonChannelUnavailable},
+		{"approved anonymously where a named approver is required", func() (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approved: true}, nil
+		}, mcpsafe.AssuranceChannel, mcpsafe.ReasonAssuranceTooLow},
+		{"approved anonymously, client-relayed is enough (control)", func() (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approved: true}, nil
+		}, 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got mcpsafe.ApprovalRequest
+			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+				o.Mode = mcpsafe.ModeChannel
+				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+					got = r
+					return tc.answer()
+				})
+				(*tools)[0].MinAssurance = tc.min
+			})
+			var elicited atomic.Int32
+			cs := e.connect(client{elicit: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				elicited.Add(1)
+				return accept(ctx, r)
+			}})
+			res := callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"})
+			if elicited.Load() != 0 {
+				t.Fatal("channel mode asked the MCP client")
+			}
+			if got.Tool != "delete_note" || got.Summary != `Delete note "cache.txt"` || !got.Irreversible || got.ArgsDigest == "" || got.ID == "" || got.Principal != "stdio" {
+				t.Fatalf("approval request %+v", got)
+			}
+			if tc.reason != "" {
+				wantRefused(t, res, tc.reason)
+				if !e.notes.has("cache.txt") {
+					t.Fatal("not approved, but the tool ran")
+				}
+				return
+			}
+			wantExecuted(t, res)
+			if e.notes.has("cache.txt") {
+				t.Fatal("approved, but the tool did not run")
+			}
+			if !slices.Contains(e.journal.decisions(), journal.ChannelApproved) {
+				t.Fatalf("journal %v", e.journal.decisions())
+			}
+		})
+	}
+}
+
+// A tool that demands channel assurance cannot be registered with a path
+// that could only ever produce a client-relayed approval.
+func TestChannelAssuranceAtRegistration(t *testing.T) {
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := newNotes().deleteTool()
+	tool.MinAssurance = mcpsafe.AssuranceChannel
+	err = g.Register(mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil), tool)
+	if err == nil || !strings.Contains(err.Error(), "channel") {
+		t.Fatalf("Register: %v", err)
+	}
+	if _, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModeChannel}); err == nil {
+		t.Fatal("channel mode without an approver accepted")
+	}
+}
+
+// Plan text in the approval request is sanitized: a newline or a bidi
+// override in a summary cannot pose as structure on the approver's screen.
+func TestChannelRequestSanitized(t *testing.T) {
+	var got mcpsafe.ApprovalRequest
+	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Mode = mcpsafe.ModeChannel
+		o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+			got = r
+			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+		})
+		(*tools)[0].Preview = func(_ context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
+			return mcpsafe.Plan{Summary: "Delete " + r["path"].(string) + "\nApproved by admin \u202etxt.exe", Details: []string{"ok line", "evil\u200bline"}}, nil
+		}
+	})
+	callTool(t, e.connect(client{}), "delete_note", map[string]any{"path": "cache.txt"})
+	for _, s := range append([]string{got.Summary}, got.Details...) {
+		if strings.ContainsAny(s, "\n\u202e\u200b") {
+			t.Fatalf("raw control or format character reached the approver: %q", s)
+		}
+	}
+	if got.Details[0] != "ok line" {
+		t.Fatalf("a plain line was altered: %q", got.Details[0])
+	}
+}
