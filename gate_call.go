@@ -428,6 +428,7 @@ func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult
 		}
 		return nil, refusal(ReasonElicitationFailed, "asking the user failed: %v", err)
 	}
+	k.now = g.opts.Clock() // the answer may have taken a while; expiry counts from now
 	return g.redeemElicitation(ctx, k, sealed, mcp.InputResponseMap{approvalInputID: res})
 }
 

@@ -767,3 +767,21 @@ func readJournal(t *testing.T, path string) []journal.Record {
 	}
 	return out
 }
+
+// A legacy client's answer that arrives after the approval expired does not
+// run the tool, even though the call started in time.
+func TestLegacyAnswerAfterExpiry(t *testing.T) {
+	var e *env
+	e = newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) { o.TTL = time.Minute })
+	cs := e.connect(client{protocol: legacy, elicit: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		e.clock.Set(e.clock.Now().Add(time.Minute)) // the human took a minute
+		return accept(ctx, r)
+	}})
+	wantRefused(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}), mcpsafe.ReasonTokenExpired)
+	if !e.notes.has("cache.txt") {
+		t.Fatal("an expired approval ran the tool")
+	}
+	// Control: answered in time.
+	cs = e.connect(client{protocol: legacy, elicit: accept})
+	wantExecuted(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
+}
