@@ -17,9 +17,10 @@ import (
 var webFS embed.FS
 
 var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"vis":  Visible,
-	"join": func(s []string) string { return strings.Join(s, ", ") },
-	"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"vis":   Visible,
+	"join":  func(s []string) string { return strings.Join(s, ", ") },
+	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"short": func(t time.Time) string { return t.UTC().Format("Jan 2 15:04:05") },
 }).ParseFS(webFS, "web/*.html"))
 
 func (s *Service) routes() {
