@@ -20,12 +20,14 @@ import (
 )
 
 // The errors an Approve call wraps. Every one of them means not approved;
-// they differ in what the caller may do next.
+// they differ in what the caller may do next. ErrDenied also matches
+// mcpsafe.ErrDenied and ErrTimeout mcpsafe.ErrNoDecision (errors.Is), so the
+// gate reports channel_denied, timeout, or channel_unavailable for the rest.
 var (
 	// ErrDenied: an approver said no. Final; do not ask again.
-	ErrDenied = errors.New("channel: denied by an approver")
+	ErrDenied error = &kindError{"channel: denied by an approver", mcpsafe.ErrDenied}
 	// ErrTimeout: nobody decided before the deadline (or the call timed out).
-	ErrTimeout = errors.New("channel: no decision before the deadline")
+	ErrTimeout error = &kindError{"channel: no decision before the deadline", mcpsafe.ErrNoDecision}
 	// ErrUnavailable: the approver could not be reached or answered with a
 	// non-2xx status (connection refused, TLS failure, redirect, 4xx, 5xx).
 	ErrUnavailable = errors.New("channel: approver unavailable")
@@ -33,9 +35,19 @@ var (
 	// JSON, trailing data, duplicate keys, approved not a JSON boolean,
 	// too large, or listing the requesting principal as an approver.
 	ErrBadResponse = errors.New("channel: approver response rejected")
-	// ErrRequest: the request itself cannot be sent (no id, already expired).
+	// ErrRequest: the request itself cannot be sent (no id, no expiry).
 	ErrRequest = errors.New("channel: approval request invalid")
 )
+
+// kindError is a sentinel with its own message that also matches the root
+// package's sentinel of the same meaning.
+type kindError struct {
+	msg  string
+	root error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.root }
 
 // MaxResponseBytes bounds an approver's answer; a larger one is rejected.
 const MaxResponseBytes = 64 << 10

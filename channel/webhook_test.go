@@ -129,6 +129,20 @@ func checkOutcome(t *testing.T, d mcpsafe.ApprovalDecision, err, want error, msg
 	if !errors.Is(err, want) {
 		t.Fatalf("err = %v, want %v", err, want)
 	}
+	switch want {
+	case ErrDenied:
+		if !errors.Is(err, mcpsafe.ErrDenied) {
+			t.Fatalf("%v does not match mcpsafe.ErrDenied: the gate would not report channel_denied", err)
+		}
+	case ErrTimeout:
+		if !errors.Is(err, mcpsafe.ErrNoDecision) {
+			t.Fatalf("%v does not match mcpsafe.ErrNoDecision: the gate would not report timeout", err)
+		}
+	default:
+		if errors.Is(err, mcpsafe.ErrDenied) || errors.Is(err, mcpsafe.ErrNoDecision) {
+			t.Fatalf("a failure (%v) looks like a denial or a timeout to the gate", err)
+		}
+	}
 	for _, other := range []error{ErrDenied, ErrTimeout, ErrUnavailable, ErrBadResponse, ErrRequest} {
 		if other != want && errors.Is(err, other) {
 			t.Fatalf("err %v is also %v: the kinds must be distinct", err, other)
