@@ -1,0 +1,425 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"text/template"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/serverconf"
+)
+
+// Policy is a parsed, compiled policy file. The zero Policy (or a nil
+// *Policy) is the default policy: every tool upstream does not mark
+// read-only is gated, and irreversible unless upstream marks it
+// destructiveHint: false.
+type Policy struct {
+	Source        string // file name, for error messages
+	Mode          mcpsafe.Mode
+	AllowTokenFor []mcpsafe.OptIn
+	Tools         map[string]*ToolPolicy
+}
+
+// ToolPolicy is one named tool's entry.
+type ToolPolicy struct {
+	Name string
+	Line int
+	// Gate gates a tool that upstream marks read-only.
+	Gate bool
+	// Irreversible, when set, overrides what upstream's annotations say.
+	// Only a named tool can be marked reversible, never by default.
+	Irreversible *bool
+	Mode         mcpsafe.Mode
+	Preview      *template.Template
+	Deny         []mcpsafe.Rule
+	Allow        []mcpsafe.Rule
+	AutoApprove  []mcpsafe.Rule
+	Resolver     *Resolver
+	SecretFields []string
+}
+
+// Resolver names a read-only upstream tool that looks up the current state
+// of what a call points at, and how to build its arguments from the call.
+type Resolver struct {
+	Tool string
+	Line int
+	args []resolverArg
+}
+
+type resolverArg struct {
+	name string
+	prg  cel.Program
+}
+
+// hasSettings reports whether the entry asks for anything only a gated
+// tool can do.
+func (t *ToolPolicy) hasSettings() bool {
+	return t.Gate || t.Irreversible != nil || t.Mode != "" || t.Preview != nil ||
+		len(t.Deny)+len(t.Allow)+len(t.AutoApprove) > 0 || t.Resolver != nil || len(t.SecretFields) > 0
+}
+
+// The YAML shapes. Expression fields are kept as nodes so that errors can
+// name their line.
+type policyFile struct {
+	Mode          string              `yaml:"mode"`
+	AllowTokenFor []string            `yaml:"allow_token_for"`
+	Tools         map[string]toolFile `yaml:"tools"`
+}
+
+type toolFile struct {
+	Gate         *bool         `yaml:"gate"`
+	Irreversible *bool         `yaml:"irreversible"`
+	Mode         string        `yaml:"mode"`
+	Preview      yaml.Node     `yaml:"preview"`
+	Deny         []ruleFile    `yaml:"deny"`
+	Allow        []ruleFile    `yaml:"allow"`
+	AutoApprove  []ruleFile    `yaml:"auto_approve"`
+	Resolver     *resolverFile `yaml:"resolver"`
+	SecretFields []string      `yaml:"secret_fields"`
+}
+
+type resolverFile struct {
+	Tool string    `yaml:"tool"`
+	Args yaml.Node `yaml:"args"`
+}
+
+// ruleFile is a rule: a CEL expression, or {name, expr}.
+type ruleFile struct {
+	Name string
+	Expr *yaml.Node
+	Line int
+}
+
+func (r *ruleFile) UnmarshalYAML(n *yaml.Node) error {
+	r.Line = n.Line
+	switch n.Kind {
+	case yaml.ScalarNode:
+		r.Expr = n
+		return nil
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			switch k.Value {
+			case "name":
+				if v.Kind != yaml.ScalarNode {
+					return fmt.Errorf("line %d: rule name must be a string", v.Line)
+				}
+				r.Name = v.Value
+			case "expr":
+				r.Expr = v
+			default:
+				// Node.Decode does not inherit KnownFields, so a typo here
+				// must be caught by hand.
+				return fmt.Errorf("line %d: field %s not found in rule (want name, expr)", k.Line, k.Value)
+			}
+		}
+		if r.Expr == nil {
+			return fmt.Errorf("line %d: rule has no expr", n.Line)
+		}
+		return nil
+	}
+	return fmt.Errorf("line %d: a rule is a CEL expression or {name, expr}", n.Line)
+}
+
+// LoadPolicy reads and compiles a policy file.
+func LoadPolicy(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePolicy(path, data)
+}
+
+// ParsePolicy parses and compiles a policy. Unknown keys, bad modes, CEL
+// that does not compile or cannot yield a bool, and templates that do not
+// parse are errors that name the line.
+func ParsePolicy(source string, data []byte) (*Policy, error) {
+	p := &Policy{Source: source, Tools: map[string]*ToolPolicy{}}
+	var f policyFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return p, nil // an empty file is the default policy
+		}
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, fmt.Errorf("%s: more than one YAML document", source)
+	}
+	// Tool entries' lines come from a second, node-level pass.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	lines := toolLines(&root)
+	if f.Mode != "" {
+		m, err := parseMode(f.Mode)
+		if err != nil {
+			return nil, fmt.Errorf("%s: mode: %w", source, err)
+		}
+		p.Mode = m
+	}
+	for _, v := range f.AllowTokenFor {
+		o, err := serverconf.ParseOptIn(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: allow_token_for: %w", source, err)
+		}
+		p.AllowTokenFor = append(p.AllowTokenFor, o)
+	}
+	env, err := newEnv()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(f.Tools))
+	for n := range f.Tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var errs []error
+	for _, name := range names {
+		tp, err := compileTool(env, source, name, lines[name], f.Tools[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.Tools[name] = tp
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func toolLines(root *yaml.Node) map[string]int {
+	out := map[string]int{}
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return out
+	}
+	doc := root.Content[0]
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != "tools" {
+			continue
+		}
+		tools := doc.Content[i+1]
+		for j := 0; j+1 < len(tools.Content); j += 2 {
+			out[tools.Content[j].Value] = tools.Content[j].Line
+		}
+	}
+	return out
+}
+
+func parseMode(s string) (mcpsafe.Mode, error) {
+	switch m := mcpsafe.Mode(s); m {
+	case mcpsafe.ModeAuto, mcpsafe.ModeElicit, mcpsafe.ModeToken, mcpsafe.ModeChannel:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want auto, elicit, token or channel)", s)
+}
+
+func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*ToolPolicy, error) {
+	at := func(l int, format string, args ...any) error {
+		return fmt.Errorf("%s:%d: tools.%s: %s", source, l, name, fmt.Sprintf(format, args...))
+	}
+	if name == "" || strings.TrimSpace(name) != name {
+		return nil, at(line, "not an exact tool name")
+	}
+	tp := &ToolPolicy{Name: name, Line: line, Irreversible: f.Irreversible, SecretFields: f.SecretFields}
+	if f.Gate != nil {
+		if !*f.Gate {
+			return nil, at(line, "gate: false is not allowed: a policy can only make the default stricter (tools upstream marks read-only pass through already)")
+		}
+		tp.Gate = true
+	}
+	if f.Mode != "" {
+		m, err := parseMode(f.Mode)
+		if err != nil {
+			return nil, at(line, "mode: %v", err)
+		}
+		tp.Mode = m
+	}
+	if !f.Preview.IsZero() {
+		if f.Preview.Kind != yaml.ScalarNode {
+			return nil, at(f.Preview.Line, "preview must be a template string")
+		}
+		tmpl, err := template.New(name).Option("missingkey=error").Parse(f.Preview.Value)
+		if err != nil {
+			return nil, at(f.Preview.Line, "preview: %v", err)
+		}
+		tp.Preview = tmpl
+	}
+	var errs []error
+	rules := func(kind string, in []ruleFile) []mcpsafe.Rule {
+		var out []mcpsafe.Rule
+		for i, rf := range in {
+			where := fmt.Sprintf("%s[%d]", kind, i)
+			prg, err := compileExpr(env, rf.Expr, true)
+			if err != nil {
+				errs = append(errs, at(rf.Expr.Line, "%s: %v", where, err))
+				continue
+			}
+			// The expression is part of the rule's name so that editing it
+			// changes the policy hash and voids outstanding grants.
+			rname := rf.Expr.Value
+			if rf.Name != "" {
+				rname = rf.Name + ": " + rf.Expr.Value
+			}
+			out = append(out, mcpsafe.Rule{Name: rname, Match: boolRule(prg)})
+		}
+		return out
+	}
+	tp.Deny = rules("deny", f.Deny)
+	tp.Allow = rules("allow", f.Allow)
+	tp.AutoApprove = rules("auto_approve", f.AutoApprove)
+	if r := f.Resolver; r != nil {
+		if r.Tool == "" {
+			errs = append(errs, at(line, "resolver: tool is required"))
+		}
+		res := &Resolver{Tool: r.Tool, Line: line}
+		if !r.Args.IsZero() {
+			if r.Args.Kind != yaml.MappingNode {
+				errs = append(errs, at(r.Args.Line, "resolver.args must map argument names to CEL expressions"))
+			}
+			for i := 0; i+1 < len(r.Args.Content); i += 2 {
+				k, v := r.Args.Content[i], r.Args.Content[i+1]
+				prg, err := compileExpr(env, v, false)
+				if err != nil {
+					errs = append(errs, at(v.Line, "resolver.args.%s: %v", k.Value, err))
+					continue
+				}
+				res.args = append(res.args, resolverArg{name: k.Value, prg: prg})
+			}
+		}
+		tp.Resolver = res
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return tp, nil
+}
+
+func newEnv() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("tool", cel.StringType),
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("resolved", cel.MapType(cel.StringType, cel.DynType)),
+	)
+}
+
+// costLimit bounds one evaluation, so that a rule cannot stall a call.
+const costLimit = 100_000
+
+// compileExpr compiles one expression. Rules must be able to yield a bool:
+// an expression whose type is known to be something else is an error.
+func compileExpr(env *cel.Env, n *yaml.Node, rule bool) (cel.Program, error) {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return nil, errors.New("expected a CEL expression (a string)")
+	}
+	ast, iss := env.Compile(n.Value)
+	if iss != nil && iss.Err() != nil {
+		var msgs []string
+		for _, e := range iss.Errors() {
+			// Lines inside a block scalar start on the line after its key.
+			line := n.Line + e.Location.Line() - 1
+			if n.Style == yaml.LiteralStyle || n.Style == yaml.FoldedStyle {
+				line++
+			}
+			msgs = append(msgs, fmt.Sprintf("line %d, column %d of the expression (file line %d): %s", e.Location.Line(), e.Location.Column()+1, line, e.Message))
+		}
+		return nil, fmt.Errorf("CEL: %s", strings.Join(msgs, "; "))
+	}
+	if rule {
+		if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+			return nil, fmt.Errorf("a rule must evaluate to a bool, this one is %s", t)
+		}
+	}
+	return env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
+}
+
+// boolRule matches only when the expression yields exactly the CEL bool
+// true. A string "true", a 1, an error or a missing key is no match.
+func boolRule(prg cel.Program) func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (bool, error) {
+	return func(ctx context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (bool, error) {
+		v, err := eval(ctx, prg, c, r)
+		if err != nil {
+			return false, err
+		}
+		b, ok := v.(types.Bool)
+		if !ok {
+			return false, fmt.Errorf("the rule yielded %s, not a bool", v.Type().TypeName())
+		}
+		return b == types.True, nil
+	}
+}
+
+func activation(c mcpsafe.Call, r mcpsafe.Resolved) (map[string]any, error) {
+	args := map[string]any{}
+	if len(c.Arguments) > 0 {
+		if err := json.Unmarshal(c.Arguments, &args); err != nil {
+			return nil, fmt.Errorf("arguments: %w", err)
+		}
+		if args == nil {
+			args = map[string]any{}
+		}
+	}
+	res := map[string]any(r)
+	if res == nil {
+		res = map[string]any{}
+	}
+	return map[string]any{"tool": c.Tool, "args": args, "resolved": res}, nil
+}
+
+func eval(ctx context.Context, prg cel.Program, c mcpsafe.Call, r mcpsafe.Resolved) (ref.Val, error) {
+	act, err := activation(c, r)
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := prg.ContextEval(ctx, act)
+	if err != nil {
+		return nil, err
+	}
+	if types.IsError(v) || types.IsUnknown(v) {
+		return nil, fmt.Errorf("expression yielded %v", v)
+	}
+	return v, nil
+}
+
+var structValueType = reflect.TypeOf(&structpb.Value{})
+
+// resolverArguments evaluates the resolver's argument expressions over the
+// call and returns the upstream call's arguments as JSON.
+func (rs *Resolver) arguments(ctx context.Context, c mcpsafe.Call) (json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	for _, a := range rs.args {
+		v, err := eval(ctx, a.prg, c, nil)
+		if err != nil {
+			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
+		}
+		native, err := v.ConvertToNative(structValueType)
+		if err != nil {
+			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
+		}
+		b, err := protojson.Marshal(native.(*structpb.Value))
+		if err != nil {
+			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
+		}
+		out[a.name] = b
+	}
+	return json.Marshal(out)
+}

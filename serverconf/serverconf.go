@@ -1,0 +1,159 @@
+// Package serverconf turns the command-line options that every ready-made
+// mcpsafe server shares (key file, ledger, journal, approval channel) into
+// mcpsafe.Options, with the same startup checks everywhere: a shared ledger
+// needs a shared key, channel approvals need both a URL and a secret.
+package serverconf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
+)
+
+// Config is the gate-related part of a server's command line.
+type Config struct {
+	Audience      string // required
+	Mode          mcpsafe.Mode
+	AllowTokenFor []mcpsafe.OptIn
+	TTL           time.Duration
+	ElicitTimeout time.Duration
+	KeyFile       string // empty: a random key for this process
+	LedgerURL     string // empty or memory:...: in this process only
+	JournalPath   string // empty: journal.DefaultPath()
+	NoJournal     bool   // run without an audit journal (tests and demos only)
+
+	ApproverURL        string
+	ApproverSecretFile string
+	ApproverTimeout    time.Duration
+
+	// CheckJournalPath, when set, vets the journal's absolute path (for
+	// example: not inside a directory the agent can write).
+	CheckJournalPath func(path string) error
+	Logger           *slog.Logger
+}
+
+// Gate holds the options built from a Config and the stores they opened.
+type Gate struct {
+	Options     mcpsafe.Options
+	JournalPath string // empty when running without a journal
+	closers     []func() error
+}
+
+// Close releases the journal and the ledger, newest first.
+func (g *Gate) Close() error {
+	var errs []error
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		errs = append(errs, g.closers[i]())
+	}
+	g.closers = nil
+	return errors.Join(errs...)
+}
+
+// Build checks cfg, opens the stores it names and returns the options for
+// mcpsafe.New. On error nothing stays open.
+func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
+	if cfg.Audience == "" {
+		return nil, errors.New("serverconf: an audience (this server's identity) is required")
+	}
+	g := &Gate{Options: mcpsafe.Options{
+		Audience:      cfg.Audience,
+		Mode:          cfg.Mode,
+		AllowTokenFor: cfg.AllowTokenFor,
+		TTL:           cfg.TTL,
+		ElicitTimeout: cfg.ElicitTimeout,
+		Logger:        cfg.Logger,
+	}}
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
+	opts := &g.Options
+	if cfg.KeyFile != "" {
+		if opts.Keys, err = mcpsafe.LoadKeys(cfg.KeyFile); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.LedgerURL != "" && !strings.HasPrefix(cfg.LedgerURL, "memory:") {
+		if opts.Keys.IsZero() {
+			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
+		}
+		store, err := ledger.Open(ctx, cfg.LedgerURL)
+		if err != nil {
+			return nil, err
+		}
+		g.closers = append(g.closers, store.Close)
+		opts.Ledger = store
+	}
+	if cfg.NoJournal {
+		opts.Journal = mcpsafe.NoJournal
+	} else {
+		path := cfg.JournalPath
+		if path == "" {
+			if path, err = journal.DefaultPath(); err != nil {
+				return nil, err
+			}
+		}
+		if path, err = filepath.Abs(path); err != nil {
+			return nil, err
+		}
+		if cfg.CheckJournalPath != nil {
+			if err := cfg.CheckJournalPath(path); err != nil {
+				return nil, err
+			}
+		}
+		j, err := journal.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		g.closers = append(g.closers, j.Close)
+		opts.Journal = j
+		g.JournalPath = path
+	}
+	if cfg.ApproverURL != "" || cfg.ApproverSecretFile != "" || cfg.Mode == mcpsafe.ModeChannel {
+		if cfg.ApproverURL == "" || cfg.ApproverSecretFile == "" {
+			return nil, errors.New("channel approvals need both --approver-url and --approver-secret-file")
+		}
+		secret, err := channel.LoadSecretFile(cfg.ApproverSecretFile)
+		if err != nil {
+			return nil, err
+		}
+		var wopts []channel.WebhookOption
+		if cfg.ApproverTimeout > 0 {
+			wopts = append(wopts, channel.WithTimeout(cfg.ApproverTimeout))
+		}
+		w, err := channel.NewWebhook(cfg.ApproverURL, secret, wopts...)
+		if err != nil {
+			return nil, err
+		}
+		opts.Approver = w
+		if cfg.ApproverTimeout > 0 {
+			opts.ChannelTimeout = cfg.ApproverTimeout
+		}
+	}
+	return g, nil
+}
+
+// ParseOptIn reads one token opt-in: TOOL, or TOOL@YYYY-MM-DD (valid until
+// the start of that day, UTC).
+func ParseOptIn(v string) (mcpsafe.OptIn, error) {
+	name, until, found := strings.Cut(v, "@")
+	o := mcpsafe.OptIn{Tool: name}
+	if found {
+		t, err := time.Parse("2006-01-02", until)
+		if err != nil {
+			return o, fmt.Errorf("token opt-in %q: expiry must be YYYY-MM-DD", v)
+		}
+		o.Until = t
+	}
+	return o, nil
+}
