@@ -37,6 +37,27 @@
 //     Expiry is judged by the database clock. A background DELETE removes
 //     expired rows every ledger_sweep (default 1m) and stops on Close.
 //     Open creates the table (nonce primary key, expires_at) if missing.
+//     The pool is pgxpool's (pool_max_conns in the URL sizes it).
+//
+// # Durability is the backend's
+//
+// A store can only promise what its backend keeps. Losing grants refuses
+// (the approval must be asked again); restoring deleted ones would not: a
+// grant redeemed after the backend's last durable point comes back after a
+// crash or failover, and could be redeemed once more until it expires.
+//
+//   - memory: a restart loses every outstanding grant (refuses).
+//   - file: synchronous=FULL; a committed redemption is on disk.
+//   - redis: with persistence off (as scripts/services runs it) a restart
+//     loses grants (refuses). With RDB snapshots, or asynchronous replicas
+//     and failover, a recent redemption can be undone; where that matters run
+//     appendonly yes with appendfsync always and no automatic failover, or
+//     use PostgreSQL.
+//   - postgres: synchronous_commit=on (the default) makes a redemption
+//     durable before DELETE returns; an asynchronous standby promoted after
+//     a crash can undo it, as above.
+//
+// The grant's short expiry bounds every such window.
 //
 // Replicas behind a load balancer must share a redis or postgres ledger (and
 // the sealing key); memory and file ledgers are only for one process or one
@@ -64,6 +85,11 @@
 //     fails; busy waiting is bounded by the timeout.
 //   - a full memory store: ErrFull for new grants; outstanding grants stay
 //     redeemable.
+//
+// Expiry uses the real clock of the process (memory, file, redis) or of
+// the database (postgres), never an injected one: the gate checks a grant's
+// expiry with its own clock before it redeems, so the ledger's check is a
+// second, independent bound.
 //
 // A failed Issue means the grant must not be handed out: the caller refuses
 // rather than issue a token the ledger does not know.

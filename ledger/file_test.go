@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -335,4 +336,44 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// TestConcurrentOpen starts several replicas at once on a fresh backend:
+// schema creation must not race (CREATE TABLE IF NOT EXISTS is not atomic
+// against itself in PostgreSQL; SQLite switches to WAL on first open).
+func TestConcurrentOpen(t *testing.T) {
+	urls := map[string]func(t *testing.T) string{
+		"file":     func(t *testing.T) string { return fileBackend(t) },
+		"postgres": func(t *testing.T) string { u, _, _ := postgresBackend(t); return u },
+	}
+	for name, mk := range urls {
+		t.Run(name, func(t *testing.T) {
+			u := mk(t)
+			const replicas = 6
+			stores := make([]Store, replicas)
+			errs := make([]error, replicas)
+			var wg sync.WaitGroup
+			for i := range stores {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					stores[i], errs[i] = Open(context.Background(), u)
+				}()
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("replica %d: Open: %v", i, err)
+				}
+				defer stores[i].Close()
+			}
+			n := newNonce()
+			if err := stores[0].Issue(context.Background(), n, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if wins, errc := race(context.Background(), stores, n, 60); wins != 1 || errc != 0 {
+				t.Fatalf("wins = %d, errors = %d; want 1, 0", wins, errc)
+			}
+		})
+	}
 }
