@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/channel"
+)
+
+func init() {
+	register("approvals", command{summary: "run the approval service: web UI, JSON API and signed webhook for mode channel", run: runApprovals})
+}
+
+// approvalsContext is what serve runs under; tests replace it to stop the
+// server without a signal.
+var approvalsContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+type requireList []string
+
+func (r *requireList) String() string     { return strings.Join(*r, ",") }
+func (r *requireList) Set(v string) error { *r = append(*r, v); return nil }
+
+func runApprovals(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "serve" {
+		fmt.Fprintln(stderr, "usage: mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]")
+		return 2
+	}
+	fl := flag.NewFlagSet("mcpsafe approvals serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	listen := fl.String("listen", "127.0.0.1:8080", "address to listen on")
+	secretFile := fl.String("secret-file", "", "HMAC secret shared with the gated servers: one line, base64 of >= 32 bytes, mode 0600 (required)")
+	approversFile := fl.String("approvers-file", "", "approvers, one name:token per line, mode 0600 (required)")
+	store := fl.String("store", "memory", "where pending requests live: memory, or file:PATH (survives a restart)")
+	var require requireList
+	fl.Var(&require, "require", "TOOL=N: TOOL needs N distinct approvers (repeatable)")
+	origin := fl.String("origin", "", "public origin of the UI when behind a TLS proxy, e.g. https://approvals.example.com")
+	maxWait := fl.Duration("max-wait", time.Hour, "longest a request may stay pending")
+	tlsCert := fl.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
+	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
+	if err := fl.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcpsafe approvals serve: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
+		return 1
+	}
+	if *secretFile == "" || *approversFile == "" {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --secret-file and --approvers-file are required")
+		return 2
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --tls-cert and --tls-key go together")
+		return 2
+	}
+	req, err := channel.ParseRequire(require)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
+		return 2
+	}
+	if *tlsCert == "" && !*plainHTTP && !channel.IsLoopbackAddr(*listen) {
+		return fail(fmt.Errorf("%s is not a loopback address: use --tls-cert/--tls-key, a TLS proxy on this host, or --allow-plain-http", *listen))
+	}
+	secret, err := channel.LoadSecretFile(*secretFile)
+	if err != nil {
+		return fail(err)
+	}
+	approvers, err := channel.LoadApproversFile(*approversFile)
+	if err != nil {
+		return fail(err)
+	}
+	svc, err := channel.NewService(channel.ServiceOptions{
+		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	defer svc.Close()
+
+	l, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fail(err)
+	}
+	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "mcpsafe approvals: listening on %s://%s (%d approvers, store %s)\n", scheme, l.Addr(), len(approvers), *store)
+
+	ctx, stop := approvalsContext()
+	defer stop()
+	errc := make(chan error, 1)
+	go func() {
+		if *tlsCert != "" {
+			errc <- srv.ServeTLS(l, *tlsCert, *tlsKey)
+		} else {
+			errc <- srv.Serve(l)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return fail(err)
+	case <-ctx.Done():
+	}
+	// Waiting webhook calls end first (their callers see no approval),
+	// then the server stops.
+	svc.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fail(err)
+	}
+	return 0
+}
