@@ -440,3 +440,38 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		}
 	})
 }
+
+// TestMemoryExpiryBoundary pins the exclusive boundary: valid while
+// now < expires.
+func TestMemoryExpiryBoundary(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	exp := base.Add(time.Minute)
+	cases := []struct {
+		name string
+		at   time.Time
+		want bool
+	}{
+		{"1ns before expiry", exp.Add(-time.Nanosecond), true},
+		{"at expiry", exp, false},
+		{"1ns after expiry", exp.Add(time.Nanosecond), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMemory(0)
+			now := base
+			m.now = func() time.Time { return now }
+			if err := m.Issue(context.Background(), "n", exp); err != nil {
+				t.Fatal(err)
+			}
+			now = tc.at
+			if ok, err := m.Redeem(context.Background(), "n"); ok != tc.want || err != nil {
+				t.Fatalf("Redeem at %v = %v, %v; want %v, nil", tc.at.Sub(exp), ok, err, tc.want)
+			}
+		})
+	}
+	m := NewMemory(0)
+	m.now = func() time.Time { return exp }
+	if err := m.Issue(context.Background(), "n", exp); !errors.Is(err, ErrExpired) {
+		t.Fatalf("Issue with expires == now = %v; want ErrExpired", err)
+	}
+}

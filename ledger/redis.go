@@ -71,9 +71,10 @@ func redisOptions(opt *redis.Options, timeout time.Duration) {
 	opt.PoolTimeout = timeout
 	opt.DialerRetries = 1
 	// A retry after a lost reply cannot approve twice: the GETDEL that ran
-	// deleted the key, so the retry answers "unknown". Retries help a
-	// replica recover from connections broken by a Redis restart; the
-	// context deadline still bounds the whole call.
+	// deleted the key, so the retry answers "unknown" (a refusal, though
+	// reported as spent rather than unavailable). Retries let a replica
+	// recover from pooled connections broken by a Redis restart; the
+	// context deadline still bounds the whole call, retries included.
 	opt.MaxRetries = 1
 	opt.DisableIdentity = true
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
