@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/serverconf"
+)
+
+// Every policy mistake is a startup error that says where it is.
+func TestBadPolicies(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want []string // substrings of the error
+	}{
+		{"unknown-tool-key.yaml", []string{"line 4", "irreversable"}},
+		{"unknown-top-key.yaml", []string{"line 2", "tool"}},
+		{"unknown-rule-key.yaml", []string{"line 5", "exp"}},
+		{"bad-mode.yaml", []string{"bad-mode.yaml:2:", `unknown mode "elicitation"`}},
+		{"ungate.yaml", []string{"ungate.yaml:2:", "gate: false is not allowed"}},
+		{"cel-syntax.yaml", []string{"cel-syntax.yaml:5:", "deny[1]", "CEL"}},
+		{"cel-undeclared.yaml", []string{"cel-undeclared.yaml:6:", "auto_approve[0]", "argz"}},
+		{"cel-block.yaml", []string{"cel-block.yaml:4:", "allow[0]", "file line 6"}},
+		{"cel-string-rule.yaml", []string{"cel-string-rule.yaml:3:", "must evaluate to a bool", "string"}},
+		{"cel-int-rule.yaml", []string{"cel-int-rule.yaml:3:", "must evaluate to a bool", "int"}},
+		{"template.yaml", []string{"template.yaml:3:", "preview"}},
+		{"resolver-cel.yaml", []string{"resolver-cel.yaml:6:", "resolver.args.path"}},
+		{"resolver-no-tool.yaml", []string{"resolver-no-tool.yaml:2:", "resolver: tool is required"}},
+		{"bad-optin.yaml", []string{"allow_token_for", "YYYY-MM-DD"}},
+		{"two-docs.yaml", []string{"more than one YAML document"}},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			_, err := LoadPolicy(filepath.Join("testdata", "bad-policies", c.file))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestExamplePolicyParses(t *testing.T) {
+	p, err := LoadPolicy("testdata/example-policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode != mcpsafe.ModeAuto || len(p.AllowTokenFor) != 0 {
+		t.Fatalf("mode %q, opt-ins %v", p.Mode, p.AllowTokenFor)
+	}
+	for _, name := range []string{"write_file", "edit_file", "move_file", "create_directory"} {
+		if p.Tools[name] == nil || p.Tools[name].Preview == nil {
+			t.Errorf("%s: no entry with a preview", name)
+		}
+	}
+	if r := p.Tools["edit_file"].Resolver; r == nil || r.Tool != "get_file_info" {
+		t.Fatalf("edit_file resolver: %+v", r)
+	}
+	// An empty file is the default policy.
+	if p, err := ParsePolicy("empty.yaml", nil); err != nil || len(p.Tools) != 0 {
+		t.Fatalf("empty policy: %v %v", p, err)
+	}
+}
+
+// The example's auto-approve rule against traversal attempts, with the
+// legitimate path as control.
+func TestExampleAutoApproveRule(t *testing.T) {
+	p, err := LoadPolicy("testdata/example-policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := p.Tools["create_directory"].AutoApprove[0]
+	for path, want := range map[string]bool{
+		"/data/scratch/new":         true,
+		"/data/scratch/../etc":      false,
+		"/data/scratchy":            false,
+		"/data/scratch":             false,
+		"/data/other/scratch/x":     false,
+		"/data/scratch/a/../../etc": false,
+	} {
+		got, err := rule.Match(context.Background(), mcpsafe.Call{Tool: "create_directory", Arguments: []byte(`{"path":"` + path + `"}`)}, nil)
+		if err != nil || got != want {
+			t.Errorf("%s: match=%v err=%v, want %v", path, got, err, want)
+		}
+	}
+}
+
+// Policies that parse but do not fit the upstream are startup errors.
+func TestPolicyAgainstUpstream(t *testing.T) {
+	for _, c := range []struct {
+		name, policy, want string
+	}{
+		{"typo'd tool", "tools:\n  delete_thingg: {}\n", `tools.delete_thingg: upstream has no tool "delete_thingg"`},
+		{"read-only with settings", "tools:\n  echo: {preview: x}\n", "add gate: true"},
+		{"resolver missing", "tools:\n  delete_thing: {resolver: {tool: nope}}\n", `upstream has no tool "nope"`},
+		{"resolver not read-only", "tools:\n  delete_thing: {resolver: {tool: set_flag}}\n", "not marked read-only"},
+		{"resolver gated by policy", "tools:\n  echo: {gate: true}\n  delete_thing: {resolver: {tool: echo}}\n", "gated by this policy"},
+		{"opt-in reversible", "allow_token_for: [set_flag]\n", "reversible"},
+		{"opt-in unknown", "allow_token_for: [nope]\n", "not a gated tool"},
+		{"opt-in read-only", "allow_token_for: [echo]\n", "not a gated tool"},
+		{"opt-in wildcard", "allow_token_for: ['delete_*']\n", "not an exact tool name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, up := newGoUpstream(t)
+			_, err := NewServer(context.Background(), Config{
+				Upstream: up, Policy: mustPolicy(t, c.policy),
+				Gate: serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "j")},
+			})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	// Mode and opt-ins come only from the policy file.
+	_, up := newGoUpstream(t)
+	_, err := NewServer(context.Background(), Config{Upstream: up, Gate: serverconf.Config{NoJournal: true, Mode: mcpsafe.ModeToken}})
+	if err == nil {
+		t.Fatal("a mode outside the policy was accepted")
+	}
+	// Control: an opt-in for an irreversible tool works, and only for it.
+	u, up := newGoUpstream(t)
+	s := newProxy(t, up, mustPolicy(t, "allow_token_for: [delete_thing]\n"))
+	cs := connect(t, s, nil)
+	args := map[string]any{"a": 1}
+	args[mcpsafe.TokenField] = tokenOf(t, call(t, cs, "delete_thing", map[string]any{"a": 1}))
+	if res := call(t, cs, "delete_thing", args); res.IsError || u.count("delete_thing") != 1 {
+		t.Fatalf("opted-in token: %s", text(res))
+	}
+	if r := reasonOf(t, call(t, cs, "gated_fail", map[string]any{})); r != mcpsafe.ReasonElicitationUnsupported {
+		t.Fatalf("another irreversible tool got a token path: %q", r)
+	}
+}
