@@ -91,6 +91,23 @@ func browserLogin(t *testing.T, ctx context.Context, base, name string) {
 	}
 }
 
+// click clicks sel, retrying while a live update swaps the node out from
+// under the query (a card is replaced in place when its state changes).
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	var err error
+	for i := 0; i < 5; i++ {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("click %s: %v", sel, err)
+}
+
 func e2eRequest(id string) mcpsafe.ApprovalRequest {
 	r := testRequest(id)
 	r.Tool = "delete_file"
@@ -143,23 +160,20 @@ func TestBrowserApproveDeny(t *testing.T) {
 		t.Fatal(err)
 	}
 	artifact(t, "pending.png", png)
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#req-e2e-approve button.approve`))); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `#req-e2e-approve button.approve`)
 	r := wait(t, ch)
 	if r.err != nil || !r.d.Approved || strings.Join(r.d.Approvers, ",") != "alice" {
 		t.Fatalf("after clicking Approve: %+v, %v", r.d, r.err)
 	}
 
 	// 2. Deny.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#req-e2e-deny button.deny`))); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `#req-e2e-deny button.deny`)
 	r = wait(t, second)
 	checkOutcome(t, r.d, r.err, ErrDenied, "alice")
 
 	// 3. Decided elsewhere: bob approves over the API while alice looks at
-	// the page; her card goes away without a reload.
+	// the page; without a reload her card stays in place, its buttons
+	// disabled and the outcome written on it.
 	third := e.ask(e2eRequest("e2e-elsewhere"))
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#req-e2e-elsewhere button.approve`))); err != nil {
 		t.Fatal(err)
@@ -167,8 +181,16 @@ func TestBrowserApproveDeny(t *testing.T) {
 	e.decide("e2e-elsewhere", "approve", "bob", 200)
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := chromedp.Do(wctx, chromedp.WaitNotPresent(chromedp.CSS(`#req-e2e-elsewhere`))); err != nil {
-		t.Fatalf("a request decided elsewhere still shows its buttons: %v", err)
+	if err := chromedp.Do(wctx, chromedp.WaitVisible(chromedp.CSS(`#req-e2e-elsewhere.stale .stale-note`))); err != nil {
+		t.Fatalf("a request decided elsewhere was not marked stale: %v", err)
+	}
+	note, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#req-e2e-elsewhere .stale-note`)))
+	if err != nil || !strings.Contains(note, "Approved by bob") {
+		t.Fatalf("stale note %q, %v", note, err)
+	}
+	enabled, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`#req-e2e-elsewhere button.approve:not([disabled]), #req-e2e-elsewhere button.deny:not([disabled])`), chromedp.AtLeast(0)))
+	if err != nil || len(enabled) != 0 {
+		t.Fatalf("a decided request still has %d enabled buttons (%v)", len(enabled), err)
 	}
 	if r := wait(t, third); !r.d.Approved {
 		t.Fatalf("third: %+v, %v", r.d, r.err)

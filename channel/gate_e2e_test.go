@@ -167,17 +167,15 @@ func TestGateChannelBrowser(t *testing.T) {
 	// clickOn clicks a button on the one pending card whose summary names path.
 	clickOn := func(path, button string) {
 		t.Helper()
-		sel := `article.req button.` + button
+		sel := `article.req:not(.stale) button.` + button
 		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
 			t.Fatalf("no pending request appeared: %v", err)
 		}
-		summary, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`article.req .summary`)))
+		summary, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`article.req:not(.stale) .summary`)))
 		if err != nil || !strings.Contains(summary, path) {
 			t.Fatalf("the page shows %q (%v), want the plan for %s", summary, err, path)
 		}
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
-			t.Fatal(err)
-		}
+		click(t, ctx, sel)
 	}
 
 	// Approve: the tool runs, and the journal names the approver.
@@ -190,7 +188,7 @@ func TestGateChannelBrowser(t *testing.T) {
 	if rec, ok := jr.find(journal.ChannelApproved); !ok || rec.By != "alice" || rec.Tool != "delete_file" {
 		t.Fatalf("journal: %+v (found %v)", rec, ok)
 	}
-	if err := chromedp.Do(ctx, chromedp.WaitNotPresent(chromedp.CSS(`article.req`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`article.req.stale .stale-note`))); err != nil {
 		t.Fatal(err)
 	}
 

@@ -45,6 +45,9 @@ type ServiceOptions struct {
 	Origin string
 	// SessionTTL is how long a login lasts (default 12 hours).
 	SessionTTL time.Duration
+	// Retention is how long decided and expired requests stay in the
+	// history (default 7 days); older ones are deleted from the store.
+	Retention time.Duration
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -62,6 +65,8 @@ type Service struct {
 	done     chan struct{}
 	closeOne sync.Once
 	wg       sync.WaitGroup
+
+	bodyTimeout time.Duration // reading a webhook body; tests shorten it
 }
 
 type entry struct {
@@ -92,6 +97,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	setDefault(&opts.Tolerance, 5*time.Minute)
 	setDefault(&opts.MaxWait, time.Hour)
 	setDefault(&opts.SessionTTL, 12*time.Hour)
+	setDefault(&opts.Retention, 7*24*time.Hour)
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1000
 	}
@@ -106,6 +112,8 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		entries: map[string]*entry{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
+
+		bodyTimeout: 30 * time.Second,
 	}
 	recs, err := st.load()
 	if err != nil {
@@ -169,6 +177,7 @@ func (s *Service) expireLoop() {
 		case <-t.C:
 			s.mu.Lock()
 			s.expireLocked(time.Now())
+			s.pruneLocked(time.Now())
 			s.mu.Unlock()
 		}
 	}
@@ -190,6 +199,26 @@ func (s *Service) expireLocked(now time.Time) {
 		}
 		*e.rec = next
 		close(e.decided)
+		changed = true
+	}
+	if changed {
+		s.notifyLocked()
+	}
+}
+
+// pruneLocked forgets decided requests older than the retention. A pruned
+// id could be sent again only with a fresh signature, that is by a holder
+// of the secret, and would then be a new request.
+func (s *Service) pruneLocked(now time.Time) {
+	changed := false
+	for id, e := range s.entries {
+		if e.rec.Status == StatusPending || e.polling || now.Sub(e.rec.DecidedAt) < s.opts.Retention {
+			continue
+		}
+		if err := s.st.remove(id); err != nil {
+			continue
+		}
+		delete(s.entries, id)
 		changed = true
 	}
 	if changed {
@@ -221,11 +250,20 @@ func fail(code int, format string, a ...any) *httpError {
 }
 
 func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
+	// A slow body must not hold a connection open forever; the deadline is
+	// per handler, since a server-wide ReadTimeout would also cut off the
+	// long poll that follows.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 	if err != nil {
+		// The deadline stays: the server must not wait for the rest of
+		// this body before answering.
+		w.Header().Set("Connection", "close")
 		writeJSON(w, http.StatusBadRequest, map[string]any{"approved": false, "error": "reading body: " + err.Error()})
 		return
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	e, herr := s.admit(r.Header.Get(SignatureHeader), body)
 	if herr != nil {
 		writeJSON(w, herr.code, map[string]any{"approved": false, "error": herr.msg})
@@ -479,7 +517,7 @@ func voters(r *record) []string {
 	return out
 }
 
-// snapshot returns copies of all records: pending first by deadline, then
+// snapshot returns copies of all records: pending in arrival order, then
 // history, newest first.
 func (s *Service) snapshot() (pending, history []record, version uint64, changed <-chan struct{}) {
 	s.mu.Lock()
@@ -492,7 +530,14 @@ func (s *Service) snapshot() (pending, history []record, version uint64, changed
 			history = append(history, *e.rec)
 		}
 	}
-	sort.Slice(pending, func(i, j int) bool { return pending[i].Deadline.Before(pending[j].Deadline) })
+	// Oldest first, so a new request lands at the end of the page and never
+	// pushes a card the approver is about to click.
+	sort.Slice(pending, func(i, j int) bool {
+		if !pending[i].Received.Equal(pending[j].Received) {
+			return pending[i].Received.Before(pending[j].Received)
+		}
+		return pending[i].Req.ID < pending[j].Req.ID
+	})
 	sort.Slice(history, func(i, j int) bool { return history[i].DecidedAt.After(history[j].DecidedAt) })
 	if len(history) > 200 {
 		history = history[:200]

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -644,5 +646,63 @@ func TestNewServiceRefuses(t *testing.T) {
 			s.Close()
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A webhook body that trickles in is cut off; the long poll after a
+// complete body is not.
+func TestSlowWebhookBody(t *testing.T) {
+	e := newEnv(t, ServiceOptions{})
+	e.svc.bodyTimeout = 300 * time.Millisecond
+	u, _ := url.Parse(e.srv.URL)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /webhook HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n{\"version\":", u.Host)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	if resp.StatusCode != 400 || time.Since(start) > 3*time.Second {
+		t.Fatalf("HTTP %d after %s", resp.StatusCode, time.Since(start))
+	}
+	// Control: a complete request still long-polls past that deadline.
+	req := testRequest("req-slow-control")
+	ch := e.ask(req)
+	e.waitPending("req-slow-control")
+	time.Sleep(500 * time.Millisecond)
+	e.decide("req-slow-control", "approve", "alice", 200)
+	if r := wait(t, ch); !r.d.Approved {
+		t.Fatalf("got %+v, %v", r.d, r.err)
+	}
+}
+
+func TestRetention(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "approvals.db")
+	opts := ServiceOptions{Store: "file:" + path, Retention: 300 * time.Millisecond}
+	e := newEnv(t, opts)
+	ch := e.ask(testRequest("req-old"))
+	e.waitPending("req-old")
+	e.decide("req-old", "deny", "alice", 200)
+	wait(t, ch)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, _ := e.api("GET", "/api/requests/req-old", "alice")
+		if code == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a decided request outlived the retention")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.stop()
+	e2 := newEnv(t, opts)
+	if code, _ := e2.api("GET", "/api/requests/req-old", "alice"); code != 404 {
+		t.Fatalf("pruned request came back from the store: HTTP %d", code)
 	}
 }

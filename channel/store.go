@@ -45,6 +45,7 @@ type vote struct {
 // change is refused.
 type store interface {
 	save(r *record) error
+	remove(id string) error
 	load() ([]*record, error)
 	sawSignature(sig string, until time.Time) (fresh bool, err error)
 	close() error
@@ -74,6 +75,7 @@ type memStore struct {
 func (m *memStore) save(*record) error       { return nil }
 func (m *memStore) load() ([]*record, error) { return nil, nil }
 func (m *memStore) close() error             { return nil }
+func (m *memStore) remove(string) error      { return nil }
 func (m *memStore) sawSignature(sig string, until time.Time) (bool, error) {
 	now := time.Now()
 	for k, t := range m.sigs {
@@ -158,6 +160,13 @@ func (s *sqliteStore) sawSignature(sig string, until time.Time) (bool, error) {
 		return false, fmt.Errorf("channel: store: %w", err)
 	}
 	return n == 1, nil
+}
+
+func (s *sqliteStore) remove(id string) error {
+	if _, err := s.db.Exec(`DELETE FROM requests WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("channel: store: %w", err)
+	}
+	return nil
 }
 
 func (s *sqliteStore) close() error { return s.db.Close() }

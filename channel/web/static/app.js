@@ -1,6 +1,8 @@
 // Live updates for the approvals page: a server-sent event on any change
-// re-renders the lists (server-side, escaped), so a request decided
-// elsewhere loses its buttons at once; a timer counts down time left.
+// fetches the lists (rendered and escaped by the server) and merges them
+// in. Cards never move under the pointer: a request decided elsewhere stays
+// where it is with its buttons disabled and the outcome written on it, and
+// new requests are added at the end. A timer counts down time left.
 (function () {
   'use strict';
   var csrf = document.body.dataset.csrf;
@@ -25,18 +27,73 @@
 
   function tick() {
     var now = Date.now();
-    document.querySelectorAll('article[data-deadline]').forEach(function (el) {
+    document.querySelectorAll('article[data-deadline]:not(.stale):not(.overdue)').forEach(function (el) {
       var left = Number(el.dataset.deadline) - now;
       var t = el.querySelector('.timeleft');
       if (left <= 0) {
         t.textContent = 'expired';
-        el.classList.add('stale');
+        el.classList.add('overdue');
         el.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
       } else {
         t.textContent = fmt(left);
         t.classList.toggle('soon', left < 60000);
       }
     });
+  }
+
+  function markStale(card, fresh) {
+    card.classList.add('stale');
+    card.querySelectorAll('.actions button').forEach(function (b) { b.disabled = true; });
+    var row = fresh.querySelector('#hist-' + CSS.escape(card.dataset.id));
+    var text = 'Decided elsewhere';
+    if (row) {
+      var outcome = row.querySelector('.outcome');
+      var by = row.querySelector('td:last-child');
+      text = (outcome ? outcome.textContent : 'decided') + (by && by.textContent.trim() ? ' by ' + by.textContent.trim() : '');
+      text = text.charAt(0).toUpperCase() + text.slice(1);
+    }
+    var note = document.createElement('div');
+    note.className = 'stale-note';
+    note.setAttribute('role', 'status');
+    var label = document.createElement('span');
+    label.textContent = text + ' \u2014 no longer waiting.';
+    var dismiss = document.createElement('button');
+    dismiss.type = 'button';
+    dismiss.className = 'link dismiss';
+    dismiss.textContent = 'Dismiss';
+    dismiss.addEventListener('click', function () { card.remove(); });
+    note.appendChild(label);
+    note.appendChild(dismiss);
+    var actions = card.querySelector('.actions');
+    card.insertBefore(note, actions);
+    var t = card.querySelector('.timeleft');
+    if (t) { t.textContent = row ? (row.querySelector('.outcome') || {}).textContent || '' : 'decided'; }
+  }
+
+  function apply(html) {
+    var tpl = document.createElement('template');
+    tpl.innerHTML = html;
+    var fresh = tpl.content;
+    var cur = lists.querySelector('section.pending');
+    var next = fresh.querySelector('section.pending');
+    var curHist = lists.querySelector('section.history');
+    var nextHist = fresh.querySelector('section.history');
+    if (!cur || !next || !curHist || !nextHist) { lists.innerHTML = html; return; }
+    cur.querySelectorAll('article.req').forEach(function (card) {
+      var repl = next.querySelector('#' + CSS.escape(card.id));
+      if (repl) {
+        card.replaceWith(repl); // same place; the server's newer state
+      } else if (!card.classList.contains('stale')) {
+        markStale(card, fresh);
+      }
+    });
+    next.querySelectorAll('article.req').forEach(function (card) { cur.appendChild(card); });
+    cur.querySelector('h1').replaceWith(next.querySelector('h1'));
+    var empty = cur.querySelector('.empty');
+    if (empty) { empty.remove(); }
+    var nextEmpty = next.querySelector('.empty');
+    if (nextEmpty && !cur.querySelector('article.req')) { cur.appendChild(nextEmpty); }
+    curHist.replaceWith(nextHist);
   }
 
   var refreshing = null;
@@ -49,7 +106,7 @@
         return r.ok ? r.text() : null;
       })
       .then(function (html) {
-        if (html !== null && html !== undefined) { lists.innerHTML = html; tick(); }
+        if (html !== null && html !== undefined) { apply(html); tick(); }
       })
       .catch(function () {})
       .then(function () {
