@@ -48,7 +48,7 @@ func BenchmarkRedeem(b *testing.B) {
 }
 
 // benchBlocks is how many blocks of each kind interleave() runs.
-const benchBlocks = 4
+const benchBlocks = 8
 
 func interleave(b *testing.B, conc int, ledgerOp redeemFunc, ledgerNonces []string, rawOp redeemFunc, rawNonces []string) {
 	chunk := (len(ledgerNonces) + benchBlocks - 1) / benchBlocks
