@@ -347,14 +347,6 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "%v", err)
 	}
-	ts, _, _ := parseSignature(sig)
-	fresh, err := s.st.sawSignature(sig, now.Add(2*s.opts.Tolerance))
-	if err != nil {
-		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
-	}
-	if !fresh {
-		return nil, fail(http.StatusConflict, "replayed signature (t=%s)", ts)
-	}
 	// Identify the request by its decoded content without the nonce, so a
 	// re-sent copy with a fresh signature matches.
 	same := req
@@ -365,6 +357,16 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Under the lock: the memory store's map is not safe for concurrent
+	// use, and a replay racing its original must lose.
+	ts, _, _ := parseSignature(sig)
+	fresh, err := s.st.sawSignature(sig, now.Add(2*s.opts.Tolerance))
+	if err != nil {
+		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
+	}
+	if !fresh {
+		return nil, fail(http.StatusConflict, "replayed signature (t=%s)", ts)
+	}
 	s.expireLocked(now)
 	if e, ok := s.entries[req.ID]; ok {
 		switch {

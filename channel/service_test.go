@@ -706,3 +706,45 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("pruned request came back from the store: HTTP %d", code)
 	}
 }
+
+// Many gated calls at once, decided concurrently by several approvers:
+// every caller gets exactly the decision made for its request.
+func TestConcurrentRequests(t *testing.T) {
+	for _, store := range []string{"memory", "file:" + filepath.Join(t.TempDir(), "c.db")} {
+		t.Run(store, func(t *testing.T) {
+			e := newEnv(t, ServiceOptions{Store: store})
+			const n = 20
+			chans := make([]chan result, n)
+			for i := range chans {
+				chans[i] = e.ask(testRequest(fmt.Sprintf("req-c%d", i)))
+			}
+			for i := 0; i < n; i++ {
+				e.waitPending(fmt.Sprintf("req-c%d", i))
+			}
+			done := make(chan struct{})
+			for i := 0; i < n; i++ {
+				go func(i int) {
+					defer func() { done <- struct{}{} }()
+					action, who := "approve", []string{"alice", "bob", "carol"}[i%3]
+					if i%2 == 1 {
+						action = "deny"
+					}
+					req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/requests/req-c%d/%s", e.srv.URL, i, action), nil)
+					req.Header.Set("Authorization", "Bearer "+tokenOf(who))
+					if resp, err := http.DefaultClient.Do(req); err == nil {
+						resp.Body.Close()
+					}
+				}(i)
+			}
+			for i := 0; i < n; i++ {
+				<-done
+			}
+			for i, ch := range chans {
+				r := wait(t, ch)
+				if (i%2 == 0) != r.d.Approved {
+					t.Errorf("req-c%d: %+v, %v", i, r.d, r.err)
+				}
+			}
+		})
+	}
+}
