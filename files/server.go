@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/channel"
-	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/safefs"
+	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -78,80 +76,31 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.closers = append(s.closers, s.FS.Close)
 
-	opts := mcpsafe.Options{
-		Audience:      cfg.Audience,
-		Mode:          cfg.Mode,
-		AllowTokenFor: cfg.AllowTokenFor,
-		TTL:           cfg.TTL,
-		ElicitTimeout: cfg.ElicitTimeout,
-		Logger:        cfg.Logger,
-
-		MaxPending:             cfg.MaxPending,
-		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
+	audience := cfg.Audience
+	if audience == "" {
+		audience = "mcpsafe-files"
 	}
-	if opts.Audience == "" {
-		opts.Audience = "mcpsafe-files"
-	}
-	if cfg.KeyFile != "" {
-		if opts.Keys, err = mcpsafe.LoadKeys(cfg.KeyFile); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.LedgerURL != "" && !strings.HasPrefix(cfg.LedgerURL, "memory:") {
-		if opts.Keys.IsZero() {
-			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
-		}
-		store, err := ledger.Open(ctx, cfg.LedgerURL)
-		if err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, store.Close)
-		opts.Ledger = store
-	}
-	if cfg.NoJournal {
-		opts.Journal = mcpsafe.NoJournal
-	} else {
-		path := cfg.JournalPath
-		if path == "" {
-			if path, err = journal.DefaultPath(); err != nil {
-				return nil, err
+	conf, err := serverconf.Build(ctx, serverconf.Config{
+		Audience: audience, Mode: cfg.Mode, AllowTokenFor: cfg.AllowTokenFor,
+		TTL: cfg.TTL, ElicitTimeout: cfg.ElicitTimeout,
+		KeyFile: cfg.KeyFile, LedgerURL: cfg.LedgerURL, JournalPath: cfg.JournalPath, NoJournal: cfg.NoJournal,
+		ApproverURL: cfg.ApproverURL, ApproverSecretFile: cfg.ApproverSecretFile, ApproverTimeout: cfg.ApproverTimeout,
+		Logger: cfg.Logger,
+		CheckJournalPath: func(path string) error {
+			if s.FS.Covers(path) || s.FS.Covers(filepath.Dir(path)) {
+				return fmt.Errorf("the journal %s lies inside a root the agent can reach: put it elsewhere (--journal)", path)
 			}
-		}
-		if path, err = filepath.Abs(path); err != nil {
-			return nil, err
-		}
-		if s.FS.Covers(path) || s.FS.Covers(filepath.Dir(path)) {
-			return nil, fmt.Errorf("the journal %s lies inside a root the agent can reach: put it elsewhere (--journal)", path)
-		}
-		j, err := journal.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, j.Close)
-		opts.Journal = j
-		s.JournalPath = path
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	if cfg.ApproverURL != "" || cfg.ApproverSecretFile != "" || cfg.Mode == mcpsafe.ModeChannel {
-		if cfg.ApproverURL == "" || cfg.ApproverSecretFile == "" {
-			return nil, errors.New("channel approvals need both --approver-url and --approver-secret-file")
-		}
-		secret, err := channel.LoadSecretFile(cfg.ApproverSecretFile)
-		if err != nil {
-			return nil, err
-		}
-		var wopts []channel.WebhookOption
-		if cfg.ApproverTimeout > 0 {
-			wopts = append(wopts, channel.WithTimeout(cfg.ApproverTimeout))
-		}
-		w, err := channel.NewWebhook(cfg.ApproverURL, secret, wopts...)
-		if err != nil {
-			return nil, err
-		}
-		opts.Approver = w
-		if cfg.ApproverTimeout > 0 {
-			opts.ChannelTimeout = cfg.ApproverTimeout
-		}
-	}
+	s.closers = append(s.closers, conf.Close)
+	s.JournalPath = conf.JournalPath
+	opts := conf.Options
+	opts.MaxPending = cfg.MaxPending
+	opts.MaxPendingPerPrincipal = cfg.MaxPendingPerPrincipal
 	if s.Gate, err = mcpsafe.New(opts); err != nil {
 		return nil, err
 	}
@@ -171,20 +120,8 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 // Version is reported to clients.
 var Version = "dev"
 
-// ParseOptIn reads one --allow-token-for value: TOOL, or TOOL@YYYY-MM-DD
-// (valid until the start of that day, UTC).
-func ParseOptIn(v string) (mcpsafe.OptIn, error) {
-	name, until, found := strings.Cut(v, "@")
-	o := mcpsafe.OptIn{Tool: name}
-	if found {
-		t, err := time.Parse("2006-01-02", until)
-		if err != nil {
-			return o, fmt.Errorf("--allow-token-for %q: expiry must be YYYY-MM-DD", v)
-		}
-		o.Until = t
-	}
-	return o, nil
-}
+// ParseOptIn reads one --allow-token-for value: TOOL, or TOOL@YYYY-MM-DD.
+func ParseOptIn(v string) (mcpsafe.OptIn, error) { return serverconf.ParseOptIn(v) }
 
 // HTTPHandler serves the server over streamable HTTP. Stateless mode keeps
 // no session between requests, so replicas behind a load balancer can serve
