@@ -1,0 +1,332 @@
+package mcpsafe_test
+
+// Tests added because a mutant in mutants/ survived the suite: each one
+// makes a specific break of the gate fail, next to a control that passes.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Only the exact action "accept" approves: a decline that carries
+// approve:true, other spellings and prefixes of accept are refusals.
+// (mutants: decline-approves-when-approve-true, accept-prefix, accept-equalfold)
+func TestAnswerActionExact(t *testing.T) {
+	yes := map[string]any{"approve": true}
+	for _, tc := range []struct {
+		action string
+		reason string
+	}{
+		{"decline", mcpsafe.ReasonDeclined},
+		{"cancel", mcpsafe.ReasonCancelled},
+		{"accepted", mcpsafe.ReasonDeclined},
+		{"accept-all", mcpsafe.ReasonDeclined},
+		{"accept ", mcpsafe.ReasonDeclined},
+		{"Accept", mcpsafe.ReasonDeclined},
+		{"ACCEPT", mcpsafe.ReasonDeclined},
+		{"", mcpsafe.ReasonDeclined},
+		{"accept", ""}, // control
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			e := newEnv(t, nil)
+			cs := e.connect(client{manual: true, elicit: accept})
+			first := callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"})
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+				Name: "delete_note", Arguments: map[string]any{"path": "cache.txt"}, RequestState: first.RequestState,
+				InputResponses: mcp.InputResponseMap{"mcpsafe_approval": &mcp.ElicitResult{Action: tc.action, Content: yes}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.reason == "" {
+				wantExecuted(t, res)
+				return
+			}
+			wantRefused(t, res, tc.reason)
+			if !e.notes.has("cache.txt") {
+				t.Fatalf("action %q ran the tool", tc.action)
+			}
+		})
+	}
+}
+
+// approveFn adapts a function to mcpsafe.Approver.
+type approveFn func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error)
+
+func (f approveFn) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+	return f(ctx, r)
+}
+
+// Channel mode: only Approved exactly true with no error runs; a denial, a
+// failure, a timeout, a panic and a false without an error all refuse with
+// distinct codes; MinAssurance channel needs a named approver.
+// (mutants: channel-false-approves, channel-error-approves, channel-assurance-unchecked)
+func TestChannelDecisions(t *testing.T) {
+	approved := mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"bob"}}
+	for _, tc := range []struct {
+		name    string
+		min     mcpsafe.Assurance
+		decide  func(ctx context.Context) (mcpsafe.ApprovalDecision, error)
+		reason  string
+		journal string
+	}{
+		{"approved by a named approver (control)", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) { return approved, nil }, "", journal.ChannelApproved},
+		{"approved anonymously (control)", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approved: true}, nil
+		}, "", journal.ChannelApproved},
+		{"named approver meets channel assurance (control)", mcpsafe.AssuranceChannel, func(context.Context) (mcpsafe.ApprovalDecision, error) { return approved, nil }, "", journal.ChannelApproved},
+		{"false without an error", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approvers: []string{"bob"}}, nil
+		}, mcpsafe.ReasonChannelDenied, ""},
+		{"denied", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+		}, mcpsafe.ReasonChannelDenied, ""},
+		{"approved but failed", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) {
+			return approved, errors.New("connection reset")
+		}, mcpsafe.ReasonChannelUnavailable, ""},
+		{"panic", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) { panic("approver crashed") }, mcpsafe.ReasonChannelUnavailable, ""},
+		{"timeout", 0, func(ctx context.Context) (mcpsafe.ApprovalDecision, error) {
+			<-ctx.Done()
+			return approved, ctx.Err()
+		}, mcpsafe.ReasonTimeout, ""},
+		{"anonymous approval below channel assurance", mcpsafe.AssuranceChannel, func(context.Context) (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approved: true}, nil
+		}, mcpsafe.ReasonAssuranceTooLow, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked atomic.Int32
+			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+				o.Mode = mcpsafe.ModeChannel
+				o.ChannelTimeout = 50 * time.Millisecond
+				o.Approver = approveFn(func(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+					asked.Add(1)
+					if r.Tool != "delete_note" || r.Audience != "test-server" || r.ID == "" || !r.Irreversible {
+						t.Errorf("approval request %+v", r)
+					}
+					return tc.decide(ctx)
+				})
+				(*tools)[0].MinAssurance = tc.min
+			})
+			res := callTool(t, e.connect(client{elicit: accept}), "delete_note", map[string]any{"path": "cache.txt"})
+			if asked.Load() != 1 {
+				t.Fatalf("approver asked %d times", asked.Load())
+			}
+			if tc.reason == "" {
+				wantExecuted(t, res)
+				if e.notes.has("cache.txt") || !containsString(e.journal.decisions(), tc.journal) {
+					t.Fatalf("approved call did not run or was not journaled: %v", e.journal.decisions())
+				}
+				return
+			}
+			wantRefused(t, res, tc.reason)
+			if !e.notes.has("cache.txt") {
+				t.Fatal("the tool ran without a channel approval")
+			}
+		})
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// A tool that requires channel assurance is never auto-approved, even by a
+// rule that matches. (mutant: autoapprove-above-assurance)
+func TestAutoApproveIgnoredAboveClientAssurance(t *testing.T) {
+	for _, min := range []mcpsafe.Assurance{mcpsafe.AssuranceChannel, 0} {
+		e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+			o.Mode = mcpsafe.ModeChannel
+			o.Approver = approveFn(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+			})
+			(*tools)[0].MinAssurance = min
+			(*tools)[0].AutoApprove = []mcpsafe.Rule{{Name: "always", Match: func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (bool, error) { return true, nil }}}
+		})
+		res := callTool(t, e.connect(client{}), "delete_note", map[string]any{"path": "cache.txt"})
+		if min == mcpsafe.AssuranceChannel {
+			wantRefused(t, res, mcpsafe.ReasonChannelDenied)
+			if !e.notes.has("cache.txt") {
+				t.Fatal("an auto-approve rule skipped the channel a tool requires")
+			}
+		} else {
+			wantExecuted(t, res) // control: client-relayed assurance may be auto-approved
+		}
+	}
+}
+
+// The digest is over the RFC 8785 form: nested key order, whitespace and
+// number spelling do not change it; a value does. (mutant: args-digest-noncanonical)
+func TestTokenCanonicalNestedArguments(t *testing.T) {
+	e := newEnv(t, nil)
+	cs := e.connect(client{})
+	call := func(raw string) *mcp.CallToolResult {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "rename_note", Arguments: json.RawMessage(raw)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	tok := token(t, call(`{"from":"todo.txt","to":"done.txt","meta":{"b":[1,{"y":1,"x":2}],"a":2.0}}`))
+	// Another value: refused, and the token stays usable.
+	wantRefused(t, call(`{"from":"todo.txt","to":"done.txt","meta":{"b":[1,{"y":1,"x":3}],"a":2},"approval_token":"`+tok+`"}`), mcpsafe.ReasonArgumentsChanged)
+	// Control: equal after canonicalization.
+	wantExecuted(t, call(`{ "meta" : { "a" : 2, "b" : [ 1, { "x" : 2, "y" : 1e0 } ] }, "approval_token":"`+tok+`", "to":"done.txt", "from":"todo.txt" }`))
+	if !e.notes.has("done.txt") {
+		t.Fatal("rename did not happen")
+	}
+}
+
+// A grant is bound to the envelope it was issued for: a request state is
+// not a token and a token is not a request state, even for a reversible
+// tool that may use both. (mutant: grant-mode-unchecked)
+func TestGrantEnvelopeBound(t *testing.T) {
+	e := newEnv(t, nil)
+	asker := e.connect(client{manual: true, elicit: accept})
+	plain := e.connect(client{})
+	args := map[string]any{"from": "todo.txt", "to": "done.txt"}
+
+	state := callTool(t, asker, "rename_note", args).RequestState
+	if state == "" {
+		t.Fatal("no request state")
+	}
+	withTok := map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": state}
+	wantRefused(t, callTool(t, plain, "rename_note", withTok), mcpsafe.ReasonTokenInvalid)
+
+	tok := token(t, callTool(t, plain, "rename_note", args))
+	res, err := asker.CallTool(context.Background(), &mcp.CallToolParams{
+		Name: "rename_note", Arguments: args, RequestState: tok,
+		InputResponses: mcp.InputResponseMap{"mcpsafe_approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, res, mcpsafe.ReasonTokenInvalid)
+	if e.notes.executions() != 0 {
+		t.Fatal("a grant ran in the wrong envelope")
+	}
+	// Control: each in its own envelope.
+	withTok["approval_token"] = tok
+	wantExecuted(t, callTool(t, plain, "rename_note", withTok))
+}
+
+// A token for one tool is refused by another tool with the same schema,
+// mode and arguments. (mutant: tool-unchecked)
+func TestTokenBoundToTool(t *testing.T) {
+	e := newEnv(t, func(_ *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		twin := (*tools)[1]
+		twin.Name = "rename_note_twin"
+		*tools = append(*tools, twin)
+	})
+	cs := e.connect(client{})
+	args := map[string]any{"from": "todo.txt", "to": "done.txt"}
+	tok := token(t, callTool(t, cs, "rename_note", args))
+	withTok := map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": tok}
+	wantRefused(t, callTool(t, cs, "rename_note_twin", withTok), mcpsafe.ReasonTokenInvalid)
+	wantExecuted(t, callTool(t, cs, "rename_note", withTok)) // control
+}
+
+// A grant that claims an issue time beyond the allowed skew is refused (a
+// clock rolled back, or a grant minted by a replica whose clock runs fast).
+// (mutant: future-issue-accepted)
+func TestTokenIssuedInTheFuture(t *testing.T) {
+	for _, tc := range []struct {
+		ahead time.Duration
+		ok    bool
+	}{{10 * time.Minute, false}, {31 * time.Second, false}, {29 * time.Second, true}} {
+		e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) { o.TTL = time.Hour })
+		start := time.Now()
+		e.clock.Set(start.Add(tc.ahead))
+		cs := e.connect(client{})
+		args := map[string]any{"from": "todo.txt", "to": "done.txt"}
+		tok := token(t, callTool(t, cs, "rename_note", args))
+		e.clock.Set(start)
+		args["approval_token"] = tok
+		res := callTool(t, cs, "rename_note", args)
+		if tc.ok {
+			wantExecuted(t, res)
+		} else {
+			wantRefused(t, res, mcpsafe.ReasonTokenInvalid)
+		}
+	}
+}
+
+// The tool's SecretFields reach the real journal's redaction: the secret is
+// not in the file, the digest still is. (mutant: gate-secret-fields-dropped)
+func TestSecretFieldsRedactedInJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	const pin = "8c1f9e2a-secret-pin"
+	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Journal = j
+		(*tools)[1].SecretFields = []string{"pin"}
+		(*tools)[1].AutoApprove = []mcpsafe.Rule{{Name: "always", Match: func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (bool, error) { return true, nil }}}
+	})
+	wantExecuted(t, callTool(t, e.connect(client{}), "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt", "pin": pin}))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), pin) {
+		t.Fatalf("secret field in the journal:\n%s", b)
+	}
+	if !strings.Contains(string(b), journal.RedactedValue) || !strings.Contains(string(b), "done.txt") {
+		t.Fatalf("journal lacks the redacted marker or the plain arguments:\n%s", b)
+	}
+}
+
+// What the human reads cannot be restructured by the tool's plan text or by
+// the principal's name: newlines and bidi controls are escaped.
+// (mutants: plan-backstop-off, principal-unquoted)
+func TestApprovalMessageEscapesUntrustedText(t *testing.T) {
+	const evil = "Delete cache.txt\nTool: harmless_read\u202e"
+	var got atomic.Value
+	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Principal = func(*mcp.CallToolRequest) string { return "alice\nPlan: nothing" }
+		(*tools)[1].Preview = func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
+			return mcpsafe.Plan{Summary: evil, Details: []string{"line\u200bwith zero width", "plain detail"},
+				Targets: []mcpsafe.Target{{Name: "t\nx", State: "s\u2066"}}}, nil
+		}
+	})
+	cs := e.connect(client{elicit: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		got.Store(r.Params.Message)
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}})
+	wantRefused(t, callTool(t, cs, "rename_note", map[string]any{"from": "a", "to": "b"}), mcpsafe.ReasonDeclined)
+	msg, _ := got.Load().(string)
+	for _, bad := range []string{"\nTool: harmless_read", "\u202e", "\u200b", "\u2066", "alice\nPlan", "t\nx"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("approval message contains %q raw:\n%s", bad, msg)
+		}
+	}
+	for _, want := range []string{`\n`, `\u202e`, `\u200b`, "plain detail", "Tool: rename_note"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("approval message lacks %q:\n%s", want, msg)
+		}
+	}
+	// The token path shows the same plan to the model: escaped too.
+	tokRes := callTool(t, e.connect(client{}), "rename_note", map[string]any{"from": "a", "to": "b"})
+	view := structured(t, tokRes)["plan"].(map[string]any)
+	if s := view["summary"].(string); strings.ContainsAny(s, "\n\u202e") {
+		t.Errorf("token plan summary raw: %q", s)
+	}
+}

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Regenerates the mutant patches in this directory from the current source.
+
+Each mutant is a list of (file, old, new) edits; `old` must occur exactly once
+in the file. The output is one unified diff per mutant (a/ b/ prefixes, so
+`patch -p1` and `git apply` both take it), preceded by header lines that
+scripts/mutation reads:
+
+    # mutant: NAME
+    # packages: ./pkg ./other      (go test package patterns)
+    # run: REGEXP                  (optional -run filter)
+    # why: the break it stands for
+
+Run from the repository root: python3 mutants/make.py
+"""
+import difflib, os, sys
+
+M = []
+def mutant(name, packages, why, edits, run=None):
+    M.append(dict(name=name, packages=packages, why=why, edits=edits, run=run))
+
+G = "gate_call.go"
+# ---- root package: approval paths -------------------------------------------
+mutant("reusable-token", ".", "the ledger is never asked: a grant can be redeemed again and again",
+    [(G, "ok, err := g.ledger.Redeem(ctx, gr.Nonce)", "ok, err := true, error(nil)")])
+mutant("elicit-error-approves", ".", "a failing client elicitation counts as an approval",
+    [(G, "res, err := k.req.Session.Elicit(ectx, params)\n",
+         "res, err := k.req.Session.Elicit(ectx, params)\n\tif err != nil && !errors.Is(ectx.Err(), context.DeadlineExceeded) {\n\t\tres, err = &mcp.ElicitResult{Action: \"accept\", Content: map[string]any{\"approve\": true}}, nil\n\t}\n")])
+mutant("elicit-timeout-approves", ".", "an elicitation that times out counts as an approval",
+    [(G, "res, err := k.req.Session.Elicit(ectx, params)\n",
+         "res, err := k.req.Session.Elicit(ectx, params)\n\tif err != nil && errors.Is(ectx.Err(), context.DeadlineExceeded) {\n\t\tres, err = &mcp.ElicitResult{Action: \"accept\", Content: map[string]any{\"approve\": true}}, nil\n\t}\n")])
+mutant("cancel-approves", ".", "action cancel counts as an approval",
+    [(G, "\tcase \"cancel\":\n\t\treturn refusal(ReasonCancelled, \"the user dismissed the approval request\")",
+         "\tcase \"cancel\":\n\t\treturn nil")])
+mutant("decline-approves-when-approve-true", ".", "decline with approve:true in the content counts as an approval",
+    [(G, "\tcase \"decline\":\n", "\tcase \"decline\":\n\t\tif v, _ := res.Content[\"approve\"].(bool); v {\n\t\t\treturn nil\n\t\t}\n")])
+mutant("accept-equalfold", ".", "\"accept\" compared case-insensitively (Accept, ACCEPT pass)",
+    [(G, "\tswitch res.Action {\n\tcase \"accept\":", "\tswitch {\n\tcase strings.EqualFold(res.Action, \"accept\"):"),
+     (G, "\tcase \"decline\":\n\t\treturn refusal(ReasonDeclined, \"the user declined", "\tcase res.Action == \"decline\":\n\t\treturn refusal(ReasonDeclined, \"the user declined"),
+     (G, "\tcase \"cancel\":\n\t\treturn refusal(ReasonCancelled", "\tcase res.Action == \"cancel\":\n\t\treturn refusal(ReasonCancelled")])
+mutant("accept-prefix", ".", "any action starting with \"accept\" passes (accepted, accept-all)",
+    [(G, "\tswitch res.Action {\n\tcase \"accept\":", "\tswitch {\n\tcase strings.HasPrefix(res.Action, \"accept\"):"),
+     (G, "\tcase \"decline\":\n\t\treturn refusal(ReasonDeclined, \"the user declined", "\tcase res.Action == \"decline\":\n\t\treturn refusal(ReasonDeclined, \"the user declined"),
+     (G, "\tcase \"cancel\":\n\t\treturn refusal(ReasonCancelled", "\tcase res.Action == \"cancel\":\n\t\treturn refusal(ReasonCancelled")])
+mutant("approve-truthy", ".", "approve is truthy instead of exactly the JSON boolean true (\"true\", 1, \"yes\" pass)",
+    [(G, "if v, ok := res.Content[\"approve\"].(bool); ok && v {",
+         "if v := res.Content[\"approve\"]; v != nil && v != false && v != \"\" && v != \"false\" {")])
+mutant("approve-missing-ok", ".", "a missing approve field counts as yes",
+    [(G, "if v, ok := res.Content[\"approve\"].(bool); ok && v {", "if v, ok := res.Content[\"approve\"].(bool); !ok || v {")])
+mutant("extra-answers-ignored", ".", "answers beyond ours are ignored instead of refused",
+    [(G, "if len(answers) != 1 {", "if len(answers) == 0 {")])
+mutant("state-spent-after-answer", ".", "MRTR: the answer is read before the state is spent, so a declined state stays redeemable",
+    [(G, "\tgr, r := g.openFor(ctx, k, state, grantElicit)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n",
+         "\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n\tgr, r := g.openFor(ctx, k, state, grantElicit)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n")])
+mutant("autoapprove-error-approves", ".", "an auto-approve rule that errors or panics approves instead of asking",
+    [(G, "\t\t\t\tcontinue\n\t\t\t}\n\t\t\tif hit {", "\t\t\t}\n\t\t\tif hit || err != nil {")])
+mutant("autoapprove-in-elicit-mode", ".", "elicit-only mode still honours auto-approve rules",
+    [(G, "if t.mode != ModeElicit && t.minAssur <= AssuranceClientRelayed {", "if t.minAssur <= AssuranceClientRelayed {")])
+mutant("autoapprove-above-assurance", ".", "auto-approve also skips the human for a tool that requires channel assurance",
+    [(G, "if t.mode != ModeElicit && t.minAssur <= AssuranceClientRelayed {", "if t.mode != ModeElicit {"),
+     (G, "\tif a.Assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s requires a stronger",
+         "\tif a.Assurance < k.t.minAssur && a.Decision != journal.PolicyAutoApproved {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s requires a stronger")])
+mutant("rule-error-matches", ".", "a rule that errors or panics counts as a match (auto-approve on error)",
+    [(G, "\tif err != nil {\n\t\treturn false, err\n\t}\n\treturn hit == true, nil", "\tif err != nil {\n\t\treturn true, nil\n\t}\n\treturn hit == true, nil")])
+mutant("deny-error-allows", ".", "a deny rule that errors or panics lets the call through",
+    [(G, "\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed", "\t\tif err != nil && false {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed")])
+mutant("allow-error-allows", ".", "an allow rule that errors counts as a match",
+    [(G, "if hit, err := matchRule(ctx, rule, k.c, k.resolved); err == nil && hit {", "if hit, err := matchRule(ctx, rule, k.c, k.resolved); err != nil || hit {")])
+mutant("deny-after-approval", ".", "deny rules are evaluated after the approval instead of first (a human is asked, an auto-approve rule runs the call)",
+    [(G, "\tfor _, rule := range k.t.Deny {\n\t\thit, err := matchRule(ctx, rule, k.c, k.resolved)\n\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed, so the call is denied: %v\", rule.Name, err)\n\t\t}",
+         "\tfor _, rule := range k.t.Deny {\n\t\tif !carriesApproval(k) {\n\t\t\tbreak\n\t\t}\n\t\thit, err := matchRule(ctx, rule, k.c, k.resolved)\n\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed, so the call is denied: %v\", rule.Name, err)\n\t\t}"),
+     (G, "func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {",
+         "func carriesApproval(k *call) bool {\n\treturn k.token != nil || k.req.Params.RequestState != \"\" || len(k.req.Params.InputResponses) > 0\n}\n\nfunc (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {")])
+# ---- root package: bindings ---------------------------------------------------
+mutant("expiry-inclusive", ".", "expiry boundary inclusive: valid while now <= expires",
+    [(G, "case !k.now.Before(gr.expires()):", "case k.now.After(gr.expires()):")])
+mutant("expiry-unchecked", ".", "expiry not checked at all (the ledger still expires grants)",
+    [(G, "case !k.now.Before(gr.expires()):", "case false:")])
+mutant("args-digest-skipped", ".", "the argument digest is not compared: approve cache.txt, delete thesis.txt",
+    [(G, "case gr.Args != k.digest:", "case false && gr.Args != k.digest:")])
+mutant("args-digest-noncanonical", ".", "the digest is computed over the non-canonical JSON (nested key order, whitespace, number spelling change it)",
+    [(G, "if k.digest, err = canon.Digest(canonical); err != nil {",
+         "if k.digest, err = noncanonicalDigest(rest); err != nil {"),
+     (G, "// checkRules resolves the call,",
+         "func noncanonicalDigest(b []byte) (string, error) {\n\tsum := sha256.Sum256(b)\n\treturn hex.EncodeToString(sum[:]), nil\n}\n\n// checkRules resolves the call,")])
+mutant("principal-unchecked", ".", "a grant issued to one principal is accepted from another",
+    [(G, "case gr.Principal != k.c.Principal:", "case false && gr.Principal != k.c.Principal:")])
+mutant("audience-unbound", ". ./internal/seal", "audience neither in the AEAD associated data nor compared after opening",
+    [("internal/seal/seal.go", "\treturn append(ad, audience...)", "\treturn ad"),
+     ("grant.go", "|| g.Audience != audience {", "{")])
+mutant("policy-hash-unchecked", ".", "a grant survives a change of the tool's policy",
+    [(G, "case gr.Policy != k.t.policy:", "case false && gr.Policy != k.t.policy:")])
+mutant("policy-hash-omits-rules", ".", "the policy hash leaves out the rule names, so adding a deny rule keeps old grants valid",
+    [("gate.go", "Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),", "")])
+mutant("tool-unchecked", ".", "a grant for one tool is accepted by another (tool neither compared nor in the policy hash)",
+    [(G, "case gr.Tool != k.t.Name:", "case false && gr.Tool != k.t.Name:"),
+     ("gate.go", "Tool: t.Name, Mode: t.mode,", "Mode: t.mode,")])
+mutant("grant-mode-unchecked", ".", "a request state is accepted as a token and vice versa",
+    [(G, "case gr.Mode != mode:", "case false && gr.Mode != mode:")])
+mutant("future-issue-accepted", ".", "a grant claiming a future issue time is accepted",
+    [(G, "case time.UnixMilli(gr.IssuedAt).After(k.now.Add(maxClockSkew)):", "case false:")])
+mutant("resolver-drift-ignored", ".", "the re-resolved target is not compared with the approved one",
+    [(G, "if target != approvedTarget {", "if false && target != approvedTarget {")])
+mutant("resolver-empty-ok", ".", "a resolver that finds nothing is not a refusal",
+    [(G, "if len(res) == 0 {\n\t\treturn nil, refusal(ReasonResolverFailed", "if len(res) == 0 && false {\n\t\treturn nil, refusal(ReasonResolverFailed")])
+mutant("schema-unchecked", ".", "arguments are not validated against the tool's schema",
+    [(G, "if err := t.schema.Validate(inst); err != nil {", "if err := t.schema.Validate(inst); err != nil && false {")])
+mutant("token-in-elicit-mode", ".", "a token is redeemed for a tool in elicit-only mode",
+    [(G, "if !g.tokenAllowed(k.t, k.now) || k.t.mode == ModeElicit || k.t.mode == ModeChannel {", "if !g.tokenAllowed(k.t, k.now) || k.t.mode == ModeChannel {")])
+mutant("irreversible-token-without-optin", ".", "auto mode hands an irreversible tool a token when the client cannot elicit",
+    [(G, "\t\tif g.tokenAllowed(t, k.now) {\n\t\t\treturn g.issueToken(ctx, k)", "\t\tif true {\n\t\t\treturn g.issueToken(ctx, k)")])
+mutant("token-mode-ignores-optin", ".", "token mode issues tokens to irreversible tools that are not opted in",
+    [(G, "\tcase ModeToken:\n\t\tif !g.tokenAllowed(t, k.now) {", "\tcase ModeToken:\n\t\tif false {")])
+mutant("optin-prefix", ".", "the opt-in list matches by prefix (delete allows delete_note)",
+    [("gate.go", "if g.opts.AllowTokenFor[i].Tool == t.Name {", "if strings.HasPrefix(t.Name, g.opts.AllowTokenFor[i].Tool) {"),
+     ("gate.go", "\t\"slices\"\n", "\t\"slices\"\n\t\"strings\"\n")])
+mutant("optin-wildcard", ".", "the opt-in list accepts glob patterns (delete_* allows delete_note)",
+    [("gate.go", "if g.opts.AllowTokenFor[i].Tool == t.Name {", "if ok, _ := path.Match(g.opts.AllowTokenFor[i].Tool, t.Name); ok {"),
+     ("gate.go", "\tcase ' ', '\\t', '\\n', '*', '?', '[', ']':", "\tcase ' ', '\\t', '\\n':"),
+     ("gate.go", "\t\"log/slog\"\n", "\t\"log/slog\"\n\t\"path\"\n")])
+mutant("optin-expiry-ignored", ".", "an expired opt-in still allows tokens",
+    [("gate.go", "return t.optIn != nil && (t.optIn.Until.IsZero() || now.Before(t.optIn.Until))", "return t.optIn != nil")])
+mutant("pending-cap-removed", ".", "no global/per-principal cap on outstanding grants",
+    [("gate.go", "\tif p.byUser[principal] >= p.perUser {\n\t\treturn errTooManyPendingUser", "\tif p.byUser[principal] >= p.perUser && false {\n\t\treturn errTooManyPendingUser")])
+mutant("channel-false-approves", ".", "an approver that answers Approved:false without an error lets the call run",
+    [(G, "case dec.Approved != true:", "case false:")])
+mutant("channel-assurance-unchecked", ".", "a channel approval naming no approver satisfies MinAssurance channel",
+    [(G, "\tif assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved", "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved")])
+mutant("channel-error-approves", ".", "a failing approval channel counts as approval",
+    [(G, "\tcase err != nil:\n\t\treturn nil, refusal(ReasonChannelUnavailable", "\tcase err != nil && false:\n\t\treturn nil, refusal(ReasonChannelUnavailable"),
+     (G, "\tcase dec.Approved != true:", "\tcase err == nil && dec.Approved != true:")])
+# ---- root package: journal and prompt backstop -------------------------------
+mutant("journal-after-execute", ".", "the approval record is written after Execute instead of before",
+    [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ctx, k.c, a)\n\t\treturn err\n\t})\n",
+         "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ctx, k.c, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n")])
+mutant("journal-error-ignored", ".", "a journal that cannot record the approval does not stop the call",
+    [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable", "\tif err := g.opts.Journal.Append(ctx, rec); err != nil && false {\n\t\treturn nil, refusal(ReasonJournalUnavailable")])
+mutant("gate-secret-fields-dropped", ".", "the gate does not pass the tool's SecretFields to the journal (secrets land in it)",
+    [(G, "\t\tSecretFields: k.t.SecretFields,\n", "")])
+mutant("plan-backstop-off", ".", "plan lines from the tool reach the human unescaped (newlines, bidi)",
+    [("gate_text.go", "\tif plainLine(s) && utf8.RuneCountInString(s) <= maxPlanLine {", "\tif true {")])
+mutant("principal-unquoted", ".", "the requesting principal is shown raw in the approval message",
+    [("gate_text.go", "fmt.Fprintf(&b, \"\\nRequested by: %s\\n\", prompt.Quote(k.c.Principal))", "fmt.Fprintf(&b, \"\\nRequested by: %s\\n\", k.c.Principal)")])
+# ---- internal/canon -------------------------------------------------------------
+mutant("canon-duplicate-keys", "./internal/canon .", "duplicate object keys are accepted",
+    [("internal/canon/canon.go", "if _, dup := top.keys[key]; dup {", "if _, dup := top.keys[key]; dup && false {")])
+mutant("canon-lossy-numbers", "./internal/canon", "numbers that do not survive the IEEE round trip are accepted",
+    [("internal/canon/canon.go", "\tif want != got {\n", "\tif want != got && false {\n")])
+mutant("canon-trailing-data", "./internal/canon", "data after the top-level value is accepted",
+    [("internal/canon/canon.go", "\t\tif done {\n\t\t\treturn fmt.Errorf(\"%w: data after the top-level value\", ErrInvalidJSON)", "\t\tif done {\n\t\t\treturn nil")])
+mutant("canon-depth-unbounded", "./internal/canon", "nesting depth is not bounded",
+    [("internal/canon/canon.go", "if len(stack) >= MaxDepth {", "if len(stack) >= MaxDepth*1000000 {")])
+# ---- internal/seal --------------------------------------------------------------
+mutant("seal-ignores-tag", "./internal/seal .", "Open decrypts without checking the GCM tag (AES-CTR with GCM's counter)",
+    [("internal/seal/seal.go", "type key struct {\n\tid   [idLen]byte\n\taead cipher.AEAD\n}",
+                               "type key struct {\n\tid    [idLen]byte\n\taead  cipher.AEAD\n\tblock cipher.Block\n}"),
+     ("internal/seal/seal.go", "k.keys = append(k.keys, key{id: id, aead: aead})", "k.keys = append(k.keys, key{id: id, aead: aead, block: block})"),
+     ("internal/seal/seal.go", "\t\tif err != nil {\n\t\t\treturn nil, ErrInvalid\n\t\t}\n\t\tif plain == nil {",
+                               "\t\tif err != nil {\n\t\t\tiv := make([]byte, 16)\n\t\t\tcopy(iv, raw[1+idLen:headerLen])\n\t\t\tiv[15] = 2\n\t\t\tct := raw[headerLen : len(raw)-tagLen]\n\t\t\tplain = make([]byte, len(ct))\n\t\t\tcipher.NewCTR(key.block, iv).XORKeyStream(plain, ct)\n\t\t}\n\t\tif plain == nil {")])
+mutant("seal-noncanonical-base64", "./internal/seal", "Open accepts non-canonical base64 (padding, altered trailing bits, line breaks)",
+    [("internal/seal/seal.go", "var b64 = base64.RawURLEncoding.Strict()", "var b64 = base64.RawURLEncoding"),
+     ("internal/seal/seal.go", "if b64.EncodeToString(raw) != sealed {", "if false {")])
+mutant("seal-weak-key", "./internal/seal", "an all-zero key is accepted",
+    [("internal/seal/seal.go", "if subtle.ConstantTimeCompare(raw, make([]byte, KeySize)) == 1 {", "if subtle.ConstantTimeCompare(raw, make([]byte, KeySize)) == 2 {")])
+mutant("seal-version-unchecked", "./internal/seal", "the format version byte is not checked",
+    [("internal/seal/seal.go", "\tif raw[0] != version {\n", "\tif raw[0] != version && false {\n")])
+# ---- prompt -----------------------------------------------------------------------
+mutant("prompt-keeps-bidi", "./prompt .", "bidi overrides and isolates pass through unescaped",
+    [("prompt/prompt.go", "func hidden(r rune) bool {\n", "func hidden(r rune) bool {\n\tif r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 {\n\t\treturn false\n\t}\n")])
+mutant("prompt-keeps-zero-width", "./prompt", "zero-width characters pass through unescaped",
+    [("prompt/prompt.go", "func hidden(r rune) bool {\n", "func hidden(r rune) bool {\n\tif r >= 0x200b && r <= 0x200d || r == 0x2060 || r == 0xfeff {\n\t\treturn false\n\t}\n")])
+mutant("prompt-keeps-newlines", "./prompt .", "newlines pass through unescaped",
+    [("prompt/prompt.go", "\tcase '\\n':\n\t\treturn esc(`\\n`)", "\tcase '\\n':\n\t\treturn lit(\"\\n\")")])
+mutant("prompt-double-space", "./prompt", "a run of spaces is shown as spaces (\"a  b\" looks like \"a b\")",
+    [("prompt/prompt.go", "if i == 0 || i+size == len(s) || e.prev == ' ' {", "if i == 0 || i+size == len(s) {")])
+mutant("prompt-truncation-no-hash", "./prompt", "a cut value carries no hash, so two long values with equal ends look the same",
+    [("prompt/prompt.go", "fmt.Fprintf(&b, `\" (%d chars, sha256:%s)`, utf8.RuneCountInString(s), hex.EncodeToString(sum[:8]))",
+                          "_ = sum\n\t\tfmt.Fprintf(&b, `\" (%d chars)`, utf8.RuneCountInString(s))")])
+mutant("prompt-no-mixed-script-flag", "./prompt", "mixed-script values are not flagged",
+    [("prompt/prompt.go", "if scripts := MixedScript(s); scripts != nil {", "if scripts := MixedScript(s); scripts != nil && false {")])
+# ---- journal ----------------------------------------------------------------------
+mutant("journal-no-fsync", "./journal", "the journal writes but never fsyncs",
+    [("journal/journal.go", "} else if serr := j.opts.sync(j.f); serr != nil {", "} else if serr := error(nil); serr != nil {")])
+mutant("journal-redaction-off", "./journal .", "arguments reach the journal file unredacted",
+    [("journal/journal.go", "\tr.Args = Redact(r.Args, r.SecretFields)\n", "")])
+mutant("journal-extra-secret-fields-ignored", "./journal", "a tool's SecretFields are not redacted",
+    [("journal/redact.go", "\t\tif strings.EqualFold(name, e) {", "\t\tif false && strings.EqualFold(name, e) {")])
+mutant("journal-token-kept", "./journal", "approval_token is kept in the journal's argument copy",
+    [("journal/redact.go", "const approvalTokenField = \"approval_token\"", "const approvalTokenField = \"approval_token_never_matches\"")])
+mutant("journal-chain-unlinked", "./journal", "records are not linked to their predecessor (prev hash left empty)",
+    [("journal/journal.go", "\t\tsum := sha256.Sum256(line)\n\t\tprev = hex.EncodeToString(sum[:])", "\t\tprev = \"\"")])
+# ---- ledger -----------------------------------------------------------------------
+mutant("ledger-memory-read-then-delete", "./ledger", "memory ledger redeems with a read, an unlock and a later delete (racy)",
+    [("ledger/memory.go", "\texpires, ok := m.grants[nonce]\n\tif !ok {\n\t\treturn false, nil\n\t}\n\tdelete(m.grants, nonce)\n",
+                          "\texpires, ok := m.grants[nonce]\n\tm.mu.Unlock()\n\tif !ok {\n\t\tm.mu.Lock()\n\t\treturn false, nil\n\t}\n\truntime.Gosched()\n\tm.mu.Lock()\n\tdelete(m.grants, nonce)\n"),
+     ("ledger/memory.go", "\t\"fmt\"\n", "\t\"fmt\"\n\t\"runtime\"\n")], run="TestConformance/memory")
+mutant("ledger-memory-ignores-expiry", "./ledger", "memory ledger redeems expired grants",
+    [("ledger/memory.go", "\treturn now.Before(expires), nil\n}", "\treturn true || now.Before(expires), nil\n}")], run="TestConformance/memory")
+mutant("ledger-redis-get-then-del", "./ledger", "redis ledger redeems with GET then DEL (racy) instead of GETDEL",
+    [("ledger/redis.go", "\tv, err := r.client.GetDel(ctx, r.prefix+nonce).Result()\n",
+                         "\tv, err := r.client.Get(ctx, r.prefix+nonce).Result()\n\tif err == nil {\n\t\tr.client.Del(ctx, r.prefix+nonce)\n\t}\n")], run="TestConformance/redis")
+mutant("ledger-redis-foreign-value-approves", "./ledger", "redis ledger approves a value that is not its marker",
+    [("ledger/redis.go", "\texp, err := parseRedisValue(v)\n\tif err != nil {\n\t\treturn false, unavailable(\"redis\", \"redeem\", err)\n\t}",
+                         "\texp, err := parseRedisValue(v)\n\tif err != nil {\n\t\treturn true, nil\n\t}")], run="TestRedisForeignValuesNeverApprove|TestConformance/redis")
+# ---- safefs -----------------------------------------------------------------------
+mutant("safefs-recheck-skipped", "./safefs", "Remove does not compare the file with what was approved",
+    [("safefs/fs_linux.go", "\t\tif d := got.Diff(want); d != nil {", "\t\tif d := got.Diff(want); d != nil && false {")], run="TestRemove|TestMove")
+mutant("safefs-lastlook-skipped", "./safefs", "Remove skips the last look right before the rename",
+    [("safefs/fs_linux.go", "\tif err := lastLook(&t, fd, &st); err != nil {\n\t\treturn err\n\t}\n\ttmp, err := tempName(\"remove\")",
+                            "\ttmp, err := tempName(\"remove\")")])
+mutant("safefs-follows-symlinks", "./safefs", "lookups follow symlinks (no RESOLVE_NO_SYMLINKS, no AT_SYMLINK_NOFOLLOW, no O_NOFOLLOW)",
+    [("safefs/fs_linux.go", "const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS", "const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS"),
+     ("safefs/fs_linux.go", "err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)", "err := unix.Fstatat(dirfd, name, st, 0)")])
+mutant("safefs-swap-not-put-back", "./safefs", "Remove unlinks whatever was renamed aside, even a swapped-in entry",
+    [("safefs/fs_linux.go", "if err := fstatat(t.parent, tmp, &ent); err != nil || ent.Dev != st.Dev || ent.Ino != st.Ino {", "if err := fstatat(t.parent, tmp, &ent); err != nil {")])
+# ---- files (the MCP file tools) ------------------------------------------------
+mutant("files-delete-without-recheck", "./cmd/mcpsafe", "delete_file removes by path (os.Remove) instead of safefs.Remove with the approved Info",
+    [("files/files.go", "if err := t.fs.Remove(info.Path, info); err != nil {", "if err := os.Remove(info.Path); err != nil {"),
+     ("files/files.go", "\t\"path/filepath\"\n", "\t\"os\"\n\t\"path/filepath\"\n")], run="TestFilesTargetChanged")
+# ---- channel (webhook approver) ------------------------------------------------
+mutant("webhook-yes-approves", "./channel", "a webhook answering \"approved\":\"yes\" (or 1, \"true\") approves",
+    [("channel/webhook.go", "\tcase \"true\":\n\t\ta.Approved = true", "\tcase \"true\", `\"yes\"`, `\"true\"`, \"1\":\n\t\ta.Approved = true")], run="TestWebhook")
+mutant("webhook-5xx-approves", "./channel", "a webhook answering HTTP 5xx counts as approved",
+    [("channel/webhook.go", "\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n", "\tif resp.StatusCode >= 500 {\n\t\treturn mcpsafe.ApprovalDecision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n")], run="TestWebhook")
+mutant("webhook-self-approval", "./channel", "the requesting principal may approve its own request",
+    [("channel/webhook.go", "if r.Principal != \"\" && strings.EqualFold(a, r.Principal) {", "if false && r.Principal != \"\" && strings.EqualFold(a, r.Principal) {")], run="TestWebhook")
+
+def main():
+    root = os.getcwd()
+    only = set(sys.argv[1:])
+    names = set()
+    for i, m in enumerate(M, 1):
+        if m["name"] in names:
+            sys.exit("duplicate mutant " + m["name"])
+        names.add(m["name"])
+        if only and m["name"] not in only:
+            continue
+        files = {}
+        for path, old, new in m["edits"]:
+            if path not in files:
+                files[path] = open(os.path.join(root, path)).read()
+            n = files[path].count(old)
+            if n != 1:
+                sys.exit("%s: %r occurs %d times in %s" % (m["name"], old[:60], n, path))
+            files[path] = files[path].replace(old, new)
+        out = ["# mutant: %s\n" % m["name"], "# packages: %s\n" % m["packages"]]
+        if m["run"]:
+            out.append("# run: %s\n" % m["run"])
+        out.append("# why: %s\n" % m["why"])
+        for path in sorted(files):
+            before = open(os.path.join(root, path)).read().splitlines(True)
+            after = files[path].splitlines(True)
+            out.append("diff --git a/%s b/%s\n" % (path, path))
+            out.extend(difflib.unified_diff(before, after, "a/" + path, "b/" + path, n=3))
+        fn = os.path.join(root, "mutants", "%02d-%s.patch" % (i, m["name"]))
+        with open(fn, "w") as f:
+            f.writelines(out)
+    print("%d mutants" % len(M))
+
+if __name__ == "__main__":
+    main()
