@@ -13,9 +13,15 @@ import (
 // store it returns shares one backend (same file, Redis prefix, table).
 type backend func(t *testing.T) (open func(t *testing.T) Store)
 
+// conformanceTimeout replaces the 2 s default in the conformance suite, which
+// tests semantics: under -race on a loaded 2-core machine, 1,000 redemptions
+// queued on one SQLite connection can take longer than 2 s, and the late ones
+// would (correctly) fail closed. The bound itself is tested in fault_test.go.
+const conformanceTimeout = "30s"
+
 func urlBackend(url func(t *testing.T) string) backend {
 	return func(t *testing.T) func(t *testing.T) Store {
-		u := url(t)
+		u := withParams(url(t), "ledger_timeout", conformanceTimeout)
 		return func(t *testing.T) Store {
 			t.Helper()
 			s, err := Open(context.Background(), u)

@@ -25,6 +25,10 @@
 //     lock for as long as a database is open, so a second process could not
 //     open the ledger at all; SQLite is also faster per fsync'd write
 //     (about 2,600 vs 1,500 per second on the team's machine).
+//     Within a process, redemptions queue on one connection; between
+//     processes SQLite's lock is not fair (a waiter polls), so under
+//     sustained contention a call can reach its timeout and is refused.
+//     Busy multi-process deployments belong on redis or postgres.
 //   - redis:// and rediss://: one SET NX PX per issue (ErrExists when the key
 //     exists), one GETDEL per redemption, atomic in Redis, so among any
 //     number of replicas exactly one receives the value. Redis expires keys
