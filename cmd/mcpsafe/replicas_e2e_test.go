@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -126,6 +127,9 @@ func TestReplicasDoubleSpend(t *testing.T) {
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			needService(t, b.name, b.addr)
+			if b.name == "postgres" {
+				t.Cleanup(func() { dropTable(t, "e2e_"+stamp) })
+			}
 			const tokens, workers = 1000, 64
 			base := t.TempDir()
 			root := filepath.Join(base, "root")
@@ -162,7 +166,9 @@ func TestReplicasDoubleSpend(t *testing.T) {
 							issueErr.Store(err)
 							return
 						}
-						var sc struct{ ApprovalToken string `json:"approval_token"` }
+						var sc struct {
+							ApprovalToken string `json:"approval_token"`
+						}
 						b, _ := json.Marshal(res.StructuredContent)
 						json.Unmarshal(b, &sc)
 						toks[i] = sc.ApprovalToken
@@ -239,6 +245,21 @@ func TestReplicasDoubleSpend(t *testing.T) {
 			}
 			t.Logf("%s: %d tokens, %d attempts, %d executions (replica a %d, b %d), 0 double", b.name, tokens, len(jobs), ok.Load(), na, nb)
 		})
+	}
+}
+
+// dropTable removes the ledger table a test created.
+func dropTable(t *testing.T, table string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{table}.Sanitize()); err != nil {
+		t.Logf("cleanup: %v", err)
 	}
 }
 
