@@ -140,7 +140,9 @@ func TestToolFunctionErrors(t *testing.T) {
 		isErr  bool // executed, but the tool failed
 	}{
 		{"resolver refuses with its own code", func(t *mcpsafe.Tool) {
-			t.Resolve = func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) { return nil, mcpsafe.Refuse("outside_roots", "no") }
+			t.Resolve = func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) {
+				return nil, mcpsafe.Refuse("outside_roots", "no")
+			}
 		}, "outside_roots", false},
 		{"resolver error", func(t *mcpsafe.Tool) {
 			t.Resolve = func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) { return nil, boom }
@@ -152,13 +154,19 @@ func TestToolFunctionErrors(t *testing.T) {
 			t.Resolve = func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) { return mcpsafe.Resolved{}, nil }
 		}, mcpsafe.ReasonResolverFailed, false},
 		{"resolver returns something unencodable", func(t *mcpsafe.Tool) {
-			t.Resolve = func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) { return mcpsafe.Resolved{"c": make(chan int)}, nil }
+			t.Resolve = func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) {
+				return mcpsafe.Resolved{"c": make(chan int)}, nil
+			}
 		}, mcpsafe.ReasonResolverFailed, false},
 		{"preview error", func(t *mcpsafe.Tool) {
-			t.Preview = func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) { return mcpsafe.Plan{}, boom }
+			t.Preview = func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
+				return mcpsafe.Plan{}, boom
+			}
 		}, mcpsafe.ReasonPreviewFailed, false},
 		{"preview without summary", func(t *mcpsafe.Tool) {
-			t.Preview = func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) { return mcpsafe.Plan{Summary: "  "}, nil }
+			t.Preview = func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
+				return mcpsafe.Plan{Summary: "  "}, nil
+			}
 		}, mcpsafe.ReasonPreviewFailed, false},
 		{"execute refuses", func(t *mcpsafe.Tool) {
 			t.Execute = func(context.Context, mcpsafe.Call, mcpsafe.Approval) (*mcp.CallToolResult, error) {
