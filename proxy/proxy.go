@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/prompt"
@@ -64,6 +65,10 @@ type registered struct {
 	gated bool
 	def   string // the upstream definition, to notice changes
 }
+
+// progressGrace is how long progress from upstream is still relayed after
+// its call returned.
+const progressGrace = 5 * time.Second
 
 type progressTarget struct {
 	session *mcp.ServerSession
@@ -444,7 +449,9 @@ func (s *Server) callUpstream(ctx context.Context, name string, args json.RawMes
 		if tok := down.Params.GetProgressToken(); tok != nil {
 			up := fmt.Sprintf("mcpsafe-%d", s.progressID.Add(1))
 			s.progress.Store(up, progressTarget{session: down.Session, token: tok})
-			defer s.progress.Delete(up)
+			// Notifications are dispatched apart from responses and may be
+			// handled after the call returned: keep the route a while.
+			defer time.AfterFunc(progressGrace, func() { s.progress.Delete(up) })
 			params.SetProgressToken(up)
 		}
 	}

@@ -64,7 +64,7 @@ func newGoUpstream(t testing.TB) (*goUpstream, mcp.Transport) {
 	done := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	}
-	u.add("delete_thing", nil, done)                                          // no annotations: gated, irreversible
+	u.add("delete_thing", nil, done)                                             // no annotations: gated, irreversible
 	u.add("set_flag", &mcp.ToolAnnotations{DestructiveHint: boolp(false)}, done) // gated, reversible
 	u.add("gated_fail", nil, failResult)
 	u.add("gated_proto", nil, protoError)

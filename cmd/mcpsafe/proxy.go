@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/proxy"
+	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func init() {
+	register("proxy", command{summary: "put the approval gate in front of an existing MCP server (-- CMD ARGS... or --upstream-url)", run: runProxy})
+}
+
+func runProxy(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("mcpsafe proxy", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "usage: mcpsafe proxy [--policy FILE] [flags] -- CMD ARGS...   (upstream over stdio)")
+		fmt.Fprintln(stderr, "       mcpsafe proxy [--policy FILE] [flags] --upstream-url URL (upstream over streamable HTTP)")
+		fl.PrintDefaults()
+	}
+	policyPath := fl.String("policy", "", "policy file (YAML); default: gate every tool upstream does not mark read-only")
+	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
+	ttl := fl.Duration("ttl", 5*time.Minute, "how long an approval stays valid")
+	elicitTimeout := fl.Duration("elicit-timeout", 2*time.Minute, "how long to wait for the user's answer")
+	keyFile := fl.String("key-file", "", "key file for sealing approvals (default: a random key for this process)")
+	ledgerURL := fl.String("ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
+	journalPath := fl.String("journal", "", "audit journal path (default: $XDG_STATE_HOME/mcpsafe/journal.jsonl)")
+	httpAddr := fl.String("http", "", "serve streamable HTTP on this address at /mcp instead of stdio")
+	stateful := fl.Bool("http-stateful", false, "keep HTTP sessions (lets legacy clients elicit in-call; pins clients to one replica)")
+	audience := fl.String("audience", "mcpsafe-proxy", "this proxy's identity, bound into every approval (replicas share it)")
+	approverURL := fl.String("approver-url", "", "webhook of the approval channel (mode channel)")
+	approverSecret := fl.String("approver-secret-file", "", "file holding the channel's HMAC secret")
+	approverTimeout := fl.Duration("approver-timeout", 10*time.Minute, "how long to wait for a channel decision")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	command := fl.Args()
+	switch {
+	case *upstreamURL == "" && len(command) == 0:
+		fmt.Fprintln(stderr, "mcpsafe proxy: name the upstream: -- CMD ARGS... or --upstream-url URL")
+		return 2
+	case *upstreamURL != "" && len(command) > 0:
+		fmt.Fprintln(stderr, "mcpsafe proxy: give either -- CMD ARGS... or --upstream-url, not both")
+		return 2
+	}
+	cfg := proxy.Config{
+		Gate: serverconf.Config{
+			Audience: *audience, TTL: *ttl, ElicitTimeout: *elicitTimeout,
+			KeyFile: *keyFile, LedgerURL: *ledgerURL, JournalPath: *journalPath,
+			ApproverURL: *approverURL, ApproverSecretFile: *approverSecret, ApproverTimeout: *approverTimeout,
+		},
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if *policyPath != "" {
+		pol, err := proxy.LoadPolicy(*policyPath)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+			return 1
+		}
+		cfg.Policy = pol
+	}
+	if *upstreamURL != "" {
+		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL}
+	} else {
+		cmd := exec.Command(command[0], command[1:]...)
+		cmd.Stderr = stderr
+		cfg.Upstream = &mcp.CommandTransport{Command: cmd}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := proxy.NewServer(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		return 1
+	}
+	defer srv.Close()
+	// Without its upstream the proxy can only fail calls: stop serving.
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		srv.Upstream.Wait()
+		cancel(errUpstreamGone)
+	}()
+	if *httpAddr == "" {
+		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
+	} else {
+		err = serveHTTP(ctx, *httpAddr, srv.HTTPHandler(!*stateful), stderr)
+	}
+	if errors.Is(context.Cause(ctx), errUpstreamGone) {
+		fmt.Fprintln(stderr, "mcpsafe proxy: the upstream server went away")
+		return 1
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		return 1
+	}
+	return 0
+}
+
+var errUpstreamGone = errors.New("the upstream server went away")
