@@ -330,3 +330,78 @@ func TestApprovalMessageEscapesUntrustedText(t *testing.T) {
 		t.Errorf("token plan summary raw: %q", s)
 	}
 }
+
+// An allow rule that fails (error or panic) does not allow; a matching one
+// does. (mutant: allow-error-allows)
+func TestFailingAllowRuleDoesNotAllow(t *testing.T) {
+	for name, f := range map[string]func() (bool, error){
+		"error":           func() (bool, error) { return true, errors.New("lookup failed") },
+		"panic":           func() (bool, error) { panic("x") },
+		"false":           func() (bool, error) { return false, nil },
+		"control: true":   func() (bool, error) { return true, nil },
+		"error then true": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			rules := []mcpsafe.Rule{{Name: "r", Match: func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (bool, error) { return f() }}}
+			if f == nil { // no Match at all: an error, not a match
+				rules = []mcpsafe.Rule{{Name: "r"}}
+			}
+			e := newEnv(t, func(_ *mcpsafe.Options, tools *[]mcpsafe.Tool) { (*tools)[0].Allow = rules })
+			res := callTool(t, e.connect(client{elicit: accept}), "delete_note", map[string]any{"path": "cache.txt"})
+			if name == "control: true" {
+				wantExecuted(t, res)
+				return
+			}
+			wantRefused(t, res, mcpsafe.ReasonPolicyDenied)
+			if !e.notes.has("cache.txt") {
+				t.Fatal("a failing allow rule let the call run")
+			}
+		})
+	}
+}
+
+// Deny rules run before any approval path: a denied call never reaches the
+// human, a token, or an auto-approve rule. (mutant: deny-after-approval)
+func TestDenyBeforeAsking(t *testing.T) {
+	denyThesis := []mcpsafe.Rule{{Name: "keep-thesis", Match: func(_ context.Context, _ mcpsafe.Call, r mcpsafe.Resolved) (bool, error) {
+		return r["path"] == "thesis.txt", nil
+	}}}
+	always := []mcpsafe.Rule{{Name: "always", Match: func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (bool, error) { return true, nil }}}
+	t.Run("elicitation", func(t *testing.T) {
+		var asked atomic.Int32
+		e := newEnv(t, func(_ *mcpsafe.Options, tools *[]mcpsafe.Tool) { (*tools)[0].Deny = denyThesis })
+		cs := e.connect(client{elicit: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return accept(ctx, r)
+		}})
+		wantRefused(t, callTool(t, cs, "delete_note", map[string]any{"path": "thesis.txt"}), mcpsafe.ReasonPolicyDenied)
+		if asked.Load() != 0 {
+			t.Fatal("the human was asked about a call a deny rule refuses")
+		}
+		wantExecuted(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"})) // control
+		if asked.Load() != 1 {
+			t.Fatalf("control asked %d times", asked.Load())
+		}
+	})
+	t.Run("auto-approve", func(t *testing.T) {
+		e := newEnv(t, func(_ *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+			(*tools)[0].Deny = denyThesis
+			(*tools)[0].AutoApprove = always
+		})
+		cs := e.connect(client{})
+		wantRefused(t, callTool(t, cs, "delete_note", map[string]any{"path": "thesis.txt"}), mcpsafe.ReasonPolicyDenied)
+		if !e.notes.has("thesis.txt") {
+			t.Fatal("an auto-approve rule ran a denied call")
+		}
+		wantExecuted(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
+	})
+	t.Run("token", func(t *testing.T) {
+		e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+			o.AllowTokenFor = []mcpsafe.OptIn{{Tool: "delete_note"}}
+			(*tools)[0].Deny = denyThesis
+		})
+		cs := e.connect(client{})
+		wantRefused(t, callTool(t, cs, "delete_note", map[string]any{"path": "thesis.txt"}), mcpsafe.ReasonPolicyDenied)
+		token(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
+	})
+}

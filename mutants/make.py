@@ -91,7 +91,7 @@ mutant("audience-unbound", ". ./internal/seal", "audience neither in the AEAD as
 mutant("policy-hash-unchecked", ".", "a grant survives a change of the tool's policy",
     [(G, "case gr.Policy != k.t.policy:", "case false && gr.Policy != k.t.policy:")])
 mutant("policy-hash-omits-rules", ".", "the policy hash leaves out the rule names, so adding a deny rule keeps old grants valid",
-    [("gate.go", "Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),", "")])
+    [("gate.go", "Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),", "Deny: names(nil), Allow: names(nil), Auto: names(nil),")])
 mutant("tool-unchecked", ".", "a grant for one tool is accepted by another (tool neither compared nor in the policy hash)",
     [(G, "case gr.Tool != k.t.Name:", "case false && gr.Tool != k.t.Name:"),
      ("gate.go", "Tool: t.Name, Mode: t.mode,", "Mode: t.mode,")])
