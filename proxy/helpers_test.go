@@ -136,16 +136,21 @@ func fsServerBin(t testing.TB) string {
 // real paths).
 func fsUpstream(t testing.TB) (string, mcp.Transport) {
 	t.Helper()
-	bin := fsServerBin(t)
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, dir)
+	return dir, fsUpstreamIn(t, dir)
+}
+
+// fsUpstreamIn starts one more npm filesystem server on dir.
+func fsUpstreamIn(t testing.TB, dir string) mcp.Transport {
+	t.Helper()
+	cmd := exec.Command(fsServerBin(t), dir)
 	if testing.Verbose() {
 		cmd.Stderr = os.Stderr
 	}
-	return dir, &mcp.CommandTransport{Command: cmd}
+	return &mcp.CommandTransport{Command: cmd}
 }
 
 func readFile(t testing.TB, p string) string {

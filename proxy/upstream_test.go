@@ -81,13 +81,19 @@ func newGoUpstream(t testing.TB) (*goUpstream, mcp.Transport) {
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"]}}}}, nil
 		})
+	return u, u.transport(t)
+}
+
+// transport connects one more client transport to the upstream server.
+func (u *goUpstream) transport(t testing.TB) mcp.Transport {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := u.srv.Connect(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	return u, ct
+	return ct
 }
 
 func (u *goUpstream) add(name string, ann *mcp.ToolAnnotations, h mcp.ToolHandler) {
