@@ -361,6 +361,15 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 	return nil
 }
 
+// passesThrough reports whether name is currently an ungated, read-only
+// upstream tool.
+func (s *Server) passesThrough(name string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	r, ok := s.registered[name]
+	return ok && !r.gated
+}
+
 func (s *Server) requestSync() {
 	select {
 	case s.syncReq <- struct{}{}:
@@ -480,6 +489,12 @@ func (s *Server) onProgress(ctx context.Context, req *mcp.ProgressNotificationCl
 // result refuses the call (the gate makes any error a refusal).
 func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) {
 	return func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
+		// Checked at startup, and again on every call: upstream may since
+		// have dropped the tool's readOnlyHint, and a resolver must never
+		// run a tool that changes something without approval.
+		if !s.passesThrough(r.Tool) {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s is no longer a read-only upstream tool", r.Tool)
+		}
 		args, err := r.arguments(ctx, c)
 		if err != nil {
 			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "%v", err)

@@ -565,3 +565,36 @@ func runCrashUpstream() int {
 	}
 	return 0
 }
+
+// A resolver whose tool upstream stops calling read-only is never called
+// again: the gated call is refused instead.
+func TestResolverMustStayReadOnly(t *testing.T) {
+	u, up := newGoUpstream(t)
+	s := newProxy(t, up, mustPolicy(t, `
+tools:
+  delete_thing:
+    auto_approve: ['true']
+    resolver:
+      tool: echo
+      args: {path: args.path}
+`))
+	cs := connect(t, s, nil)
+	if res := call(t, cs, "delete_thing", map[string]any{"path": "/x"}); res.IsError || u.count("echo") != 2 || u.count("delete_thing") != 1 {
+		t.Fatalf("control: %s (echo %d, delete %d)", text(res), u.count("echo"), u.count("delete_thing"))
+	}
+	if got := u.lastArgs["echo"]; got != `{"path":"/x"}` {
+		t.Fatalf("resolver arguments: %s", got)
+	}
+	u.add("echo", nil, failResult) // no longer read-only
+	deadline := time.Now().Add(10 * time.Second)
+	for s.passesThrough("echo") {
+		if time.Now().After(deadline) {
+			t.Fatal("the list change never arrived")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res := call(t, cs, "delete_thing", map[string]any{"path": "/x"})
+	if reasonOf(t, res) != mcpsafe.ReasonResolverFailed || u.count("echo") != 2 || u.count("delete_thing") != 1 {
+		t.Fatalf("resolver on a non-read-only tool: %s (echo %d, delete %d)", text(res), u.count("echo"), u.count("delete_thing"))
+	}
+}
