@@ -1,0 +1,81 @@
+package serverconf
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+)
+
+func TestBuildRefusals(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := mcpsafe.WriteKeyFile(key); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("s", 64)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := filepath.Join(dir, "journal.jsonl")
+	errInside := errors.New("inside a root")
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want string // "" means success
+	}{
+		{"no audience", Config{NoJournal: true}, "audience"},
+		{"shared ledger without key", Config{Audience: "a", NoJournal: true, LedgerURL: "file:" + filepath.Join(dir, "l1.db")}, "--key-file"},
+		{"shared ledger with key", Config{Audience: "a", NoJournal: true, KeyFile: key, LedgerURL: "file:" + filepath.Join(dir, "l2.db")}, ""},
+		{"memory ledger", Config{Audience: "a", NoJournal: true, LedgerURL: "memory:"}, ""},
+		{"channel mode without approver", Config{Audience: "a", NoJournal: true, Mode: mcpsafe.ModeChannel}, "--approver-url"},
+		{"approver url without secret", Config{Audience: "a", NoJournal: true, ApproverURL: "https://approve.example/hook"}, "--approver-secret-file"},
+		{"channel configured", Config{Audience: "a", NoJournal: true, Mode: mcpsafe.ModeChannel, ApproverURL: "https://approve.example/hook", ApproverSecretFile: secret, ApproverTimeout: time.Minute}, ""},
+		{"journal vetoed", Config{Audience: "a", JournalPath: j, CheckJournalPath: func(string) error { return errInside }}, "inside a root"},
+		{"journal", Config{Audience: "a", JournalPath: j, CheckJournalPath: func(p string) error {
+			if !filepath.IsAbs(p) {
+				return errors.New("not absolute")
+			}
+			return nil
+		}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := Build(context.Background(), c.cfg)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := mcpsafe.New(g.Options); err != nil {
+					t.Fatalf("options do not make a gate: %v", err)
+				}
+				if err := g.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseOptIn(t *testing.T) {
+	o, err := ParseOptIn("delete_file@2027-01-02")
+	if err != nil || o.Tool != "delete_file" || !o.Until.Equal(time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := ParseOptIn("delete_file"); err != nil || o.Tool != "delete_file" || !o.Until.IsZero() {
+		t.Fatalf("%+v %v", o, err)
+	}
+	for _, bad := range []string{"delete_file@tomorrow", "delete_file@2027-13-01", "x@"} {
+		if _, err := ParseOptIn(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
