@@ -405,3 +405,23 @@ func TestDenyBeforeAsking(t *testing.T) {
 		token(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
 	})
 }
+
+// When Execute runs, the approval record is already in the journal; a
+// journal that fails refuses before Execute. Unlike TestJournalWriteAhead
+// this reports from the test goroutine, so a broken ordering fails fast
+// instead of stalling the handler. (mutants: journal-after-execute, journal-error-ignored)
+func TestApprovalJournaledBeforeExecute(t *testing.T) {
+	var seen atomic.Value
+	var e *env // the closure runs after newEnv returned
+	e = newEnv(t, func(_ *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		inner := (*tools)[0].Execute
+		(*tools)[0].Execute = func(ctx context.Context, c mcpsafe.Call, a mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			seen.Store(strings.Join(e.journal.decisions(), ","))
+			return inner(ctx, c, a)
+		}
+	})
+	wantExecuted(t, callTool(t, e.connect(client{elicit: accept}), "delete_note", map[string]any{"path": "cache.txt"}))
+	if got, _ := seen.Load().(string); !strings.HasSuffix(got, journal.ClientAccepted) {
+		t.Fatalf("journal at Execute: %q, want it to end with %s", got, journal.ClientAccepted)
+	}
+}
