@@ -598,3 +598,61 @@ tools:
 		t.Fatalf("resolver on a non-read-only tool: %s (echo %d, delete %d)", text(res), u.count("echo"), u.count("delete_thing"))
 	}
 }
+
+// Rules see the resolver's answer; a resolver that finds nothing, errors,
+// or cannot build its arguments refuses the call before anyone is asked.
+func TestResolverAnswers(t *testing.T) {
+	u, up := newGoUpstream(t)
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	u.add("lookup", ro, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Name string }
+		json.Unmarshal(req.Params.Arguments, &a)
+		switch a.Name {
+		case "empty":
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "  "}}}, nil
+		case "error":
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no such thing"}}}, nil
+		case "proto":
+			return nil, &jsonrpc.Error{Code: -32000, Message: "lookup broke"}
+		}
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: "owner: " + a.Name}},
+			StructuredContent: map[string]any{"owner": a.Name},
+		}, nil
+	})
+	s := newProxy(t, up, mustPolicy(t, `
+tools:
+  delete_thing:
+    resolver:
+      tool: lookup
+      args:
+        name: args.name + ""
+    deny:
+      - name: protected
+        expr: 'resolved.structured.owner == "root"'
+    auto_approve:
+      - 'resolved.text.startsWith("owner: ")'
+`))
+	cs := connect(t, s, nil)
+	for _, c := range []struct {
+		args   map[string]any
+		reason string
+	}{
+		{map[string]any{"name": "root"}, mcpsafe.ReasonPolicyDenied},
+		{map[string]any{"name": "empty"}, mcpsafe.ReasonResolverFailed},
+		{map[string]any{"name": "error"}, mcpsafe.ReasonResolverFailed},
+		{map[string]any{"name": "proto"}, mcpsafe.ReasonResolverFailed},
+		{map[string]any{"name": 7}, mcpsafe.ReasonResolverFailed}, // int + "": no such overload
+		{map[string]any{}, mcpsafe.ReasonResolverFailed},          // no such key
+		{map[string]any{"name": "ann"}, ""},                       // control: auto-approved on the resolved text
+	} {
+		before := u.count("delete_thing")
+		res := call(t, cs, "delete_thing", c.args)
+		if got := reasonOf(t, res); got != c.reason {
+			t.Errorf("%v: reason %q, want %q (%s)", c.args, got, c.reason, text(res))
+		}
+		if ran := u.count("delete_thing") > before; ran != (c.reason == "") {
+			t.Errorf("%v: ran=%v", c.args, ran)
+		}
+	}
+}
