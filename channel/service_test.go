@@ -748,3 +748,69 @@ func TestConcurrentRequests(t *testing.T) {
 		})
 	}
 }
+
+// Without JavaScript the buttons are plain forms: the hidden csrf field and
+// the browser's Origin are enough, and the answer sends the page back.
+func TestFormPostWithoutJavaScript(t *testing.T) {
+	e := newEnv(t, ServiceOptions{})
+	ch := e.ask(testRequest("req-form"))
+	e.waitPending("req-form")
+	b := e.login("carol")
+	b.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	code, _ := b.post("/ui/requests/req-form/deny", url.Values{"csrf": {b.csrf}}, e.srv.URL)
+	if code != http.StatusSeeOther {
+		t.Fatalf("HTTP %d, want 303 back to the page", code)
+	}
+	r := wait(t, ch)
+	checkOutcome(t, r.d, r.err, ErrDenied, "carol")
+}
+
+// BenchmarkRoundTrip measures one approval through the service: a signed
+// webhook call, the request listed, an approver's API call, the answer.
+func BenchmarkRoundTrip(b *testing.B) {
+	svc, err := NewService(ServiceOptions{Secret: testSecret, Approvers: testApprovers, MaxPending: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(svc)
+	defer srv.Close()
+	defer svc.Close()
+	hook, err := NewWebhook(srv.URL+"/webhook", testSecret)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf("bench-%d", i)
+		done := make(chan error, 1)
+		go func() {
+			_, err := hook.Approve(context.Background(), testRequest(id))
+			done <- err
+		}()
+		for {
+			req, _ := http.NewRequest("POST", srv.URL+"/api/requests/"+id+"/approve", nil)
+			req.Header.Set("Authorization", "Bearer "+tokenOf("alice"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkVerifySignature(b *testing.B) {
+	body := bytes.Repeat([]byte("x"), 2048)
+	now := time.Now()
+	h := Sign(testSecret, body, now)
+	for b.Loop() {
+		if err := VerifySignature(h, body, testSecret, now, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
