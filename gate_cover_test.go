@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -379,5 +381,79 @@ func TestRefusalError(t *testing.T) {
 	err := mcpsafe.Refuse("outside_roots", "path %q", "/etc")
 	if err.Error() != `outside_roots: path "/etc"` {
 		t.Fatalf("Error() = %q", err.Error())
+	}
+}
+
+// A call that carries an approval but whose target no longer resolves is
+// refused as target_changed (not as the resolver's own code), and so is
+// one whose resolver fails only at the re-check before Execute.
+func TestApprovedTargetGone(t *testing.T) {
+	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) { o.AllowTokenFor = []mcpsafe.OptIn{{Tool: "delete_note"}} })
+	cs := e.connect(client{})
+	tok := token(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
+	e.notes.mu.Lock()
+	delete(e.notes.m, "cache.txt")
+	e.notes.mu.Unlock()
+	wantRefused(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt", "approval_token": tok}), mcpsafe.ReasonTargetChanged)
+
+	calls := 0
+	e = newEnv(t, func(_ *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		inner := (*tools)[0].Resolve
+		(*tools)[0].Resolve = func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
+			calls++
+			if calls > 1 {
+				return nil, errors.New("lookup failed")
+			}
+			return inner(ctx, c)
+		}
+		(*tools)[0].AutoApprove = []mcpsafe.Rule{{Name: "yes", Match: func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (bool, error) { return true, nil }}}
+	})
+	wantRefused(t, callTool(t, e.connect(client{}), "delete_note", map[string]any{"path": "cache.txt"}), mcpsafe.ReasonTargetChanged)
+	if !e.notes.has("cache.txt") {
+		t.Fatal("ran although the re-check failed")
+	}
+}
+
+// A tool in token mode takes no request state, and a tool in elicit mode
+// no token.
+func TestApprovalPathBoundToMode(t *testing.T) {
+	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) { o.Mode = mcpsafe.ModeToken })
+	cs := e.connect(client{manual: true, elicit: accept})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+		Name: "rename_note", Arguments: map[string]any{"from": "todo.txt", "to": "done.txt"}, RequestState: "x",
+		InputResponses: mcp.InputResponseMap{"mcpsafe_approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, res, mcpsafe.ReasonPolicyDenied)
+	if e.notes.executions() != 0 {
+		t.Fatal("ran")
+	}
+}
+
+// Over plain HTTP without auth the principal is "anonymous": a token
+// issued there is bound to it.
+func TestPrincipalOverHTTP(t *testing.T) {
+	var seen []string
+	e := newEnv(t, func(_ *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		inner := (*tools)[1].Preview
+		(*tools)[1].Preview = func(ctx context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
+			seen = append(seen, c.Principal)
+			return inner(ctx, c, r)
+		}
+	})
+	// Options.Principal was not set, so the default applies.
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return e.server }, nil))
+	defer hs.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	token(t, callTool(t, cs, "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt"}))
+	token(t, callTool(t, e.connect(client{}), "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt"}))
+	if len(seen) != 2 || seen[0] != "anonymous" || seen[1] != "stdio" {
+		t.Fatalf("principals %v, want [anonymous stdio]", seen)
 	}
 }

@@ -214,9 +214,9 @@ mutant("safefs-follows-symlinks", "./safefs", "lookups follow symlinks (no RESOL
 mutant("safefs-swap-not-put-back", "./safefs", "Remove unlinks whatever was renamed aside, even a swapped-in entry",
     [("safefs/fs_linux.go", "if err := fstatat(t.parent, tmp, &ent); err != nil || ent.Dev != st.Dev || ent.Ino != st.Ino {", "if err := fstatat(t.parent, tmp, &ent); err != nil {")])
 # ---- files (the MCP file tools) ------------------------------------------------
-mutant("files-delete-without-recheck", "./cmd/mcpsafe", "delete_file removes by path (os.Remove) instead of safefs.Remove with the approved Info",
+mutant("files-delete-without-recheck", "./files", "delete_file removes by path (os.Remove) instead of safefs.Remove with the approved Info",
     [("files/files.go", "if err := t.fs.Remove(info.Path, info); err != nil {", "if err := os.Remove(info.Path); err != nil {"),
-     ("files/files.go", "\t\"path/filepath\"\n", "\t\"os\"\n\t\"path/filepath\"\n")], run="TestFilesTargetChanged")
+     ("files/files.go", "\t\"path/filepath\"\n", "\t\"os\"\n\t\"path/filepath\"\n")])
 # ---- channel (webhook approver) ------------------------------------------------
 mutant("webhook-yes-approves", "./channel", "a webhook answering \"approved\":\"yes\" (or 1, \"true\") approves",
     [("channel/webhook.go", "\tcase \"true\":\n\t\ta.Approved = true", "\tcase \"true\", `\"yes\"`, `\"true\"`, \"1\":\n\t\ta.Approved = true")], run="TestWebhook")
