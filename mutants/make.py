@@ -228,6 +228,17 @@ mutant("webhook-5xx-approves", "./channel", "a webhook answering HTTP 5xx counts
 mutant("webhook-self-approval", "./channel", "the requesting principal may approve its own request",
     [("channel/webhook.go", "if r.Principal != \"\" && strings.EqualFold(a, r.Principal) {", "if false && r.Principal != \"\" && strings.EqualFold(a, r.Principal) {")], run="TestWebhook")
 
+# ---- proxy (policy file and upstream tool mirroring) ----------------------------
+PR = "TestBadPolicies|TestAutoApproveExactTrue|TestDefaultPolicy|TestDenyAllowRules|TestGateReadOnlyAndElicitMode"
+mutant("proxy-unknown-policy-keys", "./proxy", "the policy file accepts unknown keys (a typo such as auto_aprove silently does nothing)",
+    [("proxy/policy.go", "\tdec.KnownFields(true)\n\tif err := dec.Decode(&f); err != nil {", "\tif err := dec.Decode(&f); err != nil {")], run=PR)
+mutant("proxy-rule-truthy", "./proxy", "a CEL rule yielding a non-bool (\"true\", 1) counts as a match when it looks true",
+    [("proxy/policy.go", "\t\tb, ok := v.(types.Bool)\n\t\tif !ok {\n", "\t\tb, ok := v.(types.Bool)\n\t\tif !ok && fmt.Sprint(v.Value()) != \"\" && fmt.Sprint(v.Value()) != \"false\" && fmt.Sprint(v.Value()) != \"<nil>\" && fmt.Sprint(v.Value()) != \"0\" {\n\t\t\treturn true, nil\n\t\t}\n\t\tif !ok {\n")], run=PR)
+mutant("proxy-missing-destructive-hint-reversible", "./proxy", "an upstream tool without destructiveHint is treated as reversible (gets tokens)",
+    [("proxy/proxy.go", "\treturn a == nil || a.DestructiveHint == nil || *a.DestructiveHint\n", "\treturn a != nil && a.DestructiveHint != nil && *a.DestructiveHint\n")], run=PR)
+mutant("proxy-gate-only-destructive", "./proxy", "only tools with destructiveHint are gated; a tool that is neither read-only nor destructive passes ungated",
+    [("proxy/proxy.go", "\treturn !readOnly(t) || (tp != nil && tp.hasSettings())", "\treturn irreversible(t, tp) || (tp != nil && tp.hasSettings())")], run=PR)
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])
