@@ -70,9 +70,23 @@ func TestFSToolsMirrored(t *testing.T) {
 		if string(a) != string(b) {
 			t.Errorf("%s: annotations changed:\n got %s\nwant %s", tl.Name, a, b)
 		}
+		// In auto mode a token result is possible, and it cannot match
+		// the upstream's output schema: the schema is not advertised.
+		if u.OutputSchema == nil || tl.OutputSchema != nil {
+			t.Errorf("%s: output schema upstream %v, downstream %v; want it withheld", tl.Name, u.OutputSchema != nil, tl.OutputSchema != nil)
+		}
 	}
 	if seen != 14 {
 		t.Fatalf("downstream lists %d tools, want 14", seen)
+	}
+	// In elicit mode no approval_required result exists: the schema stays.
+	_, up2 := fsUpstream(t)
+	cs2 := connect(t, newProxy(t, up2, mustPolicy(t, "mode: elicit\n")), nil)
+	tl := listTools(t, cs2)["write_file"]
+	a, _ := json.Marshal(tl.OutputSchema)
+	b, _ := json.Marshal(upstream["write_file"].OutputSchema)
+	if string(a) != string(b) {
+		t.Errorf("elicit mode: output schema %s, want upstream's %s", a, b)
 	}
 }
 

@@ -168,3 +168,7 @@ func writeFile(t testing.TB, p, body string) {
 		t.Fatal(err)
 	}
 }
+
+func serverconfFor(journalPath string) serverconf.Config {
+	return serverconf.Config{JournalPath: journalPath}
+}

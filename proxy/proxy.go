@@ -336,12 +336,24 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		return nil
 	}
 	tp := s.policy.Tools[t.Name]
+	mode := s.policy.Mode
+	if tp != nil && tp.Mode != "" {
+		mode = tp.Mode
+	}
+	outSchema := t.OutputSchema
+	if mode != mcpsafe.ModeElicit && mode != mcpsafe.ModeChannel {
+		// An approval_required result cannot match the upstream's output
+		// schema, and clients that validate structured content (the
+		// TypeScript SDK does) reject it, breaking the token flow. Only the
+		// modes that never return one keep the schema.
+		outSchema = nil
+	}
 	gt := mcpsafe.Tool{
 		Name:         t.Name,
 		Title:        t.Title,
 		Description:  t.Description,
 		InputSchema:  t.InputSchema,
-		OutputSchema: t.OutputSchema,
+		OutputSchema: outSchema,
 		Annotations:  t.Annotations,
 		Irreversible: irreversible(t, tp),
 		Preview:      s.previewFor(t.Name, tp),

@@ -542,6 +542,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashEnv) == "1" {
 		os.Exit(runCrashUpstream())
 	}
+	if os.Getenv(serveEnv) == "1" {
+		os.Exit(serveProxy())
+	}
 	os.Exit(m.Run())
 }
 
