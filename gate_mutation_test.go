@@ -425,3 +425,19 @@ func TestApprovalJournaledBeforeExecute(t *testing.T) {
 		t.Fatalf("journal at Execute: %q, want it to end with %s", got, journal.ClientAccepted)
 	}
 }
+
+// A tool in elicit or channel mode takes no token at all: the token is not
+// even opened (policy_denied, not token_invalid), so no token, however it
+// was obtained, is a way around the human. (mutant: token-in-elicit-mode)
+func TestTokenRefusedOutsideTokenModes(t *testing.T) {
+	for _, mode := range []mcpsafe.Mode{mcpsafe.ModeElicit, mcpsafe.ModeChannel} {
+		e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
+			o.Mode = mode
+			o.Approver = approveFn(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+			})
+		})
+		res := callTool(t, e.connect(client{}), "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": "x"})
+		wantRefused(t, res, mcpsafe.ReasonPolicyDenied)
+	}
+}
