@@ -299,12 +299,14 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 		ann.DestructiveHint = &destructive
 	}
 	sdkTool := &mcp.Tool{
-		Name:         t.Name,
-		Title:        t.Title,
-		Description:  t.Description,
-		InputSchema:  json.RawMessage(raw),
-		OutputSchema: t.OutputSchema,
-		Annotations:  ann,
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: json.RawMessage(raw),
+		Annotations: ann,
+	}
+	if mode == ModeElicit || mode == ModeChannel {
+		sdkTool.OutputSchema = t.OutputSchema
 	}
 	return gt, sdkTool, nil
 }

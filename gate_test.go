@@ -785,3 +785,27 @@ func TestLegacyAnswerAfterExpiry(t *testing.T) {
 	cs = e.connect(client{protocol: legacy, elicit: accept})
 	wantExecuted(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
 }
+
+// An output schema is advertised only where no approval_required result
+// (which does not follow it) can be returned.
+func TestOutputSchemaOnlyWithoutTokens(t *testing.T) {
+	out := map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}
+	for _, tc := range []struct {
+		mode mcpsafe.Mode
+		want bool
+	}{{mcpsafe.ModeAuto, false}, {mcpsafe.ModeToken, false}, {mcpsafe.ModeElicit, true}} {
+		e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+			o.Mode = tc.mode
+			(*tools)[1].OutputSchema = out
+		})
+		lt, err := e.connect(client{}).ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range lt.Tools {
+			if tool.Name == "rename_note" && (tool.OutputSchema != nil) != tc.want {
+				t.Errorf("mode %s: output schema advertised = %v, want %v", tc.mode, tool.OutputSchema != nil, tc.want)
+			}
+		}
+	}
+}
