@@ -21,7 +21,7 @@ type sigVector struct {
 
 // The vectors were computed independently (Python hmac, checked with
 // openssl dgst -mac HMAC); the first one is the worked example in
-// docs/USAGE-channel.md.
+// docs/USAGE.md (channel approvals).
 func TestSignatureVectors(t *testing.T) {
 	raw, err := os.ReadFile("testdata/signature-vectors.json")
 	if err != nil {

@@ -57,7 +57,7 @@ const MaxResponseBytes = 64 << 10
 const DefaultTimeout = 10 * time.Minute
 
 // WireRequest is the JSON body a Webhook POSTs. Field names are a public
-// contract (see docs/USAGE-channel.md).
+// contract (see docs/USAGE.md (channel approvals)).
 type WireRequest struct {
 	Version      int              `json:"version"`
 	ID           string           `json:"id"`
