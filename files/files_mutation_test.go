@@ -66,3 +66,65 @@ func asRefusal(err error, r **mcpsafe.Refusal) bool {
 	*r = rf
 	return ok
 }
+
+// The same for move_file: a source swapped after the check is not moved,
+// and a destination that appeared after the check is not overwritten.
+func TestExecuteMovesOnlyTheApprovedFile(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, src, dst string)
+		reason string
+	}{
+		{"source swapped", func(t *testing.T, src, _ string) {
+			if err := os.Remove(src); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(src, []byte("new work"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, mcpsafe.ReasonTargetChanged},
+		{"destination appeared", func(t *testing.T, _, dst string) {
+			if err := os.WriteFile(dst, []byte("someone else's file"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, ReasonDestinationExists},
+		{"no change (control)", func(*testing.T, string, string) {}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			src, dst := filepath.Join(root, "a.txt"), filepath.Join(root, "b.txt")
+			if err := os.WriteFile(src, []byte("approved"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fsys, err := safefs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fsys.Close()
+			mv := (&tools{fs: fsys}).moveTool()
+			call := mcpsafe.Call{Tool: MoveFile, Arguments: []byte(`{"source":"a.txt","destination":"b.txt"}`), Principal: "stdio"}
+			resolved, err := mv.Resolve(context.Background(), call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, src, dst)
+			_, err = mv.Execute(context.Background(), call, mcpsafe.Approval{Resolved: resolved})
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b, _ := os.ReadFile(dst); string(b) != "approved" {
+					t.Fatalf("moved content %q", b)
+				}
+				return
+			}
+			var r *mcpsafe.Refusal
+			if !asRefusal(err, &r) || r.Reason != tc.reason {
+				t.Fatalf("Execute: %v, want a %s refusal", err, tc.reason)
+			}
+			if b, err := os.ReadFile(src); err != nil || string(b) == "" {
+				t.Fatalf("source gone: %v", err)
+			}
+		})
+	}
+}
