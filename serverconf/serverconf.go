@@ -83,16 +83,16 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			return nil, err
 		}
 	}
-	if cfg.LedgerURL != "" && !strings.HasPrefix(cfg.LedgerURL, "memory:") {
-		if opts.Keys.IsZero() {
-			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
-		}
+	if cfg.LedgerURL != "" {
 		store, err := ledger.Open(ctx, cfg.LedgerURL)
 		if err != nil {
 			return nil, err
 		}
 		g.closers = append(g.closers, store.Close)
 		opts.Ledger = store
+		if _, local := store.(*ledger.Memory); !local && opts.Keys.IsZero() {
+			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
+		}
 	}
 	if cfg.NoJournal {
 		opts.Journal = mcpsafe.NoJournal

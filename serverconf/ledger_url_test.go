@@ -1,0 +1,31 @@
+package serverconf
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A ledger URL that only looks like the in-memory one is an error, not a
+// silent in-memory ledger; the real one works without a key file.
+func TestLedgerURLMemoryLookalike(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ url, wantErr string }{
+		{"memory:", ""},
+		{"memory:shared-between-replicas", "ledger"},
+		{"file:" + filepath.Join(dir, "l.db"), "key-file"},
+	} {
+		g, err := Build(context.Background(), Config{Audience: "a", LedgerURL: tc.url, NoJournal: true})
+		if tc.wantErr == "" {
+			if err != nil {
+				t.Fatalf("%s: %v", tc.url, err)
+			}
+			g.Close()
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Fatalf("%s: err %v, want one mentioning %q", tc.url, err, tc.wantErr)
+		}
+	}
+}
