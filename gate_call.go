@@ -54,9 +54,8 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		g.journalRefusal(ctx, k, t.Name, r)
 		return nil, r
 	}
-	carriesApproval := k.token != nil || req.Params.RequestState != "" || len(req.Params.InputResponses) > 0
 	if r := g.checkRules(ctx, k); r != nil {
-		if carriesApproval && r.Reason != ReasonPolicyDenied {
+		if r.Reason != ReasonPolicyDenied && g.carriesGenuineApproval(k) {
 			// The approved target no longer resolves or previews (deleted,
 			// replaced by a directory, behind a swapped-in symlink).
 			r = refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
@@ -78,6 +77,21 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		g.journalRefusal(ctx, k, t.Name, r)
 	}
 	return res, r
+}
+
+// carriesGenuineApproval reports whether the call presents a grant this
+// server sealed for this tool and principal. It only authenticates; the
+// grant is checked in full and redeemed later, on the approval path.
+func (g *Gate) carriesGenuineApproval(k *call) bool {
+	sealed := k.req.Params.RequestState
+	if k.token != nil {
+		sealed = *k.token
+	}
+	if sealed == "" {
+		return false
+	}
+	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	return err == nil && gr.Tool == k.t.Name && gr.Principal == k.c.Principal
 }
 
 // decode checks the arguments before anything else looks at them: duplicate

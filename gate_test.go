@@ -809,3 +809,18 @@ func TestOutputSchemaOnlyWithoutTokens(t *testing.T) {
 		}
 	}
 }
+
+// A call whose approved target stopped resolving reports target_changed; a
+// forged token on an unresolvable target reports the plain reason instead.
+func TestTargetGoneAfterApproval(t *testing.T) {
+	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
+		o.AllowTokenFor = []mcpsafe.OptIn{{Tool: "delete_note"}}
+	})
+	cs := e.connect(client{})
+	tok := token(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
+	e.notes.mu.Lock()
+	delete(e.notes.m, "cache.txt")
+	e.notes.mu.Unlock()
+	wantRefused(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt", "approval_token": tok}), mcpsafe.ReasonTargetChanged)
+	wantRefused(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt", "approval_token": "forged"}), "not_found")
+}
