@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,11 +98,15 @@ func (fg *fuzzGate) executions() int {
 	return fg.execs
 }
 
+// call bounds each call, so that a call that never returns fails instead of
+// stalling a fuzz run (the fuzzer has no per-input timeout).
 func (fg *fuzzGate) call(tb testing.TB, p *mcp.CallToolParams) *mcp.CallToolResult {
 	tb.Helper()
-	res, err := fg.cs.CallTool(context.Background(), p)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := fg.cs.CallTool(ctx, p)
 	if err != nil {
-		tb.Fatalf("CallTool: %v", err)
+		tb.Fatalf("CallTool(%q): %v", p.Arguments, err)
 	}
 	return res
 }
@@ -270,4 +275,46 @@ func TestWriteFuzzSeeds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzOpenGrant drives the gate's unseal path directly (no transport), so
+// the fuzzer runs thousands of inputs per second: a value opens only if it
+// is a grant sealed under the key for this audience, i.e. one of the
+// genuine sealed seeds in testdata/fuzz.
+func FuzzOpenGrant(f *testing.F) {
+	keys, err := mcpsafe.NewKeys(fuzzKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, dir := range []string{"FuzzApprovalToken", "FuzzRequestState"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", dir, "sealed_not_issued"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var v string
+		if _, err := fmt.Sscanf(strings.TrimPrefix(string(b), "go test fuzz v1\n"), "string(%q)", &v); err != nil {
+			f.Fatalf("%s seed: %v", dir, err)
+		}
+		known[v] = true
+		f.Add(v, "fuzz-server")
+		f.Add(v, "other-server")
+	}
+	// Fresh seals cannot be seeds here: fuzz workers are separate processes
+	// and would not know them.
+	f.Fuzz(func(t *testing.T, sealed, audience string) {
+		nonce, err := mcpsafe.OpenGrantForFuzz(keys, audience, sealed)
+		if err != nil {
+			if nonce != "" {
+				t.Fatalf("error %v with a nonce %q", err, nonce)
+			}
+			return
+		}
+		if !known[sealed] || audience != "fuzz-server" {
+			t.Fatalf("opened a grant this key never sealed for %q: %q", audience, sealed)
+		}
+		if len(nonce) != 32 {
+			t.Fatalf("opened grant has nonce %q", nonce)
+		}
+	})
 }
