@@ -30,7 +30,12 @@ var fuzzKey = func() []byte {
 	return b
 }()
 
+// fuzzNow is the gate's fixed clock. The in-memory ledger checks expiry
+// against the real clock, so the TTL reaches far past today: seeds sealed
+// once stay unexpired for the gate and issuable for the ledger.
 var fuzzNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+const fuzzTTL = 20 * 365 * 24 * time.Hour
 
 const fuzzPath = "cache.txt"
 
@@ -51,7 +56,7 @@ func newFuzzGate(tb testing.TB, mode mcpsafe.Mode) *fuzzGate {
 	fg := &fuzzGate{}
 	g, err := mcpsafe.New(mcpsafe.Options{
 		Audience: "fuzz-server", Journal: mcpsafe.NoJournal, Keys: keys, Mode: mode,
-		Clock: func() time.Time { return fuzzNow }, MaxPending: 1 << 20, MaxPendingPerPrincipal: 1 << 20,
+		Clock: func() time.Time { return fuzzNow }, TTL: fuzzTTL, MaxPending: 1 << 20, MaxPendingPerPrincipal: 1 << 20,
 	})
 	if err != nil {
 		tb.Fatal(err)
