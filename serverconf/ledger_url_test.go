@@ -29,3 +29,17 @@ func TestLedgerURLMemoryLookalike(t *testing.T) {
 		}
 	}
 }
+
+// A token opt-in is an exact tool name, whether it comes from a flag or a
+// policy file: patterns are refused before any gate is built.
+func TestParseOptInExactNames(t *testing.T) {
+	for _, bad := range []string{"", "delete_*", "*", "delete_?", "[d]elete", "delete file", " delete_file", "delete_file\n", "@2027-01-01", "delete_file@tomorrow"} {
+		if _, err := ParseOptIn(bad); err == nil {
+			t.Errorf("ParseOptIn(%q) accepted", bad)
+		}
+	}
+	o, err := ParseOptIn("delete_file@2027-01-01")
+	if err != nil || o.Tool != "delete_file" || o.Until.Year() != 2027 {
+		t.Fatalf("control: %+v %v", o, err)
+	}
+}

@@ -148,6 +148,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 func ParseOptIn(v string) (mcpsafe.OptIn, error) {
 	name, until, found := strings.Cut(v, "@")
 	o := mcpsafe.OptIn{Tool: name}
+	if name == "" || strings.ContainsAny(name, "*?[] \t\r\n") {
+		return o, fmt.Errorf("token opt-in %q is not an exact tool name: no wildcards, patterns or spaces", v)
+	}
 	if found {
 		t, err := time.Parse("2006-01-02", until)
 		if err != nil {
