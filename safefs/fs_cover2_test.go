@@ -587,3 +587,42 @@ func TestCoversDeletedWorkingDirectory(t *testing.T) {
 		t.Error("New of a relative root with a deleted working directory succeeded")
 	}
 }
+
+// A root given through a descriptor's magic link (/proc/self/fd/N/...),
+// as a supervisor passing an open directory might, whose directory has no
+// path left in this mount namespace (its mount was detached): the real
+// path that Covers and the journal check rely on cannot be found, so New
+// refuses, and closes the descriptor it had opened.
+func TestNewRootWithoutRealPath(t *testing.T) {
+	base := t.TempDir()
+	data, m := filepath.Join(base, "data"), filepath.Join(base, "m")
+	mustMkdir(t, filepath.Join(data, "sub", "inner"))
+	mustMkdir(t, m)
+	mustMount(t, data, m, 0)
+	dfd, err := unix.Open(filepath.Join(m, "sub"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	root := fmt.Sprintf("/proc/self/fd/%d/inner", dfd)
+	f, err := New(root)
+	if err != nil {
+		t.Fatalf("control: the same root while its mount is attached: %v", err)
+	}
+	f.Close()
+	if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	before := lowestFreeFD(t)
+	f, err = New(root)
+	if err == nil {
+		f.Close()
+		t.Fatal("New accepted a root with no real path")
+	}
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), root) {
+		t.Fatalf("error should name the root and the missing real path: %v", err)
+	}
+	if got := lowestFreeFD(t); got != before {
+		t.Fatalf("descriptor leak: lowest free fd %d, was %d", got, before)
+	}
+}
