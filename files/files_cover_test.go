@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,9 +49,7 @@ func newFixture(t *testing.T, answer string) *fixture {
 	must(t, os.Link(filepath.Join(f.root, "thesis.txt"), filepath.Join(f.root, "thesis-hardlink.txt")))
 
 	var err error
-	f.srv, err = files.NewServer(context.Background(), files.Config{
-		Roots: []string{f.root}, JournalPath: filepath.Join(t.TempDir(), "journal.jsonl"),
-	})
+	f.srv, err = files.NewServer(context.Background(), files.Config{Roots: []string{f.root}, Gate: serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +248,11 @@ func TestNewServerRefuses(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	for name, cfg := range map[string]files.Config{
-		"no roots":             {NoJournal: true},
-		"missing root":         {Roots: []string{filepath.Join(root, "nope")}, NoJournal: true},
-		"journal inside root":  {Roots: []string{root}, JournalPath: filepath.Join(root, "j.jsonl")},
-		"opt-in for no tool":   {Roots: []string{root}, NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: "rm_rf"}}},
-		"opt-in is reversible": {Roots: []string{root}, NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.MoveFile}}},
+		"no roots":             {Gate: serverconf.Config{NoJournal: true}},
+		"missing root":         {Roots: []string{filepath.Join(root, "nope")}, Gate: serverconf.Config{NoJournal: true}},
+		"journal inside root":  {Roots: []string{root}, Gate: serverconf.Config{JournalPath: filepath.Join(root, "j.jsonl")}},
+		"opt-in for no tool":   {Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: "rm_rf"}}}},
+		"opt-in is reversible": {Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.MoveFile}}}},
 	} {
 		if s, err := files.NewServer(ctx, cfg); err == nil {
 			s.Close()
@@ -261,7 +260,7 @@ func TestNewServerRefuses(t *testing.T) {
 		}
 	}
 	// Control, and the HTTP handler answers.
-	s, err := files.NewServer(ctx, files.Config{Roots: []string{root}, NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}})
+	s, err := files.NewServer(ctx, files.Config{Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

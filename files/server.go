@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/safefs"
@@ -16,27 +14,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Config is everything `mcpsafe files` takes on its command line.
+// Config is everything `mcpsafe files` takes on its command line: the
+// roots, and the gate options every gated server shares.
 type Config struct {
-	Roots         []string
-	Mode          mcpsafe.Mode
-	AllowTokenFor []mcpsafe.OptIn
-	TTL           time.Duration
-	ElicitTimeout time.Duration
-	KeyFile       string // empty: a random key for this process
-	LedgerURL     string // empty or memory: in this process only
-	JournalPath   string // empty: journal.DefaultPath()
-	NoJournal     bool   // run without an audit journal (tests and demos only)
-
-	ApproverURL        string
-	ApproverSecretFile string
-	ApproverTimeout    time.Duration
-
-	MaxPending             int // 0: the gate's default
-	MaxPendingPerPrincipal int // 0: the gate's default
-
-	Audience string // empty: "mcpsafe-files"
-	Logger   *slog.Logger
+	Roots []string
+	// Gate configures the gate, keys, ledger, journal and channel. An empty
+	// Audience means "mcpsafe-files". The journal must lie outside the roots.
+	Gate serverconf.Config
 }
 
 // Server is a ready `mcpsafe files` server.
@@ -76,31 +60,27 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.closers = append(s.closers, s.FS.Close)
 
-	audience := cfg.Audience
-	if audience == "" {
-		audience = "mcpsafe-files"
+	gc := cfg.Gate
+	if gc.Audience == "" {
+		gc.Audience = "mcpsafe-files"
 	}
-	conf, err := serverconf.Build(ctx, serverconf.Config{
-		Audience: audience, Mode: cfg.Mode, AllowTokenFor: cfg.AllowTokenFor,
-		TTL: cfg.TTL, ElicitTimeout: cfg.ElicitTimeout,
-		KeyFile: cfg.KeyFile, LedgerURL: cfg.LedgerURL, JournalPath: cfg.JournalPath, NoJournal: cfg.NoJournal,
-		ApproverURL: cfg.ApproverURL, ApproverSecretFile: cfg.ApproverSecretFile, ApproverTimeout: cfg.ApproverTimeout,
-		Logger: cfg.Logger,
-		CheckJournalPath: func(path string) error {
-			if s.FS.Covers(path) || s.FS.Covers(filepath.Dir(path)) {
-				return fmt.Errorf("the journal %s lies inside a root the agent can reach: put it elsewhere (--journal)", path)
-			}
-			return nil
-		},
-	})
+	outer := gc.CheckJournalPath
+	gc.CheckJournalPath = func(path string) error {
+		if s.FS.Covers(path) || s.FS.Covers(filepath.Dir(path)) {
+			return fmt.Errorf("the journal %s lies inside a root the agent can reach: put it elsewhere (--journal)", path)
+		}
+		if outer != nil {
+			return outer(path)
+		}
+		return nil
+	}
+	conf, err := serverconf.Build(ctx, gc)
 	if err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, conf.Close)
 	s.JournalPath = conf.JournalPath
 	opts := conf.Options
-	opts.MaxPending = cfg.MaxPending
-	opts.MaxPendingPerPrincipal = cfg.MaxPendingPerPrincipal
 	if s.Gate, err = mcpsafe.New(opts); err != nil {
 		return nil, err
 	}

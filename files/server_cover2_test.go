@@ -15,13 +15,14 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestHTTPHandlerServesTools(t *testing.T) {
 	root := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("abc"), 0o644))
-	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, NoJournal: true})
+	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: serverconf.Config{NoJournal: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestHTTPHandlerServesTools(t *testing.T) {
 func TestNewServerRefusesDuplicateOptIn(t *testing.T) {
 	root := t.TempDir()
 	dup := []mcpsafe.OptIn{{Tool: files.DeleteFile}, {Tool: files.DeleteFile}}
-	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, NoJournal: true, AllowTokenFor: dup})
+	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: dup}})
 	if err == nil {
 		s.Close()
 		t.Fatal("NewServer accepted an opt-in named twice")
@@ -63,7 +64,7 @@ func TestNewServerRefusesDuplicateOptIn(t *testing.T) {
 		t.Fatalf("error should say the opt-in is named twice: %v", err)
 	}
 	// Control: named once, accepted.
-	s, err = files.NewServer(context.Background(), files.Config{Roots: []string{root}, NoJournal: true, AllowTokenFor: dup[:1]})
+	s, err = files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: dup[:1]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ package serverconf
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -39,6 +40,26 @@ type Config struct {
 	// example: not inside a directory the agent can write).
 	CheckJournalPath func(path string) error
 	Logger           *slog.Logger
+
+	MaxPending             int // 0: the gate's default
+	MaxPendingPerPrincipal int // 0: the gate's default
+}
+
+// RegisterFlags binds the flags every gated server shares to c, so that
+// `mcpsafe files` and `mcpsafe proxy` spell and document them the same way.
+// c.Audience, if set, is the default of --audience.
+func (c *Config) RegisterFlags(fl *flag.FlagSet) {
+	fl.DurationVar(&c.TTL, "ttl", 5*time.Minute, "how long an approval stays valid")
+	fl.DurationVar(&c.ElicitTimeout, "elicit-timeout", 2*time.Minute, "how long to wait for the user's answer")
+	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
+	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
+	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: $XDG_STATE_HOME/mcpsafe/journal.jsonl)")
+	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
+	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
+	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
+	fl.DurationVar(&c.ApproverTimeout, "approver-timeout", 10*time.Minute, "how long to wait for a channel decision")
+	fl.IntVar(&c.MaxPending, "max-pending", 10_000, "cap on outstanding approvals in this process")
+	fl.IntVar(&c.MaxPendingPerPrincipal, "max-pending-per-principal", 100, "cap on outstanding approvals per principal")
 }
 
 // Gate holds the options built from a Config and the stores they opened.
@@ -71,6 +92,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		TTL:           cfg.TTL,
 		ElicitTimeout: cfg.ElicitTimeout,
 		Logger:        cfg.Logger,
+
+		MaxPending:             cfg.MaxPending,
+		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
 	}}
 	defer func() {
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,19 +39,10 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	fl.Var(&roots, "root", "a directory the tools may touch (repeatable; required)")
 	fl.Var(&optIns, "allow-token-for", "let this irreversible tool use one-time tokens when the client cannot elicit: TOOL or TOOL@YYYY-MM-DD (repeatable; exact names only)")
 	mode := fl.String("mode", "auto", "approval path: auto, elicit, token or channel")
-	ttl := fl.Duration("ttl", 5*time.Minute, "how long an approval stays valid")
-	elicitTimeout := fl.Duration("elicit-timeout", 2*time.Minute, "how long to wait for the user's answer")
-	keyFile := fl.String("key-file", "", "key file for sealing approvals (default: a random key for this process)")
-	ledgerURL := fl.String("ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
-	journalPath := fl.String("journal", "", "audit journal path (default: $XDG_STATE_HOME/mcpsafe/journal.jsonl)")
 	httpAddr := fl.String("http", "", "serve streamable HTTP on this address at /mcp instead of stdio")
 	stateful := fl.Bool("http-stateful", false, "keep HTTP sessions (lets legacy clients elicit in-call; pins clients to one replica)")
-	audience := fl.String("audience", "mcpsafe-files", "this server's identity, bound into every approval (replicas share it)")
-	approverURL := fl.String("approver-url", "", "webhook of the approval channel (mode channel)")
-	approverSecret := fl.String("approver-secret-file", "", "file holding the channel's HMAC secret")
-	approverTimeout := fl.Duration("approver-timeout", 10*time.Minute, "how long to wait for a channel decision")
-	maxPending := fl.Int("max-pending", 10_000, "cap on outstanding approvals in this process")
-	maxPendingPer := fl.Int("max-pending-per-principal", 100, "cap on outstanding approvals per principal")
+	cfg := files.Config{Gate: serverconf.Config{Audience: "mcpsafe-files"}}
+	cfg.Gate.RegisterFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -58,20 +50,16 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpsafe files: unexpected argument %q\n", fl.Arg(0))
 		return 2
 	}
-	cfg := files.Config{
-		Roots: roots, Mode: mcpsafe.Mode(*mode), TTL: *ttl, ElicitTimeout: *elicitTimeout,
-		KeyFile: *keyFile, LedgerURL: *ledgerURL, JournalPath: *journalPath, Audience: *audience,
-		MaxPending: *maxPending, MaxPendingPerPrincipal: *maxPendingPer,
-		ApproverURL: *approverURL, ApproverSecretFile: *approverSecret, ApproverTimeout: *approverTimeout,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
+	cfg.Roots = roots
+	cfg.Gate.Mode = mcpsafe.Mode(*mode)
+	cfg.Gate.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for _, v := range optIns {
 		o, err := files.ParseOptIn(v)
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpsafe files:", err)
 			return 2
 		}
-		cfg.AllowTokenFor = append(cfg.AllowTokenFor, o)
+		cfg.Gate.AllowTokenFor = append(cfg.Gate.AllowTokenFor, o)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/mcpsafe/mcpsafe/proxy"
 	"github.com/mcpsafe/mcpsafe/serverconf"
@@ -33,17 +32,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	policyPath := fl.String("policy", "", "policy file (YAML); default: gate every tool upstream does not mark read-only")
 	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
-	ttl := fl.Duration("ttl", 5*time.Minute, "how long an approval stays valid")
-	elicitTimeout := fl.Duration("elicit-timeout", 2*time.Minute, "how long to wait for the user's answer")
-	keyFile := fl.String("key-file", "", "key file for sealing approvals (default: a random key for this process)")
-	ledgerURL := fl.String("ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
-	journalPath := fl.String("journal", "", "audit journal path (default: $XDG_STATE_HOME/mcpsafe/journal.jsonl)")
 	httpAddr := fl.String("http", "", "serve streamable HTTP on this address at /mcp instead of stdio")
 	stateful := fl.Bool("http-stateful", false, "keep HTTP sessions (lets legacy clients elicit in-call; pins clients to one replica)")
-	audience := fl.String("audience", "mcpsafe-proxy", "this proxy's identity, bound into every approval (replicas share it)")
-	approverURL := fl.String("approver-url", "", "webhook of the approval channel (mode channel)")
-	approverSecret := fl.String("approver-secret-file", "", "file holding the channel's HMAC secret")
-	approverTimeout := fl.Duration("approver-timeout", 10*time.Minute, "how long to wait for a channel decision")
+	cfg := proxy.Config{Gate: serverconf.Config{Audience: "mcpsafe-proxy"}}
+	cfg.Gate.RegisterFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -56,14 +48,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe proxy: give either -- CMD ARGS... or --upstream-url, not both")
 		return 2
 	}
-	cfg := proxy.Config{
-		Gate: serverconf.Config{
-			Audience: *audience, TTL: *ttl, ElicitTimeout: *elicitTimeout,
-			KeyFile: *keyFile, LedgerURL: *ledgerURL, JournalPath: *journalPath,
-			ApproverURL: *approverURL, ApproverSecretFile: *approverSecret, ApproverTimeout: *approverTimeout,
-		},
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if *policyPath != "" {
 		pol, err := proxy.LoadPolicy(*policyPath)
 		if err != nil {

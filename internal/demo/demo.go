@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -88,7 +89,7 @@ func (d *demo) exists(name string) bool {
 // session starts a server with cfg and connects a client to it.
 func (d *demo) session(ctx context.Context, cfg files.Config, copts *mcp.ClientOptions) (*mcp.ClientSession, func(), error) {
 	cfg.Roots = []string{d.root}
-	cfg.JournalPath = d.journal
+	cfg.Gate.JournalPath = d.journal
 	srv, err := files.NewServer(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -152,7 +153,7 @@ func (d *demo) tokens(ctx context.Context) error {
 	d.say("\n== 2. One-time token: for a client that cannot elicit")
 	d.say("The operator opted delete_file in to tokens (--allow-token-for delete_file);")
 	d.say("without that, an irreversible tool is refused when the client cannot ask its user.")
-	cs, done, err := d.session(ctx, files.Config{AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}, nil)
+	cs, done, err := d.session(ctx, files.Config{Gate: serverconf.Config{AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}}, nil)
 	if err != nil {
 		return err
 	}
