@@ -100,13 +100,11 @@ func Open(path string, opts ...Option) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: creating %s: %w", dir, err)
 	}
-	_, statErr := os.Lstat(path)
-	created := errors.Is(statErr, os.ErrNotExist)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j, err := open(path, f, created, o)
+	j, err := open(path, f, o)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -114,7 +112,7 @@ func Open(path string, opts ...Option) (*Journal, error) {
 	return j, nil
 }
 
-func open(path string, f *os.File, created bool, o options) (*Journal, error) {
+func open(path string, f *os.File, o options) (*Journal, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -131,11 +129,11 @@ func open(path string, f *os.File, created bool, o options) (*Journal, error) {
 		unlock()
 		return nil, err
 	}
-	if created {
-		// The new directory entry must survive a crash as well as the data.
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			return fail(fmt.Errorf("journal: %w", err))
-		}
+	// The directory entry must survive a crash as well as the data. Sync it
+	// on every open, not only on creation: a first open whose directory
+	// sync failed leaves a file that a later open would otherwise trust.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fail(fmt.Errorf("journal: %w", err))
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fail(fmt.Errorf("journal: %w", err))
