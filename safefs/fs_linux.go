@@ -110,8 +110,12 @@ func New(roots ...string) (*FS, error) {
 	// Probe openat2 once so an old kernel or a sandbox without it is a
 	// startup error rather than a refusal of every call.
 	fd, err := openBeneath(f.roots[0].fd, ".", unix.O_PATH|unix.O_DIRECTORY)
-	if err != nil {
+	switch {
+	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
 		return fail(fmt.Errorf("%w: openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS): %v", ErrUnsupported, err))
+	case err != nil:
+		// Anything else (out of descriptors, say) is not the kernel's age.
+		return fail(fmt.Errorf("safefs: probing openat2 on root %q: %w", f.roots[0].path, err))
 	}
 	unix.Close(fd)
 	for i, r := range f.roots {
@@ -345,8 +349,13 @@ func openRegular(t *target) (int, unix.Stat_t, error) {
 		return -1, st, fmt.Errorf("%w: %q is %s", ErrNotRegular, t.shown, kindOf(m))
 	}
 	fd, err := openBeneath(t.parent, t.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY)
-	if err != nil {
+	switch {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENOTDIR):
+		// The entry fstatat just saw is gone or became something else.
 		return -1, st, fmt.Errorf("%w: %w", ErrChanged, mapErrno(t.shown, err))
+	case err != nil:
+		// EACCES, EMFILE and the like: a failure, not a changed target.
+		return -1, st, mapErrno(t.shown, err)
 	}
 	if err := unix.Fstat(fd, &fst); err != nil {
 		unix.Close(fd)
