@@ -353,9 +353,12 @@ func parseAnswer(raw []byte) (answer, error) {
 	if !ok {
 		return a, fmt.Errorf("%w: no \"approved\" field", ErrBadResponse)
 	}
+	// Approved is set last, once nothing else can fail: an error must never
+	// travel with an answer that says yes.
+	approved := false
 	switch string(v) {
 	case "true":
-		a.Approved = true
+		approved = true
 	case "false":
 	default:
 		return a, fmt.Errorf("%w: \"approved\" is %s, not the JSON boolean true or false", ErrBadResponse, clip(string(v)))
@@ -394,6 +397,7 @@ func parseAnswer(raw []byte) (answer, error) {
 			a.Approvers = append(a.Approvers, n)
 		}
 	}
+	a.Approved = approved
 	return a, nil
 }
 
