@@ -225,7 +225,7 @@ mutant("files-delete-without-recheck", "./files", "delete_file removes by path (
      ("files/files.go", "\t\"path/filepath\"\n", "\t\"os\"\n\t\"path/filepath\"\n")])
 # ---- channel (webhook approver) ------------------------------------------------
 mutant("webhook-yes-approves", "./channel", "a webhook answering \"approved\":\"yes\" (or 1, \"true\") approves",
-    [("channel/webhook.go", "\tcase \"true\":\n\t\ta.Approved = true", "\tcase \"true\", `\"yes\"`, `\"true\"`, \"1\":\n\t\ta.Approved = true")], run="TestWebhook")
+    [("channel/webhook.go", "\tcase \"true\":\n\t\tapproved = true", "\tcase \"true\", `\"yes\"`, `\"true\"`, \"1\":\n\t\tapproved = true")], run="TestWebhook")
 mutant("webhook-5xx-approves", "./channel", "a webhook answering HTTP 5xx counts as approved",
     [("channel/webhook.go", "\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n", "\tif resp.StatusCode >= 500 {\n\t\treturn mcpsafe.ApprovalDecision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n")], run="TestWebhook")
 mutant("webhook-self-approval", "./channel", "the requesting principal may approve its own request",
