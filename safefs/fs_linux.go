@@ -85,7 +85,7 @@ func New(roots ...string) (*FS, error) {
 			return fail(fmt.Errorf("safefs: open root %q: %w", abs, err))
 		}
 		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
+		if err := fstatFD(fd, &st); err != nil {
 			unix.Close(fd)
 			return fail(fmt.Errorf("safefs: stat root %q: %w", abs, err))
 		}
@@ -357,7 +357,7 @@ func openRegular(t *target) (int, unix.Stat_t, error) {
 		// EACCES, EMFILE and the like: a failure, not a changed target.
 		return -1, st, mapErrno(t.shown, err)
 	}
-	if err := unix.Fstat(fd, &fst); err != nil {
+	if err := fstatFD(fd, &fst); err != nil {
 		unix.Close(fd)
 		return -1, st, fmt.Errorf("safefs: stat %q: %w", t.shown, err)
 	}
@@ -377,7 +377,7 @@ func inspectOpen(t *target, fd int, st *unix.Stat_t) (Info, error) {
 		return Info{}, fmt.Errorf("safefs: read %q: %w", t.shown, err)
 	}
 	var after unix.Stat_t
-	if err := unix.Fstat(fd, &after); err != nil {
+	if err := fstatFD(fd, &after); err != nil {
 		return Info{}, fmt.Errorf("safefs: stat %q: %w", t.shown, err)
 	}
 	if !sameState(st, &after) {
@@ -516,7 +516,7 @@ func verify(t *target, want Info) (int, unix.Stat_t, error) {
 // verified parent still refers to that inode.
 func lastLook(t *target, fd int, st *unix.Stat_t) error {
 	var now, ent unix.Stat_t
-	if err := unix.Fstat(fd, &now); err != nil {
+	if err := fstatFD(fd, &now); err != nil {
 		return fmt.Errorf("safefs: stat %q: %w", t.shown, err)
 	}
 	if !sameState(st, &now) {
@@ -610,7 +610,7 @@ func (f *FS) Remove(path string, want Info) error {
 	// The open descriptor tells whether the entry that went was ours: its
 	// link count drops by one if so.
 	var after unix.Stat_t
-	if err := unix.Fstat(fd, &after); err != nil {
+	if err := fstatFD(fd, &after); err != nil {
 		return fmt.Errorf("safefs: stat %q after unlink: %w", t.shown, err)
 	}
 	if uint64(after.Nlink) != uint64(st.Nlink)-1 {
@@ -622,6 +622,11 @@ func (f *FS) Remove(path string, want Info) error {
 // Test hooks, nil outside tests: they let tests win the races that remain
 // deterministically, at the exact points between checks and actions.
 var testHookBeforeRename, testHookBeforeUnlink func(path string)
+
+// fstatFD is unix.Fstat. It is a variable so that tests can make it fail
+// on a valid descriptor, which the kernel never does on its own, to check
+// that every such failure refuses instead of acting.
+var fstatFD = unix.Fstat
 
 // tempName returns a fresh name that nobody can predict.
 func tempName(op string) (string, error) {
@@ -702,10 +707,10 @@ func (f *FS) Move(src, dst string, want Info) error {
 		return mapErrno(td.shown, err)
 	}
 	var sp, dp unix.Stat_t
-	if err := unix.Fstat(ts.parent, &sp); err != nil {
+	if err := fstatFD(ts.parent, &sp); err != nil {
 		return fmt.Errorf("safefs: stat parent of %q: %w", ts.shown, err)
 	}
-	if err := unix.Fstat(td.parent, &dp); err != nil {
+	if err := fstatFD(td.parent, &dp); err != nil {
 		return fmt.Errorf("safefs: stat parent of %q: %w", td.shown, err)
 	}
 	if sp.Dev != dp.Dev {
@@ -774,7 +779,7 @@ func (f *FS) Stat(path string) (Entry, Info, error) {
 	name := t.name
 	if t.parent < 0 {
 		name = filepath.Base(t.r.path)
-		err = unix.Fstat(t.r.fd, &st)
+		err = fstatFD(t.r.fd, &st)
 	} else {
 		err = fstatat(t.parent, t.name, &st)
 	}
