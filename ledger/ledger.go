@@ -146,6 +146,25 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 // parseQuery is strict where url.URL.Query is not: Query silently drops a
 // malformed pair (such as one containing ';'), which would turn a bad
 // ledger_table into the default table.
+// splitURL parses a store URL and takes the ledger_* options out of its
+// query, so that what remains can go to the store's own driver.
+func splitURL(raw, kind string) (*url.URL, options, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, options{}, fmt.Errorf("ledger: %s URL: %w", kind, err)
+	}
+	q, err := parseQuery(u.RawQuery)
+	if err != nil {
+		return nil, options{}, err
+	}
+	o, err := takeOptions(q)
+	if err != nil {
+		return nil, options{}, err
+	}
+	u.RawQuery = q.Encode()
+	return u, o, nil
+}
+
 func parseQuery(raw string) (url.Values, error) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {

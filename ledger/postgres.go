@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"sync"
 	"time"
@@ -37,22 +36,13 @@ type Postgres struct {
 }
 
 func openPostgres(ctx context.Context, raw string) (Store, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: postgres URL: %w", err)
-	}
-	q, err := parseQuery(u.RawQuery)
-	if err != nil {
-		return nil, err
-	}
-	o, err := takeOptions(q)
+	u, o, err := splitURL(raw, "postgres")
 	if err != nil {
 		return nil, err
 	}
 	if o.prefix != "" {
 		return nil, errors.New("ledger: postgres URL does not take ledger_prefix (use ledger_table)")
 	}
-	u.RawQuery = q.Encode()
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
 		// pgx errors can echo the connection string; keep the password out.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,22 +33,13 @@ type Redis struct {
 }
 
 func openRedis(ctx context.Context, raw string) (Store, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: redis URL: %w", err)
-	}
-	q, err := parseQuery(u.RawQuery)
-	if err != nil {
-		return nil, err
-	}
-	o, err := takeOptions(q)
+	u, o, err := splitURL(raw, "redis")
 	if err != nil {
 		return nil, err
 	}
 	if o.table != "" {
 		return nil, errors.New("ledger: redis URL does not take ledger_table (use ledger_prefix)")
 	}
-	u.RawQuery = q.Encode()
 	opt, err := redis.ParseURL(u.String())
 	if err != nil {
 		return nil, fmt.Errorf("ledger: redis URL %s: %w", redactURL(raw), err)
