@@ -182,7 +182,7 @@ func defaultPrincipal(req *mcp.CallToolRequest) string {
 		return "stdio"
 	}
 	if req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-		return "user:" + req.Extra.TokenInfo.UserID
+		return UserPrefix + req.Extra.TokenInfo.UserID
 	}
 	return "anonymous"
 }

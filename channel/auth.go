@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe"
 )
 
 // Approver is one person or bot allowed to decide. Token is its password
@@ -84,7 +86,10 @@ func checkApprovers(list []Approver) error {
 		if len(a.Token) < MinTokenLen {
 			return fmt.Errorf("channel: approver %s: token shorter than %d characters", a.Name, MinTokenLen)
 		}
-		k := strings.ToLower(a.Name)
+		k, err := mcpsafe.IdentityKey(a.Name)
+		if err != nil {
+			return fmt.Errorf("channel: approver name %q: %v", a.Name, err)
+		}
 		if names[k] {
 			return fmt.Errorf("channel: approver %s listed twice", a.Name)
 		}
@@ -116,9 +121,11 @@ const sessionCookie = "mcpsafe_session"
 // taken does not reveal which entry (or how much of one) matched.
 func (a *authenticator) byToken(name, token string) (string, bool) {
 	found := ""
+	want, nameErr := mcpsafe.IdentityKey(name)
 	for _, ap := range a.approvers {
 		tokOK := subtle.ConstantTimeCompare([]byte(ap.Token), []byte(token)) == 1
-		nameOK := name == "" || strings.EqualFold(ap.Name, name)
+		have, _ := mcpsafe.IdentityKey(ap.Name) // checked by checkApprovers
+		nameOK := name == "" || (nameErr == nil && have == want)
 		if tokOK && nameOK {
 			found = ap.Name
 		}

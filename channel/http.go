@@ -85,9 +85,9 @@ func itemOf(r record, viewer string) Item {
 	if r.DeniedBy != nil {
 		it.DeniedBy = r.DeniedBy.By
 	}
-	it.Mine = r.Req.Principal != "" && strings.EqualFold(viewer, r.Req.Principal)
+	it.Mine = mcpsafe.SameIdentity(viewer, r.Req.Principal)
 	for _, a := range it.Approvals {
-		if strings.EqualFold(a, viewer) {
+		if mcpsafe.SameIdentity(a, viewer) {
 			it.Voted = true
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcpsafe/mcpsafe"
 )
 
 // ServiceOptions configures the approval service.
@@ -437,6 +439,11 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 	case req.MinApprovers < 0:
 		return req, errors.New("min_approvers must not be negative")
 	}
+	// Separation of duties needs to know who asked: a principal with no
+	// identity key could be anyone, approvers included.
+	if _, err := mcpsafe.IdentityKey(req.Principal); err != nil {
+		return req, fmt.Errorf("principal: %v", err)
+	}
 	all := []string{req.Tool, req.Summary, req.ArgsDigest, req.Principal, req.Audience}
 	all = append(all, req.Details...)
 	for _, t := range req.Targets {
@@ -484,11 +491,14 @@ func (s *Service) decide(id, by string, approve bool) (record, *httpError) {
 	next := cur
 	next.Approvals = append([]vote(nil), cur.Approvals...)
 	if approve {
-		if cur.Req.Principal != "" && strings.EqualFold(by, cur.Req.Principal) {
-			return cur, fail(http.StatusForbidden, "%s asked for this call and cannot approve it; another approver must", by)
+		// One namespace, one comparison (mcpsafe.SameIdentity): approver
+		// "alice" is principal "user:alice", and a principal that cannot
+		// be compared counts as everyone's.
+		if mcpsafe.SameIdentity(by, cur.Req.Principal) {
+			return cur, fail(http.StatusForbidden, "%s asked for this call (as %q) and cannot approve it; another approver must", by, cur.Req.Principal)
 		}
 		for _, v := range cur.Approvals {
-			if strings.EqualFold(v.By, by) {
+			if mcpsafe.SameIdentity(v.By, by) {
 				return cur, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
 			}
 		}

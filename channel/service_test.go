@@ -516,19 +516,20 @@ func TestHTMLEscaping(t *testing.T) {
 	req.Summary = "delete <script>alert(document.cookie)</script> \u202etxt.exe"
 	req.Details = []string{`"><img src=x onerror=alert(1)>`, "line\nbreak \u200b zero width"}
 	req.Targets = []mcpsafe.Target{{Name: `'><svg onload=alert(1)>`, State: "\u2066isolated\u2069"}}
-	req.Principal = `<b>ci-bot</b>`
+	// (A principal like <b>ci-bot</b> never gets this far: it has no
+	// identity key, see TestPrincipalWithoutIdentityRefused.)
 	req.Audience = `javascript:alert(1)`
 	ch := e.ask(req)
 	e.waitPending("req-xss")
 	b := e.login("alice")
 	for _, p := range []string{"/", "/ui/fragment"} {
 		_, page := b.get(p)
-		for _, bad := range []string{"<script>alert", "<img", "<svg", "<b>ci-bot", "\u202e", "\u200b", "\u2066", "\u2069", "onerror=alert(1)>"} {
+		for _, bad := range []string{"<script>alert", "<img", "<svg", "\u202e", "\u200b", "\u2066", "\u2069", "onerror=alert(1)>"} {
 			if strings.Contains(page, bad) {
 				t.Errorf("%s contains %q unescaped", p, bad)
 			}
 		}
-		for _, good := range []string{"&lt;script&gt;alert(document.cookie)&lt;/script&gt;", `\u202etxt.exe`, `&#34;&gt;&lt;img src=x onerror=alert(1)&gt;`, `line\nbreak \u200b zero width`, `\u2066isolated\u2069`, "&lt;b&gt;ci-bot&lt;/b&gt;"} {
+		for _, good := range []string{"&lt;script&gt;alert(document.cookie)&lt;/script&gt;", `\u202etxt.exe`, `&#34;&gt;&lt;img src=x onerror=alert(1)&gt;`, `line\nbreak \u200b zero width`, `\u2066isolated\u2069`} {
 			if !strings.Contains(page, good) {
 				t.Errorf("%s lacks the escaped form %q", p, good)
 			}

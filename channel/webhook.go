@@ -209,6 +209,11 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 	if r.ExpiresAt.IsZero() {
 		return no, fmt.Errorf("%w: request has no expiry", ErrRequest)
 	}
+	// Without a comparable principal no answer could be checked for
+	// self-approval; refuse before a human spends time on it.
+	if _, err := mcpsafe.IdentityKey(r.Principal); err != nil {
+		return no, fmt.Errorf("%w: principal: %v", ErrRequest, err)
+	}
 	if !now.Before(r.ExpiresAt) {
 		return no, fmt.Errorf("%w: request expired at %s", ErrTimeout, r.ExpiresAt.UTC().Format(time.RFC3339))
 	}
@@ -275,8 +280,11 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 		return d, ErrDenied
 	}
 	for _, a := range ans.Approvers {
-		if r.Principal != "" && strings.EqualFold(a, r.Principal) {
-			return no, fmt.Errorf("%w: the requesting principal %q is listed as its own approver", ErrBadResponse, a)
+		if _, err := mcpsafe.IdentityKey(a); err != nil {
+			return no, fmt.Errorf("%w: approver %q cannot be compared with the requesting principal: %v", ErrBadResponse, a, err)
+		}
+		if mcpsafe.SameIdentity(a, r.Principal) {
+			return no, fmt.Errorf("%w: the requesting principal %q is listed as its own approver (%q)", ErrBadResponse, r.Principal, a)
 		}
 	}
 	if n := w.require[r.Tool]; n > 1 && len(ans.Approvers) < n {
@@ -391,7 +399,13 @@ func parseAnswer(raw []byte) (answer, error) {
 		if n == "" || len(n) > 256 {
 			return a, fmt.Errorf("%w: approver name empty or too long", ErrBadResponse)
 		}
-		k := strings.ToLower(n)
+		// Distinct under the identity key, so "alice", "ALICE" and
+		// "user:alice" count once toward N-of-M. A name without a key is
+		// kept as sent: an approval naming it is refused in Approve.
+		k, err := mcpsafe.IdentityKey(n)
+		if err != nil {
+			k = "\x00" + n
+		}
 		if !seen[k] {
 			seen[k] = true
 			a.Approvers = append(a.Approvers, n)
