@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +70,9 @@ type Service struct {
 	wg       sync.WaitGroup
 
 	bodyTimeout time.Duration // reading a webhook body; tests shorten it
+	// replayFloor: signatures older than this (unix seconds) are refused,
+	// because the replay cache does not reach back that far.
+	replayFloor int64
 }
 
 type entry struct {
@@ -116,6 +120,9 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		done:    make(chan struct{}),
 
 		bodyTimeout: 30 * time.Second,
+	}
+	if _, ok := st.(*memStore); ok {
+		s.replayFloor = time.Now().Unix()
 	}
 	recs, err := st.load()
 	if err != nil {
@@ -342,8 +349,16 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 		return nil, fail(http.StatusRequestEntityTooLarge, "request larger than %d bytes", maxRequestBytes)
 	}
 	now := time.Now()
-	if err := VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil {
+	replayKey, err := verifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance)
+	if err != nil {
 		return nil, fail(http.StatusUnauthorized, "%v", err)
+	}
+	ts, _, _ := strings.Cut(replayKey, ".")
+	if sec, _ := strconv.ParseInt(ts, 10, 64); sec < s.replayFloor {
+		// Signed before this process started, and the memory store's
+		// replay cache started empty: a replay cannot be told from a
+		// late original, so both are refused. The sender signs again.
+		return nil, fail(http.StatusConflict, "signature t=%s is older than this service (memory store: replays from before the start cannot be recognised); sign again", ts)
 	}
 	req, err := decodeWireRequest(body)
 	if err != nil {
@@ -361,8 +376,7 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 	defer s.mu.Unlock()
 	// Under the lock: the memory store's map is not safe for concurrent
 	// use, and a replay racing its original must lose.
-	ts, _, _ := parseSignature(sig)
-	fresh, err := s.st.sawSignature(sig, now.Add(2*s.opts.Tolerance))
+	fresh, err := s.st.sawSignature(replayKey, now.Add(2*s.opts.Tolerance))
 	if err != nil {
 		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
 	}

@@ -46,29 +46,41 @@ func mac(secret []byte, ts string, body []byte) []byte {
 // and a MAC that does not match (compared in constant time). Several v1
 // entries are allowed so a sender can sign with an old and a new secret
 // while keys rotate; unknown keys are ignored for the same reason. Replays
-// inside the window are the receiver's job: remember the signatures (or
-// request ids) seen until they fall out of the window.
+// inside the window are the receiver's job: remember what the signature
+// covers, the timestamp and the MAC that matched (not the header text,
+// which an attacker can vary with extra elements), until it falls out of
+// the window.
 func VerifySignature(header string, body []byte, secret []byte, now time.Time, tolerance time.Duration) error {
+	_, err := verifySignature(header, body, secret, now, tolerance)
+	return err
+}
+
+// verifySignature is VerifySignature that also returns the replay key:
+// what the signature covers, the timestamp and the MAC that matched. Two
+// headers that differ only in extra elements, their order, or other v1
+// entries carry the same key, so a receiver that remembers keys (not
+// header text) sees them as the one replay they are.
+func verifySignature(header string, body []byte, secret []byte, now time.Time, tolerance time.Duration) (replayKey string, err error) {
 	if len(secret) < MinSecretLen {
-		return fmt.Errorf("%w: secret is %d bytes, need at least %d", ErrSignature, len(secret), MinSecretLen)
+		return "", fmt.Errorf("%w: secret is %d bytes, need at least %d", ErrSignature, len(secret), MinSecretLen)
 	}
 	if tolerance <= 0 {
-		return fmt.Errorf("%w: tolerance must be positive", ErrSignature)
+		return "", fmt.Errorf("%w: tolerance must be positive", ErrSignature)
 	}
 	ts, sigs, err := parseSignature(header)
 	if err != nil {
-		return err
+		return "", err
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: timestamp %q is not a number", ErrSignature, ts)
+		return "", fmt.Errorf("%w: timestamp %q is not a number", ErrSignature, ts)
 	}
 	skew := now.Sub(time.Unix(sec, 0))
 	if skew > tolerance {
-		return fmt.Errorf("%w: timestamp is %s old, outside the %s window", ErrSignature, skew.Truncate(time.Second), tolerance)
+		return "", fmt.Errorf("%w: timestamp is %s old, outside the %s window", ErrSignature, skew.Truncate(time.Second), tolerance)
 	}
 	if skew < -tolerance {
-		return fmt.Errorf("%w: timestamp is %s in the future, outside the %s window", ErrSignature, (-skew).Truncate(time.Second), tolerance)
+		return "", fmt.Errorf("%w: timestamp is %s in the future, outside the %s window", ErrSignature, (-skew).Truncate(time.Second), tolerance)
 	}
 	want := mac(secret, ts, body)
 	ok := 0
@@ -76,9 +88,9 @@ func VerifySignature(header string, body []byte, secret []byte, now time.Time, t
 		ok |= subtle.ConstantTimeCompare(want, s)
 	}
 	if ok != 1 {
-		return fmt.Errorf("%w: signature does not match", ErrSignature)
+		return "", fmt.Errorf("%w: signature does not match", ErrSignature)
 	}
-	return nil
+	return ts + "." + hex.EncodeToString(want), nil
 }
 
 // parseSignature splits the header strictly: exactly one t made of ASCII
