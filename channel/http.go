@@ -1,7 +1,6 @@
 package channel
 
 import (
-	"crypto/subtle"
 	"embed"
 	"fmt"
 	"html/template"
@@ -165,7 +164,7 @@ func (s *Service) withSession(mutating bool, h func(http.ResponseWriter, *http.R
 				r.Body = http.MaxBytesReader(w, r.Body, 4096)
 				tok = r.PostFormValue("csrf")
 			}
-			if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(sess.csrf)) != 1 {
+			if tok == "" || !secretEqual([]byte(tok), []byte(sess.csrf)) {
 				writeJSON(w, http.StatusForbidden, map[string]any{"error": "CSRF check failed: missing or wrong token"})
 				return
 			}
@@ -195,11 +194,16 @@ func (s *Service) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusForbidden, "login.html", pageData{Error: "Refused: " + err.Error()})
 		return
 	}
+	if blocked, wait := s.throttle.blocked(r); blocked {
+		w.Header().Set("Retry-After", fmt.Sprint(int(wait/time.Second)))
+		s.render(w, http.StatusTooManyRequests, "login.html", pageData{Error: "Too many failed attempts from this address; try again later."})
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	name, pass := r.PostFormValue("name"), r.PostFormValue("password")
 	who, ok := s.auth.byToken(name, pass)
 	if name == "" || !ok {
-		time.Sleep(200 * time.Millisecond) // slows guessing; tokens are long anyway
+		s.throttle.failed(r)
 		s.render(w, http.StatusUnauthorized, "login.html", pageData{Error: "Wrong name or password."})
 		return
 	}
@@ -286,8 +290,17 @@ func (s *Service) decideAction(r *http.Request, who string) (record, *httpError)
 
 func (s *Service) withBearer(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// The same budget of failed attempts as the login form: a bearer
+		// token is the same secret as the password.
+		if blocked, wait := s.throttle.blocked(r); blocked {
+			tooMany(w, wait)
+			return
+		}
 		who, ok := s.auth.bearer(r)
 		if !ok {
+			if r.Header.Get("Authorization") != "" {
+				s.throttle.failed(r) // a guess; a request with no credentials is not
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpsafe approvals"`)
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "bearer token required"})
 			return

@@ -51,15 +51,23 @@ type ServiceOptions struct {
 	// Retention is how long decided and expired requests stay in the
 	// history (default 7 days); older ones are deleted from the store.
 	Retention time.Duration
+	// Hosts are the host names (or IP addresses) the service answers to;
+	// a request whose Host header names any other host is refused (421),
+	// which defeats DNS rebinding. localhost, 127.0.0.1, ::1 and the host
+	// of Origin are always included; add the public name (or the address)
+	// clients use.
+	Hosts []string
 }
 
 // Service is the approval service: a signed webhook endpoint that
 // long-polls until a human decides, a web UI, and a JSON API for bots.
 type Service struct {
-	opts ServiceOptions
-	st   store
-	auth *authenticator
-	mux  *http.ServeMux
+	opts     ServiceOptions
+	st       store
+	auth     *authenticator
+	mux      *http.ServeMux
+	hosts    map[string]bool
+	throttle *throttle
 
 	mu       sync.Mutex
 	entries  map[string]*entry
@@ -100,6 +108,10 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Origin != "" && !regexp.MustCompile(`^https?://[^/]+$`).MatchString(opts.Origin) {
 		return nil, fmt.Errorf("channel: origin %q must look like https://host[:port]", opts.Origin)
 	}
+	hosts, err := allowedHosts(opts.Hosts, opts.Origin)
+	if err != nil {
+		return nil, err
+	}
 	setDefault(&opts.Tolerance, 5*time.Minute)
 	setDefault(&opts.MaxWait, time.Hour)
 	setDefault(&opts.SessionTTL, 12*time.Hour)
@@ -112,12 +124,14 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		opts:    opts,
-		st:      st,
-		auth:    &authenticator{approvers: opts.Approvers, sessions: map[string]*session{}, ttl: opts.SessionTTL},
-		entries: map[string]*entry{},
-		changed: make(chan struct{}),
-		done:    make(chan struct{}),
+		opts:     opts,
+		st:       st,
+		hosts:    hosts,
+		throttle: newThrottle(failBurst, failRefill, failDelay),
+		auth:     &authenticator{approvers: opts.Approvers, sessions: map[string]*session{}, ttl: opts.SessionTTL},
+		entries:  map[string]*entry{},
+		changed:  make(chan struct{}),
+		done:     make(chan struct{}),
 
 		bodyTimeout: 30 * time.Second,
 	}
@@ -172,6 +186,10 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if !s.hosts[hostOnly(r.Host)] {
+		writeJSON(w, http.StatusMisdirectedRequest, map[string]any{"approved": false, "error": fmt.Sprintf("host %q is not served here", Visible(clip(r.Host)))})
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 

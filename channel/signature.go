@@ -3,7 +3,6 @@ package channel
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -83,11 +82,11 @@ func verifySignature(header string, body []byte, secret []byte, now time.Time, t
 		return "", fmt.Errorf("%w: timestamp is %s in the future, outside the %s window", ErrSignature, (-skew).Truncate(time.Second), tolerance)
 	}
 	want := mac(secret, ts, body)
-	ok := 0
+	ok := false
 	for _, s := range sigs {
-		ok |= subtle.ConstantTimeCompare(want, s)
+		ok = secretEqual(want, s) || ok // no early exit: every entry is compared
 	}
-	if ok != 1 {
+	if !ok {
 		return "", fmt.Errorf("%w: signature does not match", ErrSignature)
 	}
 	return ts + "." + hex.EncodeToString(want), nil

@@ -45,6 +45,8 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	store := fl.String("store", "memory", "where pending requests live: memory, or file:PATH (survives a restart)")
 	var require requireList
 	fl.Var(&require, "require", "TOOL=N: TOOL needs N distinct approvers (repeatable)")
+	var hosts requireList
+	fl.Var(&hosts, "host", "a host name clients use to reach the service (repeatable); other Host headers are refused (DNS rebinding). The --listen address, localhost and the --origin host are always allowed")
 	origin := fl.String("origin", "", "public origin of the UI when behind a TLS proxy, e.g. https://approvals.example.com")
 	maxWait := fl.Duration("max-wait", time.Hour, "longest a request may stay pending")
 	tlsCert := fl.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
@@ -87,6 +89,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	}
 	svc, err := channel.NewService(channel.ServiceOptions{
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
+		Hosts: append(listenHost(*listen), hosts...),
 	})
 	if err != nil {
 		return fail(err)
@@ -128,4 +131,17 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	return 0
+}
+
+// listenHost is the host of a listen address when it names one (not the
+// wildcard): clients that use the address itself are then served.
+func listenHost(addr string) []string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return nil
+	}
+	return []string{host}
 }

@@ -80,7 +80,7 @@ func TestApprovalsServe(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		code := run([]string{"approvals", "serve", "--listen", "127.0.0.1:0", "--secret-file", sf, "--approvers-file", af,
-			"--store", "file:" + filepath.Join(t.TempDir(), "a.db"), "--require", "drop_table=2"}, pw, &errb)
+			"--store", "file:" + filepath.Join(t.TempDir(), "a.db"), "--require", "drop_table=2", "--host", "approvals.test"}, pw, &errb)
 		pw.Close()
 		done <- code
 	}()
@@ -135,6 +135,19 @@ func TestApprovalsServe(t *testing.T) {
 	}
 	if err := <-res; err != nil {
 		t.Fatalf("webhook: %v", err)
+	}
+	// DNS rebinding: only the listen address, loopback names and --host.
+	for host, want := range map[string]int{"evil.example": 421, "approvals.test": 200, "127.0.0.1": 200} {
+		req, _ := http.NewRequest("GET", base+"/login", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: HTTP %d, want %d", host, resp.StatusCode, want)
+		}
 	}
 	cancel()
 	select {
