@@ -39,7 +39,9 @@ func (e *env) hostRequest(method, path, host string, body []byte, header ...stri
 func TestHostHeaderChecked(t *testing.T) {
 	e := newEnv(t, ServiceOptions{Hosts: []string{"Approvals.Example.com"}, Origin: "https://ui.example.com"})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.srv.URL, "http://"))
-	body := wireBody(t, "req-host", time.Now().Add(time.Minute))
+	// Short-lived: without the check a webhook under a foreign Host would
+	// wait for a decision, and the test would fail slowly.
+	body := wireBody(t, "req-host", time.Now().Add(300*time.Millisecond))
 	sig := Sign(testSecret, body, time.Now())
 	for _, host := range []string{"evil.example", "evil.example:" + port, "127.0.0.1.evil.example", "localhost.evil.example:" + port, "approvals.example.com.evil.example", "[::2]:" + port} {
 		for _, ep := range []struct{ method, path string }{{"GET", "/api/requests"}, {"GET", "/login"}, {"POST", "/webhook"}, {"GET", "/static/app.js"}} {

@@ -229,7 +229,7 @@ mutant("webhook-yes-approves", "./channel", "a webhook answering \"approved\":\"
 mutant("webhook-5xx-approves", "./channel", "a webhook answering HTTP 5xx counts as approved",
     [("channel/webhook.go", "\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n", "\tif resp.StatusCode >= 500 {\n\t\treturn mcpsafe.ApprovalDecision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n")], run="TestWebhook")
 mutant("webhook-self-approval", "./channel", "the requesting principal may approve its own request",
-    [("channel/webhook.go", "if r.Principal != \"\" && strings.EqualFold(a, r.Principal) {", "if false && r.Principal != \"\" && strings.EqualFold(a, r.Principal) {")], run="TestWebhook")
+    [("channel/webhook.go", "if mcpsafe.SameIdentity(a, r.Principal) {", "if false && mcpsafe.SameIdentity(a, r.Principal) {")], run="TestWebhook")
 
 # ---- proxy (policy file and upstream tool mirroring) ----------------------------
 PR = "TestBadPolicies|TestAutoApproveExactTrue|TestDefaultPolicy|TestDenyAllowRules|TestGateReadOnlyAndElicitMode"
@@ -241,6 +241,22 @@ mutant("proxy-missing-destructive-hint-reversible", "./proxy", "an upstream tool
     [("proxy/proxy.go", "\treturn a == nil || a.DestructiveHint == nil || *a.DestructiveHint\n", "\treturn a != nil && a.DestructiveHint != nil && *a.DestructiveHint\n")], run=PR)
 mutant("proxy-gate-only-destructive", "./proxy", "only tools with destructiveHint are gated; a tool that is neither read-only nor destructive passes ungated",
     [("proxy/proxy.go", "\treturn !readOnly(t) || (tp != nil && tp.hasSettings())", "\treturn irreversible(t, tp) || (tp != nil && tp.hasSettings())")], run=PR)
+
+# ---- h-sod: separation of duties, approval service hardening, webhook replay (issue 11) --
+mutant("sod-service-compares-raw-names", "./channel", "the service compares approver and principal as strings again, so approver alice may approve a request of user:alice",
+    [("channel/service.go", "\t\tif mcpsafe.SameIdentity(by, cur.Req.Principal) {", "\t\tif strings.EqualFold(by, cur.Req.Principal) {")], run="TestSelfApproval")
+mutant("sod-user-prefix-kept", ". ./channel", "the identity key keeps the user: prefix: principals and approver names live in two namespaces",
+    [("identity.go", "\tk = strings.TrimPrefix(k, UserPrefix)\n", "\tk = strings.ReplaceAll(k, UserPrefix, \"user-\")\n")], run="TestIdentity|TestSameIdentity|TestSelfApproval|TestWebhookRefusesRequester")
+mutant("service-host-unchecked", "./channel", "the approval service answers any Host header (DNS rebinding)",
+    [("channel/service.go", "\tif !s.hosts[hostOnly(r.Host)] {", "\tif false && !s.hosts[hostOnly(r.Host)] {")], run="TestHostHeaderChecked")
+mutant("service-bearer-unthrottled", "./channel", "the bearer API ignores the failed-attempt budget: tokens can be guessed without limit",
+    [("channel/http.go", "\t\tif blocked, wait := s.throttle.blocked(r); blocked {\n\t\t\ttooMany(w, wait)", "\t\tif blocked, wait := s.throttle.blocked(r); false && blocked {\n\t\t\ttooMany(w, wait)")], run="TestBearerGuessingThrottled")
+mutant("secret-compare-leaks-length", "./channel", "secrets reach subtle.ConstantTimeCompare as they are, whose early return on a length mismatch reveals the secret's length",
+    [("channel/guard.go", "\tda, db := sha256.Sum256(a), sha256.Sum256(b)\n\treturn ctCompare(da[:], db[:]) == 1", "\t_, _ = sha256.Sum256(a), sha256.Sum256(b)\n\treturn ctCompare(a, b) == 1")], run="TestSecretsComparedAsDigests")
+mutant("webhook-replay-keyed-on-header-text", "./channel", "the replay cache remembers the header text: the same signed request with ,x=1 appended is fresh and can take the gate's decision",
+    [("channel/service.go", "fresh, err := s.st.sawSignature(replayKey, ", "fresh, err := s.st.sawSignature(sig, ")], run="TestReplay")
+mutant("webhook-replay-before-memory-start", "./channel", "with the memory store, a request signed before a restart can be replayed after it (the replay cache started empty)",
+    [("channel/service.go", "\t\ts.replayFloor = time.Now().Unix()", "\t\ts.replayFloor = 0")], run="TestReplayAfterRestart")
 
 def main():
     root = os.getcwd()
