@@ -103,9 +103,12 @@ func checkApprovers(list []Approver) error {
 // authenticator checks credentials and keeps browser sessions.
 type authenticator struct {
 	approvers []Approver
-	mu        sync.Mutex
-	sessions  map[string]*session // key: SHA-256 of the cookie value
-	ttl       time.Duration
+	// digests of the approvers' tokens, computed once: hashing a stored
+	// token at each comparison would take time that depends on its length.
+	digests  [][sha256.Size]byte
+	mu       sync.Mutex
+	sessions map[string]*session // key: SHA-256 of the cookie value
+	ttl      time.Duration
 }
 
 type session struct {
@@ -121,8 +124,9 @@ const sessionCookie = "mcpsafe_session"
 func (a *authenticator) byToken(name, token string) (string, bool) {
 	found := ""
 	want, nameErr := mcpsafe.IdentityKey(name)
-	for _, ap := range a.approvers {
-		tokOK := secretEqual([]byte(ap.Token), []byte(token))
+	presented := sha256.Sum256([]byte(token))
+	for i, ap := range a.approvers {
+		tokOK := ctCompare(a.digests[i][:], presented[:]) == 1
 		have, _ := mcpsafe.IdentityKey(ap.Name) // checked by checkApprovers
 		nameOK := name == "" || (nameErr == nil && have == want)
 		if tokOK && nameOK {
@@ -130,6 +134,14 @@ func (a *authenticator) byToken(name, token string) (string, bool) {
 		}
 	}
 	return found, found != ""
+}
+
+func newAuthenticator(approvers []Approver, ttl time.Duration) *authenticator {
+	a := &authenticator{approvers: approvers, sessions: map[string]*session{}, ttl: ttl}
+	for _, ap := range approvers {
+		a.digests = append(a.digests, sha256.Sum256([]byte(ap.Token)))
+	}
+	return a
 }
 
 func randomToken() string {

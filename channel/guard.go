@@ -130,10 +130,11 @@ func tooMany(w http.ResponseWriter, wait time.Duration) {
 // that only fixed-length digests reach it.
 var ctCompare = subtle.ConstantTimeCompare
 
-// secretEqual compares two secrets (tokens, passwords, CSRF tokens, MACs)
-// in constant time without revealing their lengths:
-// subtle.ConstantTimeCompare returns at once when the lengths differ, so
-// it is given SHA-256 digests, which always have 32 bytes.
+// secretEqual compares two secrets (CSRF tokens, MACs) in constant time
+// without revealing their lengths: subtle.ConstantTimeCompare returns at
+// once when the lengths differ, so it is given SHA-256 digests, which
+// always have 32 bytes. (Approver tokens are compared the same way, with
+// their digests computed once, see newAuthenticator.)
 func secretEqual(a, b []byte) bool {
 	da, db := sha256.Sum256(a), sha256.Sum256(b)
 	return ctCompare(da[:], db[:]) == 1

@@ -128,7 +128,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		st:       st,
 		hosts:    hosts,
 		throttle: newThrottle(failBurst, failRefill, failDelay),
-		auth:     &authenticator{approvers: opts.Approvers, sessions: map[string]*session{}, ttl: opts.SessionTTL},
+		auth:     newAuthenticator(opts.Approvers, opts.SessionTTL),
 		entries:  map[string]*entry{},
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
