@@ -214,7 +214,8 @@ func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) 
 	// nanosecond times) that need not fit an IEEE double, and encoding/json
 	// is deterministic for it (sorted map keys, exact integers).
 	sum := sha256.Sum256(b)
-	return plan, hex.EncodeToString(sum[:]), nil
+	// Redacted after the digest: the binding covers what the tool saw.
+	return redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields)), hex.EncodeToString(sum[:]), nil
 }
 
 // matchRule runs a rule; only an exact true with a nil error is a match. A
@@ -330,15 +331,19 @@ func (g *Gate) issue(ctx context.Context, k *call, mode string) (*grant, string,
 }
 
 func (g *Gate) issueToken(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	view := planView(k.plan)
+	shown := renderPlan(view) + "\n" + renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields))
+	if r := checkPromptSize(shown); r != nil {
+		return nil, r
+	}
 	gr, sealed, r := g.issue(ctx, k, grantToken)
 	if r != nil {
 		return nil, r
 	}
 	exp := gr.expires().UTC().Format(time.RFC3339Nano)
-	view := planView(k.plan)
 	text := fmt.Sprintf("Approval required before %s runs. Show this plan to the user, word for word, and ask them to approve it:\n\n%s\n\n"+
 		"Only if the user approves, call %s again with exactly the same arguments plus %q set to the token in structuredContent.approval_token (valid until %s, single use). Do not approve on the user's behalf.",
-		k.t.Name, renderPlan(view), k.t.Name, TokenField, exp)
+		k.t.Name, shown, k.t.Name, TokenField, exp)
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: ApprovalRequired{
@@ -408,10 +413,10 @@ var approvalSchema = map[string]any{
 	"required": []string{"approve"},
 }
 
-func (g *Gate) elicitParams(k *call) *mcp.ElicitParams {
+func elicitParams(message string) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
 		Mode:            "form",
-		Message:         g.approvalMessage(k),
+		Message:         message,
 		RequestedSchema: approvalSchema,
 	}
 }
@@ -421,11 +426,15 @@ func (g *Gate) elicitParams(k *call) *mcp.ElicitParams {
 // older clients are asked in-call, and their answer goes through the same
 // verification as a retry would.
 func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	msg, r := g.approvalMessage(k)
+	if r != nil {
+		return nil, r
+	}
 	gr, sealed, r := g.issue(ctx, k, grantElicit)
 	if r != nil {
 		return nil, r
 	}
-	params := g.elicitParams(k)
+	params := elicitParams(msg)
 	if k.req.ProtocolVersion() >= mrtrProtocol {
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{approvalInputID: params},
@@ -502,7 +511,8 @@ func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *R
 	view := planView(k.plan)
 	req := ApprovalRequest{
 		ID: gr.Nonce, Tool: k.t.Name, Summary: view.Summary, Details: view.Details,
-		Targets: k.plan.Targets, ArgsDigest: k.digest, Principal: k.c.Principal,
+		Targets: k.plan.Targets, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
+		ArgsDigest: k.digest, Principal: k.c.Principal,
 		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.opts.ChannelTimeout)
@@ -524,8 +534,13 @@ func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *R
 		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
 	case err != nil && (errors.Is(err, ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
 		return nil, refusal(ReasonTimeout, "no decision from the approval channel in time")
+	case errors.Is(err, ErrPlanTooLarge):
+		return nil, refusal(ReasonPlanTooLarge, "the plan and arguments are too large for the approval channel to show whole, and they are never cut; split the call into smaller ones")
 	case err != nil:
-		return nil, refusal(ReasonChannelUnavailable, "the approval channel failed: %v", err)
+		// The error may name the approver's URL or carry what it answered:
+		// operators read it in the log, the model only learns the outcome.
+		g.opts.Logger.Warn("approval channel failed", "tool", k.t.Name, "request", gr.Nonce, "err", err)
+		return nil, refusal(ReasonChannelUnavailable, "the approval channel could not be reached or gave no valid answer; the server's log has the details")
 	case dec.Approved != true:
 		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
 	}

@@ -287,13 +287,13 @@ func TestMalformedGrantsRefused(t *testing.T) {
 	wantExecuted(t, callTool(t, cs, "rename_note", args))
 }
 
-// Long plans are cut visibly: at most 20 detail lines and 20 targets, with
-// a count of what was left out.
-func TestLongPlanCut(t *testing.T) {
+// A long plan is shown whole: every detail line, every target, a long
+// summary without a cut (plans_shown_whole_test.go has the attacks).
+func TestLongPlanShownWhole(t *testing.T) {
 	var msg string
 	e := newEnv(t, func(_ *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 		(*tools)[1].Preview = func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
-			p := mcpsafe.Plan{Summary: strings.Repeat("s", 500)}
+			p := mcpsafe.Plan{Summary: strings.Repeat("s", 500) + "\u202e" + strings.Repeat("e", 500) + "END"}
 			for i := range 25 {
 				p.Details = append(p.Details, fmt.Sprintf("detail %d", i))
 				p.Targets = append(p.Targets, mcpsafe.Target{Name: fmt.Sprintf("t%d", i), State: "ok"})
@@ -306,14 +306,14 @@ func TestLongPlanCut(t *testing.T) {
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}})
 	wantRefused(t, callTool(t, cs, "rename_note", map[string]any{"from": "a", "to": "b"}), mcpsafe.ReasonCancelled)
-	for _, want := range []string{"(5 more lines not shown)", "(5 more targets not shown)", "detail 19", "sha256:"} {
+	for _, want := range []string{"detail 0", "detail 24", `"t24": ok`, `\u202e`, `eeeeEND"`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q", want)
 		}
 	}
-	for _, bad := range []string{"detail 20", "t20"} {
+	for _, bad := range []string{"not shown", "sha256:", "…"} {
 		if strings.Contains(msg, bad) {
-			t.Errorf("message shows %q beyond the cut", bad)
+			t.Errorf("message was cut (%q):\n%s", bad, msg)
 		}
 	}
 }

@@ -1,31 +1,36 @@
 package mcpsafe
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
-// Limits on what a plan may put in front of a human; a longer plan is cut
-// visibly, never silently.
+// Limits on an approval prompt (the elicitation message, the text a token
+// result asks the assistant to show). A prompt over them is refused with
+// plan_too_large, never cut: a cut would hide whatever padding pushed past
+// it, and the approver would approve a call they could not see whole.
 const (
-	maxPlanLine    = 400
-	maxPlanDetails = 20
-	maxPlanTargets = 20
+	maxPromptRunes = 32 << 10
+	maxPromptLines = 400
 )
 
 // displayLine renders one line of plan text for a human. A tool's preview
 // should already quote agent-supplied values with prompt.Quote; this is the
 // backstop: a line that could pose as prompt structure (a newline, a bidi
-// override, an invisible character) is shown quoted and escaped instead.
+// override, an invisible character) is shown quoted and escaped instead,
+// and never cut.
 func displayLine(s string) string {
-	if plainLine(s) && utf8.RuneCountInString(s) <= maxPlanLine {
+	if plainLine(s) {
 		return s
 	}
-	return prompt.QuoteN(s, maxPlanLine)
+	return prompt.QuoteWhole(s)
 }
 
 func plainLine(s string) bool {
@@ -43,13 +48,26 @@ func plainLine(s string) bool {
 	return true
 }
 
+// redactPlan cuts the call's secret values out of the plan, wherever the
+// preview copied them, so that no approver, model or journal sees them.
+func redactPlan(p Plan, s journal.Secrets) Plan {
+	if s.Empty() {
+		return p
+	}
+	out := Plan{Summary: s.Text(p.Summary)}
+	for _, d := range p.Details {
+		out.Details = append(out.Details, s.Text(d))
+	}
+	for _, t := range p.Targets {
+		out.Targets = append(out.Targets, Target{Name: s.Text(t.Name), State: s.Text(t.State)})
+	}
+	return out
+}
+
+// planView is the whole plan, every line rendered for display.
 func planView(p Plan) PlanView {
 	v := PlanView{Summary: displayLine(p.Summary), Details: []string{}}
-	for i, d := range p.Details {
-		if i == maxPlanDetails {
-			v.Details = append(v.Details, fmt.Sprintf("(%d more lines not shown)", len(p.Details)-maxPlanDetails))
-			break
-		}
+	for _, d := range p.Details {
 		v.Details = append(v.Details, displayLine(d))
 	}
 	return v
@@ -65,10 +83,75 @@ func renderPlan(v PlanView) string {
 	return b.String()
 }
 
+// argumentLines renders every argument of the call, one per line, in the
+// canonical order, with sensitive values redacted (journal.Redact, the
+// same rule as the journal) and nothing cut.
+func argumentLines(args json.RawMessage, secretFields []string) []string {
+	red := journal.Redact(args, secretFields)
+	dec := json.NewDecoder(bytes.NewReader(red))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return []string{displayLine(string(red))}
+	}
+	var out []string
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := kt.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			break
+		}
+		out = append(out, prompt.QuoteWhole(key)+": "+argumentValue(raw))
+	}
+	return out
+}
+
+// argumentValue shows a string quoted and escaped, and any other value as
+// its compact JSON (quoted too when it holds what could pose as prompt
+// structure).
+func argumentValue(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return prompt.QuoteWhole(s)
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return prompt.QuoteWhole(string(raw))
+	}
+	return displayLine(b.String())
+}
+
+// renderArguments is the arguments section of a prompt.
+func renderArguments(lines []string) string {
+	if len(lines) == 0 {
+		return "Arguments: none"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Arguments (all %d, in full; sensitive values redacted):", len(lines))
+	for _, l := range lines {
+		b.WriteString("\n  - ")
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// checkPromptSize refuses a prompt that cannot be shown whole.
+func checkPromptSize(text string) *Refusal {
+	runes, lines := utf8.RuneCountInString(text), strings.Count(text, "\n")+1
+	if runes <= maxPromptRunes && lines <= maxPromptLines {
+		return nil
+	}
+	return refusal(ReasonPlanTooLarge, "the approval request would be %d lines and %d characters, over the limit of %d lines and %d characters that is shown to the approver; "+
+		"it is never cut, so the call is refused. Split it into smaller calls", lines, runes, maxPromptLines, maxPromptRunes)
+}
+
 // approvalMessage is the text the client shows the human. Its structure is
 // fixed here; everything that came from the agent or the world is a
-// rendered line inside it.
-func (g *Gate) approvalMessage(k *call) string {
+// rendered line inside it. It shows the whole plan and every argument, or
+// the call is refused.
+func (g *Gate) approvalMessage(k *call) (string, *Refusal) {
 	var b strings.Builder
 	b.WriteString("Approve this action?\n\n")
 	fmt.Fprintf(&b, "Tool: %s", k.t.Name)
@@ -80,17 +163,19 @@ func (g *Gate) approvalMessage(k *call) string {
 	b.WriteString(renderPlan(planView(k.plan)))
 	if len(k.plan.Targets) > 0 {
 		b.WriteString("\nTargets:")
-		for i, t := range k.plan.Targets {
-			if i == maxPlanTargets {
-				fmt.Fprintf(&b, "\n  (%d more targets not shown)", len(k.plan.Targets)-maxPlanTargets)
-				break
-			}
-			fmt.Fprintf(&b, "\n  - %s", prompt.Quote(t.Name))
+		for _, t := range k.plan.Targets {
+			fmt.Fprintf(&b, "\n  - %s", prompt.QuoteWhole(t.Name))
 			if t.State != "" {
 				fmt.Fprintf(&b, ": %s", displayLine(t.State))
 			}
 		}
 	}
+	b.WriteString("\n")
+	b.WriteString(renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields)))
 	b.WriteString("\n\nThe approval covers exactly these arguments and this state, once.")
-	return b.String()
+	msg := b.String()
+	if r := checkPromptSize(msg); r != nil {
+		return "", r
+	}
+	return msg, nil
 }

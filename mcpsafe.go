@@ -99,7 +99,7 @@ type Approval struct {
 	By        string    // approver identity or rule name, when known
 	Assurance Assurance // what the approval proves
 	Resolved  Resolved  // the state that was approved (and re-checked)
-	Plan      Plan
+	Plan      Plan      // as shown to the approver: secret values redacted
 	CallID    string
 }
 
@@ -154,7 +154,11 @@ type Tool struct {
 	// Ignored in ModeElicit and when MinAssurance is above client-relayed.
 	AutoApprove []Rule
 
-	// SecretFields are argument fields the journal must redact.
+	// SecretFields name argument fields whose values are secret, in
+	// addition to the common names journal.Redact knows (password, token,
+	// api_key, ...). Their values are redacted wherever the call is shown:
+	// the journal, the plan (also where the preview copied a value into its
+	// text), the approval prompt and the channel request.
 	SecretFields []string
 }
 
@@ -166,16 +170,20 @@ type OptIn struct {
 
 // ApprovalRequest is what the gate sends an out-of-band Approver.
 type ApprovalRequest struct {
-	ID           string    `json:"id"`
-	Tool         string    `json:"tool"`
-	Summary      string    `json:"summary"` // sanitized for display
-	Details      []string  `json:"details,omitempty"`
-	Targets      []Target  `json:"targets,omitempty"`
-	ArgsDigest   string    `json:"args_digest"`
-	Principal    string    `json:"principal"`
-	Audience     string    `json:"audience"`
-	Irreversible bool      `json:"irreversible"`
-	ExpiresAt    time.Time `json:"expires_at"`
+	ID      string   `json:"id"`
+	Tool    string   `json:"tool"`
+	Summary string   `json:"summary"` // sanitized for display
+	Details []string `json:"details,omitempty"`
+	Targets []Target `json:"targets,omitempty"`
+	// Arguments are the call's arguments in full, sensitive values
+	// redacted (journal.Redact with the tool's SecretFields), so that the
+	// approver can see every one of them.
+	Arguments    json.RawMessage `json:"arguments,omitempty"`
+	ArgsDigest   string          `json:"args_digest"`
+	Principal    string          `json:"principal"`
+	Audience     string          `json:"audience"`
+	Irreversible bool            `json:"irreversible"`
+	ExpiresAt    time.Time       `json:"expires_at"`
 }
 
 // ApprovalDecision is an Approver's answer.

@@ -31,15 +31,21 @@ const (
 	ReasonChannelDenied          = "channel_denied"
 	ReasonChannelUnavailable     = "channel_unavailable"
 	ReasonAssuranceTooLow        = "assurance_too_low"
+	// ReasonPlanTooLarge: the plan and arguments cannot be shown to the
+	// approver whole within the display limits, and are never cut.
+	ReasonPlanTooLarge = "plan_too_large"
 )
 
 // Errors an Approver wraps so that the gate can tell a person's "no" and a
 // deadline from a failing channel: ErrDenied is reported as channel_denied,
 // ErrNoDecision as timeout, anything else as channel_unavailable. Each of
-// them refuses the call.
+// them refuses the call. ErrPlanTooLarge is reported as plan_too_large.
 var (
 	ErrDenied     = errors.New("mcpsafe: the approver denied the request")
 	ErrNoDecision = errors.New("mcpsafe: no decision before the deadline")
+	// ErrPlanTooLarge: the channel cannot show the request whole; the gate
+	// reports plan_too_large.
+	ErrPlanTooLarge = errors.New("mcpsafe: the plan is too large for the approval channel to show whole")
 )
 
 // Refusal is an error that refuses a call with a reason code. Tools return

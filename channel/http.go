@@ -1,7 +1,9 @@
 package channel
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -20,6 +22,7 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
 	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"short": func(t time.Time) string { return t.UTC().Format("Jan 2 15:04:05") },
+	"fold":  func(n int) bool { return n > cardArgs },
 }).ParseFS(webFS, "web/*.html"))
 
 func (s *Service) routes() {
@@ -49,6 +52,7 @@ type Item struct {
 	Summary      string           `json:"summary"`
 	Details      []string         `json:"details"`
 	Targets      []mcpsafe.Target `json:"targets"`
+	Arguments    json.RawMessage  `json:"arguments"` // in full, sensitive values redacted; null if the sender sent none
 	ArgsDigest   string           `json:"args_digest"`
 	Principal    string           `json:"principal"`
 	Audience     string           `json:"audience"`
@@ -62,9 +66,75 @@ type Item struct {
 	DecidedAt    time.Time        `json:"decided_at,omitzero"`
 
 	// For the viewer.
-	Mine       bool  `json:"-"` // the viewer asked for this call
-	Voted      bool  `json:"-"`
-	DeadlineMS int64 `json:"-"`
+	Mine        bool     `json:"-"` // the viewer asked for this call
+	Voted       bool     `json:"-"`
+	DeadlineMS  int64    `json:"-"`
+	FirstDetail []string `json:"-"` // shown at once
+	MoreDetail  []string `json:"-"` // behind a "show more" toggle, never dropped
+	Args        []argRow `json:"-"`
+}
+
+// Display limits on a card. Nothing past them is dropped: it is behind a
+// toggle that says how much there is, and the JSON API has it all.
+const (
+	cardDetails   = 20  // plan lines shown before "N more"
+	cardArgs      = 20  // arguments shown open; more start folded, with their count
+	cardValueHead = 160 // characters of a long value shown before "show all N"
+)
+
+// argRow is one top-level argument as the page shows it.
+type argRow struct {
+	Key    string
+	Value  string // a string argument as it is; anything else as compact JSON
+	String bool
+	Head   string // the start of a long value; "" when Value is short
+	Size   int    // characters in Value
+}
+
+// argRows lists the top-level arguments in the order sent. A body that is
+// not an object is shown as one row.
+func argRows(raw json.RawMessage) []argRow {
+	if len(raw) == 0 {
+		return nil
+	}
+	var rows []argRow
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return []argRow{row("", raw)}
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			break
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		k, _ := kt.(string)
+		rows = append(rows, row(k, v))
+	}
+	return rows
+}
+
+func row(key string, v json.RawMessage) argRow {
+	r := argRow{Key: key}
+	if json.Unmarshal(v, &r.Value) == nil {
+		r.String = true
+	} else {
+		var b bytes.Buffer
+		if json.Compact(&b, v) == nil {
+			r.Value = b.String()
+		} else {
+			r.Value = string(v)
+		}
+	}
+	runes := []rune(r.Value)
+	r.Size = len(runes)
+	if r.Size > 2*cardValueHead {
+		r.Head = string(runes[:cardValueHead])
+	}
+	return r
 }
 
 // Missing is how many more approvals the request needs.
@@ -77,6 +147,11 @@ func itemOf(r record, viewer string) Item {
 		Audience: r.Req.Audience, Irreversible: r.Req.Irreversible, Received: r.Received,
 		Deadline: r.Deadline, Status: r.Status, Required: r.Required, Approvals: voters(&r),
 		DecidedAt: r.DecidedAt, DeadlineMS: r.Deadline.UnixMilli(),
+		Arguments: r.Req.Arguments, Args: argRows(r.Req.Arguments),
+	}
+	it.FirstDetail = it.Details
+	if len(it.Details) > cardDetails {
+		it.FirstDetail, it.MoreDetail = it.Details[:cardDetails], it.Details[cardDetails:]
 	}
 	if it.Approvals == nil {
 		it.Approvals = []string{}

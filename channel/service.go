@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
 )
 
 // ServiceOptions configures the approval service.
@@ -261,7 +262,12 @@ func (s *Service) notifyLocked() {
 
 // Webhook endpoint.
 
-const maxRequestBytes = 256 << 10
+// Limits on one webhook request; Webhook checks them before sending.
+const (
+	maxRequestBytes = 256 << 10
+	maxSummaryBytes = 4096
+	maxPlanLines    = 200
+)
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
@@ -464,8 +470,10 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 		return req, errors.New("request id must be 1-128 characters of A-Z a-z 0-9 . _ : -")
 	case req.Tool == "" || len(req.Tool) > 128:
 		return req, errors.New("tool must be 1-128 bytes")
-	case len(req.Summary) > 4096 || len(req.Details) > 200 || len(req.Targets) > 200:
+	case len(req.Summary) > maxSummaryBytes || len(req.Details) > maxPlanLines || len(req.Targets) > maxPlanLines:
 		return req, errors.New("plan too large")
+	case len(req.Arguments) > 0 && !isObject(req.Arguments):
+		return req, errors.New("arguments must be a JSON object")
 	case req.ExpiresAt.IsZero():
 		return req, errors.New("expires_at is required")
 	case req.MinApprovers < 0:
@@ -486,7 +494,39 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 			return req, errors.New("plan text is not valid UTF-8")
 		}
 	}
-	return req, nil
+	return redactRequest(req), nil
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// redactRequest hides secrets before a request is kept, shown or served:
+// any gated server holding the secret can send one, and not every sender
+// redacts. Values of sensitive arguments (journal's common names) are cut
+// out of the plan text too, then the arguments are redacted by name.
+func redactRequest(req WireRequest) WireRequest {
+	if len(req.Arguments) == 0 {
+		return req
+	}
+	s := journal.FindSecrets(req.Arguments, nil)
+	req.Arguments = journal.Redact(req.Arguments, nil)
+	if s.Empty() {
+		return req
+	}
+	req.Summary = s.Text(req.Summary)
+	details := make([]string, len(req.Details))
+	for i, d := range req.Details {
+		details[i] = s.Text(d)
+	}
+	req.Details = details
+	targets := make([]mcpsafe.Target, len(req.Targets))
+	for i, t := range req.Targets {
+		targets[i] = mcpsafe.Target{Name: s.Text(t.Name), State: s.Text(t.State)}
+	}
+	req.Targets = targets
+	return req
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -95,6 +96,15 @@ type sqliteStore struct {
 }
 
 func openSQLite(path string) (*sqliteStore, error) {
+	if strings.ContainsAny(path, "?#\x00") {
+		return nil, fmt.Errorf("channel: store path %q contains '?', '#' or NUL", path)
+	}
+	// The store holds plans and approvers' names: private to this user.
+	// It is created 0600 here (SQLite gives its -wal and -shm files the
+	// main file's mode), and an existing file is tightened to 0600.
+	if err := privateFile(path); err != nil {
+		return nil, fmt.Errorf("channel: store %s: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)")
 	if err != nil {
 		return nil, fmt.Errorf("channel: store %s: %w", path, err)
@@ -170,3 +180,22 @@ func (s *sqliteStore) remove(id string) error {
 }
 
 func (s *sqliteStore) close() error { return s.db.Close() }
+
+// privateFile creates path with mode 0600, or makes an existing file (and
+// its SQLite companions) 0600.
+func privateFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		if err := os.Chmod(side, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

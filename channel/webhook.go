@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
 )
 
 // The errors an Approve call wraps. Every one of them means not approved;
@@ -59,18 +60,21 @@ const DefaultTimeout = 10 * time.Minute
 // WireRequest is the JSON body a Webhook POSTs. Field names are a public
 // contract (see docs/USAGE.md (channel approvals)).
 type WireRequest struct {
-	Version      int              `json:"version"`
-	ID           string           `json:"id"`
-	Tool         string           `json:"tool"`
-	Summary      string           `json:"summary"`
-	Details      []string         `json:"details"`
-	Targets      []mcpsafe.Target `json:"targets"`
-	ArgsDigest   string           `json:"args_digest"`
-	Principal    string           `json:"principal"`
-	Audience     string           `json:"audience"`
-	Irreversible bool             `json:"irreversible"`
-	ExpiresAt    time.Time        `json:"expires_at"`
-	MinApprovers int              `json:"min_approvers"`
+	Version int              `json:"version"`
+	ID      string           `json:"id"`
+	Tool    string           `json:"tool"`
+	Summary string           `json:"summary"`
+	Details []string         `json:"details"`
+	Targets []mcpsafe.Target `json:"targets"`
+	// Arguments are the call's arguments in full, sensitive values
+	// redacted (journal.Redact): the approver can check every one.
+	Arguments    json.RawMessage `json:"arguments,omitempty"`
+	ArgsDigest   string          `json:"args_digest"`
+	Principal    string          `json:"principal"`
+	Audience     string          `json:"audience"`
+	Irreversible bool            `json:"irreversible"`
+	ExpiresAt    time.Time       `json:"expires_at"`
+	MinApprovers int             `json:"min_approvers"`
 	// Nonce is fresh for every POST, so two sends of the same request in
 	// the same second still carry different signatures: a receiver can
 	// then treat a repeated signature as a replay, always.
@@ -217,15 +221,24 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 	if !now.Before(r.ExpiresAt) {
 		return no, fmt.Errorf("%w: request expired at %s", ErrTimeout, r.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	body, err := json.Marshal(WireRequest{
+	wire := WireRequest{
 		Version: 1, ID: r.ID, Tool: r.Tool, Summary: r.Summary,
 		Details: nonNil(r.Details), Targets: nonNilTargets(r.Targets),
 		ArgsDigest: r.ArgsDigest, Principal: r.Principal, Audience: r.Audience,
 		Irreversible: r.Irreversible, ExpiresAt: r.ExpiresAt.UTC(),
 		MinApprovers: w.require[r.Tool], Nonce: newNonce(),
-	})
+	}
+	if len(r.Arguments) > 0 {
+		// The gate redacted them with the tool's own names already; this
+		// is where a plan leaves the process, so the common names again.
+		wire.Arguments = journal.Redact(r.Arguments, nil)
+	}
+	body, err := json.Marshal(wire)
 	if err != nil {
 		return no, fmt.Errorf("%w: %v", ErrRequest, err)
+	}
+	if err := fitsService(wire, len(body)); err != nil {
+		return no, fmt.Errorf("%w: %w: %v", ErrRequest, mcpsafe.ErrPlanTooLarge, err)
 	}
 	deadline := now.Add(w.timeout)
 	if r.ExpiresAt.Before(deadline) {
@@ -293,7 +306,28 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 	return mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers}, nil
 }
 
+// fitsService checks a request against the limits the approval service
+// enforces, so that a plan too large to show whole is refused as such (and
+// never cut to fit).
+func fitsService(r WireRequest, size int) error {
+	switch {
+	case size > maxRequestBytes:
+		return fmt.Errorf("the request is %d bytes, the approval service takes at most %d", size, maxRequestBytes)
+	case len(r.Summary) > maxSummaryBytes:
+		return fmt.Errorf("the summary is %d bytes, the approval service takes at most %d", len(r.Summary), maxSummaryBytes)
+	case len(r.Details) > maxPlanLines || len(r.Targets) > maxPlanLines:
+		return fmt.Errorf("the plan has %d details and %d targets, the approval service takes at most %d of each", len(r.Details), len(r.Targets), maxPlanLines)
+	}
+	return nil
+}
+
 func (w *Webhook) transportError(ctx context.Context, err error) error {
+	// A *url.Error names the URL, which may carry a key in its query and
+	// ends up in logs: keep only what went wrong.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = fmt.Errorf("%s to the approver: %w", ue.Op, ue.Err)
+	}
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return fmt.Errorf("%w: call cancelled: %v", ErrUnavailable, err)

@@ -3,8 +3,12 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // RedactedValue replaces the value of every sensitive field.
@@ -20,8 +24,12 @@ const approvalTokenField = "approval_token"
 // secret leaks it for good.
 var sensitiveParts = []string{
 	"password", "passwd", "passphrase", "secret", "token",
-	"authorization", "cookie", "credential", "bearer",
+	"authorization", "cookie", "credential", "bearer", "session",
 }
+
+// sensitiveWords make a field sensitive when they are a whole word of its
+// name: as parts they would hit innocent words (spinner, footprint).
+var sensitiveWords = map[string]bool{"auth": true, "pin": true, "otp": true}
 
 // notKeys are ordinary words that end in "key" without naming one.
 var notKeys = map[string]bool{
@@ -35,8 +43,8 @@ var notKeys = map[string]bool{
 // sensitive when its name:
 //   - equals one of extra (ignoring case), or
 //   - contains password, passwd, passphrase, secret, token, authorization,
-//     cookie, credential or bearer (ignoring case), or
-//   - has the word "auth", or a word that is "key"/"keys" or ends in it
+//     cookie, credential, bearer or session (ignoring case), or
+//   - has the word "auth", "pin" or "otp", or a word that is "key"/"keys" or ends in it
 //     (apikey, api_key, privateKey, X-API-Key, sshKeys), where words are
 //     split at non-letters, digits and camelCase humps. "keyboard" and
 //     "keyword" are spared (the word does not end in key), as are the
@@ -148,7 +156,7 @@ func sensitiveName(name string, extra []string) bool {
 		}
 	}
 	for _, w := range words(name) {
-		if w == "auth" {
+		if sensitiveWords[w] {
 			return true
 		}
 		stem := strings.TrimSuffix(w, "s")
@@ -191,4 +199,138 @@ func words(s string) []string {
 	}
 	flush()
 	return out
+}
+
+// Secrets are the values of one call's sensitive fields (the fields Redact
+// hides), ready to be cut out of free text such as a plan. A tool's preview
+// may copy an argument into its summary; redacting by field name cannot
+// reach that copy, so the plan is redacted by value.
+type Secrets struct {
+	r *strings.Replacer
+}
+
+// FindSecrets collects the values of args' sensitive fields, at any depth,
+// with the same rule as Redact (extra names, common names). A string is
+// taken as it is; a number as its literal; an object or array under a
+// sensitive name as its compact JSON and every string and number inside
+// it. Booleans and null are not secrets. Each value is also taken in the
+// forms a plan shows it in: JSON-escaped, Go-quoted (%q), and rendered by
+// prompt.Quote (whole and cut), so that a preview that quotes a secret
+// does not leak it either.
+//
+// Not covered: a secret transformed before display (encoded, hashed,
+// split, cut at another length), and a secret copied into an argument
+// whose name is not sensitive.
+func FindSecrets(args json.RawMessage, extra []string) Secrets {
+	var vals []string
+	if len(args) > 0 && json.Valid(args) {
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		_ = collectSecrets(dec, extra, false, &vals)
+	}
+	seen := map[string]bool{}
+	var forms []string
+	add := func(f string) {
+		if f != "" && !seen[f] {
+			seen[f] = true
+			forms = append(forms, f)
+		}
+	}
+	for _, v := range vals {
+		add(v)
+		j, _ := json.Marshal(v)
+		add(string(j[1 : len(j)-1]))
+		q := strconv.Quote(v)
+		add(q[1 : len(q)-1])
+		add(quotedInner(prompt.QuoteWhole(v)))
+		// A value cut by prompt.Quote is followed by its length and a
+		// SHA-256 prefix, which would let a short password be guessed
+		// offline: the whole rendering goes.
+		add(prompt.Quote(v))
+		add(quotedInner(prompt.Quote(v)))
+	}
+	if len(forms) == 0 {
+		return Secrets{}
+	}
+	// Longest first: the replacer tries its pairs in order, and a secret
+	// that contains another must be cut whole.
+	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, RedactedValue)
+	}
+	return Secrets{r: strings.NewReplacer(pairs...)}
+}
+
+// quotedInner is what prompt.Quote shows between its quotes: a raw double
+// quote never occurs inside, so the last one closes the value (a script
+// flag may follow it).
+func quotedInner(q string) string {
+	end := strings.LastIndexByte(q, '"')
+	if end <= 0 {
+		return ""
+	}
+	return q[1:end]
+}
+
+// Empty reports whether no secret was found.
+func (s Secrets) Empty() bool { return s.r == nil }
+
+// Text returns t with every occurrence of a secret replaced by
+// "[redacted]".
+func (s Secrets) Text(t string) string {
+	if s.r == nil {
+		return t
+	}
+	return s.r.Replace(t)
+}
+
+// collectSecrets walks one value; under is true below a sensitive name.
+func collectSecrets(dec *json.Decoder, extra []string, under bool, out *[]string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		for dec.More() {
+			if t == '{' {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := kt.(string)
+				if !under && sensitiveName(key, extra) {
+					var raw json.RawMessage
+					if err := dec.Decode(&raw); err != nil {
+						return err
+					}
+					var b bytes.Buffer
+					if json.Compact(&b, raw) == nil && (b.Len() > 0 && (b.Bytes()[0] == '{' || b.Bytes()[0] == '[')) {
+						*out = append(*out, b.String())
+					}
+					sub := json.NewDecoder(bytes.NewReader(raw))
+					sub.UseNumber()
+					if err := collectSecrets(sub, extra, true, out); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if err := collectSecrets(dec, extra, under, out); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token()
+		return err
+	case json.Number:
+		if under {
+			*out = append(*out, t.String())
+		}
+	case string:
+		if under {
+			*out = append(*out, t)
+		}
+	}
+	return nil
 }

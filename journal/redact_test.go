@@ -2,8 +2,11 @@ package journal
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 func TestSensitiveName(t *testing.T) {
@@ -19,12 +22,14 @@ func TestSensitiveName(t *testing.T) {
 		{"key", true}, {"keys", true}, {"apikey", true}, {"APIKEY", true}, {"api_key", true},
 		{"apiKey", true}, {"APIKey", true}, {"X-API-Key", true}, {"private_key", true},
 		{"privateKey", true}, {"sshKeys", true}, {"aes256key", true}, {"auth", true},
-		{"x_auth", true}, {"bearer", true}, {"sort_key", true},
+		{"x_auth", true}, {"bearer", true}, {"sort_key", true}, {"session_id", true},
+		{"sessionCookie", true}, {"pin", true}, {"card_pin", true}, {"otp", true}, {"OTPCode", true},
 		// kept (controls and false-positive traps)
 		{"path", false}, {"keyboard", false}, {"keyword", false}, {"monkey", false},
 		{"Monkeys", false}, {"donkey", false}, {"turkey", false}, {"hockey", false},
 		{"author", false}, {"content", false}, {"name", false}, {"recursive", false},
-		{"keystroke_count", false}, {"", false},
+		{"keystroke_count", false}, {"spinner", false}, {"footprint", false}, {"pinned", false},
+		{"", false},
 	}
 	for _, tc := range tests {
 		if got := sensitiveName(tc.name, nil); got != tc.want {
@@ -81,5 +86,39 @@ func TestRedactDeepNesting(t *testing.T) {
 	ok := strings.Repeat(`[`, 500) + `{"token":"t"}` + strings.Repeat(`]`, 500)
 	if got := string(Redact(json.RawMessage(ok), nil)); strings.Contains(got, `"t"`) {
 		t.Fatal("secret survived moderate nesting")
+	}
+}
+
+// A plan may copy a secret argument into its text in any of the usual
+// renderings; each of them is cut, and the rest of the text is kept.
+func TestSecretsText(t *testing.T) {
+	long := "-----BEGIN KEY-----" + strings.Repeat("QUJDRA", 40) + "-----END KEY-----"
+	args := json.RawMessage(`{"path":"/srv/a.txt","password":"hunter2 \"x\"\n","nested":{"api_key":"k-123456"},` +
+		`"credentials":{"user":"root","pin":4711},"private_key":` + strconv.Quote(long) + `,"ok":true,"token":true}`)
+	s := FindSecrets(args, []string{"path2"})
+	if s.Empty() {
+		t.Fatal("no secrets found")
+	}
+	tests := []struct{ in, want string }{
+		{"Log in with hunter2 \"x\"\n now", "Log in with [redacted] now"},
+		{`pw = "hunter2 \"x\"\n"`, `pw = [redacted]`},                                            // %q and JSON
+		{"pw = " + prompt.Quote("hunter2 \"x\"\n"), `pw = [redacted]`},                           // prompt.Quote
+		{"key " + prompt.Quote(long), `key [redacted]`},                                          // prompt.Quote cut in the middle
+		{`creds {"user":"root","pin":4711}`, `creds [redacted]`},                                 // object whole
+		{"user root, pin 4711, key k-123456", "user [redacted], pin [redacted], key [redacted]"}, // leaves
+		{"delete /srv/a.txt (true)", "delete /srv/a.txt (true)"},                                 // control: not secret
+	}
+	for _, tc := range tests {
+		if got := s.Text(tc.in); got != tc.want {
+			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// Control: no sensitive field, nothing changes.
+	none := FindSecrets(json.RawMessage(`{"path":"hunter2","n":4711}`), nil)
+	if !none.Empty() || none.Text("hunter2 4711") != "hunter2 4711" {
+		t.Fatal("a call without sensitive fields had text redacted")
+	}
+	if got := FindSecrets(json.RawMessage(`{"pin2":"zz9"}`), []string{"PIN2"}).Text("a zz9 b"); got != "a [redacted] b" {
+		t.Fatalf("extra name: %q", got)
 	}
 }

@@ -71,6 +71,15 @@ const minMax = 16
 // DefaultMax runes between the quotes.
 func Quote(s string) string { return QuoteN(s, DefaultMax) }
 
+// QuoteWhole is Quote without a length limit: the value is never cut. Use
+// it where a cut could hide the part that matters, and bound the text
+// around it instead.
+func QuoteWhole(s string) string {
+	// An escape is at most 4 columns per input byte (\xHH for one byte,
+	// \uHHHH for two or three, \UHHHHHHHH for four).
+	return QuoteN(s, 4*len(s)+minMax)
+}
+
 // QuoteN is Quote with a limit of max runes between the quotes (at least
 // 16). A longer rendering is cut in the middle and followed by the value's
 // length in characters and a SHA-256 prefix, e.g.

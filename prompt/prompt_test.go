@@ -302,3 +302,16 @@ func BenchmarkQuote1MiB(b *testing.B) {
 		Quote(s)
 	}
 }
+
+// QuoteWhole never cuts: a long value full of escapes comes back whole,
+// where Quote would cut it in the middle.
+func TestQuoteWhole(t *testing.T) {
+	v := strings.Repeat("a\u202e\U0001F600\x01 ", 3000) + "END"
+	got := QuoteWhole(v)
+	if strings.Contains(got, "…") || strings.Contains(got, "sha256:") || !strings.HasSuffix(got, `END"`) {
+		t.Fatalf("QuoteWhole cut the value: %.80s ... %s", got, got[len(got)-40:])
+	}
+	if cut := Quote(v); !strings.Contains(cut, "sha256:") {
+		t.Fatalf("control: Quote did not cut a long value: %.80s", cut)
+	}
+}

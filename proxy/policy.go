@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/serverconf"
 )
 
@@ -366,6 +367,20 @@ func boolRule(prg cel.Program) func(context.Context, mcpsafe.Call, mcpsafe.Resol
 		}
 		return b == types.True, nil
 	}
+}
+
+// previewArguments is the copy of a call's arguments that its plan (the
+// policy's preview template and the argument lines) is built from:
+// sensitive values redacted by name, the tool's secret_fields and the
+// common names journal.Redact knows. By name and not only by value (as the
+// gate does): a template may show part of a value ({{printf "%.6s"
+// .password}}), which no value match would catch.
+func previewArguments(c mcpsafe.Call, tp *ToolPolicy) json.RawMessage {
+	var extra []string
+	if tp != nil {
+		extra = tp.SecretFields
+	}
+	return journal.Redact(c.Arguments, extra)
 }
 
 func activation(c mcpsafe.Call, r mcpsafe.Resolved) (map[string]any, error) {

@@ -562,7 +562,7 @@ func resultText(res *mcp.CallToolResult) string {
 func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
 	return func(_ context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
 		var args map[string]json.RawMessage
-		if err := json.Unmarshal(c.Arguments, &args); err != nil {
+		if err := json.Unmarshal(previewArguments(c, tp), &args); err != nil {
 			return mcpsafe.Plan{}, fmt.Errorf("arguments: %w", err)
 		}
 		quoted := make(map[string]string, len(args))

@@ -82,6 +82,12 @@
     cur.querySelectorAll('article.req').forEach(function (card) {
       var repl = next.querySelector('#' + CSS.escape(card.id));
       if (repl) {
+        // Keep what the approver unfolded (arguments, long values).
+        var open = {};
+        card.querySelectorAll('details[data-k]').forEach(function (d) { open[d.dataset.k] = d.open; });
+        repl.querySelectorAll('details[data-k]').forEach(function (d) {
+          if (Object.prototype.hasOwnProperty.call(open, d.dataset.k)) { d.open = open[d.dataset.k]; }
+        });
         card.replaceWith(repl); // same place; the server's newer state
       } else if (!card.classList.contains('stale')) {
         markStale(card, fresh);
