@@ -95,8 +95,9 @@ func (g *Gate) carriesGenuineApproval(k *call) bool {
 }
 
 // decode checks the arguments before anything else looks at them: duplicate
-// keys or a schema violation refuse the call, since a digest must mean one
-// call to every parser.
+// keys, keys equal under case folding, a case variant of approval_token or
+// a schema violation refuse the call, since a digest must mean one call to
+// every parser.
 func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) {
 	k := &call{t: t, req: req, now: g.opts.Clock()}
 	k.c = Call{Tool: t.Name, Principal: g.opts.Principal(req)}
@@ -104,6 +105,12 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 		k.c.Session = req.Session.ID()
 	}
 	rest, tok, err := canon.SplitMember(req.Params.Arguments, TokenField)
+	if errors.Is(err, canon.ErrFoldedKey) {
+		// Rules and previews read keys exactly; a tool decoding with
+		// encoding/json matches them case-insensitively. Two spellings of
+		// one key would let them judge one call while another runs.
+		return k, refusal(ReasonArgumentsInvalid, "argument names must differ in more than letter case, and %s must be spelt exactly: %v", TokenField, err)
+	}
 	if err != nil {
 		return k, refusal(ReasonArgumentsInvalid, "arguments are not a valid JSON object: %v", err)
 	}

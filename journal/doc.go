@@ -13,8 +13,9 @@
 //     empty string (as if an empty line came before);
 //   - time (UTC, stamped by the writer), tool, principal, session, call (the
 //     id linking an approval to its outcome), args_digest, args (a redacted
-//     copy, see Redact; never the approval_token), summary (the plan the
-//     approver saw), decision, by (who or what decided) and reason/error.
+//     copy, see Redact: every key the tool got, sensitive values hidden),
+//     summary (the plan the approver saw), decision, by (who or what
+//     decided) and reason/error.
 //
 // # Decision words
 //

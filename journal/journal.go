@@ -231,7 +231,7 @@ func (j *Journal) failure() error {
 }
 
 // Append writes r and returns once it is on disk (write and fsync). It
-// fills in Seq, Prev and Time, redacts Args and drops approval_token. An
+// fills in Seq, Prev and Time, redacts Args (see Redact). An
 // error means the record must be treated as not written: the gate runs
 // nothing. If ctx ends first Append returns an error though the record may
 // still land.
