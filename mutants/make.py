@@ -250,6 +250,9 @@ mutant("canon-token-variant-passes", "./internal/canon .",
     "a case variant of approval_token (Approval_Token) is passed on as an ordinary argument instead of refused",
     [("internal/canon/canon.go", "\t\tif k != name && FoldKey(k) == FoldKey(name) {", "\t\tif false && k != name && FoldKey(k) == FoldKey(name) {")],
     run="SpellingVariant")
+mutant("files-plan-shows-content-digest", "./files ./cmd/mcpsafe",
+    "the plan's content fingerprint is a plain SHA-256 prefix: the model can confirm guesses of a file it cannot read",
+    [("files/files.go", "\treturn hex.EncodeToString(m.Sum(nil)[:6])\n", "\treturn hex.EncodeToString(m.Sum(nil)[:0]) + i.SHA256[:12]\n")], run="ContentOracle")
 
 def main():
     root = os.getcwd()
