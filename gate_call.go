@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -594,7 +595,10 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 		outcome.Decision, outcome.Error = journal.Failed, err.Error()
 	}
 	if jerr := g.opts.Journal.Append(ctx, outcome); jerr != nil {
-		g.opts.Logger.Error("journal: outcome not recorded", "tool", k.t.Name, "call", a.CallID, "err", jerr)
+		// The file journal keeps it and writes it late once writes work
+		// again; if the process stops first, the next Open marks the call
+		// ambiguous.
+		g.opts.Logger.Error("journal: outcome not recorded yet", "tool", k.t.Name, "call", a.CallID, "err", jerr)
 	}
 	if err != nil {
 		var rf *Refusal
@@ -640,7 +644,11 @@ func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refu
 	}
 	rec.Reason = r.Reason
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
-		g.opts.Logger.Warn("journal: refusal not recorded", "tool", tool, "reason", r.Reason, "err", err)
+		level := slog.LevelWarn
+		if errors.Is(err, journal.ErrRefusalsCapped) {
+			level = slog.LevelDebug // the journal noted the limit once; not a log line per refusal
+		}
+		g.opts.Logger.Log(ctx, level, "journal: refusal not recorded", "tool", tool, "reason", r.Reason, "err", err)
 	}
 }
 

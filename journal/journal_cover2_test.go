@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -245,7 +246,7 @@ func TestOpenFailsWhenRecoveryRecordCannotBeWritten(t *testing.T) {
 				j.Close()
 				t.Fatal("Open succeeded without room for the recovery record")
 			}
-			if !errors.Is(err, syscall.EFBIG) || !strings.HasPrefix(err.Error(), "journal: write failed, journal unusable from now on: ") {
+			if !errors.Is(err, syscall.EFBIG) || !strings.HasPrefix(err.Error(), "journal: write failed, record not durable: ") {
 				t.Fatalf("Open = %v; want the write failure (EFBIG)", err)
 			}
 		}) {
@@ -267,7 +268,7 @@ func TestOpenFailsWhenRecoveryRecordCannotBeWritten(t *testing.T) {
 				j.Close()
 				t.Fatal("Open succeeded without room for the ambiguous record")
 			}
-			if !errors.Is(err, syscall.EFBIG) || !strings.HasPrefix(err.Error(), "journal: write failed, journal unusable from now on: ") {
+			if !errors.Is(err, syscall.EFBIG) || !strings.HasPrefix(err.Error(), "journal: write failed, record not durable: ") {
 				t.Fatalf("Open = %v; want the write failure (EFBIG)", err)
 			}
 		}) {
@@ -323,9 +324,11 @@ func waitWrites(t *testing.T, w *atomic.Int32, n int32) {
 	}
 }
 
-// A record queued while the batch before it fails is refused with that
-// failure and never written.
-func TestQueuedBehindFailedWrite(t *testing.T) {
+// A record queued while the batch before it fails is not refused with that
+// failure: the writer cuts the file back, and the queued record is written
+// after a journal-recovered record on the same chain. The failed record is
+// not in the file.
+func TestQueuedBehindFailedWriteResumes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	release := make(chan struct{})
 	opt, writes := holdFirstWrite(release, func(*os.File, []byte) (int, error) {
@@ -337,25 +340,31 @@ func TestQueuedBehindFailedWrite(t *testing.T) {
 	}
 	ctx := context.Background()
 	first := make(chan error, 1)
-	go func() { first <- j.Append(ctx, Record{Call: "a", Tool: "t", Decision: Executed}) }()
+	go func() { first <- j.Append(ctx, Record{Call: "a", Tool: "t", Decision: ClientAccepted}) }()
 	waitWrites(t, writes, 1)
 	second := make(chan error, 1)
-	go func() { second <- j.Append(ctx, Record{Call: "b", Tool: "t", Decision: Executed}) }()
+	go func() { second <- j.Append(ctx, Record{Call: "b", Tool: "t", Decision: ClientAccepted}) }()
 	waitQueued(t, j, 1)
 	close(release)
-	for name, ch := range map[string]chan error{"first": first, "second": second} {
-		if err := <-ch; err == nil || !strings.Contains(err.Error(), "write failed, journal unusable from now on: injected: EIO") {
-			t.Fatalf("%s Append = %v; want the write failure", name, err)
-		}
+	if err := <-first; err == nil || !strings.Contains(err.Error(), "write failed, record not durable: injected: EIO") {
+		t.Fatalf("first Append = %v; want the write failure", err)
 	}
-	if n := writes.Load(); n != 1 {
-		t.Fatalf("%d writes; the queued record must not reach the file", n)
+	if err := <-second; err != nil {
+		t.Fatalf("second Append = %v; want it written after the repair", err)
 	}
-	if err := j.Close(); err == nil || !strings.Contains(err.Error(), "injected: EIO") {
-		t.Fatalf("Close = %v; want the failure", err)
+	if err := j.Close(); err != nil {
+		t.Fatalf("Close = %v; the journal recovered", err)
 	}
-	if fileSize(t, path) != 0 {
-		t.Fatal("a refused record reached the file")
+	sum, err := VerifyFile(path)
+	if err != nil || sum.Records != 2 {
+		t.Fatalf("VerifyFile = %+v, %v; want the recovery note and b", sum, err)
+	}
+	lines := readLines(t, path)
+	var note, b Record
+	json.Unmarshal(lines[0], &note)
+	json.Unmarshal(lines[1], &b)
+	if note.Decision != Recovered || !strings.Contains(note.Reason, "1 approval record(s), whose calls did not run") || b.Call != "b" {
+		t.Fatalf("records %+v, %+v", note, b)
 	}
 }
 
@@ -446,13 +455,18 @@ func TestCloseDrainsQueue(t *testing.T) {
 	}
 }
 
-// A write that reports fewer bytes than asked (without an error) breaks
-// the journal for good, like a failed write.
-func TestShortWriteBreaksJournal(t *testing.T) {
+// A write that reports fewer bytes than asked (without an error) fails its
+// record like a failed write, and the partial line it left is cut away at
+// once: nothing torn stays in the file. Once writes are whole again, the
+// journal resumes on the same chain without a restart.
+func TestShortWriteCutBackThenResumes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
+	var writes atomic.Int32
 	j, err := Open(path, withFaults(func(f *os.File, b []byte) (int, error) {
-		n, err := f.Write(b[:len(b)-1])
-		return n, err
+		if writes.Add(1) <= 2 {
+			return f.Write(b[:len(b)-1])
+		}
+		return f.Write(b)
 	}, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -460,22 +474,26 @@ func TestShortWriteBreaksJournal(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		err := j.Append(ctx, Record{Call: "a", Tool: "t", Decision: Executed})
-		if err == nil || !strings.HasSuffix(err.Error(), "journal unusable from now on: short write") {
+		if err == nil || !strings.HasSuffix(err.Error(), "record not durable: short write") {
 			t.Fatalf("Append %d = %v; want the short write failure", i+1, err)
 		}
+		if fileSize(t, path) != 0 {
+			t.Fatalf("after failure %d the partial line is still there (%d bytes)", i+1, fileSize(t, path))
+		}
 	}
-	if err := j.Close(); err == nil {
-		t.Fatal("Close hid the failure")
-	}
-	// The torn line the short write left is what Open cuts on restart.
-	j, err = Open(path)
-	if err != nil {
+	if err := j.Append(ctx, Record{Call: "b", Tool: "t", Decision: Refused}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if sum, err := VerifyFile(path); err != nil || sum.Records != 1 {
-		t.Fatalf("after restart: %+v, %v; want only the recovery record", sum, err)
+	sum, err := VerifyFile(path)
+	if err != nil || sum.Records != 4 || sum.Unresolved != 0 {
+		t.Fatalf("after resuming: %+v, %v; want the note, a twice (late) and b", sum, err)
+	}
+	var late Record
+	json.Unmarshal(readLines(t, path)[1], &late)
+	if late.Call != "a" || late.Decision != Executed || !strings.HasPrefix(late.Reason, "written late: ") {
+		t.Fatalf("the held-back outcome: %+v", late)
 	}
 }

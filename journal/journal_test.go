@@ -331,7 +331,11 @@ func TestClosedFileBreaksJournalForGood(t *testing.T) {
 	}
 }
 
-func TestFailedFsyncFailsWholeBatchAndAfter(t *testing.T) {
+// A failed fsync fails every record of its batch; the writer cuts them
+// away, and once fsync works again the journal resumes on the same chain
+// without a restart: the outcomes the batch held are written late, after a
+// journal-recovered record.
+func TestFailedFsyncFailsWholeBatchThenResumes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	release := make(chan struct{})
 	var writes, syncs atomic.Int32
@@ -377,14 +381,27 @@ func TestFailedFsyncFailsWholeBatchAndAfter(t *testing.T) {
 	if w := writes.Load(); w != 2 {
 		t.Fatalf("%d writes: the ten records did not share one batch", w)
 	}
-	// The disk is fine again, but the journal must stay failed.
-	if err := j.Append(ctx, Record{Call: "z", Tool: "t", Decision: Executed}); err == nil {
-		t.Fatal("Append succeeded after a failed fsync")
+	// The disk is fine again: the next record is written, after the note
+	// and the ten outcomes, on the same chain.
+	if err := j.Append(ctx, Record{Call: "z", Tool: "t", Decision: Executed}); err != nil {
+		t.Fatalf("Append after the disk recovered: %v", err)
 	}
-	if writes.Load() != 2 {
-		t.Fatal("a broken journal kept writing")
+	if writes.Load() != 3 {
+		t.Fatalf("%d writes; want one more", writes.Load())
 	}
-	j.Close()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := VerifyFile(path)
+	if err != nil || sum.Records != 1+1+n+1 {
+		t.Fatalf("VerifyFile = %+v, %v", sum, err)
+	}
+	lines := readLines(t, path)
+	var note Record
+	json.Unmarshal(lines[1], &note)
+	if note.Decision != Recovered || !strings.Contains(note.Reason, "EIO") || !strings.Contains(note.Reason, "10 outcome record(s) follow") {
+		t.Fatalf("recovery note %+v", note)
+	}
 }
 
 func TestAppendRespectsContext(t *testing.T) {
@@ -469,7 +486,7 @@ func TestOversizedArgsAndRecords(t *testing.T) {
 	}
 	defer j.Close()
 	ctx := context.Background()
-	big := json.RawMessage(`{"data":"` + strings.Repeat("x", maxArgsBytes) + `"}`)
+	big := json.RawMessage(`{"data":"` + strings.Repeat("x", MaxArgsBytes) + `"}`)
 	if err := j.Append(ctx, Record{Call: "a", Tool: "t", Decision: Executed, Args: big}); err != nil {
 		t.Fatal(err)
 	}

@@ -253,6 +253,15 @@ mutant("canon-token-variant-passes", "./internal/canon .",
 mutant("files-plan-shows-content-digest", "./files ./cmd/mcpsafe",
     "the plan's content fingerprint is a plain SHA-256 prefix: the model can confirm guesses of a file it cannot read",
     [("files/files.go", "\treturn hex.EncodeToString(m.Sum(nil)[:6])\n", "\treturn hex.EncodeToString(m.Sum(nil)[:0]) + i.SHA256[:12]\n")], run="ContentOracle")
+mutant("journal-resume-keeps-partial-line", "./journal",
+    "after a failed write (full disk) the partial line is left in the file, so the resumed chain is broken",
+    [("journal/journal.go", "\tif fi.Size() > j.size {\n", "\tif fi.Size() > j.size && false {\n")])
+mutant("journal-resume-without-repair", "./journal",
+    "writing resumes after an outage without re-checking the file's end, so a chain the journal cannot vouch for is extended",
+    [("journal/journal.go", "\t\tif err := j.repair(); err != nil {\n\t\t\terr = fmt.Errorf(\"journal: unusable until", "\t\tif err := error(nil); err != nil {\n\t\t\terr = fmt.Errorf(\"journal: unusable until")])
+mutant("journal-refusals-uncapped", "./journal",
+    "refused calls grow the journal past its size limit",
+    [("journal/journal.go", "\t\tif refusalClass(r.rec.Decision) && j.size+", "\t\tif false && refusalClass(r.rec.Decision) && j.size+")])
 
 def main():
     root = os.getcwd()
