@@ -290,3 +290,49 @@ func TestLargeRefusalArgumentsByDigest(t *testing.T) {
 		t.Fatalf("controls changed: %s / %.40s", recs[2].Args, recs[3].Args)
 	}
 }
+
+// TestCloseWritesHeldBackOutcomes: an outcome that could not be written
+// during an outage is written by Close if writes work again by then, so it
+// is not lost with the process; the control is the outage that has not
+// ended, where Close reports the failure.
+func TestCloseWritesHeldBackOutcomes(t *testing.T) {
+	for _, healed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("healed=%v", healed), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "j.jsonl")
+			failing := true
+			j, err := Open(path, withFaults(func(f *os.File, b []byte) (int, error) {
+				if failing {
+					return 0, syscall.ENOSPC
+				}
+				return f.Write(b)
+			}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			failing = false
+			ctx := context.Background()
+			if err := j.Append(ctx, Record{Call: "a", Tool: "t", Decision: ClientAccepted}); err != nil {
+				t.Fatal(err)
+			}
+			failing = true
+			if err := j.Append(ctx, Record{Call: "a", Tool: "t", Decision: Executed}); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("outcome during the outage: %v", err)
+			}
+			failing = !healed
+			err = j.Close()
+			sum, verr := VerifyFile(path)
+			if verr != nil {
+				t.Fatal(verr)
+			}
+			if healed {
+				if err != nil || sum.Records != 3 || sum.Unresolved != 0 {
+					t.Fatalf("Close = %v; journal %+v: want the note and the late outcome", err, sum)
+				}
+				return
+			}
+			if !errors.Is(err, syscall.ENOSPC) || sum.Records != 1 || sum.Unresolved != 1 {
+				t.Fatalf("Close = %v; journal %+v: want the failure reported and the approval open", err, sum)
+			}
+		})
+	}
+}

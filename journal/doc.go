@@ -66,8 +66,9 @@
 // could not be written when their calls ended, each with a reason saying it
 // is late, ahead of the new records. Approval records that failed are never
 // written later: their calls did not run. At most 1024 held-back outcomes
-// are kept; beyond that their approvals become ambiguous on the next Open,
-// as they do if the process stops before the disk has room again.
+// are kept; Close makes one last try to write them; beyond that, or if the
+// process stops while the disk is still full, their approvals become
+// ambiguous on the next Open.
 //
 // # Size limits
 //
@@ -76,7 +77,9 @@
 // MaxRefusalArgsBytes (4 KiB) of redacted arguments and 1 KiB of plan
 // summary; longer arguments are replaced by a note with their size and
 // args_digest (or, without one, the SHA-256 of the redacted copy) standing
-// for them. Approvals and outcomes keep up to MaxArgsBytes (64 KiB). Once
+// for them. Approvals and outcomes keep up to MaxArgsBytes (64 KiB) and
+// 16 KiB of summary; error and reason texts are clipped at 8 KiB, so that
+// no approval is unrecordable for the size of its plan. Once
 // the file reaches its size limit (WithMaxBytes, default DefaultMaxBytes,
 // 1 GiB), refusal-class records are no longer written: the first one is
 // replaced by a single note saying so, and Append returns ErrRefusalsCapped.

@@ -36,6 +36,8 @@ const (
 	MaxArgsBytes        = 64 << 10 // approvals and outcomes
 	MaxRefusalArgsBytes = 4 << 10  // refused, declined, cancelled, timeout
 	maxRefusalSummary   = 1 << 10  // bytes of a refusal's plan summary
+	maxSummary          = 16 << 10 // bytes of any other plan summary
+	maxError            = 8 << 10  // bytes of an error or reason text
 )
 
 // DefaultMaxBytes is the default size limit (WithMaxBytes).
@@ -308,11 +310,15 @@ func (j *Journal) Append(ctx context.Context, r Record) error {
 	}
 	r.Args = Redact(r.Args, r.SecretFields)
 	r.SecretFields = nil
-	limit := MaxArgsBytes
+	limit, summary := MaxArgsBytes, maxSummary
 	if refusalClass(r.Decision) {
-		limit = MaxRefusalArgsBytes
-		r.Summary = clipUTF8(r.Summary, maxRefusalSummary)
+		limit, summary = MaxRefusalArgsBytes, maxRefusalSummary
 	}
+	// A record over MaxLineBytes could not be written at all, and an
+	// approval that cannot be written is a call that cannot run.
+	r.Summary = clipUTF8(r.Summary, summary)
+	r.Error = clipUTF8(r.Error, maxError)
+	r.Reason = clipUTF8(r.Reason, maxError)
 	if len(r.Args) > limit {
 		note := fmt.Sprintf("[omitted: %d bytes of redacted arguments, over the %d-byte limit; see args_digest]", len(r.Args), limit)
 		if r.ArgsDigest == "" {
@@ -425,6 +431,11 @@ func (j *Journal) run() {
 		}
 		j.commit(batch)
 		clear(batch)
+	}
+	if j.outage != nil {
+		// One last try, so that outcomes held back during an outage
+		// that has since ended are not lost with the process.
+		j.commit(nil)
 	}
 }
 

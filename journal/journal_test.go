@@ -491,15 +491,20 @@ func TestOversizedArgsAndRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	huge := strings.Repeat("y", MaxLineBytes)
-	if err := j.Append(ctx, Record{Call: "b", Tool: "t", Decision: Executed, Summary: huge}); err == nil {
+	if err := j.Append(ctx, Record{Call: "b", Tool: "t", Decision: Executed, Principal: huge}); err == nil {
 		t.Fatal("a record over the line limit was written")
+	}
+	// Summaries, errors and reasons are clipped rather than refused: an
+	// approval whose plan is huge must still be recordable.
+	if err := j.Append(ctx, Record{Call: "b", Tool: "t", Decision: Failed, Summary: huge, Error: huge, Reason: huge}); err != nil {
+		t.Fatalf("a record with a huge summary and error: %v", err)
 	}
 	// Control: the journal still works for everyone else.
 	if err := j.Append(ctx, Record{Call: "c", Tool: "t", Decision: Executed}); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
-	if !bytes.Contains(data, []byte("[omitted: ")) || len(data) > 4096 {
+	if !bytes.Contains(data, []byte("[omitted: ")) || len(data) > 64<<10 {
 		t.Fatalf("large args not replaced by a placeholder (%d bytes)", len(data))
 	}
 }
