@@ -205,3 +205,29 @@ func TestJournalArgumentsAreWhatExecuteGot(t *testing.T) {
 		t.Fatalf("nested approval_token not kept as a redacted key: %s", a)
 	}
 }
+
+// TestRegisterRefusesFoldedSchemaProperties: a schema whose properties
+// could only be sent as arguments the gate refuses (two names equal under
+// case folding, or a case variant of approval_token) is refused at
+// registration; a schema whose names differ otherwise is the control.
+func TestRegisterRefusesFoldedSchemaProperties(t *testing.T) {
+	e := newEnv(t, nil)
+	tool := func(props ...string) mcpsafe.Tool {
+		p := map[string]any{}
+		for _, name := range props {
+			p[name] = map[string]any{"type": "string"}
+		}
+		tl := e.notes.renameTool()
+		tl.Name = "t_" + strings.Join(props, "_")
+		tl.InputSchema = map[string]any{"type": "object", "properties": p}
+		return tl
+	}
+	for _, props := range [][]string{{"Approval_Token"}, {"source", "ſource"}, {"kind", "Kind"}} {
+		if err := e.gate.Register(e.server, tool(props...)); err == nil || !strings.Contains(err.Error(), "differ only in letter case") {
+			t.Errorf("Register with properties %q = %v", props, err)
+		}
+	}
+	if err := e.gate.Register(e.server, tool("source", "sources", "ß", "ss")); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+}
