@@ -643,6 +643,10 @@ func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refu
 		rec.Args = nil // unparseable input is not worth keeping and may hold anything
 	}
 	rec.Reason = r.Reason
+	if r.Reason == ReasonJournalUnavailable {
+		// The operator must hear of a full disk even if no model reports it.
+		g.opts.Logger.Error("journal: approval not recorded, so the call was refused", "tool", tool, "err", r.Message)
+	}
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
 		level := slog.LevelWarn
 		if errors.Is(err, journal.ErrRefusalsCapped) {

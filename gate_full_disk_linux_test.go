@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -44,7 +47,11 @@ func TestFullDiskRefusesThenResumes(t *testing.T) {
 			j.Close()
 		}
 	})
-	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) { o.Journal = j })
+	var logs lockedBuffer
+	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
+		o.Journal = j
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	cs := e.connect(client{elicit: accept})
 
 	filler := filepath.Join(dir, "filler")
@@ -74,6 +81,9 @@ func TestFullDiskRefusesThenResumes(t *testing.T) {
 	if !e.notes.has("cache.txt") || e.notes.executions() != 0 {
 		t.Fatal("the call ran although its approval could not be journaled")
 	}
+	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "approval not recorded") || !strings.Contains(l, "no space left on device") {
+		t.Fatalf("the operator was not told: %s", l)
+	}
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -99,4 +109,22 @@ func TestFullDiskRefusesThenResumes(t *testing.T) {
 	if !recovered || last[0].Decision != journal.ClientAccepted || last[1].Decision != journal.Executed || last[0].Call != last[1].Call {
 		t.Fatalf("journal after recovery: recovered=%v, last %+v", recovered, last)
 	}
+}
+
+// lockedBuffer is a log sink the server's goroutines and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
