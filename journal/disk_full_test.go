@@ -23,7 +23,9 @@ func mountTmpfs(t *testing.T, size int) string {
 		needEnv(t, "mounting a tmpfs (needs root or CAP_SYS_ADMIN): %v", err)
 	}
 	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
+		// A failed test may leave a file open in it: detach rather than
+		// leave the mount behind.
+		if err := unix.Unmount(dir, 0); err != nil && unix.Unmount(dir, unix.MNT_DETACH) != nil {
 			t.Errorf("unmounting %s: %v", dir, err)
 		}
 	})
@@ -80,6 +82,7 @@ func TestFullDiskRecoversWithoutRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { j.Close() }) // before the unmount; ErrClosed once the test closed it
 	ctx := context.Background()
 	for _, r := range []Record{
 		{Call: "c1", Tool: "delete_file", Decision: ClientAccepted},
