@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpsafe/mcpsafe/internal/canon"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -338,6 +340,16 @@ func withTokenField(schema any) (map[string]any, error) {
 	}
 	if _, taken := props[TokenField]; taken {
 		return nil, fmt.Errorf("input schema already has a property %q", TokenField)
+	}
+	// The gate refuses arguments with two names equal under case folding,
+	// and any case variant of the token field: a schema that needs one
+	// could never be called.
+	folded := map[string]string{canon.FoldKey(TokenField): TokenField}
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		if other, dup := folded[canon.FoldKey(name)]; dup {
+			return nil, fmt.Errorf("input schema properties %q and %q differ only in letter case; the gate refuses such arguments", other, name)
+		}
+		folded[canon.FoldKey(name)] = name
 	}
 	props[TokenField] = map[string]any{
 		"type":        "string",

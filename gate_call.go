@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -95,8 +96,9 @@ func (g *Gate) carriesGenuineApproval(k *call) bool {
 }
 
 // decode checks the arguments before anything else looks at them: duplicate
-// keys or a schema violation refuse the call, since a digest must mean one
-// call to every parser.
+// keys, keys equal under case folding, a case variant of approval_token or
+// a schema violation refuse the call, since a digest must mean one call to
+// every parser.
 func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) {
 	k := &call{t: t, req: req, now: g.opts.Clock()}
 	k.c = Call{Tool: t.Name, Principal: g.opts.Principal(req)}
@@ -104,6 +106,12 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 		k.c.Session = req.Session.ID()
 	}
 	rest, tok, err := canon.SplitMember(req.Params.Arguments, TokenField)
+	if errors.Is(err, canon.ErrFoldedKey) {
+		// Rules and previews read keys exactly; a tool decoding with
+		// encoding/json matches them case-insensitively. Two spellings of
+		// one key would let them judge one call while another runs.
+		return k, refusal(ReasonArgumentsInvalid, "argument names must differ in more than letter case, and %s must be spelt exactly: %v", TokenField, err)
+	}
 	if err != nil {
 		return k, refusal(ReasonArgumentsInvalid, "arguments are not a valid JSON object: %v", err)
 	}
@@ -602,7 +610,10 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 		outcome.Decision, outcome.Error = journal.Failed, err.Error()
 	}
 	if jerr := g.opts.Journal.Append(ctx, outcome); jerr != nil {
-		g.opts.Logger.Error("journal: outcome not recorded", "tool", k.t.Name, "call", a.CallID, "err", jerr)
+		// The file journal keeps it and writes it late once writes work
+		// again; if the process stops first, the next Open marks the call
+		// ambiguous.
+		g.opts.Logger.Error("journal: outcome not recorded yet", "tool", k.t.Name, "call", a.CallID, "err", jerr)
 	}
 	if err != nil {
 		var rf *Refusal
@@ -647,8 +658,16 @@ func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refu
 		rec.Args = nil // unparseable input is not worth keeping and may hold anything
 	}
 	rec.Reason = r.Reason
+	if r.Reason == ReasonJournalUnavailable {
+		// The operator must hear of a full disk even if no model reports it.
+		g.opts.Logger.Error("journal: approval not recorded, so the call was refused", "tool", tool, "err", r.Message)
+	}
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
-		g.opts.Logger.Warn("journal: refusal not recorded", "tool", tool, "reason", r.Reason, "err", err)
+		level := slog.LevelWarn
+		if errors.Is(err, journal.ErrRefusalsCapped) {
+			level = slog.LevelDebug // the journal noted the limit once; not a log line per refusal
+		}
+		g.opts.Logger.Log(ctx, level, "journal: refusal not recorded", "tool", tool, "reason", r.Reason, "err", err)
 	}
 }
 

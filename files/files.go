@@ -8,11 +8,20 @@
 // safefs re-checks it once more on the open file descriptor before it
 // unlinks or renames. Requests outside the roots, through symlinks, or at
 // anything but a regular file are refused before any prompt is shown.
+//
+// Plans travel through the model, which has no tool to read a file's
+// content, so they never carry the content digest: they show a short
+// fingerprint keyed per process (see fingerprint), and only the resolved
+// state the approval binds holds the full digest.
 package files
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +55,7 @@ const (
 // through gate, the two read-only ones directly.
 func Register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS) error {
 	t := &tools{fs: fsys}
+	rand.Read(t.printKey[:]) // never fails (crypto/rand crashes the program instead)
 	if err := gate.Register(server, t.deleteTool()); err != nil {
 		return err
 	}
@@ -68,7 +78,12 @@ func Register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS) error {
 	return nil
 }
 
-type tools struct{ fs *safefs.FS }
+type tools struct {
+	fs *safefs.FS
+	// printKey keys the content fingerprints plans show. Random per
+	// process: see fingerprint.
+	printKey [32]byte
+}
 
 type pathArgs struct {
 	Path string `json:"path" jsonschema:"the file's path: absolute inside a root, or relative to the first root"`
@@ -171,11 +186,15 @@ func (t *tools) inspect(path string) (safefs.Info, error) {
 	return info, nil
 }
 
-func describe(i safefs.Info) []string {
+func (t *tools) describe(i safefs.Info) []string {
+	covers := "the whole content"
+	if i.HashScheme == safefs.HashSampled {
+		covers = "the size and the first and last 4 MiB"
+	}
 	d := []string{
 		fmt.Sprintf("Resolved path: %s", prompt.Quote(i.Path)),
 		fmt.Sprintf("Size: %d bytes, modified %s", i.Size, i.ModTime.UTC().Format(time.RFC3339)),
-		fmt.Sprintf("Content %s: %s", i.HashScheme, i.SHA256),
+		fmt.Sprintf("Content fingerprint: %s (of %s; keyed for this server run, not a SHA-256)", t.fingerprint(i), covers),
 	}
 	if i.Nlink > 1 {
 		d = append(d, fmt.Sprintf("This file has %d hard links: removing this name does not free the data, which stays reachable under the other names.", i.Nlink))
@@ -183,11 +202,24 @@ func describe(i safefs.Info) []string {
 	return d
 }
 
-func shortDigest(i safefs.Info) string {
-	if len(i.SHA256) < 12 {
-		return i.SHA256
-	}
-	return i.SHA256[:12]
+// fingerprint is what a plan shows of a file's content: 48 bits of an HMAC
+// of its digest under a per-process random key. The plan travels through
+// the model (approval_required, refusals), and the model cannot read the
+// file; a plain digest, or a prefix of one, would let it confirm guesses
+// of the content offline (is this file "hunter2\n"?). The human gets a
+// short mark that changes with the content; the approval binds the full
+// digest through Resolved, which the model never sees.
+func (t *tools) fingerprint(i safefs.Info) string {
+	m := hmac.New(sha256.New, t.printKey[:])
+	m.Write([]byte("mcpsafe files content fingerprint v1\x00" + i.HashScheme + "\x00" + i.SHA256))
+	return hex.EncodeToString(m.Sum(nil)[:6])
+}
+
+// targetState describes a target without its content: Targets are shown
+// to humans and bound into the approval (the full digest is bound through
+// Resolved), so they hold nothing per process and nothing an oracle needs.
+func targetState(i safefs.Info) string {
+	return fmt.Sprintf("regular file, %d bytes, modified %s", i.Size, i.ModTime.UTC().Format(time.RFC3339Nano))
 }
 
 func (t *tools) deleteTool() mcpsafe.Tool {
@@ -213,9 +245,9 @@ func (t *tools) deleteTool() mcpsafe.Tool {
 		Preview: func(ctx context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
 			info := r[infoKey].(safefs.Info)
 			return mcpsafe.Plan{
-				Summary: fmt.Sprintf("Delete %s (%d bytes, sha256 %s…)", prompt.Quote(info.Rel), info.Size, shortDigest(info)),
-				Details: describe(info),
-				Targets: []mcpsafe.Target{{Name: info.Path, State: fmt.Sprintf("%d bytes, %s %s", info.Size, info.HashScheme, info.SHA256)}},
+				Summary: fmt.Sprintf("Delete %s (%d bytes, content fingerprint %s)", prompt.Quote(info.Rel), info.Size, t.fingerprint(info)),
+				Details: t.describe(info),
+				Targets: []mcpsafe.Target{{Name: info.Path, State: targetState(info)}},
 			}, nil
 		},
 		Execute: func(ctx context.Context, c mcpsafe.Call, a mcpsafe.Approval) (*mcp.CallToolResult, error) {
@@ -257,9 +289,9 @@ func (t *tools) moveTool() mcpsafe.Tool {
 			dst := r["destination"].(string)
 			return mcpsafe.Plan{
 				Summary: fmt.Sprintf("Move %s to %s", prompt.Quote(info.Path), prompt.Quote(dst)),
-				Details: describe(info),
+				Details: t.describe(info),
 				Targets: []mcpsafe.Target{
-					{Name: info.Path, State: fmt.Sprintf("%d bytes, %s %s", info.Size, info.HashScheme, info.SHA256)},
+					{Name: info.Path, State: targetState(info)},
 					{Name: dst, State: "does not exist"},
 				},
 			}, nil

@@ -13,8 +13,9 @@
 //     empty string (as if an empty line came before);
 //   - time (UTC, stamped by the writer), tool, principal, session, call (the
 //     id linking an approval to its outcome), args_digest, args (a redacted
-//     copy, see Redact; never the approval_token), summary (the plan the
-//     approver saw), decision, by (who or what decided) and reason/error.
+//     copy, see Redact: every key the tool got, sensitive values hidden),
+//     summary (the plan the approver saw), decision, by (who or what
+//     decided) and reason/error.
 //
 // # Decision words
 //
@@ -38,7 +39,9 @@
 //     The call was not retried and may or may not have run; a person must
 //     check. Open writes it exactly once per call.
 //   - journal-recovered: Open cut a torn final line (see below); the reason
-//     gives its length and SHA-256.
+//     gives its length and SHA-256. Also written when writing resumes after
+//     failed writes (a full disk): the reason says since when, the first
+//     error, and how many records were refused meanwhile.
 //
 // # Writing
 //
@@ -46,10 +49,44 @@
 // writes the approval record before execute and runs nothing if that fails.
 // Concurrent Appends are committed together (group commit): one writer
 // goroutine takes every record queued while the previous fsync ran and
-// writes them with one write and one fsync. If a write or fsync fails, every
-// caller in that batch gets an error and the Journal refuses all later
-// Appends: after a failed fsync the file's content is unknown. Open takes an
-// exclusive flock so two processes cannot fork the chain.
+// writes them with one write and one fsync. Open takes an exclusive flock so
+// two processes cannot fork the chain.
+//
+// # Failed writes and full disks
+//
+// If a write or fsync fails (ENOSPC, EFBIG, EIO), every caller in that batch
+// gets an error naming the cause (so the gate runs none of their calls), and
+// the writer cuts the file back to the end of the last durable record and
+// syncs it: a full disk that took part of a batch leaves no partial line,
+// and after a failed fsync nothing of the batch is trusted. Later Appends
+// keep trying, without a restart: each first repairs the file again (cut,
+// fsync, and a check that the last line is still the head of the chain,
+// else the journal stays shut and says why), then writes a
+// journal-recovered record and the outcome records (executed, failed) that
+// could not be written when their calls ended, each with a reason saying it
+// is late, ahead of the new records. Approval records that failed are never
+// written later: their calls did not run. At most 1024 held-back outcomes
+// are kept; Close makes one last try to write them; beyond that, or if the
+// process stops while the disk is still full, their approvals become
+// ambiguous on the next Open.
+//
+// # Size limits
+//
+// Anyone who can reach the server can cause refusals, so what they add is
+// bounded. A refused, declined, cancelled or timed-out record keeps at most
+// MaxRefusalArgsBytes (4 KiB) of redacted arguments and 1 KiB of plan
+// summary; longer arguments are replaced by a note with their size and
+// args_digest (or, without one, the SHA-256 of the redacted copy) standing
+// for them. Approvals and outcomes keep up to MaxArgsBytes (64 KiB) and
+// 16 KiB of summary; error and reason texts are clipped at 8 KiB, so that
+// no approval is unrecordable for the size of its plan. Once
+// the file reaches its size limit (WithMaxBytes, default DefaultMaxBytes,
+// 1 GiB), refusal-class records are no longer written: the first one is
+// replaced by a single note saying so, and Append returns ErrRefusalsCapped.
+// Approvals and outcomes are still written, because a journal that cannot
+// take an approval runs nothing. The journal does not rotate itself; to
+// start a new file, stop the server, move the file away (keep it: its last
+// hash anchors what it held) and start again.
 //
 // # What Verify proves, and what it does not
 //

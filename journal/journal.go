@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Recovered is the decision of the record Open appends after cutting away a
@@ -22,9 +23,28 @@ const Recovered = "journal-recovered"
 // ErrClosed is returned by Append after Close.
 var ErrClosed = errors.New("journal: closed")
 
-// maxArgsBytes bounds the redacted argument copy; the digest still covers
-// the full arguments.
-const maxArgsBytes = 64 << 10
+// ErrRefusalsCapped is returned by Append for a refusal-class record
+// (refused, declined, cancelled, timeout) once the file has reached its
+// size limit (WithMaxBytes): refused calls cannot grow the journal without
+// bound. The first such record is replaced by one note saying so.
+var ErrRefusalsCapped = errors.New("journal: size limit reached; refusals are no longer recorded")
+
+// Limits on what one record keeps of the arguments: the redacted copy is
+// replaced by a note past them, and args_digest still names the full
+// arguments. Refusals get the small one: anyone can send them, in bulk.
+const (
+	MaxArgsBytes        = 64 << 10 // approvals and outcomes
+	MaxRefusalArgsBytes = 4 << 10  // refused, declined, cancelled, timeout
+	maxRefusalSummary   = 1 << 10  // bytes of a refusal's plan summary
+	maxSummary          = 16 << 10 // bytes of any other plan summary
+	maxError            = 8 << 10  // bytes of an error or reason text
+)
+
+// DefaultMaxBytes is the default size limit (WithMaxBytes).
+const DefaultMaxBytes = 1 << 30
+
+// maxDeferred bounds the outcome records kept in memory while writes fail.
+const maxDeferred = 1024
 
 // Option configures Open.
 type Option func(*options)
@@ -32,6 +52,7 @@ type Option func(*options)
 type options struct {
 	clock    func() time.Time
 	maxBatch int
+	maxBytes int64
 	// fault hooks for tests: they stand in for the file's Write and Sync.
 	write func(f *os.File, b []byte) (int, error)
 	sync  func(f *os.File) error
@@ -53,6 +74,19 @@ func WithMaxBatch(n int) Option {
 	}
 }
 
+// WithMaxBytes sets the size limit past which refusal-class records are no
+// longer written (default DefaultMaxBytes). Approvals and outcomes are
+// always written: they are the record of calls that ran, and a journal that
+// cannot take an approval runs nothing. Rotate the journal offline (stop
+// the server, move the file away, start again) before it gets there.
+func WithMaxBytes(n int64) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxBytes = n
+		}
+	}
+}
+
 // Journal is an open, locked, append-only journal file.
 type Journal struct {
 	path  string
@@ -68,12 +102,27 @@ type Journal struct {
 	stopped chan struct{}
 
 	errMu  sync.Mutex
-	broken error // set once a write or fsync failed; never cleared
+	broken error // the failure of the last write, until a later one succeeds
 
 	// owned by the writer goroutine
-	seq  uint64
-	prev string
-	buf  []byte
+	seq      uint64
+	prev     string
+	size     int64   // bytes of the file known durable and chained
+	outage   *outage // non-nil from a failed write until one succeeds
+	capNoted bool    // the size-limit note was written
+	buf      []byte
+}
+
+// outage is what the writer remembers between a failed write and the next
+// one that succeeds: enough to say in the journal what was lost, and the
+// outcomes of calls that did run, to be written late.
+type outage struct {
+	err       error     // the first failure
+	since     time.Time // when it happened
+	approvals int       // approval records refused: their calls did not run
+	others    int       // refusal-class and other records refused
+	deferred  []Record  // outcomes refused, written once writes work again
+	dropped   int       // outcomes beyond maxDeferred
 }
 
 type request struct {
@@ -90,6 +139,7 @@ func Open(path string, opts ...Option) (*Journal, error) {
 	o := options{
 		clock:    time.Now,
 		maxBatch: 1024,
+		maxBytes: DefaultMaxBytes,
 		write:    func(f *os.File, b []byte) (int, error) { return f.Write(b) },
 		sync:     func(f *os.File) error { return f.Sync() },
 	}
@@ -149,6 +199,9 @@ func open(path string, f *os.File, o options) (*Journal, error) {
 	default:
 		return fail(fmt.Errorf("journal: refusing to open %s: %w", path, verr))
 	}
+	if fi, err = f.Stat(); err != nil {
+		return fail(fmt.Errorf("journal: %w", err))
+	}
 	j := &Journal{
 		path:    path,
 		f:       f,
@@ -158,6 +211,7 @@ func open(path string, f *os.File, o options) (*Journal, error) {
 		stopped: make(chan struct{}),
 		seq:     res.sum.LastSeq,
 		prev:    res.sum.LastHash,
+		size:    fi.Size(),
 	}
 	go j.run()
 	ctx := context.Background()
@@ -231,10 +285,20 @@ func (j *Journal) failure() error {
 }
 
 // Append writes r and returns once it is on disk (write and fsync). It
-// fills in Seq, Prev and Time, redacts Args and drops approval_token. An
-// error means the record must be treated as not written: the gate runs
+// fills in Seq, Prev and Time and redacts Args (see Redact); arguments
+// longer than MaxArgsBytes (MaxRefusalArgsBytes for refusal-class records)
+// are replaced by a note naming their size, args_digest standing for them.
+// An error means the record must be treated as not written: the gate runs
 // nothing. If ctx ends first Append returns an error though the record may
 // still land.
+//
+// A failed write or fsync fails every record of its batch, and the file is
+// cut back to the last durable record. The next Append tries again: once
+// the disk has room, writing resumes on the same chain, after a
+// journal-recovered record that says what was refused meanwhile, followed
+// by the outcome records that could not be written at the time (each with
+// a reason saying it is late). A refusal-class record past the size limit
+// gets ErrRefusalsCapped.
 //
 // Append refuses, without touching the file or the journal's health, a
 // record with no Tool, no or an unknown Decision, or an approval or outcome
@@ -245,12 +309,22 @@ func (j *Journal) Append(ctx context.Context, r Record) error {
 		return err
 	}
 	r.Args = Redact(r.Args, r.SecretFields)
-	if len(r.Args) > maxArgsBytes {
-		r.Args = json.RawMessage(fmt.Sprintf(`"[omitted: %d bytes of redacted arguments; see args_digest]"`, len(r.Args)))
-	}
 	r.SecretFields = nil
-	if err := j.failure(); err != nil {
-		return err
+	limit, summary := MaxArgsBytes, maxSummary
+	if refusalClass(r.Decision) {
+		limit, summary = MaxRefusalArgsBytes, maxRefusalSummary
+	}
+	// A record over MaxLineBytes could not be written at all, and an
+	// approval that cannot be written is a call that cannot run.
+	r.Summary = clipUTF8(r.Summary, summary)
+	r.Error = clipUTF8(r.Error, maxError)
+	r.Reason = clipUTF8(r.Reason, maxError)
+	if len(r.Args) > limit {
+		note := fmt.Sprintf("[omitted: %d bytes of redacted arguments, over the %d-byte limit; see args_digest]", len(r.Args), limit)
+		if r.ArgsDigest == "" {
+			note = fmt.Sprintf("[omitted: %d bytes of redacted arguments, over the %d-byte limit; SHA-256 of the redacted copy %s]", len(r.Args), limit, hashLine(r.Args))
+		}
+		r.Args, _ = json.Marshal(note)
 	}
 	req := &request{ctx: ctx, rec: r, done: make(chan error, 1)}
 	j.mu.RLock()
@@ -276,6 +350,27 @@ func (j *Journal) Append(ctx context.Context, r Record) error {
 		}
 		return fmt.Errorf("journal: %w before the record was durable (it may still be written)", ctx.Err())
 	}
+}
+
+// refusalClass reports the decisions anyone can cause without an approval.
+func refusalClass(decision string) bool {
+	switch decision {
+	case Refused, Declined, Cancelled, Timeout:
+		return true
+	}
+	return false
+}
+
+// clipUTF8 cuts s to at most max bytes on a rune boundary, marking the cut.
+func clipUTF8(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func checkRecord(r *Record) error {
@@ -337,46 +432,97 @@ func (j *Journal) run() {
 		j.commit(batch)
 		clear(batch)
 	}
+	if j.outage != nil {
+		// One last try, so that outcomes held back during an outage
+		// that has since ended are not lost with the process.
+		j.commit(nil)
+	}
 }
 
+// commit writes one batch. After a failed write it first repairs the file
+// (see repair) and puts in front of the batch the journal-recovered record
+// and the outcomes the outage held back.
 func (j *Journal) commit(batch []*request) {
-	if err := j.failure(); err != nil {
-		for _, r := range batch {
-			r.done <- err
+	var pre []Record
+	if o := j.outage; o != nil {
+		// Repaired again even if it was when the write failed: the file
+		// may have changed since, and this write must extend the chain.
+		if err := j.repair(); err != nil {
+			err = fmt.Errorf("journal: unusable until its end is repaired (%v) after: %w", err, o.err)
+			j.setBroken(err)
+			for _, r := range batch {
+				o.lose(r.rec)
+				r.done <- err
+			}
+			return
 		}
-		return
+		pre = o.records(j.seq)
 	}
 	buf := j.buf[:0]
 	seq, prev := j.seq, j.prev
-	live := batch[:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.done <- fmt.Errorf("journal: record not written: %w", err)
-			continue
-		}
-		r.rec.Seq = seq + 1
-		r.rec.Prev = prev
-		r.rec.Time = j.opts.clock().UTC()
-		line, err := json.Marshal(&r.rec)
+	encode := func(rec *Record) ([]byte, error) {
+		rec.Seq = seq + 1
+		rec.Prev = prev
+		rec.Time = j.opts.clock().UTC()
+		line, err := json.Marshal(rec)
 		if err == nil && len(line) > MaxLineBytes {
 			err = fmt.Errorf("record is %d bytes, over the %d-byte line limit", len(line), MaxLineBytes)
 		}
 		if err == nil && bytes.IndexByte(line, '\n') >= 0 {
 			err = errors.New("encoded record contains a newline")
 		}
-		if err != nil {
-			r.done <- fmt.Errorf("journal: record not written: %w", err)
-			continue
-		}
+		return line, err
+	}
+	add := func(line []byte) {
 		sum := sha256.Sum256(line)
 		prev = hex.EncodeToString(sum[:])
 		seq++
 		buf = append(buf, line...)
 		buf = append(buf, '\n')
+	}
+	for i := range pre {
+		line, err := encode(&pre[i])
+		if err != nil {
+			continue // our own records; a deferred outcome too long to write stays unwritten
+		}
+		add(line)
+	}
+	noted := false
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- fmt.Errorf("journal: record not written: %w", err)
+			continue
+		}
+		line, err := encode(&r.rec)
+		if err != nil {
+			r.done <- fmt.Errorf("journal: record not written: %w", err)
+			continue
+		}
+		if refusalClass(r.rec.Decision) && j.size+int64(len(buf)+len(line)+1) > j.opts.maxBytes {
+			if j.capNoted || noted {
+				r.done <- ErrRefusalsCapped
+				continue
+			}
+			// The first capped refusal leaves one note, so that a
+			// reader of the journal knows refusals stop here.
+			note := Record{Tool: "-", Decision: Refused, By: "journal", Reason: fmt.Sprintf(
+				"size limit: the journal reached %d bytes (limit %d); later refused, declined, cancelled and timed-out calls are not recorded until it is rotated; approvals and outcomes still are",
+				j.size+int64(len(buf)), j.opts.maxBytes)}
+			if line, err = encode(&note); err != nil {
+				r.done <- ErrRefusalsCapped
+				continue
+			}
+			noted = true
+			r.done <- ErrRefusalsCapped
+			add(line)
+			continue
+		}
+		add(line)
 		live = append(live, r)
 	}
 	j.buf = buf
-	if len(live) == 0 {
+	if len(buf) == 0 {
 		return
 	}
 	n, err := j.opts.write(j.f, buf)
@@ -384,23 +530,132 @@ func (j *Journal) commit(batch []*request) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		err = fmt.Errorf("journal: write failed, journal unusable from now on: %w", err)
+		err = fmt.Errorf("journal: write failed, record not durable: %w", err)
 	} else if serr := j.opts.sync(j.f); serr != nil {
-		// After a failed fsync the kernel may have dropped the dirty pages:
-		// nothing about the file's content can be trusted any more.
-		err = fmt.Errorf("journal: fsync failed, journal unusable from now on: %w", serr)
+		// After a failed fsync the kernel may have dropped the dirty
+		// pages: what this batch wrote cannot be trusted, so repair cuts
+		// it away like a failed write.
+		err = fmt.Errorf("journal: fsync failed, record not durable: %w", serr)
 	}
 	if err != nil {
-		j.errMu.Lock()
-		j.broken = err
-		j.errMu.Unlock()
-		for _, r := range live {
-			r.done <- err
-		}
+		j.failed(err, live)
 		return
 	}
 	j.seq, j.prev = seq, prev
+	j.size += int64(len(buf))
+	j.capNoted = j.capNoted || noted
+	if j.outage != nil {
+		j.outage = nil
+		j.setBroken(nil)
+	}
 	for _, r := range live {
 		r.done <- nil
 	}
+}
+
+// failed starts or extends an outage: the batch's callers get err, the
+// outcomes among their records are kept to be written late, and the file
+// is cut back to its last durable record right away, so that a crash now
+// leaves no half-written line behind.
+func (j *Journal) failed(err error, live []*request) {
+	o := j.outage
+	if o == nil {
+		o = &outage{err: err, since: j.opts.clock().UTC()}
+		j.outage = o
+	}
+	for _, r := range live {
+		o.lose(r.rec)
+	}
+	_ = j.repair() // best effort now; commit repairs again before the next write
+	j.setBroken(err)
+	for _, r := range live {
+		r.done <- err
+	}
+}
+
+func (j *Journal) setBroken(err error) {
+	j.errMu.Lock()
+	j.broken = err
+	j.errMu.Unlock()
+}
+
+// repair cuts the file back to the bytes known durable and syncs it, then
+// checks that the last line there is still the head of the chain. A write
+// that failed midway (a full disk takes part of a batch) leaves a partial
+// line, and after a failed fsync nothing past the last good one is known
+// to be on disk.
+func (j *Journal) repair() error {
+	fi, err := j.f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() < j.size {
+		return fmt.Errorf("the file shrank to %d bytes, below the %d bytes written", fi.Size(), j.size)
+	}
+	if fi.Size() > j.size {
+		if err := j.f.Truncate(j.size); err != nil {
+			return err
+		}
+	}
+	if err := j.opts.sync(j.f); err != nil {
+		return err
+	}
+	return checkTail(j.f, j.size, j.prev)
+}
+
+// checkTail checks that the line ending at size hashes to head.
+func checkTail(f *os.File, size int64, head string) error {
+	if size == 0 {
+		if head != Genesis {
+			return errors.New("the file is empty but the chain is not")
+		}
+		return nil
+	}
+	n := min(size, MaxLineBytes+1)
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, size-n); err != nil {
+		return err
+	}
+	if tail[n-1] != '\n' {
+		return errors.New("the last durable line lost its newline")
+	}
+	line := tail[:n-1]
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	if hashLine(line) != head {
+		return errors.New("the last durable line is not the head of the chain")
+	}
+	return nil
+}
+
+// lose accounts for a record that was not written.
+func (o *outage) lose(r Record) {
+	switch {
+	case approval(r.Decision):
+		o.approvals++
+	case outcome(r.Decision):
+		if len(o.deferred) == maxDeferred {
+			o.dropped++
+			return
+		}
+		r.Reason = fmt.Sprintf("written late: the journal could not write this outcome when the call ended (%v)", o.err)
+		o.deferred = append(o.deferred, r)
+	default:
+		o.others++
+	}
+}
+
+// records are what goes in front of the first batch written after an
+// outage: the note, then the outcomes held back.
+func (o *outage) records(lastSeq uint64) []Record {
+	reason := fmt.Sprintf("resumed after writes failed from %s (first failure: %v); not written meanwhile, their callers told so: %d approval record(s), whose calls did not run, and %d other record(s); %d outcome record(s) follow, written late",
+		o.since.Format(time.RFC3339Nano), o.err, o.approvals, o.others, len(o.deferred))
+	if o.dropped > 0 {
+		reason += fmt.Sprintf("; %d more outcome record(s) were lost: their approvals are marked ambiguous when the journal is next opened", o.dropped)
+	}
+	reason += fmt.Sprintf("; the chain continues from seq %d", lastSeq)
+	out := make([]Record, 0, 1+len(o.deferred))
+	out = append(out, Record{Tool: "-", Decision: Recovered, By: "journal", Reason: reason})
+	return append(out, o.deferred...)
 }

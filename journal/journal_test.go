@@ -331,7 +331,11 @@ func TestClosedFileBreaksJournalForGood(t *testing.T) {
 	}
 }
 
-func TestFailedFsyncFailsWholeBatchAndAfter(t *testing.T) {
+// A failed fsync fails every record of its batch; the writer cuts them
+// away, and once fsync works again the journal resumes on the same chain
+// without a restart: the outcomes the batch held are written late, after a
+// journal-recovered record.
+func TestFailedFsyncFailsWholeBatchThenResumes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	release := make(chan struct{})
 	var writes, syncs atomic.Int32
@@ -377,14 +381,27 @@ func TestFailedFsyncFailsWholeBatchAndAfter(t *testing.T) {
 	if w := writes.Load(); w != 2 {
 		t.Fatalf("%d writes: the ten records did not share one batch", w)
 	}
-	// The disk is fine again, but the journal must stay failed.
-	if err := j.Append(ctx, Record{Call: "z", Tool: "t", Decision: Executed}); err == nil {
-		t.Fatal("Append succeeded after a failed fsync")
+	// The disk is fine again: the next record is written, after the note
+	// and the ten outcomes, on the same chain.
+	if err := j.Append(ctx, Record{Call: "z", Tool: "t", Decision: Executed}); err != nil {
+		t.Fatalf("Append after the disk recovered: %v", err)
 	}
-	if writes.Load() != 2 {
-		t.Fatal("a broken journal kept writing")
+	if writes.Load() != 3 {
+		t.Fatalf("%d writes; want one more", writes.Load())
 	}
-	j.Close()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := VerifyFile(path)
+	if err != nil || sum.Records != 1+1+n+1 {
+		t.Fatalf("VerifyFile = %+v, %v", sum, err)
+	}
+	lines := readLines(t, path)
+	var note Record
+	json.Unmarshal(lines[1], &note)
+	if note.Decision != Recovered || !strings.Contains(note.Reason, "EIO") || !strings.Contains(note.Reason, "10 outcome record(s) follow") {
+		t.Fatalf("recovery note %+v", note)
+	}
 }
 
 func TestAppendRespectsContext(t *testing.T) {
@@ -448,7 +465,7 @@ func TestSecretsNeverReachTheFile(t *testing.T) {
 	}
 	j.Close()
 	data, _ := os.ReadFile(path)
-	for _, bad := range []string{"SEKRIT", "approval_token", "SecretFields", `"pin":"`} {
+	for _, bad := range []string{"SEKRIT", "SecretFields", `"pin":"`} {
 		if bytes.Contains(data, []byte(bad)) && !(bad == `"pin":"` && bytes.Contains(data, []byte(`"pin":"[redacted]"`))) {
 			t.Errorf("%q reached the journal: %s", bad, data)
 		}
@@ -469,20 +486,25 @@ func TestOversizedArgsAndRecords(t *testing.T) {
 	}
 	defer j.Close()
 	ctx := context.Background()
-	big := json.RawMessage(`{"data":"` + strings.Repeat("x", maxArgsBytes) + `"}`)
+	big := json.RawMessage(`{"data":"` + strings.Repeat("x", MaxArgsBytes) + `"}`)
 	if err := j.Append(ctx, Record{Call: "a", Tool: "t", Decision: Executed, Args: big}); err != nil {
 		t.Fatal(err)
 	}
 	huge := strings.Repeat("y", MaxLineBytes)
-	if err := j.Append(ctx, Record{Call: "b", Tool: "t", Decision: Executed, Summary: huge}); err == nil {
+	if err := j.Append(ctx, Record{Call: "b", Tool: "t", Decision: Executed, Principal: huge}); err == nil {
 		t.Fatal("a record over the line limit was written")
+	}
+	// Summaries, errors and reasons are clipped rather than refused: an
+	// approval whose plan is huge must still be recordable.
+	if err := j.Append(ctx, Record{Call: "b", Tool: "t", Decision: Failed, Summary: huge, Error: huge, Reason: huge}); err != nil {
+		t.Fatalf("a record with a huge summary and error: %v", err)
 	}
 	// Control: the journal still works for everyone else.
 	if err := j.Append(ctx, Record{Call: "c", Tool: "t", Decision: Executed}); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
-	if !bytes.Contains(data, []byte("[omitted: ")) || len(data) > 4096 {
+	if !bytes.Contains(data, []byte("[omitted: ")) || len(data) > 64<<10 {
 		t.Fatalf("large args not replaced by a placeholder (%d bytes)", len(data))
 	}
 }

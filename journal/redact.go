@@ -14,10 +14,6 @@ import (
 // RedactedValue replaces the value of every sensitive field.
 const RedactedValue = "[redacted]"
 
-// approvalTokenField is dropped from every argument copy: it is the grant
-// itself, and the args digest is computed without it too.
-const approvalTokenField = "approval_token"
-
 // sensitiveParts make a field sensitive wherever they occur in its
 // lowercased name: none is a common part of an innocent word, and
 // redacting a harmless field only costs readability, while missing a
@@ -39,8 +35,11 @@ var notKeys = map[string]bool{
 }
 
 // Redact returns a copy of args in which sensitive fields' values, at any
-// depth, are "[redacted]" and approval_token fields are removed. A field is
-// sensitive when its name:
+// depth, are "[redacted]". No field is removed: the copy shows every key the
+// tool received. (The gate strips the top-level approval_token before it
+// journals, and refuses its case variants; any other approval_token field
+// is an ordinary argument, redacted for its name.) A field is sensitive
+// when its name:
 //   - equals one of extra (ignoring case), or
 //   - contains password, passwd, passphrase, secret, token, authorization,
 //     cookie, credential, bearer or session (ignoring case), or
@@ -101,16 +100,12 @@ func redactValue(dec *json.Decoder, out *bytes.Buffer, extra []string) error {
 					return err
 				}
 				key, _ := kt.(string)
-				drop := strings.EqualFold(key, approvalTokenField)
-				hide := !drop && sensitiveName(key, extra)
-				if drop || hide {
+				hide := sensitiveName(key, extra)
+				if hide {
 					var skip json.RawMessage
 					if err := dec.Decode(&skip); err != nil {
 						return err
 					}
-				}
-				if drop {
-					continue
 				}
 				if n > 0 {
 					out.WriteByte(',')

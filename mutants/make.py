@@ -144,7 +144,7 @@ mutant("principal-unquoted", ".", "the requesting principal is shown raw in the 
     [("gate_text.go", "fmt.Fprintf(&b, \"\\nRequested by: %s\\n\", prompt.Quote(k.c.Principal))", "fmt.Fprintf(&b, \"\\nRequested by: %s\\n\", k.c.Principal)")])
 # ---- internal/canon -------------------------------------------------------------
 mutant("canon-duplicate-keys", "./internal/canon .", "duplicate object keys are accepted",
-    [("internal/canon/canon.go", "if _, dup := top.keys[key]; dup {", "if _, dup := top.keys[key]; dup && false {")])
+    [("internal/canon/canon.go", "if first, dup := top.keys[folded]; dup {", "if first, dup := top.keys[folded]; dup && false {")])
 mutant("canon-lossy-numbers", "./internal/canon", "numbers that do not survive the IEEE round trip are accepted",
     [("internal/canon/canon.go", "\tif want != got {\n", "\tif want != got && false {\n")])
 # (A mutant that accepted data after the top-level value survived: it is
@@ -189,8 +189,8 @@ mutant("journal-redaction-off", "./journal .", "arguments reach the journal file
     [("journal/journal.go", "\tr.Args = Redact(r.Args, r.SecretFields)\n", "")])
 mutant("journal-extra-secret-fields-ignored", "./journal", "a tool's SecretFields are not redacted",
     [("journal/redact.go", "\t\tif strings.EqualFold(name, e) {", "\t\tif false && strings.EqualFold(name, e) {")])
-mutant("journal-token-kept", "./journal", "approval_token is kept in the journal's argument copy",
-    [("journal/redact.go", "const approvalTokenField = \"approval_token\"", "const approvalTokenField = \"approval_token_never_matches\"")])
+mutant("journal-token-kept", "./journal", "the value of a field named like a token (approval_token included) is kept in the journal's argument copy",
+    [("journal/redact.go", "\"password\", \"passwd\", \"passphrase\", \"secret\", \"token\",", "\"password\", \"passwd\", \"passphrase\", \"secret\", \"token_never_matches\",")])
 mutant("journal-chain-unlinked", "./journal", "records are not linked to their predecessor (prev hash left empty)",
     [("journal/journal.go", "\t\tsum := sha256.Sum256(line)\n\t\tprev = hex.EncodeToString(sum[:])", "\t\tsum := sha256.Sum256(line)\n\t\tprev = hex.EncodeToString(sum[:0])")])
 # ---- ledger -----------------------------------------------------------------------
@@ -275,6 +275,26 @@ mutant("page-hides-arguments", "./channel", "the approval page shows the plan bu
     [("channel/web/page.html", "    {{if .Args}}\n", "    {{if false}}\n")], run="TestBrowserPaddedPlanShowsEveryArgument")
 mutant("proxy-preview-raw-arguments", "./proxy", "a policy's preview template sees the raw arguments and can show part of a password",
     [("proxy/policy.go", "\treturn journal.Redact(c.Arguments, extra)\n", "\t_, _ = extra, journal.Redact\n\treturn c.Arguments\n")], run="TestPreviewTemplateRedactsSecrets")
+# ---- h-args (issue 11: case-folded keys, files content oracle, journal growth) ----
+mutant("canon-folded-keys-unchecked", "./internal/canon . ./proxy",
+    "keys equal under case folding ({\"source\":…,\"ſource\":…}) pass canon: rules read one key, encoding/json in Execute the other",
+    [("internal/canon/canon.go", "\t\t\tfolded := FoldKey(key)\n", "\t\t\tfolded := key\n")], run="Folded")
+mutant("canon-token-variant-passes", "./internal/canon .",
+    "a case variant of approval_token (Approval_Token) is passed on as an ordinary argument instead of refused",
+    [("internal/canon/canon.go", "\t\tif k != name && FoldKey(k) == FoldKey(name) {", "\t\tif false && k != name && FoldKey(k) == FoldKey(name) {")],
+    run="SpellingVariant")
+mutant("files-plan-shows-content-digest", "./files ./cmd/mcpsafe",
+    "the plan's content fingerprint is a plain SHA-256 prefix: the model can confirm guesses of a file it cannot read",
+    [("files/files.go", "\treturn hex.EncodeToString(m.Sum(nil)[:6])\n", "\treturn hex.EncodeToString(m.Sum(nil)[:0]) + i.SHA256[:12]\n")], run="ContentOracle")
+mutant("journal-resume-keeps-partial-line", "./journal",
+    "after a failed write (full disk) the partial line is left in the file, so the resumed chain is broken",
+    [("journal/journal.go", "\tif fi.Size() > j.size {\n", "\tif fi.Size() > j.size && false {\n")])
+mutant("journal-resume-without-repair", "./journal",
+    "writing resumes after an outage without re-checking the file's end, so a chain the journal cannot vouch for is extended",
+    [("journal/journal.go", "\t\tif err := j.repair(); err != nil {\n\t\t\terr = fmt.Errorf(\"journal: unusable until", "\t\tif err := error(nil); err != nil {\n\t\t\terr = fmt.Errorf(\"journal: unusable until")])
+mutant("journal-refusals-uncapped", "./journal",
+    "refused calls grow the journal past its size limit",
+    [("journal/journal.go", "\t\tif refusalClass(r.rec.Decision) && j.size+", "\t\tif false && refusalClass(r.rec.Decision) && j.size+")])
 
 def main():
     root = os.getcwd()

@@ -12,6 +12,16 @@
 //   - duplicate object keys at any depth, compared after unescaping
 //     ({"a":1,"\u0061":2} is a duplicate): one parser keeps the first value,
 //     another the last, so the digest would not say which one runs;
+//   - two keys of one object that are equal under Unicode simple case
+//     folding (ErrFoldedKey), at any depth: {"source":…, "ſource":…}
+//     (U+017F), {"kind":…, "Kind":…} (U+212A KELVIN SIGN), {"Path":…,
+//     "path":…}. Go's encoding/json matches a key to a struct field
+//     exactly first and then case-insensitively, so both keys land in the
+//     same field and the last one wins, while a rule or preview reading
+//     the map sees the exact key: the call approved and the call run
+//     would differ. Folding is the one encoding/json uses (each rune to the
+//     smallest rune of its unicode.SimpleFold orbit; see FoldKey), so
+//     full-folding pairs such as "ß" and "ss", which it keeps apart, pass;
 //   - invalid UTF-8 and lone surrogate escapes such as "\ud800", which some
 //     parsers turn into U+FFFD and others keep;
 //   - numbers whose decimal value is not exactly the value of their
@@ -37,6 +47,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
@@ -54,6 +65,7 @@ const (
 var (
 	ErrInvalidJSON  = errors.New("canon: invalid JSON")
 	ErrDuplicateKey = errors.New("canon: duplicate object key")
+	ErrFoldedKey    = errors.New("canon: object keys equal under case folding")
 	ErrTooDeep      = errors.New("canon: JSON nested too deeply")
 	ErrTooLarge     = errors.New("canon: JSON too large")
 	ErrLossyNumber  = errors.New("canon: number not exactly representable")
@@ -87,7 +99,9 @@ func Digest(raw []byte) (string, error) {
 // SplitMember removes the top-level member name from the JSON object raw.
 // It returns the object without that member and the member's raw value
 // (nil when absent). Empty input and null count as {}. raw is checked as
-// strictly as by Canonical; rest is not canonical (canonicalize it before
+// strictly as by Canonical, and a top-level member that equals name only
+// under case folding ("Approval_Token" for "approval_token") is refused
+// with ErrFoldedKey. rest is not canonical (canonicalize it before
 // digesting) and carries the other members' values byte for byte.
 func SplitMember(raw []byte, name string) (rest []byte, value []byte, err error) {
 	trimmed := bytes.TrimSpace(raw)
@@ -106,6 +120,14 @@ func SplitMember(raw []byte, name string) (rest []byte, value []byte, err error)
 	if err := json.Unmarshal(raw, &members); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
+	// A lone variant such as "Approval_Token" is no collision, but a
+	// case-insensitive decoder would take it for name while this split
+	// would not: refuse it rather than guess which reading was meant.
+	for k := range members {
+		if k != name && FoldKey(k) == FoldKey(name) {
+			return nil, nil, fmt.Errorf("%w: %s is not spelled %s", ErrFoldedKey, strconv.QuoteToASCII(clip(k)), strconv.QuoteToASCII(name))
+		}
+	}
 	v, ok := members[name]
 	if ok {
 		value = []byte(v)
@@ -122,7 +144,45 @@ func SplitMember(raw []byte, name string) (rest []byte, value []byte, err error)
 type frame struct {
 	object  bool
 	wantKey bool
-	keys    map[string]struct{}
+	keys    map[string]string // folded key -> the key as sent
+}
+
+// FoldKey returns the form under which encoding/json matches an object key
+// to a struct field: two keys collide exactly when their FoldKeys are
+// equal (the same relation as strings.EqualFold). Each rune becomes the
+// smallest rune of its simple case folding orbit, so "s", "S" and "ſ"
+// (U+017F) all become "S", and "k", "K" and "K" (U+212A) all become "K".
+func FoldKey(key string) string {
+	ascii := true
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		// For ASCII, the smallest rune of each orbit is the upper case
+		// letter ("k" folds with "K" and U+212A; "K" is smallest).
+		return strings.ToUpper(key)
+	}
+	var b strings.Builder
+	b.Grow(len(key))
+	for _, r := range key {
+		b.WriteRune(foldRune(r))
+	}
+	return b.String()
+}
+
+// foldRune walks r's orbit under unicode.SimpleFold (which steps to the
+// next larger rune and wraps to the smallest) until it wraps.
+func foldRune(r rune) rune {
+	for {
+		next := unicode.SimpleFold(r)
+		if next <= r {
+			return next
+		}
+		r = next
+	}
 }
 
 // check walks raw token by token with encoding/json, which validates the
@@ -166,10 +226,15 @@ func check(raw []byte) error {
 				return fmt.Errorf("%w: object key is not a string", ErrInvalidJSON)
 			}
 			top := &stack[n-1]
-			if _, dup := top.keys[key]; dup {
-				return fmt.Errorf("%w: %s at depth %d", ErrDuplicateKey, strconv.QuoteToASCII(clip(key)), n)
+			folded := FoldKey(key)
+			if first, dup := top.keys[folded]; dup {
+				if first == key {
+					return fmt.Errorf("%w: %s at depth %d", ErrDuplicateKey, strconv.QuoteToASCII(clip(key)), n)
+				}
+				return fmt.Errorf("%w: %s and %s at depth %d name one field to a case-insensitive decoder", ErrFoldedKey,
+					strconv.QuoteToASCII(clip(first)), strconv.QuoteToASCII(clip(key)), n)
 			}
-			top.keys[key] = struct{}{}
+			top.keys[folded] = key
 			top.wantKey = false
 			continue
 		}
@@ -182,7 +247,7 @@ func check(raw []byte) error {
 				}
 				f := frame{object: t == '{', wantKey: t == '{'}
 				if f.object {
-					f.keys = make(map[string]struct{})
+					f.keys = make(map[string]string)
 				}
 				stack = append(stack, f)
 				continue

@@ -1,6 +1,6 @@
 package files_test
 
-// Coverage additions over the real SDK: the HTTP transport handler serving
+// The server over the real SDK: the HTTP transport handler serving
 // a real client, an opt-in named twice refused at startup, and a safefs
 // error of no known kind (a name longer than the kernel allows) refused as
 // "failed" instead of being passed through as a success.
