@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/serverconf"
 )
 
 func init() {
@@ -97,7 +98,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := serverconf.NewHTTPServer(svc, serverconf.DefaultHeaderTimeout, serverconf.DefaultBodyTimeout, approvalsMaxBody)
 	scheme := "http"
 	if *tlsCert != "" {
 		scheme = "https"
@@ -129,3 +130,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// approvalsMaxBody is above the webhook's own 256 KiB cap, so that the
+// service, not the front, answers an oversized webhook body in its words.
+const approvalsMaxBody = 1 << 20

@@ -1,0 +1,409 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/oauth2-proxy/mockoidc"
+	"golang.org/x/oauth2"
+)
+
+// These tests run `mcpsafe files --http` as an OAuth resource server in
+// front of a real OIDC provider: github.com/oauth2-proxy/mockoidc, started
+// in this process, serving discovery, JWKS, authorize and token endpoints
+// over real HTTP. Every token below comes from its authorization-code flow
+// (with PKCE), except the forgeries, which are built from a real token's
+// claims the way an attacker would.
+
+// audience is the public URL the server would have behind a TLS front; the
+// binary itself listens on a random port of every interface.
+const audience = "https://mcp.test/mcp"
+
+// provider is a running mockoidc with a lock that its handlers run under, so
+// that a test may change its client id or clock between token requests.
+type provider struct {
+	*mockoidc.MockOIDC
+	mu sync.Mutex
+}
+
+func startProvider(t *testing.T, key *rsa.PrivateKey) *provider {
+	t.Helper()
+	m, err := mockoidc.NewServer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &provider{MockOIDC: m}
+	m.ClientID = audience // access tokens carry aud = client id
+	must(t, m.AddMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, m.Start(ln, nil))
+	t.Cleanup(func() { m.Shutdown() })
+	return p
+}
+
+// token runs the authorization-code flow for sub and returns the access
+// token. change, if not nil, runs under the provider's lock first (and its
+// effect is undone by the returned func's caller).
+func (p *provider) token(t *testing.T, sub string, change func(m *mockoidc.MockOIDC)) string {
+	t.Helper()
+	p.mu.Lock()
+	clientID, secret := p.ClientID, p.ClientSecret
+	if change != nil {
+		change(p.MockOIDC)
+		clientID = p.ClientID
+	}
+	p.QueueUser(&mockoidc.MockUser{Subject: sub, Email: sub + "@example.com"})
+	p.mu.Unlock()
+	cfg := oauth2.Config{
+		ClientID: clientID, ClientSecret: secret, RedirectURL: "http://127.0.0.1/callback", Scopes: []string{"openid"},
+		Endpoint: oauth2.Endpoint{AuthURL: p.AuthorizationEndpoint(), TokenURL: p.TokenEndpoint(), AuthStyle: oauth2.AuthStyleInParams},
+	}
+	verifier := oauth2.GenerateVerifier()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(cfg.AuthCodeURL("state-1", oauth2.S256ChallengeOption(verifier)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("authorize: status %d, location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	tok, err := cfg.Exchange(context.Background(), loc.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatalf("token exchange: %v", err)
+	}
+	return tok.AccessToken
+}
+
+// authServer is one `mcpsafe files --http` process with authentication.
+type authServer struct {
+	url, root, journal string
+}
+
+func startAuthServer(t *testing.T, extra ...string) *authServer {
+	t.Helper()
+	base := t.TempDir()
+	s := &authServer{root: filepath.Join(base, "root"), journal: filepath.Join(base, "journal.jsonl")}
+	must(t, os.Mkdir(s.root, 0o755))
+	args := append([]string{"files", "--root", s.root, "--journal", s.journal,
+		"--mode", "token", "--allow-token-for", "delete_file"}, extra...)
+	s.url = startBinary(t, args...)
+	return s
+}
+
+// startBinary runs the binary with args and returns the MCP URL it prints.
+func startBinary(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	found := make(chan string, 1)
+	var log strings.Builder
+	var logMu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logMu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			logMu.Unlock()
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case u := <-found:
+		// The server listens on every interface; reach it on loopback.
+		return strings.Replace(strings.Replace(u, "[::]", "127.0.0.1", 1), "0.0.0.0", "127.0.0.1", 1)
+	case <-time.After(20 * time.Second):
+		logMu.Lock()
+		defer logMu.Unlock()
+		t.Fatalf("server did not start: %s", log.String())
+		return ""
+	}
+}
+
+// bearer adds a fixed Authorization header to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func connectWithToken(serverURL, token string) (*mcp.ClientSession, error) {
+	return mcp.NewClient(&mcp.Implementation{Name: "auth-e2e", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{
+			Endpoint: serverURL, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{token}},
+		}, nil)
+}
+
+// rawCall posts one JSON-RPC message with the given Authorization header
+// (none if empty) and returns the response and its body.
+func rawCall(t *testing.T, serverURL, authz string) (*http.Response, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
+	req, _ := http.NewRequest(http.MethodPost, serverURL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func journalPrincipals(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct{ Principal string }
+		must(t, json.Unmarshal([]byte(line), &r))
+		out = append(out, r.Principal)
+	}
+	return out
+}
+
+// A valid token from the issuer opens the server; its subject is the
+// principal bound into the approval, so another user's valid token cannot
+// redeem it.
+func TestHTTPAuthValidTokenNamesThePrincipal(t *testing.T) {
+	p := startProvider(t, nil)
+	s := startAuthServer(t, "--http", "0.0.0.0:0", "--auth-issuer", p.Issuer(), "--auth-audience", audience)
+	must(t, os.WriteFile(filepath.Join(s.root, "a.txt"), []byte("a"), 0o644))
+
+	alice, err := connectWithToken(s.url, p.token(t, "alice", nil))
+	if err != nil {
+		t.Fatalf("alice's valid token was refused: %v", err)
+	}
+	defer alice.Close()
+	res := call(t, alice, "delete_file", map[string]any{"path": "a.txt"})
+	tok := tokenOf(t, res)
+
+	// Attack: bob, authenticated just as well, presents alice's approval.
+	bob, err := connectWithToken(s.url, p.token(t, "bob", nil))
+	if err != nil {
+		t.Fatalf("bob's valid token was refused: %v", err)
+	}
+	defer bob.Close()
+	res = call(t, bob, "delete_file", map[string]any{"path": "a.txt", "approval_token": tok})
+	if !res.IsError || content(t, filepath.Join(s.root, "a.txt")) != "a" {
+		t.Fatalf("bob redeemed alice's approval: %v", res.Content)
+	}
+	// Control: alice redeems her own.
+	res = call(t, alice, "delete_file", map[string]any{"path": "a.txt", "approval_token": tok})
+	if res.IsError || content(t, filepath.Join(s.root, "a.txt")) != "<missing>" {
+		t.Fatalf("alice could not redeem her approval: %v", res.Content)
+	}
+	var sawAlice, sawBob bool
+	for _, pr := range journalPrincipals(t, s.journal) {
+		switch pr {
+		case "user:alice":
+			sawAlice = true
+		case "user:bob":
+			sawBob = true
+		case "anonymous", "":
+			t.Errorf("journal names an authenticated caller %q", pr)
+		}
+	}
+	if !sawAlice || !sawBob {
+		t.Fatalf("journal principals %v: want user:alice and user:bob (the tokens' subjects)", journalPrincipals(t, s.journal))
+	}
+}
+
+// Every token that is not a valid token of this issuer for this resource is
+// refused with 401 and a challenge; the control (a valid token) passes the
+// same raw request.
+func TestHTTPAuthRefusesBadTokens(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	must(t, err)
+	p := startProvider(t, key)
+	other := startProvider(t, key) // same signing key, different issuer
+	s := startAuthServer(t, "--http", "0.0.0.0:0", "--auth-issuer", p.Issuer(), "--auth-audience", audience)
+
+	valid := p.token(t, "alice", nil)
+	if resp, _ := rawCall(t, s.url, "Bearer "+valid); resp.StatusCode != http.StatusOK {
+		t.Fatalf("control: a valid token got %d", resp.StatusCode)
+	}
+	attackerKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	must(t, err)
+	pubDER, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	must(t, err)
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
+	header, claims := splitJWT(t, valid)
+
+	cases := []struct{ name, authz, why string }{
+		{"missing", "", "no bearer token"},
+		{"not bearer", "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:pw")), "no bearer token"},
+		{"garbage", "Bearer not-a-jwt", "malformed jwt"},
+		{"wrong audience", "Bearer " + p.token(t, "alice", func(m *mockoidc.MockOIDC) { m.ClientID = "https://other.test/mcp" }), "expected audience"},
+		{"expired", "Bearer " + p.token(t, "alice", func(m *mockoidc.MockOIDC) { m.ClientID = audience; m.FastForward(-2 * time.Hour) }), "token is expired"},
+		{"wrong issuer, same key", "Bearer " + other.token(t, "alice", nil), "issued by a different provider"},
+		{"payload changed after signing", "Bearer " + tamper(t, valid, map[string]any{"sub": "root"}), "failed to verify"},
+		{"signed by another key", "Bearer " + resign(t, claims, attackerKey, header["kid"].(string)), "failed to verify"},
+		{"alg none", "Bearer " + unsigned(t, claims, header["kid"].(string)), "unexpected signature algorithm \"none\""},
+		{"HS256 with the public key as secret", "Bearer " + hmacSigned(t, claims, pubPEM), "unexpected signature algorithm \"HS256\""},
+	}
+	p.mu.Lock()
+	p.FastForward(2 * time.Hour)
+	p.mu.Unlock()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := rawCall(t, s.url, tc.authz)
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, tc.why) {
+				t.Fatalf("status %d, body %q; want 401 because %q", resp.StatusCode, body, tc.why)
+			}
+			want := `resource_metadata="https://mcp.test/.well-known/oauth-protected-resource/mcp"`
+			if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer ") || !strings.Contains(got, want) {
+				t.Fatalf("WWW-Authenticate %q, want a Bearer challenge with %s", got, want)
+			}
+		})
+	}
+	// The metadata the challenge points at (RFC 9728) names this resource
+	// and its issuer.
+	resp, err := http.Get(strings.TrimSuffix(s.url, "/mcp") + "/.well-known/oauth-protected-resource/mcp")
+	must(t, err)
+	defer resp.Body.Close()
+	var meta struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	must(t, json.NewDecoder(resp.Body).Decode(&meta))
+	if meta.Resource != audience || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != p.Issuer() {
+		t.Fatalf("protected resource metadata %+v", meta)
+	}
+}
+
+func splitJWT(t *testing.T, tok string) (header, claims map[string]any) {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWS: %q", tok)
+	}
+	for i, dst := range []*map[string]any{&header, &claims} {
+		b, err := base64.RawURLEncoding.DecodeString(parts[i])
+		must(t, err)
+		must(t, json.Unmarshal(b, dst))
+	}
+	return header, claims
+}
+
+func b64json(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must(t, err)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// tamper replaces claims in a signed token and keeps the old signature.
+func tamper(t *testing.T, tok string, set map[string]any) string {
+	t.Helper()
+	_, claims := splitJWT(t, tok)
+	for k, v := range set {
+		claims[k] = v
+	}
+	parts := strings.Split(tok, ".")
+	return parts[0] + "." + b64json(t, claims) + "." + parts[2]
+}
+
+// resign signs claims with key, claiming the issuer's key id.
+func resign(t *testing.T, claims map[string]any, key *rsa.PrivateKey, kid string) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
+	must(t, err)
+	b, err := json.Marshal(claims)
+	must(t, err)
+	jws, err := signer.Sign(b)
+	must(t, err)
+	out, err := jws.CompactSerialize()
+	must(t, err)
+	return out
+}
+
+func unsigned(t *testing.T, claims map[string]any, kid string) string {
+	return b64json(t, map[string]any{"alg": "none", "typ": "JWT", "kid": kid}) + "." + b64json(t, claims) + "."
+}
+
+func hmacSigned(t *testing.T, claims map[string]any, secret []byte) string {
+	input := b64json(t, map[string]any{"alg": "HS256", "typ": "JWT"}) + "." + b64json(t, claims)
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(input))
+	return input + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// A non-loopback --http without authentication is refused at startup, for
+// files and proxy alike; with authentication it starts (the tests above),
+// and loopback without authentication still starts.
+func TestHTTPNonLoopbackNeedsAuth(t *testing.T) {
+	root := t.TempDir()
+	j := filepath.Join(t.TempDir(), "j.jsonl")
+	for _, args := range [][]string{
+		{"files", "--root", root, "--journal", j, "--http", "0.0.0.0:0"},
+		{"files", "--root", root, "--journal", j, "--http", ":0"},
+		{"proxy", "--journal", j, "--http", "0.0.0.0:0", "--", "true"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := exec.CommandContext(ctx, binary, args...).CombinedOutput()
+		cancel()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "needs authentication") {
+			t.Errorf("%v: err %v, output %q; want exit 2 naming the missing authentication", args, err, out)
+		}
+	}
+	// Control: loopback without authentication serves.
+	u := startBinary(t, "files", "--root", root, "--journal", j, "--http", "127.0.0.1:0")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "loopback", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: u, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("loopback without auth: %v", err)
+	}
+	cs.Close()
+}
