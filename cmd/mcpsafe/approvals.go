@@ -50,6 +50,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	maxWait := fl.Duration("max-wait", time.Hour, "longest a request may stay pending")
 	tlsCert := fl.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
+	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if err := fl.Parse(args[1:]); err != nil {
 		return 2
@@ -98,7 +99,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srv := serverconf.NewHTTPServer(svc, serverconf.DefaultHeaderTimeout, serverconf.DefaultBodyTimeout, approvalsMaxBody)
+	srv := serverconf.NewHTTPServer(svc, serverconf.DefaultHeaderTimeout, *bodyTimeout, approvalsMaxBody)
 	scheme := "http"
 	if *tlsCert != "" {
 		scheme = "https"

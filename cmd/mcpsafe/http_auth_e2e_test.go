@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -122,15 +123,21 @@ func startAuthServer(t *testing.T, extra ...string) *authServer {
 	return s
 }
 
-// startBinary runs the binary with args and returns the MCP URL it prints.
+// bannerRE finds the URL a server prints once it listens: the MCP endpoint
+// of files and proxy, the base URL of the approval service.
+var bannerRE = regexp.MustCompile(`(?:serving MCP on|listening on) (http://[^\s/]+(?:/mcp)?)`)
+
+// startBinary runs the binary with args and returns the URL it prints.
 func startBinary(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	stderr, err := cmd.StderrPipe()
+	stderr, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stdout, cmd.Stderr = w, w
 	must(t, cmd.Start())
+	w.Close()
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	found := make(chan string, 1)
 	var log strings.Builder
@@ -141,7 +148,7 @@ func startBinary(t *testing.T, args ...string) string {
 			logMu.Lock()
 			log.WriteString(sc.Text() + "\n")
 			logMu.Unlock()
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+			if m := bannerRE.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 			}
 		}
