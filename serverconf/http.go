@@ -145,8 +145,10 @@ func (h HTTP) MCPHandler(server *mcp.Server) http.Handler {
 }
 
 // clientKey names the caller for per-client caps: the token's subject when
-// authenticated, else the remote IP (without the port, which a client picks
-// freely for every connection).
+// authenticated, else the remote address without the port (which a client
+// picks freely for every connection). An IPv6 caller is its /64, the
+// smallest network a host is usually given: keying on the full address
+// would hand one host 2^64 allowances.
 func clientKey(r *http.Request) string {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
 		return "user " + ti.UserID
@@ -154,6 +156,9 @@ func clientKey(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		return "addr " + ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 	}
 	return "addr " + host
 }
