@@ -45,3 +45,24 @@ func TestClientKey(t *testing.T) {
 		}
 	}
 }
+
+// Only an initialize request (or what the SDK cannot decode) reserves a
+// session slot; the SDK's own decoder decides.
+func TestMayInitialize(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false},
+		{`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, true},
+		{`not json`, true},
+		{``, true},
+	} {
+		if got := mayInitialize([]byte(tc.body)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/httpauth"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -133,7 +134,20 @@ func (h HTTP) MCPHandler(server *mcp.Server) http.Handler {
 			sdk.ServeHTTP(w, r)
 			return
 		}
-		// A POST without a session id opens a session.
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.MaxBodyBytes))
+		if err != nil {
+			http.Error(w, "reading body: "+err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !mayInitialize(body) {
+			// The SDK closes a session that was not initialized before
+			// this request ends; holding a slot for it would refuse the
+			// client's next request, which can arrive before this
+			// handler returns.
+			sdk.ServeHTTP(w, r)
+			return
+		}
 		if err := lim.reserve(client); err != nil {
 			w.Header().Set("Retry-After", "60")
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -142,6 +156,19 @@ func (h HTTP) MCPHandler(server *mcp.Server) http.Handler {
 		sdk.ServeHTTP(w, r)
 		lim.track(client, w.Header().Get("Mcp-Session-Id"))
 	})
+}
+
+// mayInitialize reports whether a POST without a session id may open a
+// lasting session: only an initialize request does. The SDK's own decoder
+// decides, so that no message reads as something else here than there;
+// what it cannot decode (a batch, garbage) counts, to be safe.
+func mayInitialize(body []byte) bool {
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return true
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	return ok && req.Method == "initialize"
 }
 
 // clientKey names the caller for per-client caps: the token's subject when
@@ -204,11 +231,14 @@ func (l *sessionLimit) release(client string) {
 }
 
 // track keeps the reserved slot for as long as session id lives, or frees it
-// at once when no session came of the request.
+// at once when no lasting session came of the request. The SDK closes a
+// session that was not initialized (a server/discover probe, a bad first
+// message) before the request ends; such a one must not hold a slot even
+// for the moment its close takes to be noticed.
 func (l *sessionLimit) track(client, id string) {
 	if id != "" {
 		for ss := range l.server.Sessions() {
-			if ss.ID() == id {
+			if ss.ID() == id && ss.InitializeParams() != nil {
 				go func() {
 					ss.Wait()
 					l.release(client)

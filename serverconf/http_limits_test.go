@@ -150,6 +150,13 @@ func connect(url string, c *http.Client) (*mcp.ClientSession, error) {
 		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: c, MaxRetries: -1}, nil)
 }
 
+// closeAtEnd closes cs when the test ends, before the server stops (the
+// server waits for the session's open stream).
+func closeAtEnd(t *testing.T, cs *mcp.ClientSession) *mcp.ClientSession {
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 func status(t *testing.T, cs *mcp.ClientSession, path string) string {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": path}})
@@ -206,7 +213,7 @@ func TestSessionCaps(t *testing.T) {
 		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
-		open = append(open, cs)
+		open = append(open, closeAtEnd(t, cs))
 	}
 	if cs, err := connect(url, a); err == nil {
 		cs.Close()
@@ -217,7 +224,7 @@ func TestSessionCaps(t *testing.T) {
 	if err != nil {
 		t.Fatalf("another client was locked out: %v", err)
 	}
-	defer b.Close()
+	closeAtEnd(t, b)
 	if cs, err := connect(url, from("127.0.0.3", nil)); err == nil {
 		cs.Close()
 		t.Fatal("a fourth session was opened; the cap is 3")
@@ -227,13 +234,10 @@ func TestSessionCaps(t *testing.T) {
 	waitFor(t, "a closed session frees its slot", func() bool {
 		cs, err := connect(url, a)
 		if err == nil {
-			open[0] = cs
+			closeAtEnd(t, cs)
 		}
 		return err == nil
 	})
-	for _, cs := range open {
-		cs.Close()
-	}
 }
 
 // An idle stateful session is closed by the server, and its slot freed.
