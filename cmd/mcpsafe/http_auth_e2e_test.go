@@ -186,6 +186,11 @@ func connectWithToken(serverURL, token string) (*mcp.ClientSession, error) {
 // (none if empty) and returns the response and its body.
 func rawCall(t *testing.T, serverURL, authz string) (*http.Response, string) {
 	t.Helper()
+	return rawSessionCall(t, serverURL, authz, "")
+}
+
+func rawSessionCall(t *testing.T, serverURL, authz, session string) (*http.Response, string) {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
 	req, _ := http.NewRequest(http.MethodPost, serverURL, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -193,6 +198,9 @@ func rawCall(t *testing.T, serverURL, authz string) (*http.Response, string) {
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -262,6 +270,27 @@ func TestHTTPAuthValidTokenNamesThePrincipal(t *testing.T) {
 	}
 	if !sawAlice || !sawBob {
 		t.Fatalf("journal principals %v: want user:alice and user:bob (the tokens' subjects)", journalPrincipals(t, s.journal))
+	}
+}
+
+// A stateful session belongs to the subject that opened it: another user's
+// valid token cannot ride on its id (and so on its pending in-call
+// approvals); the owner's can.
+func TestHTTPAuthSessionStaysWithItsUser(t *testing.T) {
+	p := startProvider(t, nil)
+	s := startAuthServer(t, "--http", "0.0.0.0:0", "--http-stateful", "--auth-issuer", p.Issuer(), "--auth-audience", audience)
+	aliceToken := p.token(t, "alice", nil)
+	alice, err := connectWithToken(s.url, aliceToken)
+	must(t, err)
+	defer alice.Close()
+	if alice.ID() == "" {
+		t.Fatal("no session id: the server is not stateful")
+	}
+	if resp, body := rawSessionCall(t, s.url, "Bearer "+p.token(t, "bob", nil), alice.ID()); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("bob on alice's session: %d %q, want 403", resp.StatusCode, body)
+	}
+	if resp, body := rawSessionCall(t, s.url, "Bearer "+aliceToken, alice.ID()); resp.StatusCode != http.StatusOK {
+		t.Fatalf("control: alice on her session: %d %q", resp.StatusCode, body)
 	}
 }
 
