@@ -12,9 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,87 +23,21 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/mcpsafe/mcpsafe/internal/oidctest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/oauth2-proxy/mockoidc"
-	"golang.org/x/oauth2"
 )
 
 // These tests run `mcpsafe files --http` as an OAuth resource server in
-// front of a real OIDC provider: github.com/oauth2-proxy/mockoidc, started
-// in this process, serving discovery, JWKS, authorize and token endpoints
-// over real HTTP. Every token below comes from its authorization-code flow
+// front of a real OIDC provider (internal/oidctest: mockoidc, started in
+// this process, serving discovery, JWKS, authorize and token endpoints over
+// real HTTP). Every token below comes from its authorization-code flow
 // (with PKCE), except the forgeries, which are built from a real token's
 // claims the way an attacker would.
 
 // audience is the public URL the server would have behind a TLS front; the
 // binary itself listens on a random port of every interface.
 const audience = "https://mcp.test/mcp"
-
-// provider is a running mockoidc with a lock that its handlers run under, so
-// that a test may change its client id or clock between token requests.
-type provider struct {
-	*mockoidc.MockOIDC
-	mu sync.Mutex
-}
-
-func startProvider(t *testing.T, key *rsa.PrivateKey) *provider {
-	t.Helper()
-	m, err := mockoidc.NewServer(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &provider{MockOIDC: m}
-	m.ClientID = audience // access tokens carry aud = client id
-	must(t, m.AddMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			next.ServeHTTP(w, r)
-		})
-	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	must(t, m.Start(ln, nil))
-	t.Cleanup(func() { m.Shutdown() })
-	return p
-}
-
-// token runs the authorization-code flow for sub and returns the access
-// token. change, if not nil, runs under the provider's lock first (and its
-// effect is undone by the returned func's caller).
-func (p *provider) token(t *testing.T, sub string, change func(m *mockoidc.MockOIDC)) string {
-	t.Helper()
-	p.mu.Lock()
-	clientID, secret := p.ClientID, p.ClientSecret
-	if change != nil {
-		change(p.MockOIDC)
-		clientID = p.ClientID
-	}
-	p.QueueUser(&mockoidc.MockUser{Subject: sub, Email: sub + "@example.com"})
-	p.mu.Unlock()
-	cfg := oauth2.Config{
-		ClientID: clientID, ClientSecret: secret, RedirectURL: "http://127.0.0.1/callback", Scopes: []string{"openid"},
-		Endpoint: oauth2.Endpoint{AuthURL: p.AuthorizationEndpoint(), TokenURL: p.TokenEndpoint(), AuthStyle: oauth2.AuthStyleInParams},
-	}
-	verifier := oauth2.GenerateVerifier()
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(cfg.AuthCodeURL("state-1", oauth2.S256ChallengeOption(verifier)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("authorize: status %d, location %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	tok, err := cfg.Exchange(context.Background(), loc.Query().Get("code"), oauth2.VerifierOption(verifier))
-	if err != nil {
-		t.Fatalf("token exchange: %v", err)
-	}
-	return tok.AccessToken
-}
 
 // authServer is one `mcpsafe files --http` process with authentication.
 type authServer struct {
@@ -230,11 +162,11 @@ func journalPrincipals(t *testing.T, path string) []string {
 // principal bound into the approval, so another user's valid token cannot
 // redeem it.
 func TestHTTPAuthValidTokenNamesThePrincipal(t *testing.T) {
-	p := startProvider(t, nil)
+	p := oidctest.Start(t, nil, audience)
 	s := startAuthServer(t, "--http", "0.0.0.0:0", "--auth-issuer", p.Issuer(), "--auth-audience", audience)
 	must(t, os.WriteFile(filepath.Join(s.root, "a.txt"), []byte("a"), 0o644))
 
-	alice, err := connectWithToken(s.url, p.token(t, "alice", nil))
+	alice, err := connectWithToken(s.url, p.Token(t, "alice"))
 	if err != nil {
 		t.Fatalf("alice's valid token was refused: %v", err)
 	}
@@ -243,7 +175,7 @@ func TestHTTPAuthValidTokenNamesThePrincipal(t *testing.T) {
 	tok := tokenOf(t, res)
 
 	// Attack: bob, authenticated just as well, presents alice's approval.
-	bob, err := connectWithToken(s.url, p.token(t, "bob", nil))
+	bob, err := connectWithToken(s.url, p.Token(t, "bob"))
 	if err != nil {
 		t.Fatalf("bob's valid token was refused: %v", err)
 	}
@@ -277,16 +209,16 @@ func TestHTTPAuthValidTokenNamesThePrincipal(t *testing.T) {
 // valid token cannot ride on its id (and so on its pending in-call
 // approvals); the owner's can.
 func TestHTTPAuthSessionStaysWithItsUser(t *testing.T) {
-	p := startProvider(t, nil)
+	p := oidctest.Start(t, nil, audience)
 	s := startAuthServer(t, "--http", "0.0.0.0:0", "--http-stateful", "--auth-issuer", p.Issuer(), "--auth-audience", audience)
-	aliceToken := p.token(t, "alice", nil)
+	aliceToken := p.Token(t, "alice")
 	alice, err := connectWithToken(s.url, aliceToken)
 	must(t, err)
 	defer alice.Close()
 	if alice.ID() == "" {
 		t.Fatal("no session id: the server is not stateful")
 	}
-	if resp, body := rawSessionCall(t, s.url, "Bearer "+p.token(t, "bob", nil), alice.ID()); resp.StatusCode != http.StatusForbidden {
+	if resp, body := rawSessionCall(t, s.url, "Bearer "+p.Token(t, "bob"), alice.ID()); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("bob on alice's session: %d %q, want 403", resp.StatusCode, body)
 	}
 	if resp, body := rawSessionCall(t, s.url, "Bearer "+aliceToken, alice.ID()); resp.StatusCode != http.StatusOK {
@@ -300,11 +232,11 @@ func TestHTTPAuthSessionStaysWithItsUser(t *testing.T) {
 func TestHTTPAuthRefusesBadTokens(t *testing.T) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	must(t, err)
-	p := startProvider(t, key)
-	other := startProvider(t, key) // same signing key, different issuer
+	p := oidctest.Start(t, key, audience)
+	other := oidctest.Start(t, key, audience) // same signing key, different issuer
 	s := startAuthServer(t, "--http", "0.0.0.0:0", "--auth-issuer", p.Issuer(), "--auth-audience", audience)
 
-	valid := p.token(t, "alice", nil)
+	valid := p.Token(t, "alice")
 	if resp, _ := rawCall(t, s.url, "Bearer "+valid); resp.StatusCode != http.StatusOK {
 		t.Fatalf("control: a valid token got %d", resp.StatusCode)
 	}
@@ -314,22 +246,24 @@ func TestHTTPAuthRefusesBadTokens(t *testing.T) {
 	must(t, err)
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
 	header, claims := splitJWT(t, valid)
+	p.Change(func(m *mockoidc.MockOIDC) { m.ClientID = "https://other.test/mcp" })
+	wrongAudience := p.Token(t, "alice")
+	p.Change(func(m *mockoidc.MockOIDC) { m.ClientID = audience; m.FastForward(-2 * time.Hour) })
+	expired := p.Token(t, "alice")
+	p.Change(func(m *mockoidc.MockOIDC) { m.FastForward(2 * time.Hour) })
 
 	cases := []struct{ name, authz, why string }{
 		{"missing", "", "no bearer token"},
 		{"not bearer", "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:pw")), "no bearer token"},
 		{"garbage", "Bearer not-a-jwt", "malformed jwt"},
-		{"wrong audience", "Bearer " + p.token(t, "alice", func(m *mockoidc.MockOIDC) { m.ClientID = "https://other.test/mcp" }), "expected audience"},
-		{"expired", "Bearer " + p.token(t, "alice", func(m *mockoidc.MockOIDC) { m.ClientID = audience; m.FastForward(-2 * time.Hour) }), "token is expired"},
-		{"wrong issuer, same key", "Bearer " + other.token(t, "alice", nil), "issued by a different provider"},
+		{"wrong audience", "Bearer " + wrongAudience, "expected audience"},
+		{"expired", "Bearer " + expired, "token is expired"},
+		{"wrong issuer, same key", "Bearer " + other.Token(t, "alice"), "issued by a different provider"},
 		{"payload changed after signing", "Bearer " + tamper(t, valid, map[string]any{"sub": "root"}), "failed to verify"},
 		{"signed by another key", "Bearer " + resign(t, claims, attackerKey, header["kid"].(string)), "failed to verify"},
 		{"alg none", "Bearer " + unsigned(t, claims, header["kid"].(string)), "unexpected signature algorithm \"none\""},
 		{"HS256 with the public key as secret", "Bearer " + hmacSigned(t, claims, pubPEM), "unexpected signature algorithm \"HS256\""},
 	}
-	p.mu.Lock()
-	p.FastForward(2 * time.Hour)
-	p.mu.Unlock()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := rawCall(t, s.url, tc.authz)
