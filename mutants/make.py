@@ -251,7 +251,7 @@ mutant("http-auth-any-audience", "./cmd/mcpsafe", "the resource server accepts a
     [("httpauth/httpauth.go", "\t\t\tClientID:             cfg.Audience,\n", "\t\t\tSkipClientIDCheck:    true,\n")],
     run="TestHTTPAuthRefusesBadTokens")
 mutant("http-body-no-deadline", "./serverconf", "a request body may trickle in forever (slowloris holds connections)",
-    [(SH, "\t\t_ = rc.SetReadDeadline(time.Now().Add(timeout))\n", "")],
+    [(SH, "\t\t\t_ = rc.SetReadDeadline(time.Now().Add(timeout))\n", "")],
     run="TestLimitBodiesCutsOffSlowBody")
 mutant("http-sessions-uncapped-per-client", "./serverconf", "one client may open stateful sessions until the server is full",
     [(SH, "if l.byClient[client] >= l.perClient {", "if false {")],

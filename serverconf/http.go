@@ -251,21 +251,55 @@ func (l *sessionLimit) track(client, id string) {
 }
 
 // LimitBodies gives each request body timeout to arrive in full and caps it
-// at max bytes, then hands h the buffered body. A per-request deadline is
-// used rather than http.Server.ReadTimeout, which would also cut off the
-// long-lived streams (SSE, long polls) that follow a body.
+// at max bytes, then hands h the buffered body (BodyDeadline around
+// BufferBodies).
 func LimitBodies(h http.Handler, timeout time.Duration, max int64) http.Handler {
+	return BodyDeadline(BufferBodies(h, max), timeout)
+}
+
+// BodyDeadline gives each request body timeout to arrive: whoever reads it
+// (a handler, or net/http discarding what a handler left unread) fails once
+// the deadline passes, and the deadline is lifted when the body has been
+// read to its end. It is a per-request deadline rather than
+// http.Server.ReadTimeout, which would also cut off the long-lived streams
+// (SSE, long polls) that follow a body.
+func BodyDeadline(h http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(timeout))
+			r.Body = &liftAtEOF{ReadCloser: r.Body, rc: rc}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type liftAtEOF struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *liftAtEOF) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// BufferBodies reads each request body whole, at most max bytes, and hands
+// h a copy. A body that does not arrive (BodyDeadline) gets 408, one over
+// the cap 413; both close the connection rather than wait for the rest.
+func BufferBodies(h http.Handler, max int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			h.ServeHTTP(w, r)
 			return
 		}
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(timeout))
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 		if err != nil {
-			// The deadline stays, and the connection closes: the server
-			// must not wait for the rest of this body.
 			w.Header().Set("Connection", "close")
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
@@ -275,7 +309,6 @@ func LimitBodies(h http.Handler, timeout time.Duration, max int64) http.Handler 
 			http.Error(w, "request body not received in time", http.StatusRequestTimeout)
 			return
 		}
-		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
 	})
@@ -285,8 +318,12 @@ func LimitBodies(h http.Handler, timeout time.Duration, max int64) http.Handler 
 // header and idle timeouts. It sets no ReadTimeout or WriteTimeout: MCP
 // streams and the approval service's long polls legitimately stay open.
 func NewHTTPServer(h http.Handler, headerTimeout, bodyTimeout time.Duration, maxBody int64) *http.Server {
+	return newServer(LimitBodies(h, bodyTimeout, maxBody), headerTimeout)
+}
+
+func newServer(h http.Handler, headerTimeout time.Duration) *http.Server {
 	return &http.Server{
-		Handler:           LimitBodies(h, bodyTimeout, maxBody),
+		Handler:           h,
 		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -302,7 +339,10 @@ func (h HTTP) Serve(ctx context.Context, server *mcp.Server, log io.Writer) erro
 	}
 	h.setDefaults()
 	mux := http.NewServeMux()
-	handler := h.MCPHandler(server)
+	// The body is read only once the caller is authenticated: a stranger
+	// cannot make the server buffer bodies, and the deadline (set outside)
+	// still bounds what net/http discards of a refused request's body.
+	handler := BufferBodies(h.MCPHandler(server), h.MaxBodyBytes)
 	if h.Auth.Issuer != "" {
 		res, err := httpauth.New(ctx, h.Auth)
 		if err != nil {
@@ -316,7 +356,7 @@ func (h HTTP) Serve(ctx context.Context, server *mcp.Server, log io.Writer) erro
 	if err != nil {
 		return err
 	}
-	hs := NewHTTPServer(mux, h.HeaderTimeout, h.BodyTimeout, h.MaxBodyBytes)
+	hs := newServer(BodyDeadline(mux, h.BodyTimeout), h.HeaderTimeout)
 	fmt.Fprintf(log, "mcpsafe: serving MCP on http://%s/mcp\n", ln.Addr())
 	go func() {
 		<-ctx.Done()

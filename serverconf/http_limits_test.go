@@ -67,6 +67,58 @@ func TestLimitBodiesCutsOffSlowBody(t *testing.T) {
 	}
 }
 
+// Once the body is in, the deadline is lifted: a handler that then waits
+// (an elicitation, a long poll, an SSE stream) keeps its request alive past
+// the body timeout, in the buffered form and when the handler reads the
+// body itself. Control: the same wait with the deadline left in place ends
+// the request.
+func TestBodyDeadlineLiftedAfterBody(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	wait := func(keep bool) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.ReadAll(r.Body)
+			if keep { // put the deadline back, as if it had never been lifted
+				http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(5 * timeout):
+			}
+			io.WriteString(w, "alive")
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+		want string
+	}{
+		{"buffered", serverconf.LimitBodies(wait(false), timeout, 1<<20), "alive"},
+		{"read by the handler", serverconf.BodyDeadline(wait(false), timeout), "alive"},
+		{"control: deadline kept", serverconf.BodyDeadline(wait(true), timeout), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := &http.Server{Handler: tc.h}
+			go hs.Serve(ln)
+			defer hs.Close()
+			resp, err := http.Post("http://"+ln.Addr().String()+"/", "application/json", strings.NewReader("{}"))
+			got := ""
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got = string(b)
+			}
+			if got != tc.want {
+				t.Fatalf("got %q (err %v), want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
 // A body over the cap is refused with 413, however it is framed; a body at
 // the cap is served.
 func TestLimitBodiesRefusesOversizedBody(t *testing.T) {

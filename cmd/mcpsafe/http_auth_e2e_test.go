@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"net/url"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/mcpsafe/mcpsafe/internal/oidctest"
+	"github.com/mcpsafe/mcpsafe/internal/slowhttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/oauth2-proxy/mockoidc"
 )
@@ -376,4 +378,31 @@ func TestHTTPNonLoopbackNeedsAuth(t *testing.T) {
 		t.Fatalf("loopback without auth: %v", err)
 	}
 	cs.Close()
+}
+
+// A stranger's body is not read: the server answers 401 at once instead of
+// buffering (or waiting for) what an unauthenticated client sends, and the
+// connection is still cut off once the body timeout passes, whether
+// net/http would discard the rest (a small body) or not (a large one).
+func TestHTTPAuthRefusesBeforeReadingTheBody(t *testing.T) {
+	p := oidctest.Start(t, nil, audience)
+	s := startAuthServer(t, "--http", "0.0.0.0:0", "--auth-issuer", p.Issuer(), "--auth-audience", audience, "--http-body-timeout", "500ms")
+	u, err := url.Parse(s.url)
+	must(t, err)
+	mcpHeaders := slowhttp.Header("Accept", "application/json, text/event-stream", "Mcp-Protocol-Version", "2025-11-25")
+	for _, size := range []int{100_000, 3_000_000} {
+		r, err := slowhttp.Trickle(u.Host, "/mcp", size, 50*time.Millisecond, 20*time.Second, mcpHeaders)
+		must(t, err)
+		if r.Code != http.StatusUnauthorized || !r.Closed {
+			t.Fatalf("unauthenticated slow body of %d bytes: %+v; want 401 and a closed connection", size, r)
+		}
+	}
+	// Control: with a token, the same trickle is read, so it is the body
+	// timeout that ends it.
+	r, err := slowhttp.Trickle(u.Host, "/mcp", 100_000, 50*time.Millisecond, 20*time.Second,
+		mcpHeaders+slowhttp.Header("Authorization", "Bearer "+p.Token(t, "alice")))
+	must(t, err)
+	if r.Code != http.StatusRequestTimeout || !r.Closed {
+		t.Fatalf("authenticated slow body: %+v; want 408 and a closed connection", r)
+	}
 }
