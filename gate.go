@@ -63,6 +63,13 @@ type Options struct {
 	// authenticated user's id from the transport, "anonymous" over HTTP
 	// without auth, and "stdio" when there is no transport identity.
 	Principal func(req *mcp.CallToolRequest) string
+	// ClientAddrHeader names a request header that a trusted HTTP front end
+	// (serverconf's MCP handler) sets to the caller's network address after
+	// removing any copy the client sent. When set, the pending approvals of
+	// an unauthenticated HTTP caller count against MaxPendingPerPrincipal per
+	// address, not in one bucket that one client could fill for everyone.
+	// Leave it empty unless the front end really strips the client's copy.
+	ClientAddrHeader string
 	// Logger receives operational logs (default: discard).
 	Logger *slog.Logger
 }

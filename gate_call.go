@@ -323,7 +323,7 @@ func (g *Gate) issue(ctx context.Context, k *call, mode string) (*grant, string,
 		Policy: k.t.policy, Principal: k.c.Principal, Audience: g.opts.Audience,
 		IssuedAt: k.now.UnixMilli(), ExpiresAt: exp.UnixMilli(), Nonce: nonce, Mode: mode,
 	}
-	if err := g.pending.add(nonce, k.c.Principal, exp, k.now); err != nil {
+	if err := g.pending.add(nonce, g.pendingKey(k), exp, k.now); err != nil {
 		return nil, "", refusal(ReasonTooManyPending, "%v; approve or let the pending ones expire first", err)
 	}
 	if err := g.ledger.Issue(ctx, nonce, exp); err != nil {

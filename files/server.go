@@ -109,6 +109,5 @@ func ParseOptIn(v string) (mcpsafe.OptIn, error) { return serverconf.ParseOptIn(
 // stateful mode lets legacy clients elicit in-call but pins a client to the
 // replica that holds its session.
 func (s *Server) HTTPHandler(stateless bool) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP },
-		&mcp.StreamableHTTPOptions{Stateless: stateless})
+	return serverconf.HTTP{Stateful: !stateless}.MCPHandler(s.MCP)
 }

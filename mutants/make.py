@@ -295,6 +295,26 @@ mutant("journal-resume-without-repair", "./journal",
 mutant("journal-refusals-uncapped", "./journal",
     "refused calls grow the journal past its size limit",
     [("journal/journal.go", "\t\tif refusalClass(r.rec.Decision) && j.size+", "\t\tif false && refusalClass(r.rec.Decision) && j.size+")])
+# ---- h-http: HTTP without identity, resource exhaustion (HTTP) --------------
+SH = "serverconf/http.go"
+mutant("http-nonloopback-no-auth", "./cmd/mcpsafe", "files/proxy --http serve a non-loopback address without authentication (every caller is anonymous)",
+    [(SH, "if h.Addr != \"\" && h.Auth.Issuer == \"\" && !channel.IsLoopbackAddr(h.Addr) {", "if false && h.Addr != \"\" && !channel.IsLoopbackAddr(h.Addr) {")],
+    run="TestHTTPNonLoopbackNeedsAuth")
+mutant("http-auth-any-audience", "./cmd/mcpsafe", "the resource server accepts a token minted for another resource (aud not checked)",
+    [("httpauth/httpauth.go", "\t\t\tClientID:             cfg.Audience,\n", "\t\t\tSkipClientIDCheck:    true,\n")],
+    run="TestHTTPAuthRefusesBadTokens")
+mutant("http-body-no-deadline", "./serverconf", "a request body may trickle in forever (slowloris holds connections)",
+    [(SH, "\t\t\t_ = rc.SetReadDeadline(time.Now().Add(timeout))\n", "")],
+    run="TestLimitBodiesCutsOffSlowBody")
+mutant("http-sessions-uncapped-per-client", "./serverconf", "one client may open stateful sessions until the server is full",
+    [(SH, "if l.byClient[client] >= l.perClient {", "if false {")],
+    run="TestSessionCaps")
+mutant("http-sessions-never-idle", "./serverconf", "idle stateful sessions are never closed",
+    [(SH, "\t\t\tSessionTimeout:      h.SessionIdle,\n", "")],
+    run="TestIdleSessionsExpire")
+mutant("http-anonymous-one-pending-bucket", "./serverconf", "all unauthenticated HTTP callers share one pending allowance that one client can fill",
+    [("gate_pending_key.go", "if req == nil || req.Extra == nil {", "if true || req == nil || req.Extra == nil {")],
+    run="TestAnonymousClientsHaveTheirOwnPendingAllowance")
 
 def main():
     root = os.getcwd()

@@ -203,8 +203,7 @@ func (s *Server) Close() error {
 // HTTPHandler serves the proxy over streamable HTTP (see files.Server's
 // HTTPHandler for stateless versus stateful).
 func (s *Server) HTTPHandler(stateless bool) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP },
-		&mcp.StreamableHTTPOptions{Stateless: stateless})
+	return serverconf.HTTP{Stateful: !stateless}.MCPHandler(s.MCP)
 }
 
 func (s *Server) listUpstream(ctx context.Context) (map[string]*mcp.Tool, error) {

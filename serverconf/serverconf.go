@@ -95,6 +95,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 
 		MaxPending:             cfg.MaxPending,
 		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
+		// Only MCPHandler serves these servers over HTTP, and it always
+		// replaces the client's copy of this header.
+		ClientAddrHeader: ClientAddrHeader,
 	}}
 	defer func() {
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/serverconf"
 )
 
 func init() {
@@ -51,6 +52,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	maxWait := fl.Duration("max-wait", time.Hour, "longest a request may stay pending")
 	tlsCert := fl.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
+	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if err := fl.Parse(args[1:]); err != nil {
 		return 2
@@ -100,7 +102,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := serverconf.NewHTTPServer(svc, serverconf.DefaultHeaderTimeout, *bodyTimeout, approvalsMaxBody)
 	scheme := "http"
 	if *tlsCert != "" {
 		scheme = "https"
@@ -145,3 +147,6 @@ func listenHost(addr string) []string {
 	}
 	return []string{host}
 }
+// approvalsMaxBody is above the webhook's own 256 KiB cap, so that the
+// service, not the front, answers an oversized webhook body in its words.
+const approvalsMaxBody = 1 << 20

@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
@@ -39,8 +36,8 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	fl.Var(&roots, "root", "a directory the tools may touch (repeatable; required)")
 	fl.Var(&optIns, "allow-token-for", "let this irreversible tool use one-time tokens when the client cannot elicit: TOOL or TOOL@YYYY-MM-DD (repeatable; exact names only)")
 	mode := fl.String("mode", "auto", "approval path: auto, elicit, token or channel")
-	httpAddr := fl.String("http", "", "serve streamable HTTP on this address at /mcp instead of stdio")
-	stateful := fl.Bool("http-stateful", false, "keep HTTP sessions (lets legacy clients elicit in-call; pins clients to one replica)")
+	var web serverconf.HTTP
+	web.RegisterFlags(fl)
 	cfg := files.Config{Gate: serverconf.Config{Audience: "mcpsafe-files"}}
 	cfg.Gate.RegisterFlags(fl)
 	if err := fl.Parse(args); err != nil {
@@ -48,6 +45,10 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcpsafe files: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	if err := web.Check(); err != nil {
+		fmt.Fprintln(stderr, "mcpsafe files:", err)
 		return 2
 	}
 	cfg.Roots = roots
@@ -69,39 +70,16 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer srv.Close()
-	if *httpAddr == "" {
+	if web.Addr == "" {
 		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
 	} else {
-		err = serveHTTP(ctx, *httpAddr, srv.HTTPHandler(!*stateful), stderr)
+		err = web.Serve(ctx, srv.MCP, stderr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "mcpsafe files:", err)
 		return 1
 	}
 	return 0
-}
-
-// serveHTTP serves h at /mcp until ctx ends. It prints the bound address so
-// that a caller who asked for port 0 can find it.
-func serveHTTP(ctx context.Context, addr string, h http.Handler, stderr io.Writer) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "mcpsafe: serving MCP on http://%s/mcp\n", ln.Addr())
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 func runKeygen(args []string, stdout, stderr io.Writer) int {

@@ -32,14 +32,18 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	policyPath := fl.String("policy", "", "policy file (YAML); default: gate every tool upstream does not mark read-only")
 	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
-	httpAddr := fl.String("http", "", "serve streamable HTTP on this address at /mcp instead of stdio")
-	stateful := fl.Bool("http-stateful", false, "keep HTTP sessions (lets legacy clients elicit in-call; pins clients to one replica)")
+	var web serverconf.HTTP
+	web.RegisterFlags(fl)
 	cfg := proxy.Config{Gate: serverconf.Config{Audience: "mcpsafe-proxy"}}
 	cfg.Gate.RegisterFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
 	command := fl.Args()
+	if err := web.Check(); err != nil {
+		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		return 2
+	}
 	switch {
 	case *upstreamURL == "" && len(command) == 0:
 		fmt.Fprintln(stderr, "mcpsafe proxy: name the upstream: -- CMD ARGS... or --upstream-url URL")
@@ -78,10 +82,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		srv.Upstream.Wait()
 		cancel(errUpstreamGone)
 	}()
-	if *httpAddr == "" {
+	if web.Addr == "" {
 		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
 	} else {
-		err = serveHTTP(ctx, *httpAddr, srv.HTTPHandler(!*stateful), stderr)
+		err = web.Serve(ctx, srv.MCP, stderr)
 	}
 	if errors.Is(context.Cause(ctx), errUpstreamGone) {
 		fmt.Fprintln(stderr, "mcpsafe proxy: the upstream server went away")
