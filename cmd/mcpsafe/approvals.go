@@ -147,6 +147,7 @@ func listenHost(addr string) []string {
 	}
 	return []string{host}
 }
+
 // approvalsMaxBody is above the webhook's own 256 KiB cap, so that the
 // service, not the front, answers an oversized webhook body in its words.
 const approvalsMaxBody = 1 << 20
