@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/mcpsafe/mcpsafe/proxy"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,8 +33,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
 	httpAddr := fl.String("http", "", "serve streamable HTTP on this address at /mcp instead of stdio")
 	stateful := fl.Bool("http-stateful", false, "keep HTTP sessions (lets legacy clients elicit in-call; pins clients to one replica)")
-	cfg := proxy.Config{Gate: serverconf.Config{Audience: "mcpsafe-proxy"}}
+	cfg := proxy.Config{}
 	cfg.Gate.RegisterFlags(fl)
+	fl.Lookup("audience").Usage += "; default: derived from the upstream command line or URL (required with a shared --ledger)"
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
