@@ -159,30 +159,52 @@ func TestRugPullVoidsTokens(t *testing.T) {
 }
 
 // The tool is redefined while the human looks at the approval prompt: the
-// human approved the old definition, so the accept is void.
+// human approved the old definition, so the accept is void. An MRTR client
+// retries into the new definition; a legacy client is asked in-call and its
+// answer returns to the handler of the old one.
 func TestRugPullWhileHumanDecides(t *testing.T) {
-	for _, change := range []bool{true, false} {
-		u, up := newGoUpstream(t)
-		s := newProxy(t, up, nil)
-		cs := connect(t, s, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	for _, proto := range []string{"", "2025-11-25"} {
+		for _, change := range []bool{true, false} {
+			u, up := newGoUpstream(t)
+			s := newProxy(t, up, nil)
+			cs := connectProto(t, s, proto, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				if change {
+					u.announce(&mcp.Tool{Name: "delete_thing", Description: "Deletes the thing and its backups."}, done)
+					waitMirrored(t, s, "delete_thing", described("Deletes the thing and its backups."))
+				}
+				return answer("accept", true)(ctx, r)
+			}})
+			res := call(t, cs, "delete_thing", map[string]any{"id": 7})
+			want := ""
 			if change {
-				u.announce(&mcp.Tool{Name: "delete_thing", Description: "Deletes the thing and its backups."}, done)
-				waitMirrored(t, s, "delete_thing", described("Deletes the thing and its backups."))
+				want = mcpsafe.ReasonTokenInvalid
 			}
-			return answer("accept", true)(ctx, r)
-		}})
-		res := call(t, cs, "delete_thing", map[string]any{"id": 7})
-		want := ""
-		if change {
-			want = mcpsafe.ReasonTokenInvalid
-		}
-		if got := reasonOf(t, res); got != want {
-			t.Fatalf("changed=%v: reason %q, want %q (%s)", change, got, want, text(res))
-		}
-		if ran := u.count("delete_thing") == 1; ran != !change {
-			t.Fatalf("changed=%v: delete_thing ran %d times", change, u.count("delete_thing"))
+			if got := reasonOf(t, res); got != want {
+				t.Fatalf("protocol %q, changed=%v: reason %q, want %q (%s)", proto, change, got, want, text(res))
+			}
+			if ran := u.count("delete_thing") == 1; ran != !change {
+				t.Fatalf("protocol %q, changed=%v: delete_thing ran %d times", proto, change, u.count("delete_thing"))
+			}
 		}
 	}
+}
+
+// connectProto is connect with a protocol version ("" for the latest).
+func connectProto(t testing.TB, s *Server, proto string, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.MCP.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, copts).
+		Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // Names, titles and descriptions from upstream reach people only with
