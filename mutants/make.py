@@ -89,7 +89,8 @@ mutant("audience-unbound", ". ./internal/seal", "audience neither in the AEAD as
     [("internal/seal/seal.go", "\treturn append(ad, audience...)", "\treturn ad"),
      ("grant.go", "|| g.Audience != audience {", "{")])
 mutant("policy-hash-unchecked", ".", "a grant survives a change of the tool's policy",
-    [(G, "case gr.Policy != k.t.policy:", "case false && gr.Policy != k.t.policy:")])
+    [(G, "case gr.Policy != k.t.policy:", "case false && gr.Policy != k.t.policy:"),
+     (G, "case gr.Policy != g.currentPolicy(k.t.Name):", "case false && gr.Policy != g.currentPolicy(k.t.Name):")])
 mutant("policy-hash-omits-rules", ".", "the policy hash leaves out the rule names, so adding a deny rule keeps old grants valid",
     [("gate.go", "Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),", "Deny: names(nil), Allow: names(nil), Auto: names(nil),")])
 mutant("tool-unchecked", ".", "a grant for one tool is accepted by another (tool neither compared nor in the policy hash)",
