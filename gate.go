@@ -368,7 +368,11 @@ func withTokenField(schema any) (map[string]any, error) {
 
 // policyHash digests everything about a tool's policy that a grant relies
 // on. Rules are functions and cannot be hashed: their names stand in, so
-// renaming, adding or removing a rule voids outstanding grants.
+// renaming, adding or removing a rule voids outstanding grants. What the
+// tool says about itself (title, description, annotations, input schema) is
+// part of it: an approval given while a tool described itself one way does
+// not carry over to a tool that now says something else (an upstream
+// server behind the proxy can re-announce its tools at any time).
 func policyHash(t *gatedTool, schema []byte) string {
 	names := func(rs []Rule) []string {
 		out := make([]string, len(rs))
@@ -378,20 +382,24 @@ func policyHash(t *gatedTool, schema []byte) string {
 		return out
 	}
 	p := struct {
-		Tool         string    `json:"tool"`
-		Mode         Mode      `json:"mode"`
-		Irreversible bool      `json:"irreversible"`
-		MinAssurance Assurance `json:"min_assurance"`
-		Deny         []string  `json:"deny"`
-		Allow        []string  `json:"allow"`
-		Auto         []string  `json:"auto"`
-		OptIn        bool      `json:"opt_in"`
-		OptInUntil   int64     `json:"opt_in_until"`
-		Schema       string    `json:"schema"`
+		Tool         string               `json:"tool"`
+		Mode         Mode                 `json:"mode"`
+		Irreversible bool                 `json:"irreversible"`
+		MinAssurance Assurance            `json:"min_assurance"`
+		Deny         []string             `json:"deny"`
+		Allow        []string             `json:"allow"`
+		Auto         []string             `json:"auto"`
+		OptIn        bool                 `json:"opt_in"`
+		OptInUntil   int64                `json:"opt_in_until"`
+		Schema       string               `json:"schema"`
+		Title        string               `json:"title"`
+		Description  string               `json:"description"`
+		Annotations  *mcp.ToolAnnotations `json:"annotations"`
 	}{
 		Tool: t.Name, Mode: t.mode, Irreversible: t.Irreversible, MinAssurance: t.minAssur,
 		Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),
 		Schema: string(schema),
+		Title:  t.Title, Description: t.Description, Annotations: t.Annotations,
 	}
 	if t.optIn != nil {
 		p.OptIn = true

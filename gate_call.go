@@ -20,6 +20,10 @@ import (
 // Older clients are asked in-call with elicitation/create instead.
 const mrtrProtocol = "2026-07-28"
 
+// outcomeWriteTimeout bounds the outcome's journal write, which no longer
+// follows the caller's cancellation.
+const outcomeWriteTimeout = time.Minute
+
 // approvalInputID keys our elicitation in InputRequests/InputResponses.
 const approvalInputID = "mcpsafe_approval"
 
@@ -377,6 +381,10 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (*gran
 		return nil, refusal(ReasonTokenInvalid, "the approval was issued to another principal")
 	case gr.Policy != k.t.policy:
 		return nil, refusal(ReasonTokenInvalid, "the tool's policy changed since the approval was issued")
+	case gr.Policy != g.currentPolicy(k.t.Name):
+		// The human was asked while the call waited in this handler, and
+		// meanwhile the tool was re-registered with another definition.
+		return nil, refusal(ReasonTokenInvalid, "the tool was redefined or removed while the approval was pending")
 	case time.UnixMilli(gr.IssuedAt).After(k.now.Add(maxClockSkew)):
 		return nil, refusal(ReasonTokenInvalid, "the approval claims to be issued in the future")
 	case !k.now.Before(gr.expires()):
@@ -609,7 +617,18 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	if err != nil {
 		outcome.Decision, outcome.Error = journal.Failed, err.Error()
 	}
-	if jerr := g.opts.Journal.Append(ctx, outcome); jerr != nil {
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up while Execute ran: whatever Execute reports
+		// (usually the cancellation itself) says nothing about whether the
+		// action took effect, so the record must not claim it failed.
+		outcome.Decision = journal.Ambiguous
+		outcome.Reason = "the caller cancelled while the call was running; it may or may not have taken effect: check by hand"
+	}
+	// The outcome is written even when the caller cancelled: what ran must
+	// be on record, and a cancelled ctx would refuse the write.
+	jctx, jcancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)
+	defer jcancel()
+	if jerr := g.opts.Journal.Append(jctx, outcome); jerr != nil {
 		// The file journal keeps it and writes it late once writes work
 		// again; if the process stops first, the next Open marks the call
 		// ambiguous.
@@ -669,6 +688,17 @@ func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refu
 		}
 		g.opts.Logger.Log(ctx, level, "journal: refusal not recorded", "tool", tool, "reason", r.Reason, "err", err)
 	}
+}
+
+// currentPolicy is the policy hash of the tool registered as name now, or
+// "" when none is.
+func (g *Gate) currentPolicy(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t, ok := g.tools[name]; ok {
+		return t.policy
+	}
+	return ""
 }
 
 // spend redeems a grant that will never be used, so that it can never be

@@ -89,7 +89,8 @@ mutant("audience-unbound", ". ./internal/seal", "audience neither in the AEAD as
     [("internal/seal/seal.go", "\treturn append(ad, audience...)", "\treturn ad"),
      ("grant.go", "|| g.Audience != audience {", "{")])
 mutant("policy-hash-unchecked", ".", "a grant survives a change of the tool's policy",
-    [(G, "case gr.Policy != k.t.policy:", "case false && gr.Policy != k.t.policy:")])
+    [(G, "case gr.Policy != k.t.policy:", "case false && gr.Policy != k.t.policy:"),
+     (G, "case gr.Policy != g.currentPolicy(k.t.Name):", "case false && gr.Policy != g.currentPolicy(k.t.Name):")])
 mutant("policy-hash-omits-rules", ".", "the policy hash leaves out the rule names, so adding a deny rule keeps old grants valid",
     [("gate.go", "Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),", "Deny: names(nil), Allow: names(nil), Auto: names(nil),")])
 mutant("tool-unchecked", ".", "a grant for one tool is accepted by another (tool neither compared nor in the policy hash)",
@@ -315,6 +316,28 @@ mutant("http-sessions-never-idle", "./serverconf", "idle stateful sessions are n
 mutant("http-anonymous-one-pending-bucket", "./serverconf", "all unauthenticated HTTP callers share one pending allowance that one client can fill",
     [("gate_pending_key.go", "if req == nil || req.Extra == nil {", "if true || req == nil || req.Extra == nil {")],
     run="TestAnonymousClientsHaveTheirOwnPendingAllowance")
+# ---- h-proxyid: proxy identity and rug pulls (issue 11, class 8) ----------------
+PI = "TestDefaultAudience|TestGrantsBoundToUpstream|TestSharedLedgerNeedsAudience|TestPlanNamesServer|TestRugPull|TestUpstreamTextSanitized|TestOutcomeJournaledAfterCancel"
+mutant("proxy-audience-constant", "./proxy", "the default audience digests nothing but the label, so proxies in front of different servers run alike share it",
+    [("proxy/identity.go", "\traw, _ := json.Marshal(id)\n", "\traw, _ := json.Marshal(nil)\n")], run=PI)
+mutant("proxy-shared-ledger-default-audience", "./proxy", "a shared ledger starts with the derived default audience (replicas silently disagree, or unrelated proxies collide)",
+    [("proxy/identity.go", "\treturn scheme != \"\" && scheme != \"memory\"", "\treturn false")], run=PI)
+mutant("proxy-plan-unnamed-server", "./proxy", "plans do not say which upstream server the call goes to",
+    [("proxy/proxy.go", "\t\t\tDetails: []string{s.serverLine},\n", "")], run=PI)
+mutant("proxy-rugpull-ungates", "./proxy", "a gated tool that upstream re-announces as read-only passes through ungated",
+    [("proxy/proxy.go", "registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def)}", "registered{gated: s.gated(t), def: string(def)}")], run=PI)
+mutant("proxy-rugpull-reversible", "./proxy", "an irreversible tool that upstream re-announces with destructiveHint:false becomes reversible (tokens)",
+    [("proxy/rugpull.go", "\tif now {\n\t\tk.irreversible[name] = true\n\t}\n\treturn k.irreversible[name]", "\treturn now")], run=PI)
+mutant("policy-hash-omits-description", "./proxy", "a gated tool's description, title and annotations are not bound: a redefined tool keeps its approvals",
+    [("gate.go", "\t\tTitle:  t.Title, Description: t.Description, Annotations: t.Annotations,\n", "")], run=PI)
+mutant("grant-checked-against-stale-tool", "./proxy", "an approval given while the tool was redefined is checked against the old definition and runs",
+    [(G, "\tcase gr.Policy != g.currentPolicy(k.t.Name):\n", "\tcase false && gr.Policy != g.currentPolicy(k.t.Name):\n")], run=PI)
+mutant("proxy-upstream-text-raw", "./proxy", "upstream tool names, titles and descriptions reach people unsanitized",
+    [("proxy/rugpull.go", "func screenTool(t *mcp.Tool) (*mcp.Tool, error) {\n", "func screenTool(t *mcp.Tool) (*mcp.Tool, error) {\n\tif t != nil {\n\t\treturn t, nil\n\t}\n")], run=PI)
+mutant("outcome-journal-cancelled-ctx", "./proxy", "the outcome is written with the caller's cancelled context, so a cancelled call's outcome is lost",
+    [(G, "context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)", "context.WithTimeout(ctx, outcomeWriteTimeout)")], run=PI)
+mutant("outcome-cancel-claims-failed", "./proxy", "a call the caller cancelled mid-execute is journaled as failed although it may have run",
+    [(G, "\tif err != nil && ctx.Err() != nil {\n\t\t// The caller gave up", "\tif false && err != nil && ctx.Err() != nil {\n\t\t// The caller gave up")], run=PI)
 
 def main():
     root = os.getcwd()

@@ -45,6 +45,9 @@ type Server struct {
 	Gate        *mcpsafe.Gate
 	Upstream    *mcp.ClientSession
 	JournalPath string
+	// Audience is the identity bound into every approval: the configured
+	// one, or DefaultAudience of the upstream.
+	Audience string
 
 	policy *Policy
 	conf   *serverconf.Gate
@@ -52,6 +55,8 @@ type Server struct {
 
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
+	sticky     stickiness // see rugpull.go
+	serverLine string     // names the server in every plan
 	syncReq    chan struct{}
 	stop       chan struct{}
 	stopOnce   sync.Once
@@ -101,8 +106,12 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	gc := cfg.Gate
 	gc.Mode, gc.AllowTokenFor = pol.Mode, pol.AllowTokenFor
 	if gc.Audience == "" {
-		gc.Audience = "mcpsafe-proxy"
+		if sharedLedger(gc.LedgerURL) {
+			return nil, errSharedDefaultAudience(gc.LedgerURL)
+		}
+		gc.Audience = DefaultAudience(cfg.Upstream)
 	}
+	s.Audience = gc.Audience
 	if gc.Logger == nil {
 		gc.Logger = s.log
 	}
@@ -133,6 +142,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if init == nil {
 		return nil, errors.New("proxy: upstream sent no initialize result")
 	}
+	s.serverLine = serverLine(s.Audience, init.ServerInfo)
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions(init.Instructions),
 		Capabilities: downstreamCaps(init.Capabilities),
@@ -215,7 +225,12 @@ func (s *Server) listUpstream(ctx context.Context) (map[string]*mcp.Tool, error)
 		if _, dup := tools[t.Name]; dup {
 			return nil, fmt.Errorf("proxy: upstream lists tool %q twice", t.Name)
 		}
-		tools[t.Name] = t
+		screened, err := screenTool(t)
+		if err != nil {
+			s.log.Error(err.Error())
+			continue
+		}
+		tools[t.Name] = screened
 	}
 	return tools, nil
 }
@@ -296,7 +311,7 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		if err != nil {
 			return fmt.Errorf("proxy: tool %q: %w", name, err)
 		}
-		want[name] = registered{gated: s.gated(t), def: string(def)}
+		want[name] = registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def)}
 	}
 	var drop []string
 	for name, r := range s.registered {
@@ -354,7 +369,7 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		InputSchema:  t.InputSchema,
 		OutputSchema: outSchema,
 		Annotations:  t.Annotations,
-		Irreversible: irreversible(t, tp),
+		Irreversible: s.sticky.irreversibleNow(t.Name, tp != nil && tp.Irreversible != nil, irreversible(t, tp)),
 		Preview:      s.previewFor(t.Name, tp),
 		Execute:      s.execute,
 	}
@@ -571,7 +586,10 @@ func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, m
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		plan := mcpsafe.Plan{Summary: fmt.Sprintf("Call %s on the upstream server", prompt.Quote(name))}
+		plan := mcpsafe.Plan{
+			Summary: fmt.Sprintf("Call %s on %s", prompt.Quote(name), prompt.Quote(s.Audience)),
+			Details: []string{s.serverLine},
+		}
 		if tp != nil && tp.Preview != nil {
 			var b strings.Builder
 			if err := tp.Preview.Execute(&b, quoted); err != nil {

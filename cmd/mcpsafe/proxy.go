@@ -34,8 +34,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
 	var web serverconf.HTTP
 	web.RegisterFlags(fl)
-	cfg := proxy.Config{Gate: serverconf.Config{Audience: "mcpsafe-proxy"}}
+	cfg := proxy.Config{}
 	cfg.Gate.RegisterFlags(fl)
+	fl.Lookup("audience").Usage += "; default: derived from the upstream command line or URL (required with a shared --ledger)"
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}

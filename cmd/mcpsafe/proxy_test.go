@@ -119,7 +119,9 @@ func TestProxyBinaryStartupErrors(t *testing.T) {
 		{"policy typo", []string{"--policy", "../../proxy/testdata/bad-policies/unknown-tool-key.yaml", "--", "true"}, 1, "irreversable"},
 		{"CEL error", []string{"--policy", "../../proxy/testdata/bad-policies/cel-syntax.yaml", "--", "true"}, 1, "cel-syntax.yaml:5:"},
 		{"upstream does not start", []string{"--journal", filepath.Join(t.TempDir(), "j"), "--", "/nonexistent/server"}, 1, "upstream"},
-		{"shared ledger without key", []string{"--ledger", "file:" + filepath.Join(t.TempDir(), "l.db"), "--", "true"}, 1, "--key-file"},
+		{"shared ledger without key", []string{"--ledger", "file:" + filepath.Join(t.TempDir(), "l.db"), "--audience", "db-proxy", "--", "true"}, 1, "--key-file"},
+		// Refused before the store is contacted: nothing listens on port 1.
+		{"shared ledger, default audience", []string{"--ledger", "redis://127.0.0.1:1/0", "--", "true"}, 1, "set --audience"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(binary, append([]string{"proxy"}, c.args...)...)

@@ -1,0 +1,165 @@
+package proxy
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// audiencePrefix starts every derived audience.
+const audiencePrefix = "mcpsafe-proxy/"
+
+// DefaultAudience is the audience a proxy uses when none is configured:
+// "mcpsafe-proxy/LABEL/DIGEST", where LABEL is a readable hint (the
+// program, or the package a launcher such as npx runs, or the URL's host)
+// and DIGEST is the first 16 hex digits of a SHA-256 over the upstream's
+// exact command line (the program's absolute path, its arguments and its
+// working directory) or URL. Two proxies in front of different upstream
+// servers therefore never accept each other's approvals, even when they
+// share a key. The environment is not part of it: two upstreams that
+// differ only there share a default audience.
+//
+// A transport that names no upstream (in memory, or a type this package
+// does not know) gets a random audience, unique to this process.
+func DefaultAudience(upstream mcp.Transport) string {
+	var id any
+	var label string
+	switch t := upstream.(type) {
+	case *mcp.CommandTransport:
+		if t.Command != nil {
+			id, label = commandIdentity(t.Command)
+		}
+	case *mcp.StreamableClientTransport:
+		id, label = urlIdentity(t.Endpoint)
+	case *mcp.SSEClientTransport:
+		id, label = urlIdentity(t.Endpoint)
+	}
+	if id == nil {
+		var b [8]byte
+		rand.Read(b[:])
+		return audiencePrefix + "unnamed-upstream/" + hex.EncodeToString(b[:])
+	}
+	raw, _ := json.Marshal(id)
+	sum := sha256.Sum256(raw)
+	return audiencePrefix + label + "/" + hex.EncodeToString(sum[:8])
+}
+
+// launchers run another program named by their first argument, which is
+// the more telling label.
+var launchers = map[string]bool{
+	"npx": true, "bunx": true, "uvx": true, "uv": true, "pipx": true, "node": true, "deno": true,
+	"bun": true, "python": true, "python3": true, "docker": true, "podman": true, "npm": true,
+	"pnpm": true, "yarn": true, "java": true, "go": true, "ruby": true, "env": true,
+}
+
+// subcommands of those launchers that are not the program.
+var subcommands = map[string]bool{"run": true, "exec": true, "x": true, "dlx": true, "tool": true, "start": true}
+
+func commandIdentity(cmd *exec.Cmd) (any, string) {
+	path := cmd.Path
+	if !filepath.IsAbs(path) && strings.ContainsRune(path, filepath.Separator) {
+		// A relative program path means a different program in another
+		// directory.
+		if abs, err := filepath.Abs(filepath.Join(cmd.Dir, path)); err == nil {
+			path = abs
+		}
+	}
+	dir := cmd.Dir
+	if dir != "" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+	}
+	var args []string
+	if len(cmd.Args) > 1 {
+		args = cmd.Args[1:]
+	}
+	label := filepath.Base(path)
+	if launchers[strings.TrimSuffix(label, ".exe")] {
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") || subcommands[a] {
+				continue
+			}
+			label = filepath.Base(a)
+			break
+		}
+	}
+	return struct {
+		Path string   `json:"path"`
+		Args []string `json:"args"`
+		Dir  string   `json:"dir"`
+	}{path, args, dir}, cleanLabel(label)
+}
+
+func urlIdentity(endpoint string) (any, string) {
+	label := "url"
+	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
+		label = u.Host
+	}
+	return struct {
+		URL string `json:"url"`
+	}{endpoint}, cleanLabel(label)
+}
+
+// cleanLabel keeps the label to lower-case letters, digits, '.', '_' and
+// '-', at most 40 of them.
+func cleanLabel(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, s)
+	s = strings.Trim(s, "-.")
+	if len(s) > 40 {
+		s = strings.TrimRight(s[:40], "-.")
+	}
+	if s == "" {
+		return "upstream"
+	}
+	return s
+}
+
+// sharedLedger reports whether a ledger URL names a store other processes
+// can reach (file, Redis, PostgreSQL); only the in-process memory store is
+// private.
+func sharedLedger(ledgerURL string) bool {
+	scheme, _, _ := strings.Cut(ledgerURL, ":")
+	scheme = strings.ToLower(scheme)
+	return scheme != "" && scheme != "memory"
+}
+
+// errSharedDefaultAudience refuses a shared ledger without an explicit
+// audience: replicas must agree on it, and a derived default silently
+// differs between hosts (another install path of npx is another audience).
+func errSharedDefaultAudience(ledgerURL string) error {
+	scheme, _, _ := strings.Cut(ledgerURL, ":")
+	return fmt.Errorf("proxy: the %s: ledger is shared, so set --audience (Config.Gate.Audience): the same name on every replica of this proxy, and a different one for every other server sharing the ledger or the key; the default audience is derived from the upstream command line or URL and may differ between replicas", scheme)
+}
+
+// serverLine names the server in every plan: the audience the operator
+// configured (or the one derived from the upstream) and what the upstream
+// calls itself, which it chooses and may not be true.
+func serverLine(audience string, info *mcp.Implementation) string {
+	line := "server: " + prompt.Quote(audience)
+	if info != nil && info.Name != "" {
+		line += " (the upstream calls itself " + prompt.Quote(info.Name)
+		if info.Version != "" {
+			line += " version " + prompt.Quote(info.Version)
+		}
+		line += ")"
+	}
+	return line
+}

@@ -1,0 +1,85 @@
+package proxy
+
+import (
+	"fmt"
+
+	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An upstream server may re-announce its tools at any time
+// (tools/list_changed). What it says then is a claim from a party the
+// proxy does not trust, so it can only make the gate stricter: a tool that
+// was gated stays gated, and one that was irreversible stays irreversible,
+// for the life of the proxy, whatever annotations come later. Only the
+// policy file (read at startup) can relax either. A changed definition of
+// a gated tool (title, description, schema, annotations) is part of the
+// gate's policy hash, so its outstanding approvals are void.
+
+// stickiness remembers, per tool name, the strictest treatment the tool
+// ever had. Guarded by Server.syncMu.
+type stickiness struct {
+	gated        map[string]bool
+	irreversible map[string]bool
+}
+
+// gate reports whether name stays gated: it is now, or it ever was.
+func (k *stickiness) gate(name string, now bool) bool {
+	if k.gated == nil {
+		k.gated = map[string]bool{}
+	}
+	if now {
+		k.gated[name] = true
+	}
+	return k.gated[name]
+}
+
+// irreversibleNow reports whether name stays irreversible. An explicit
+// policy setting decides alone; otherwise once irreversible, always.
+func (k *stickiness) irreversibleNow(name string, fromPolicy bool, now bool) bool {
+	if fromPolicy {
+		return now
+	}
+	if k.irreversible == nil {
+		k.irreversible = map[string]bool{}
+	}
+	if now {
+		k.irreversible[name] = true
+	}
+	return k.irreversible[name]
+}
+
+// screenTool makes an upstream tool fit to be shown to people: a name
+// outside the MCP tool-name rule (ASCII letters, digits, '_', '-', '.', at
+// most 128) could carry invisible or reordering characters into every
+// approval prompt, so such a tool is withheld; titles and descriptions are
+// rendered with prompt.Text, which makes hidden characters visible. The
+// upstream's own *mcp.Tool is not modified.
+func screenTool(t *mcp.Tool) (*mcp.Tool, error) {
+	if !validToolName(t.Name) {
+		return nil, fmt.Errorf("proxy: upstream tool %s withheld: a tool name must be 1 to 128 ASCII letters, digits, '_', '-' or '.'", prompt.Quote(t.Name))
+	}
+	c := *t
+	c.Title = prompt.Text(t.Title)
+	c.Description = prompt.Text(t.Description)
+	if t.Annotations != nil {
+		a := *t.Annotations
+		a.Title = prompt.Text(a.Title)
+		c.Annotations = &a
+	}
+	return &c, nil
+}
+
+func validToolName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
