@@ -59,6 +59,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	if *upstreamURL != "" {
 		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL}
+		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL}
 	} else {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Stderr = stderr
