@@ -242,6 +242,10 @@ mutant("proxy-missing-destructive-hint-reversible", "./proxy", "an upstream tool
 mutant("proxy-gate-only-destructive", "./proxy", "only tools with destructiveHint are gated; a tool that is neither read-only nor destructive passes ungated",
     [("proxy/proxy.go", "\treturn !readOnly(t) || (tp != nil && tp.hasSettings())", "\treturn irreversible(t, tp) || (tp != nil && tp.hasSettings())")], run=PR)
 
+# --- h-relay (issue 12): the proxy's continuation of a gated call whose upstream asks for input ---
+mutant("relay-continuation-ignores-arguments", "./proxy", "a continuation issued for one call's arguments carries another call upstream without approval",
+    [("proxy/continuation.go", "\tcase k.Digest != digest:\n", "\tcase k.Digest != digest && false:\n")], run="TestGatedContinuation")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])
