@@ -221,6 +221,16 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
+// UpstreamHTTPClient is the HTTP client for an upstream over streamable
+// HTTP: it keeps enough idle connections for many concurrent calls (the
+// default keeps 2, and every other call would open a new connection and
+// leave a socket in TIME_WAIT).
+func UpstreamHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 256
+	return &http.Client{Transport: t}
+}
+
 // HTTPHandler serves the proxy over streamable HTTP (see files.Server's
 // HTTPHandler for stateless versus stateful).
 func (s *Server) HTTPHandler(stateless bool) http.Handler {

@@ -546,6 +546,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serveEnv) == "1" {
 		os.Exit(serveProxy())
 	}
+	if mode := os.Getenv(benchModeEnv); mode != "" {
+		os.Exit(runBenchProcess(mode))
+	}
 	os.Exit(m.Run())
 }
 

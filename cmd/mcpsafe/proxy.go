@@ -58,8 +58,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cfg.Policy = pol
 	}
 	if *upstreamURL != "" {
-		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL}
-		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL}
+		hc := proxy.UpstreamHTTPClient()
+		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
+		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
 	} else {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Stderr = stderr
