@@ -231,11 +231,15 @@ func UpstreamHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
+// IdleSessionTimeout closes a stateful HTTP session nobody used for this
+// long, so that abandoned sessions do not hold memory forever.
+const IdleSessionTimeout = 30 * time.Minute
+
 // HTTPHandler serves the proxy over streamable HTTP (see files.Server's
 // HTTPHandler for stateless versus stateful).
 func (s *Server) HTTPHandler(stateless bool) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP },
-		&mcp.StreamableHTTPOptions{Stateless: stateless})
+		&mcp.StreamableHTTPOptions{Stateless: stateless, SessionTimeout: IdleSessionTimeout})
 }
 
 func (s *Server) listUpstream(ctx context.Context) (map[string]*mcp.Tool, error) {

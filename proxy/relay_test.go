@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -226,5 +229,127 @@ func TestUpstreamRequestsPolicy(t *testing.T) {
 		if _, err := ParsePolicy("p.yaml", []byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// legacyUpstream is a real SDK server whose tool asks the client in-call,
+// as servers of the 2025-11-25 generation do, and whose slow tool waits
+// for release.
+func legacyUpstream(t *testing.T, release chan struct{}) (up, legacy mcp.Transport) {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "legacy-upstream"}, nil)
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	schema := map[string]any{"type": "object"}
+	srv.AddTool(&mcp.Tool{Name: "ask_inline", InputSchema: schema, Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "upstream asks", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"colour": map[string]any{"type": "string"}},
+		}})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("answer %v", res.Content["colour"])}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: schema, Annotations: ro}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released"}}}, nil
+	})
+	pair := func() mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		return ct
+	}
+	return pair(), pair()
+}
+
+func legacyClient(t *testing.T, s *Server, name string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.MCP.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name}, opts).Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// An upstream's in-call elicitation reaches the one client whose call is in
+// flight; with calls of two clients in flight it reaches neither, and a
+// client that did not declare elicitation is never asked.
+func TestInCallRequestsRouting(t *testing.T) {
+	release := make(chan struct{})
+	up, legacy := legacyUpstream(t, release)
+	s, err := NewServer(context.Background(), Config{Upstream: up, LegacyUpstream: legacy,
+		Gate: serverconfFor(filepath.Join(t.TempDir(), "j.jsonl"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var asked sync.Map
+	asking := func(name string) *mcp.ClientOptions {
+		return &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Store(name, true)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": name}}, nil
+		}}
+	}
+	alice := legacyClient(t, s, "alice", asking("alice"))
+	bob := legacyClient(t, s, "bob", asking("bob"))
+	mute := legacyClient(t, s, "mute", nil)
+
+	// Control: alice alone gets the upstream's question and her answer goes back.
+	if got := text(call(t, alice, "ask_inline", map[string]any{})); !strings.Contains(got, "answer alice") {
+		t.Fatalf("alice alone: %s", got)
+	}
+	asked.Delete("alice")
+
+	// Attack: bob's call is in flight when alice's call asks; the proxy
+	// cannot tell whose question it is and asks no one.
+	done := make(chan error, 1)
+	go func() {
+		_, err := bob.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.relay.callsMu.Lock()
+		n := len(s.relay.calls)
+		s.relay.callsMu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("bob's call never got in flight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res, err := alice.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_inline", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), "cannot be matched to one downstream client") {
+		t.Fatalf("an ambiguous upstream request: %v %v", err, res)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []string{"alice", "bob"} {
+		if _, ok := asked.Load(who); ok {
+			t.Errorf("%s was asked an ambiguous upstream question", who)
+		}
+	}
+
+	// A client without the elicitation capability is never asked.
+	res, err = mute.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_inline", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), "did not declare the elicitation capability") {
+		t.Fatalf("a client without elicitation: %v %v", err, res)
 	}
 }
