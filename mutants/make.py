@@ -245,6 +245,8 @@ mutant("proxy-gate-only-destructive", "./proxy", "only tools with destructiveHin
 # --- h-relay (issue 12): the proxy's continuation of a gated call whose upstream asks for input ---
 mutant("relay-continuation-ignores-arguments", "./proxy", "a continuation issued for one call's arguments carries another call upstream without approval",
     [("proxy/continuation.go", "\tcase k.Digest != digest:\n", "\tcase k.Digest != digest && false:\n")], run="TestGatedContinuation")
+mutant("fastlane-case-variant-keys", "./proxy", "a tools/call naming a gated tool through a case-variant key takes the ungated fast lane",
+    [("proxy/fastlane.go", "\t\t\tif strings.EqualFold(k, key) {\n", "\t\t\tif k == key {\n")], run="TestFastLanePeek|TestFastLaneFilesystem")
 
 def main():
     root = os.getcwd()

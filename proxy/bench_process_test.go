@@ -168,10 +168,12 @@ func benchChild(b *testing.B, mode string, env ...string) *exec.Cmd {
 	return cmd
 }
 
+// stdioClient speaks protocol 2025-11-25, the generation of the npm
+// filesystem server (and of most desktop clients), on every path alike.
 func stdioClient(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
 	b.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
-		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		b.Fatal(err)
 	}

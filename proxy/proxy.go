@@ -70,6 +70,7 @@ type Server struct {
 
 	relay relayState
 	cont  continuations
+	pipe  *UpstreamPipe // the upstream command, when the fast lane can use it
 }
 
 type registered struct {
@@ -108,6 +109,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
 	}
 	s.relay.legacyTransport = cfg.LegacyUpstream
+	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -208,6 +210,9 @@ func (s *Server) Close() error {
 		if err := s.Upstream.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
+	}
+	if s.pipe != nil {
+		s.pipe.close()
 	}
 	s.relay.legacyOnce.Do(func() {}) // no legacy leg from now on
 	if s.relay.legacy != nil {

@@ -546,6 +546,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serveEnv) == "1" {
 		os.Exit(serveProxy())
 	}
+	if os.Getenv(progressUpstreamEnv) == "1" {
+		os.Exit(runProgressUpstream())
+	}
 	if mode := os.Getenv(benchModeEnv); mode != "" {
 		os.Exit(runBenchProcess(mode))
 	}

@@ -64,7 +64,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	} else {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Stderr = stderr
-		cfg.Upstream = &mcp.CommandTransport{Command: cmd}
+		pipe, err := proxy.StartUpstream(cmd)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpsafe proxy: starting the upstream:", err)
+			return 1
+		}
+		cfg.Upstream = pipe
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -81,7 +86,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cancel(errUpstreamGone)
 	}()
 	if *httpAddr == "" {
-		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
+		err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
 		err = serveHTTP(ctx, *httpAddr, srv.HTTPHandler(!*stateful), stderr)
 	}
