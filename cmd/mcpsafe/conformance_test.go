@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -146,6 +147,7 @@ func startHTTPProxy(t *testing.T, upstream, policy string, stateful bool) string
 type suiteResult struct {
 	passed map[string]bool
 	scored map[string]bool
+	why    map[string]string // scenario -> its first failed check's message
 	output string
 }
 
@@ -191,15 +193,54 @@ func runSuite(t *testing.T, node, entry, url string, g generation) suiteResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	args := append([]string{entry, "server", "--url", url, "--timeout", "15000"}, g.suiteArgs...)
+	results := t.TempDir()
+	args = append(args, "--output-dir", results)
 	cmd := exec.CommandContext(ctx, node, args...)
-	cmd.Dir = t.TempDir() // the suite writes results/ under its working directory
+	cmd.Dir = t.TempDir()
 	out, _ := cmd.CombinedOutput()
 	// The exit status only says whether some scenario failed; the summary says which.
 	r := parseSuite(string(out))
+	r.why = failureMessages(results)
 	if len(r.passed) == 0 {
 		t.Fatalf("the suite reported no scenarios against %s:\n%s", url, out)
 	}
 	return r
+}
+
+// failureMessages reads the suite's per-scenario checks.json files
+// (directories named server-<scenario>-<timestamp>) for why a scenario failed.
+func failureMessages(dir string) map[string]string {
+	out := map[string]string{}
+	entries, _ := os.ReadDir(dir)
+	stamp := regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T`)
+	for _, e := range entries {
+		m := stamp.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
+		if err != nil {
+			continue
+		}
+		var checks []struct {
+			Status       string `json:"status"`
+			ErrorMessage string `json:"errorMessage"`
+		}
+		if json.Unmarshal(raw, &checks) != nil {
+			continue
+		}
+		for _, c := range checks {
+			if c.Status == "FAILURE" {
+				msg := strings.Join(strings.Fields(c.ErrorMessage), " ")
+				if len(msg) > 200 {
+					msg = msg[:200] + "..."
+				}
+				out[m[1]] = msg
+				break
+			}
+		}
+	}
+	return out
 }
 
 // autoApproveAll writes a policy that auto-approves every tool upstream
@@ -267,7 +308,11 @@ func diff(a, b suiteResult) []string {
 	var out []string
 	for name := range a.scored {
 		if a.passed[name] != b.passed[name] {
-			out = append(out, fmt.Sprintf("%s: %s -> %s", name, word(a.passed[name]), word(b.passed[name])))
+			line := fmt.Sprintf("%s: %s -> %s", name, word(a.passed[name]), word(b.passed[name]))
+			if why := b.why[name]; why != "" && !b.passed[name] {
+				line += " (" + why + ")"
+			}
+			out = append(out, line)
 		}
 	}
 	slices.Sort(out)
