@@ -7,7 +7,9 @@
 // unchanged, in both directions: read-only tools, resources and their
 // subscriptions, prompts, completions, logging, progress, cancellation, and
 // the upstream's elicitation, sampling and roots requests to a client that
-// declared them (see relay.go and continuation.go). A policy file can only
+// declared them (see relay.go and continuation.go). Over stdio, calls of
+// tools that pass through take a fast lane that forwards the client's
+// bytes as they are (fastlane.go). A policy file can only
 // make this stricter per tool, mark a named tool reversible or
 // auto-approved, and refuse kinds of upstream requests.
 package proxy
