@@ -240,7 +240,7 @@ func legacyUpstream(t *testing.T, release chan struct{}) (up, legacy mcp.Transpo
 	srv := mcp.NewServer(&mcp.Implementation{Name: "legacy-upstream"}, nil)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	schema := map[string]any{"type": "object"}
-	srv.AddTool(&mcp.Tool{Name: "ask_inline", InputSchema: schema, Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	askInline := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "upstream asks", RequestedSchema: map[string]any{
 			"type": "object", "properties": map[string]any{"colour": map[string]any{"type": "string"}},
 		}})
@@ -248,7 +248,9 @@ func legacyUpstream(t *testing.T, release chan struct{}) (up, legacy mcp.Transpo
 			return nil, err
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("answer %v", res.Content["colour"])}}}, nil
-	})
+	}
+	srv.AddTool(&mcp.Tool{Name: "ask_inline", InputSchema: schema, Annotations: ro}, askInline)
+	srv.AddTool(&mcp.Tool{Name: "ask_gated", InputSchema: schema}, askInline)
 	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: schema, Annotations: ro}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		select {
 		case <-release:
@@ -351,5 +353,42 @@ func TestInCallRequestsRouting(t *testing.T) {
 	res, err = mute.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_inline", Arguments: map[string]any{}})
 	if err == nil || !strings.Contains(err.Error(), "did not declare the elicitation capability") {
 		t.Fatalf("a client without elicitation: %v %v", err, res)
+	}
+}
+
+// A gated call of a 2025-11-25 client whose upstream asks in-call: the
+// gate's approval comes first, then the upstream's own question, each
+// answered by the client; a declined approval asks the upstream nothing.
+func TestGatedInCallComposition(t *testing.T) {
+	up, legacy := legacyUpstream(t, make(chan struct{}))
+	s, err := NewServer(context.Background(), Config{Upstream: up, LegacyUpstream: legacy,
+		Policy: mustPolicy(t, "mode: elicit\n"), Gate: serverconfFor(filepath.Join(t.TempDir(), "j.jsonl"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var mu sync.Mutex
+	var asked []string
+	approve := true
+	cs := legacyClient(t, s, "client", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(req.Params.Message, "upstream asks") {
+			asked = append(asked, "upstream")
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "green"}}, nil
+		}
+		asked = append(asked, "gate")
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve}}, nil
+	}})
+	res := call(t, cs, "ask_gated", map[string]any{})
+	if res.IsError || !strings.Contains(text(res), "answer green") || strings.Join(asked, ",") != "gate,upstream" {
+		t.Fatalf("approved: %s, asked %v", text(res), asked)
+	}
+	mu.Lock()
+	asked, approve = nil, false
+	mu.Unlock()
+	res = call(t, cs, "ask_gated", map[string]any{})
+	if reasonOf(t, res) != "declined" || strings.Join(asked, ",") != "gate" {
+		t.Fatalf("declined: %s, asked %v", text(res), asked)
 	}
 }
