@@ -9,6 +9,7 @@ package mcpsafe_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,22 @@ func ungatedSession(b *testing.B, w *benchWork) *mcp.ClientSession {
 	s := newBenchServer()
 	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "touch"}, func(_ context.Context, _ *mcp.CallToolRequest, a benchArgs) (*mcp.CallToolResult, any, error) {
 		return w.do(a.Path), nil, nil
+	})
+	return benchSession(b, s, nil)
+}
+
+// rawUngatedSession registers the work with the SDK's raw Server.AddTool:
+// no input schema inference or output handling, just the arguments decoded
+// by hand. It is the cheapest honest ungated call, so that no ratio against
+// it is below 1 by construction.
+func rawUngatedSession(b *testing.B, w *benchWork) *mcp.ClientSession {
+	s := newBenchServer()
+	s.AddTool(&mcp.Tool{Name: "touch", Description: "touch", InputSchema: pathSchema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a benchArgs
+		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+			return nil, err
+		}
+		return w.do(a.Path), nil
 	})
 	return benchSession(b, s, nil)
 }
@@ -116,6 +133,20 @@ func mustRun(b *testing.B, w *benchWork, want int64) {
 func BenchmarkUngated(b *testing.B) {
 	w := &benchWork{}
 	cs := ungatedSession(b, w)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if res := benchCall(b, cs, benchParams()); res.IsError {
+			b.Fatal(text(res))
+		}
+	}
+	b.StopTimer()
+	mustRun(b, w, int64(b.N))
+}
+
+func BenchmarkUngatedRaw(b *testing.B) {
+	w := &benchWork{}
+	cs := rawUngatedSession(b, w)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

@@ -338,6 +338,11 @@ mutant("outcome-journal-cancelled-ctx", "./proxy", "the outcome is written with 
     [(G, "context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)", "context.WithTimeout(ctx, outcomeWriteTimeout)")], run=PI)
 mutant("outcome-cancel-claims-failed", "./proxy", "a call the caller cancelled mid-execute is journaled as failed although it may have run",
     [(G, "\tif err != nil && ctx.Err() != nil {\n\t\t// The caller gave up", "\tif false && err != nil && ctx.Err() != nil {\n\t\t// The caller gave up")], run=PI)
+# --- h-relay (issue 12): the proxy's continuation of a gated call whose upstream asks for input ---
+mutant("relay-continuation-ignores-arguments", "./proxy", "a continuation issued for one call's arguments carries another call upstream without approval",
+    [("proxy/continuation.go", "\tcase k.Digest != digest:\n", "\tcase k.Digest != digest && false:\n")], run="TestGatedContinuation")
+mutant("fastlane-case-variant-keys", "./proxy", "a tools/call naming a gated tool through a case-variant key takes the ungated fast lane",
+    [("proxy/fastlane.go", "\t\t\tif strings.EqualFold(k, key) {\n", "\t\t\tif k == key {\n")], run="TestFastLanePeek|TestFastLaneFilesystem")
 
 def main():
     root = os.getcwd()

@@ -28,6 +28,12 @@ type benchStat struct{ p50us, perSec float64 }
 // random order so that machine noise hits every path alike, and returns p50 latency and
 // throughput per path.
 func compare(b *testing.B, paths []*benchPath) map[string]benchStat {
+	return compareFrom(b, paths, func() {})
+}
+
+// compareFrom is compare, calling start once warm-up is over and the
+// measured calls begin.
+func compareFrom(b *testing.B, paths []*benchPath, start func()) map[string]benchStat {
 	ctx := context.Background()
 	one := func(p *benchPath, i int) {
 		t0 := time.Now()
@@ -46,6 +52,7 @@ func compare(b *testing.B, paths []*benchPath) map[string]benchStat {
 	for _, p := range paths {
 		p.lat = p.lat[:0]
 	}
+	start()
 	b.ResetTimer()
 	// A fresh random order every iteration, so that no path always
 	// follows the same one (a journal fsync or a GC left behind by one

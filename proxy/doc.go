@@ -3,8 +3,13 @@
 // It connects to the upstream server as an SDK client and re-exposes every
 // upstream tool with the same schema and annotations. Tools that upstream
 // does not mark read-only are registered behind the gate (with an
-// approval_token argument added); read-only tools, resources, resource
-// templates, prompts, completions, progress and cancellation pass through
-// unchanged. A policy file can only make this stricter per tool, or mark a
-// named tool reversible or auto-approved.
+// approval_token argument added); everything else passes through
+// unchanged, in both directions: read-only tools, resources and their
+// subscriptions, prompts, completions, logging, progress, cancellation, and
+// the upstream's elicitation, sampling and roots requests to a client that
+// declared them (see relay.go and continuation.go). Over stdio, calls of
+// tools that pass through take a fast lane that forwards the client's
+// bytes as they are (fastlane.go). A policy file can only
+// make this stricter per tool, mark a named tool reversible or
+// auto-approved, and refuse kinds of upstream requests.
 package proxy

@@ -34,6 +34,9 @@ type Policy struct {
 	Mode          mcpsafe.Mode
 	AllowTokenFor []mcpsafe.OptIn
 	Tools         map[string]*ToolPolicy
+	// UpstreamRequests says which requests the upstream server may send
+	// the downstream client through the proxy.
+	UpstreamRequests UpstreamRequests
 }
 
 // ToolPolicy is one named tool's entry.
@@ -77,9 +80,10 @@ func (t *ToolPolicy) hasSettings() bool {
 // The YAML shapes. Expression fields are kept as nodes so that errors can
 // name their line.
 type policyFile struct {
-	Mode          string              `yaml:"mode"`
-	AllowTokenFor []string            `yaml:"allow_token_for"`
-	Tools         map[string]toolFile `yaml:"tools"`
+	Mode             string              `yaml:"mode"`
+	AllowTokenFor    []string            `yaml:"allow_token_for"`
+	Tools            map[string]toolFile `yaml:"tools"`
+	UpstreamRequests map[string]string   `yaml:"upstream_requests"`
 }
 
 type toolFile struct {
@@ -184,6 +188,11 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		}
 		p.AllowTokenFor = append(p.AllowTokenFor, o)
 	}
+	ur, err := parseUpstreamRequests(f.UpstreamRequests)
+	if err != nil {
+		return nil, fmt.Errorf("%s: upstream_requests: %w", source, err)
+	}
+	p.UpstreamRequests = ur
 	env, err := newEnv()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,6 +31,12 @@ type Config struct {
 	// Upstream is the transport to the protected server (a command over
 	// stdio, streamable HTTP, or in-memory in tests). Required.
 	Upstream mcp.Transport
+	// LegacyUpstream, when set, is a second transport to the same upstream
+	// (HTTP can be dialled twice, a command cannot). Downstream clients of
+	// the 2025-11-25 generation then get an upstream session of their own
+	// generation, in which the upstream may ask them things mid-call. Nil:
+	// every client shares the upstream session.
+	LegacyUpstream mcp.Transport
 	// Policy is the parsed policy file; nil is the default policy.
 	Policy *Policy
 	// Gate configures keys, ledger, journal and channel. Its Mode and
@@ -64,6 +72,10 @@ type Server struct {
 
 	progress   sync.Map // upstream progress token -> progressTarget
 	progressID atomic.Uint64
+
+	relay relayState
+	cont  continuations
+	pipe  *UpstreamPipe // the upstream command, when the fast lane can use it
 }
 
 type registered struct {
@@ -77,6 +89,7 @@ const progressGrace = 5 * time.Second
 
 type progressTarget struct {
 	session *mcp.ServerSession
+	ctx     context.Context // the downstream call's, so that progress rides on its stream
 	token   any
 }
 
@@ -100,6 +113,8 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		policy: pol, log: cfg.Logger, registered: map[string]registered{},
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
 	}
+	s.relay.legacyTransport = cfg.LegacyUpstream
+	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -127,15 +142,10 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.Gate, err = mcpsafe.New(s.conf.Options); err != nil {
 		return nil, err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, &mcp.ClientOptions{
-		// No roots, sampling or elicitation: the upstream gets nothing
-		// from the downstream client that could widen what it may touch.
-		Capabilities:                &mcp.ClientCapabilities{},
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.requestSync() },
-		ProgressNotificationHandler: s.onProgress,
-		Logger:                      s.log,
-	})
-	if s.Upstream, err = client.Connect(ctx, cfg.Upstream, nil); err != nil {
+	if err := s.cont.init(s.conf.Options.Ledger); err != nil {
+		return nil, err
+	}
+	if s.Upstream, err = s.connectLeg(ctx, cfg.Upstream, nil); err != nil {
 		return nil, fmt.Errorf("proxy: connecting upstream: %w", err)
 	}
 	init := s.Upstream.InitializeResult()
@@ -143,11 +153,15 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, errors.New("proxy: upstream sent no initialize result")
 	}
 	s.serverLine = serverLine(s.Audience, init.ServerInfo)
-	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, &mcp.ServerOptions{
+	sopts := &mcp.ServerOptions{
 		Instructions: instructions(init.Instructions),
 		Capabilities: downstreamCaps(init.Capabilities),
 		Logger:       s.log,
-	})
+	}
+	if c := init.Capabilities; c != nil && c.Resources != nil && c.Resources.Subscribe {
+		sopts.SubscribeHandler, sopts.UnsubscribeHandler = s.subscribe, s.unsubscribe
+	}
+	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, sopts)
 	s.MCP.AddReceivingMiddleware(s.middleware)
 
 	tools, err := s.listUpstream(ctx)
@@ -175,16 +189,19 @@ func instructions(upstream string) string {
 	return upstream + "\n\n" + note
 }
 
-// downstreamCaps advertises what upstream offers. List-change and
-// subscription notifications for resources and prompts are not relayed,
-// so they are not advertised.
+// downstreamCaps advertises what upstream offers. List-change
+// notifications for resources and prompts are not relayed, so they are not
+// advertised.
 func downstreamCaps(up *mcp.ServerCapabilities) *mcp.ServerCapabilities {
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
 	if up == nil {
 		return caps
 	}
+	if up.Logging != nil {
+		caps.Logging = &mcp.LoggingCapabilities{}
+	}
 	if up.Resources != nil {
-		caps.Resources = &mcp.ResourceCapabilities{}
+		caps.Resources = &mcp.ResourceCapabilities{Subscribe: up.Resources.Subscribe}
 	}
 	if up.Prompts != nil {
 		caps.Prompts = &mcp.PromptCapabilities{}
@@ -204,10 +221,29 @@ func (s *Server) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if s.pipe != nil {
+		s.pipe.close()
+	}
+	s.relay.legacyOnce.Do(func() {}) // no legacy leg from now on
+	if s.relay.legacy != nil {
+		if err := s.relay.legacy.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
 	if s.conf != nil {
 		errs = append(errs, s.conf.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// UpstreamHTTPClient is the HTTP client for an upstream over streamable
+// HTTP: it keeps enough idle connections for many concurrent calls (the
+// default keeps 2, and every other call would open a new connection and
+// leave a socket in TIME_WAIT).
+func UpstreamHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 256
+	return &http.Client{Transport: t}
 }
 
 // HTTPHandler serves the proxy over streamable HTTP (see files.Server's
@@ -435,62 +471,193 @@ func (s *Server) syncLoop() {
 
 type callKey struct{}
 
-// middleware relays what is not a tool call to upstream unchanged, and
-// remembers each tools/call request so that progress can be routed back.
+// downstreamCall is what the middleware hands a tools/call's handlers: the
+// request, and room for an upstream protocol error, which the gate would
+// otherwise turn into a tool error result.
+type downstreamCall struct {
+	req      *mcp.CallToolRequest
+	protoErr error
+}
+
+// protocolError returns the upstream's JSON-RPC error itself when err
+// carries one, so that the client gets its code, message and data.
+func protocolError(err error) error {
+	var jerr *jsonrpc.Error
+	if errors.As(err, &jerr) {
+		return jerr
+	}
+	return err
+}
+
+// middleware relays what is not a tool call to upstream unchanged, keeps
+// track of downstream requests in flight (for routing what upstream sends
+// back mid-call), and remembers each tools/call request so that progress
+// and input requests can be routed back.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call", "prompts/get", "resources/read":
+			// The requests during which the upstream may ask or tell the
+			// client something (long-lived ones such as
+			// subscriptions/listen would make every routing ambiguous).
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			defer s.track(ctx, ss)()
+		}
+		if r, ok := req.(*mcp.CallToolRequest); ok {
+			if r.Params != nil && isContinuation(r.Params.RequestState) {
+				return s.continueCall(ctx, r)
+			}
+			dc := &downstreamCall{req: r}
+			res, err := next(context.WithValue(ctx, callKey{}, dc), method, req)
+			if dc.protoErr != nil {
+				return nil, dc.protoErr
+			}
+			return res, err
+		}
+		switch req.(type) {
+		case *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest, *mcp.ReadResourceRequest,
+			*mcp.ListPromptsRequest, *mcp.GetPromptRequest, *mcp.CompleteRequest:
+		default:
+			if method != "logging/setLevel" {
+				return next(ctx, method, req)
+			}
+		}
+		leg, err := s.legFor(ctx, req)
+		if err != nil {
+			return nil, err
+		}
 		switch r := req.(type) {
-		case *mcp.CallToolRequest:
-			return next(context.WithValue(ctx, callKey{}, r), method, req)
 		case *mcp.ListResourcesRequest:
-			return s.Upstream.ListResources(ctx, r.Params)
+			return relayResult(leg.ListResources(ctx, r.Params))
 		case *mcp.ListResourceTemplatesRequest:
-			return s.Upstream.ListResourceTemplates(ctx, r.Params)
+			return relayResult(leg.ListResourceTemplates(ctx, r.Params))
 		case *mcp.ReadResourceRequest:
-			return s.Upstream.ReadResource(ctx, r.Params)
+			return relayResult(leg.ReadResource(ctx, withCaps(s, leg, r.Params)))
 		case *mcp.ListPromptsRequest:
-			return s.Upstream.ListPrompts(ctx, r.Params)
+			return relayResult(leg.ListPrompts(ctx, r.Params))
 		case *mcp.GetPromptRequest:
-			return s.Upstream.GetPrompt(ctx, r.Params)
+			return relayResult(leg.GetPrompt(ctx, withCaps(s, leg, r.Params)))
 		case *mcp.CompleteRequest:
-			return s.Upstream.Complete(ctx, r.Params)
+			return relayResult(leg.Complete(ctx, r.Params))
+		}
+		// logging/setLevel: upstream first, then the downstream session
+		// records the level to filter relayed messages by.
+		p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
+		if err := leg.SetLoggingLevel(ctx, p); err != nil {
+			return nil, err
 		}
 		return next(ctx, method, req)
 	}
 }
 
-// forward passes a read-only tool call through: same arguments, and the
+// relayResult returns an upstream result as is, or its error; a typed nil
+// must not become a non-nil Result.
+func relayResult[R mcp.Result](res R, err error) (mcp.Result, error) {
+	if err != nil {
+		return nil, protocolError(err)
+	}
+	return res, nil
+}
+
+// withCaps keeps the downstream client's own _meta. On a 2026-07-28 leg
+// that includes its identity and capabilities, which the upstream reads
+// per request and must read from the client, not the proxy, less the
+// capabilities the policy refuses to relay; the protocol version is the
+// leg's own. A 2025-11-25 leg gets none of those keys.
+func withCaps[P interface {
+	GetMeta() map[string]any
+	SetMeta(map[string]any)
+}](s *Server, leg *mcp.ClientSession, p P) P {
+	m := p.GetMeta()
+	if m == nil {
+		return p
+	}
+	out := maps.Clone(m)
+	delete(out, mcp.MetaKeyProtocolVersion)
+	if leg.InitializeResult().ProtocolVersion < modernProtocol {
+		delete(out, mcp.MetaKeyClientInfo)
+		delete(out, mcp.MetaKeyClientCapabilities)
+	} else if caps, ok := out[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
+		kept := maps.Clone(caps)
+		for _, k := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
+			if !s.policy.UpstreamRequests.allows(k) {
+				delete(kept, string(k))
+			}
+		}
+		out[mcp.MetaKeyClientCapabilities] = kept
+	}
+	p.SetMeta(out)
+	return p
+}
+
+// forward passes a read-only tool call through: same arguments, the
+// client's input responses and the upstream's own request state, and the
 // upstream's result or protocol error as is.
 func (s *Server) forward(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args := req.Params.Arguments
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	return s.callUpstream(ctx, req.Params.Name, args, req)
+	res, err := s.callUpstream(ctx, &mcp.CallToolParams{
+		Name: req.Params.Name, Arguments: args,
+		InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState,
+	}, req)
+	if err == nil && res.NeedsInput() {
+		err = checkAsks(s.policy.UpstreamRequests, res.InputRequests)
+	}
+	if err != nil {
+		return nil, protocolError(err)
+	}
+	return res, nil
 }
 
 // execute runs an approved call upstream with exactly the arguments the
-// gate bound into the approval (canonical, without approval_token).
+// gate bound into the approval (canonical, without approval_token). The
+// client's request state is the gate's and stays here.
 func (s *Server) execute(ctx context.Context, c mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
-	req, _ := ctx.Value(callKey{}).(*mcp.CallToolRequest)
-	return s.callUpstream(ctx, c.Tool, c.Arguments, req)
+	dc, _ := ctx.Value(callKey{}).(*downstreamCall)
+	var req *mcp.CallToolRequest
+	if dc != nil {
+		req = dc.req
+	}
+	params := &mcp.CallToolParams{Name: c.Tool, Arguments: c.Arguments}
+	res, err := s.callUpstream(ctx, params, req)
+	var jerr *jsonrpc.Error
+	if dc != nil && errors.As(err, &jerr) {
+		dc.protoErr = jerr // relayed as is; the journal records the failure
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, digest, err := callDigest(c.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	return s.afterGated(ctx, req, params, digest, res)
 }
 
 // callUpstream calls upstream once; it never retries, since a call that
 // failed midway may have run. Cancelling ctx cancels the upstream call.
-func (s *Server) callUpstream(ctx context.Context, name string, args json.RawMessage, down *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	params := &mcp.CallToolParams{Name: name, Arguments: args}
+func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, down *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	leg := s.Upstream
 	if down != nil && down.Params != nil && down.Session != nil {
+		var err error
+		if leg, err = s.legFor(ctx, down); err != nil {
+			return nil, err
+		}
+		params.Meta = maps.Clone(down.Params.Meta)
+		delete(params.Meta, "progressToken")
+		params = withCaps(s, leg, params)
 		if tok := down.Params.GetProgressToken(); tok != nil {
 			up := fmt.Sprintf("mcpsafe-%d", s.progressID.Add(1))
-			s.progress.Store(up, progressTarget{session: down.Session, token: tok})
+			s.progress.Store(up, progressTarget{session: down.Session, ctx: ctx, token: tok})
 			// Notifications are dispatched apart from responses and may be
 			// handled after the call returned: keep the route a while.
 			defer time.AfterFunc(progressGrace, func() { s.progress.Delete(up) })
 			params.SetProgressToken(up)
 		}
 	}
-	return s.Upstream.CallTool(ctx, params)
+	return leg.CallTool(ctx, params)
 }
 
 func (s *Server) onProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -505,7 +672,7 @@ func (s *Server) onProgress(ctx context.Context, req *mcp.ProgressNotificationCl
 	t := v.(progressTarget)
 	p := *req.Params
 	p.ProgressToken = t.token
-	if err := t.session.NotifyProgress(ctx, &p); err != nil {
+	if err := t.session.NotifyProgress(context.WithoutCancel(t.ctx), &p); err != nil {
 		s.log.Debug("proxy: progress not relayed", "err", err)
 	}
 }
@@ -528,6 +695,9 @@ func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (m
 		res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: r.Tool, Arguments: args})
 		if err != nil {
 			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s failed: %v", r.Tool, err)
+		}
+		if res.NeedsInput() {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s asked for input; a resolver must answer on its own", r.Tool)
 		}
 		text := resultText(res)
 		if res.IsError {

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The proxy driven by the real TypeScript SDK client, in front of the real
@@ -120,8 +118,15 @@ func serveProxy() int {
 		os.Stderr.WriteString("MCPSAFE_PROXY_TEST_UPSTREAM: want a JSON array\n")
 		return 2
 	}
+	// As `mcpsafe proxy -- CMD` runs it: the upstream on a pipe the fast
+	// lane shares.
+	pipe, err := StartUpstream(exec.Command(up[0], up[1:]...))
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
 	s, err := NewServer(context.Background(), Config{
-		Upstream: &mcp.CommandTransport{Command: exec.Command(up[0], up[1:]...)},
+		Upstream: pipe,
 		Policy:   pol,
 		Gate:     serverconfFor(os.Getenv("MCPSAFE_PROXY_TEST_JOURNAL")),
 	})
@@ -130,7 +135,7 @@ func serveProxy() int {
 		return 1
 	}
 	defer s.Close()
-	if err := s.MCP.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	if err := s.ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
 		return 1
 	}
 	return 0

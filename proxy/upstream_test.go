@@ -264,11 +264,12 @@ tools:
 	if !errors.As(err, &werr) || werr.Code != -32042 || !strings.Contains(werr.Message, "upstream protocol error") {
 		t.Fatalf("pass-through protocol error: got %v", err)
 	}
-	// Behind the gate a protocol error becomes a failed result (the gate
-	// journals it as failed); the upstream's message is kept.
-	res := call(t, cs, "gated_proto", map[string]any{})
-	if !res.IsError || !strings.Contains(text(res), "upstream protocol error") || u.count("gated_proto") != 1 {
-		t.Fatalf("gated protocol error: %s", text(res))
+	// Behind the gate too, the client gets the upstream's protocol error
+	// itself (a transparent gateway keeps codes such as -32021, missing
+	// client capability); the gate journals the call as failed.
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "gated_proto", Arguments: map[string]any{}})
+	if !errors.As(err, &werr) || werr.Code != -32042 || !strings.Contains(werr.Message, "upstream protocol error") || u.count("gated_proto") != 1 {
+		t.Fatalf("gated protocol error: got %v", err)
 	}
 	if b := readFile(t, s.JournalPath); !strings.Contains(b, journal.Failed) {
 		t.Fatalf("journal has no failed outcome:\n%s", b)
@@ -544,6 +545,12 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(serveEnv) == "1" {
 		os.Exit(serveProxy())
+	}
+	if os.Getenv(progressUpstreamEnv) == "1" {
+		os.Exit(runProgressUpstream())
+	}
+	if mode := os.Getenv(benchModeEnv); mode != "" {
+		os.Exit(runBenchProcess(mode))
 	}
 	os.Exit(m.Run())
 }

@@ -63,11 +63,18 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cfg.Policy = pol
 	}
 	if *upstreamURL != "" {
-		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL}
+		hc := proxy.UpstreamHTTPClient()
+		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
+		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
 	} else {
 		cmd := exec.Command(command[0], command[1:]...)
 		cmd.Stderr = stderr
-		cfg.Upstream = &mcp.CommandTransport{Command: cmd}
+		pipe, err := proxy.StartUpstream(cmd)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpsafe proxy: starting the upstream:", err)
+			return 1
+		}
+		cfg.Upstream = pipe
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -84,7 +91,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cancel(errUpstreamGone)
 	}()
 	if web.Addr == "" {
-		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
+		err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
 		err = web.Serve(ctx, srv.MCP, stderr)
 	}

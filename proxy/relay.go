@@ -1,0 +1,355 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The relay: everything between the downstream client and the upstream
+// server that is not a gated tool call passes through, in both directions.
+//
+// The proxy holds shared upstream sessions ("legs"): the one made at
+// startup, and, when the upstream can be dialled again (HTTP), a second
+// one pinned to the 2025-11-25 protocol for downstream clients of that
+// generation, whose upstream may ask them things in the middle of a call.
+// A request the upstream sends during a call goes to the downstream client
+// whose call is in flight; when calls of more than one downstream session
+// are in flight, the proxy cannot tell whose it is and refuses it.
+
+const modernProtocol = "2026-07-28"
+
+// versioned is what every SDK server request offers about its caller.
+type versioned interface {
+	ProtocolVersion() string
+	ClientCapabilities() *mcp.ClientCapabilities
+}
+
+// downCall is one downstream request in flight.
+type downCall struct {
+	ss  *mcp.ServerSession
+	ctx context.Context // carries the request, so that relayed messages ride on its stream
+}
+
+type relayState struct {
+	callsMu sync.Mutex
+	calls   map[uint64]downCall
+	callSeq uint64
+
+	legacyTransport mcp.Transport
+	legacyOnce      sync.Once
+	legacy          *mcp.ClientSession
+	legacyErr       error
+
+	subsMu sync.Mutex
+	subs   map[string]map[*mcp.ServerSession]bool // resource URI -> subscribed downstream sessions
+}
+
+// track records a downstream request as in flight until the returned
+// function runs.
+func (s *Server) track(ctx context.Context, ss *mcp.ServerSession) func() {
+	if ss == nil {
+		return func() {}
+	}
+	s.relay.callsMu.Lock()
+	defer s.relay.callsMu.Unlock()
+	if s.relay.calls == nil {
+		s.relay.calls = map[uint64]downCall{}
+	}
+	s.relay.callSeq++
+	id := s.relay.callSeq
+	s.relay.calls[id] = downCall{ss: ss, ctx: ctx}
+	return func() {
+		s.relay.callsMu.Lock()
+		delete(s.relay.calls, id)
+		s.relay.callsMu.Unlock()
+	}
+}
+
+var errAmbiguous = errors.New("mcpsafe proxy: the upstream's request cannot be matched to one downstream client (calls of several are in flight, or none is connected)")
+
+// route finds the downstream client an upstream request or notification
+// is for: the one session with requests in flight (its newest request's
+// context), else the only connected session.
+func (s *Server) route() (downCall, error) {
+	s.relay.callsMu.Lock()
+	var found downCall
+	var newest uint64
+	for id, c := range s.relay.calls {
+		if found.ss != nil && c.ss != found.ss {
+			s.relay.callsMu.Unlock()
+			return downCall{}, errAmbiguous
+		}
+		if id >= newest {
+			newest, found = id, c
+		}
+	}
+	s.relay.callsMu.Unlock()
+	if found.ss != nil {
+		return found, nil
+	}
+	var only *mcp.ServerSession
+	for ss := range s.MCP.Sessions() {
+		if only != nil {
+			return downCall{}, errAmbiguous
+		}
+		only = ss
+	}
+	if only == nil {
+		return downCall{}, errAmbiguous
+	}
+	return downCall{ss: only, ctx: context.Background()}, nil
+}
+
+// clientOptions are the options of every upstream leg: it relays what the
+// upstream sends, and asks for input only in the ways the policy allows.
+// Multi round-trip results come back to the proxy unfulfilled, so that
+// they can be relayed as they are.
+func (s *Server) clientOptions() *mcp.ClientOptions {
+	caps := &mcp.ClientCapabilities{}
+	opts := &mcp.ClientOptions{
+		Capabilities:                caps,
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.requestSync() },
+		ProgressNotificationHandler: s.onProgress,
+		LoggingMessageHandler:       s.onLog,
+		ResourceUpdatedHandler:      s.onResourceUpdated,
+		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
+		Logger:                      s.log,
+	}
+	ur := s.policy.UpstreamRequests
+	if ur.allows(KindElicitation) {
+		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+		// Never called: relayClientRequests answers first. It makes the
+		// SDK client accept elicitation requests at all.
+		opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("mcpsafe proxy: elicitation not relayed")
+		}
+	}
+	if ur.allows(KindSampling) {
+		opts.CreateMessageHandler = s.onSample
+	}
+	if ur.allows(KindRoots) {
+		caps.RootsV2 = &mcp.RootCapabilities{}
+	}
+	return opts
+}
+
+// connectLeg connects one upstream leg; roots requests are relayed by a
+// receiving middleware, since the SDK client answers them itself.
+func (s *Server) connectLeg(ctx context.Context, t mcp.Transport, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, s.clientOptions())
+	client.AddReceivingMiddleware(s.relayClientRequests)
+	return client.Connect(ctx, t, opts)
+}
+
+// legFor picks the upstream session for a downstream request: the legacy
+// leg for clients of the 2025-11-25 generation when there is one.
+func (s *Server) legFor(ctx context.Context, req mcp.Request) (*mcp.ClientSession, error) {
+	v, ok := req.(versioned)
+	if !ok || s.relay.legacyTransport == nil || v.ProtocolVersion() >= modernProtocol || s.Upstream.InitializeResult().ProtocolVersion < modernProtocol {
+		return s.Upstream, nil
+	}
+	s.relay.legacyOnce.Do(func() {
+		s.relay.legacy, s.relay.legacyErr = s.connectLeg(context.WithoutCancel(ctx), s.relay.legacyTransport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if s.relay.legacyErr != nil {
+			s.relay.legacyErr = fmt.Errorf("proxy: connecting the 2025-11-25 upstream leg: %w", s.relay.legacyErr)
+		}
+	})
+	return s.relay.legacy, s.relay.legacyErr
+}
+
+func declared(caps *mcp.ClientCapabilities, kind RequestKind) bool {
+	if caps == nil {
+		return false
+	}
+	switch kind {
+	case KindElicitation:
+		return caps.Elicitation != nil
+	case KindSampling:
+		return caps.Sampling != nil
+	case KindRoots:
+		// RootsV2 is how the SDK tells a declared "roots": {} from none.
+		return caps.RootsV2 != nil || caps.Roots.ListChanged
+	}
+	return false
+}
+
+// forClient checks that a request of kind may go to the downstream session:
+// the policy allows it and the client declared the capability.
+func (s *Server) forClient(kind RequestKind) (downCall, error) {
+	if !s.policy.UpstreamRequests.allows(kind) {
+		return downCall{}, fmt.Errorf("mcpsafe proxy: the policy refuses the upstream's %s requests", kind)
+	}
+	c, err := s.route()
+	if err != nil {
+		return downCall{}, err
+	}
+	var caps *mcp.ClientCapabilities
+	if p := c.ss.InitializeParams(); p != nil {
+		caps = p.Capabilities
+	}
+	if !declared(caps, kind) {
+		return downCall{}, fmt.Errorf("mcpsafe proxy: the downstream client did not declare the %s capability", kind)
+	}
+	return c, nil
+}
+
+func (s *Server) onSample(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	c, err := s.forClient(KindSampling)
+	if err != nil {
+		return nil, err
+	}
+	return c.ss.CreateMessage(c.ctx, req.Params)
+}
+
+// relayClientRequests relays roots and elicitation requests ahead of the
+// SDK client, which answers roots itself and would hold elicitation
+// schemas to its own subset; the downstream client and the upstream judge
+// the schema and the answer, as they would without the proxy.
+func (s *Server) relayClientRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "roots/list":
+			c, err := s.forClient(KindRoots)
+			if err != nil {
+				return nil, err
+			}
+			p, _ := req.GetParams().(*mcp.ListRootsParams)
+			return relayResult(c.ss.ListRoots(c.ctx, p))
+		case "elicitation/create":
+			c, err := s.forClient(KindElicitation)
+			if err != nil {
+				return nil, err
+			}
+			p, _ := req.GetParams().(*mcp.ElicitParams)
+			return relayResult(c.ss.Elicit(c.ctx, p))
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// onLog relays a log message to the client it is for. The downstream
+// session filters by the level its client set, as the upstream would.
+func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
+	c, err := s.route()
+	if err != nil {
+		s.log.Debug("proxy: upstream log message not relayed", "err", err)
+		return
+	}
+	if err := c.ss.Log(context.WithoutCancel(c.ctx), req.Params); err != nil {
+		s.log.Debug("proxy: upstream log message not relayed", "err", err)
+	}
+}
+
+// subscribe and unsubscribe keep one upstream subscription per URI while
+// any downstream session holds one; the SDK server fans updates out to the
+// sessions that subscribed.
+func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	s.relay.subsMu.Lock()
+	defer s.relay.subsMu.Unlock()
+	uri := req.Params.URI
+	if len(s.relay.subs[uri]) == 0 {
+		leg, err := s.legFor(ctx, req)
+		if err != nil {
+			return err
+		}
+		if err := leg.Subscribe(ctx, req.Params); err != nil {
+			return err
+		}
+	}
+	if s.relay.subs == nil {
+		s.relay.subs = map[string]map[*mcp.ServerSession]bool{}
+	}
+	if s.relay.subs[uri] == nil {
+		s.relay.subs[uri] = map[*mcp.ServerSession]bool{}
+	}
+	s.relay.subs[uri][req.Session] = true
+	return nil
+}
+
+func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	s.relay.subsMu.Lock()
+	defer s.relay.subsMu.Unlock()
+	uri := req.Params.URI
+	held := s.relay.subs[uri]
+	delete(held, req.Session)
+	if len(held) > 0 {
+		return nil
+	}
+	delete(s.relay.subs, uri)
+	leg, err := s.legFor(ctx, req)
+	if err != nil {
+		return err
+	}
+	return leg.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+}
+
+func (s *Server) onResourceUpdated(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	if err := s.MCP.ResourceUpdated(context.WithoutCancel(ctx), req.Params); err != nil {
+		s.log.Debug("proxy: resource update not relayed", "err", err)
+	}
+}
+
+// fulfill answers an upstream's multi round-trip input requests by asking
+// the downstream client in-call, for clients of the 2025-11-25 generation
+// behind a gated call (ungated calls get this from the SDK server).
+func fulfill(ctx context.Context, ur UpstreamRequests, req *mcp.CallToolRequest, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	caps := req.ClientCapabilities()
+	out := mcp.InputResponseMap{}
+	for id, ask := range asks {
+		kind := inputKind(ask)
+		if !ur.allows(kind) {
+			return nil, fmt.Errorf("mcpsafe proxy: the policy refuses the upstream's %s requests", kind)
+		}
+		if !declared(caps, kind) {
+			return nil, fmt.Errorf("mcpsafe proxy: the upstream asked for %s, which the client did not declare", kind)
+		}
+		var (
+			res mcp.InputResponse
+			err error
+		)
+		switch p := ask.(type) {
+		case *mcp.ElicitParams:
+			res, err = req.Session.Elicit(ctx, p)
+		case *mcp.CreateMessageParams:
+			res, err = req.Session.CreateMessage(ctx, p)
+		case *mcp.CreateMessageWithToolsParams:
+			res, err = req.Session.CreateMessageWithTools(ctx, p)
+		case *mcp.ListRootsParams:
+			res, err = req.Session.ListRoots(ctx, p)
+		default:
+			err = fmt.Errorf("mcpsafe proxy: unknown input request %T", ask)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input request %q: %w", id, err)
+		}
+		out[id] = res
+	}
+	return out, nil
+}
+
+func inputKind(ask mcp.InputRequest) RequestKind {
+	switch ask.(type) {
+	case *mcp.ElicitParams:
+		return KindElicitation
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		return KindSampling
+	case *mcp.ListRootsParams:
+		return KindRoots
+	}
+	return RequestKind(fmt.Sprintf("%T", ask))
+}
+
+// checkAsks refuses an upstream's input_required result that asks for a
+// kind the policy refuses; the downstream client never sees it.
+func checkAsks(ur UpstreamRequests, asks mcp.InputRequestMap) error {
+	for _, ask := range asks {
+		if kind := inputKind(ask); !ur.allows(kind) {
+			return fmt.Errorf("mcpsafe proxy: the upstream asked for %s input, which the policy refuses", kind)
+		}
+	}
+	return nil
+}

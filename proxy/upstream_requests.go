@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// RequestKind is a kind of request an upstream server sends the client.
+type RequestKind string
+
+const (
+	KindElicitation RequestKind = "elicitation"
+	KindSampling    RequestKind = "sampling"
+	KindRoots       RequestKind = "roots"
+)
+
+// UpstreamRequests is the policy's `upstream_requests`: for each kind,
+// whether the upstream's requests reach the downstream client (always only
+// a client that declared the capability). The zero value is the default:
+//
+//   - elicitation: relay. A gateway that hid elicitation would make an
+//     upstream's own confirmations silently proceed, or fail.
+//   - sampling: relay. The client asks its user before any sampling, and
+//     it is the client's model and budget the upstream asks for.
+//   - roots: refuse. Some servers (the npm filesystem server among them)
+//     replace the directories the operator gave them on the command line
+//     with the client's roots: relaying them would let the downstream
+//     client widen what the upstream may touch behind the operator's back.
+type UpstreamRequests struct {
+	Refuse []RequestKind
+	Allow  []RequestKind // explicitly allowed; only roots needs it
+}
+
+func (u UpstreamRequests) allows(k RequestKind) bool {
+	if slices.Contains(u.Refuse, k) {
+		return false
+	}
+	if k == KindRoots {
+		return slices.Contains(u.Allow, k)
+	}
+	return k == KindElicitation || k == KindSampling
+}
+
+// parseUpstreamRequests reads `upstream_requests: {elicitation: relay,
+// sampling: refuse, roots: relay}`. Unknown kinds and values are errors.
+func parseUpstreamRequests(m map[string]string) (UpstreamRequests, error) {
+	var u UpstreamRequests
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		kind := RequestKind(k)
+		switch kind {
+		case KindElicitation, KindSampling, KindRoots:
+		default:
+			return u, fmt.Errorf("unknown kind %q (want elicitation, sampling or roots)", k)
+		}
+		switch strings.TrimSpace(m[k]) {
+		case "relay":
+			u.Allow = append(u.Allow, kind)
+		case "refuse":
+			u.Refuse = append(u.Refuse, kind)
+		default:
+			return u, fmt.Errorf("%s: %q is neither relay nor refuse", k, m[k])
+		}
+	}
+	return u, nil
+}
