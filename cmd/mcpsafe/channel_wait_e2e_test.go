@@ -348,4 +348,3 @@ func TestTSChannelAsyncHandle(t *testing.T) {
 		t.Fatalf("journal: %s", decisions(recs))
 	}
 }
-
