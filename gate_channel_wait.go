@@ -35,10 +35,11 @@ type Withdrawer interface {
 }
 
 // A ResumableApprover keeps a request open across calls. Await asks (or,
-// for a request it already holds, asks again) and waits at most wait; when
-// nobody has decided by then it returns an error wrapping ErrPending and
-// keeps the request open. Clients that cannot wait long then get a
-// "pending" result with a sealed handle and call again with it.
+// for a request it already holds, asks again) and waits at most wait (no
+// limit but ctx when wait <= 0); when nobody has decided by then it
+// returns an error wrapping ErrPending and keeps the request open. Clients
+// that cannot wait long then get a "pending" result with a sealed handle
+// and call again with it. A decision is delivered to one Await only.
 type ResumableApprover interface {
 	Approver
 	Await(ctx context.Context, r ApprovalRequest, wait time.Duration) (ApprovalDecision, error)
