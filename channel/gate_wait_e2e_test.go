@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -356,5 +357,40 @@ func TestChannelAsyncHandle(t *testing.T) {
 	refused("denied request", res, err, mcpsafe.ReasonChannelDenied)
 	if !w.files.has("notes.txt") || w.files.runs() != 1 {
 		t.Fatal("a denied request ran")
+	}
+}
+
+// An approver with the page open sees a request whose caller went away
+// turn into "withdrawn (caller gone)" in place, with its buttons disabled,
+// and the history says so too (real Chromium).
+func TestChannelCallerGoneInBrowser(t *testing.T) {
+	ctx := newChromium(t)
+	w := newWaitGate(t, nil)
+	browserLogin(t, ctx, w.e.srv.URL, "alice")
+	callCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := w.callAsync(callCtx, "cache.txt", callOpts{progress: true})
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`article.req button.approve`))); err != nil {
+		t.Fatalf("the request did not appear: %v", err)
+	}
+	cancel()
+	got(t, ch)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`article.req.stale .stale-note`))); err != nil {
+		t.Fatalf("the card was not marked: %v", err)
+	}
+	note, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`article.req.stale .stale-note`)))
+	if err != nil || !strings.Contains(note, "Withdrawn (caller gone)") {
+		t.Fatalf("card note %q (%v)", note, err)
+	}
+	disabled, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`article.req.stale button.approve`), "disabled"))
+	if err != nil || !disabled.Exists {
+		t.Fatalf("the Approve button of a withdrawn request is not disabled (%v)", err)
+	}
+	hist, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`section.history tbody`)))
+	if err != nil || !strings.Contains(hist, "withdrawn") || !strings.Contains(hist, "caller gone") {
+		t.Fatalf("history %q (%v)", hist, err)
+	}
+	if w.files.runs() != 0 {
+		t.Fatal("a withdrawn request ran")
 	}
 }
