@@ -545,7 +545,11 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	if err != nil {
 		outcome.Decision, outcome.Error = journal.Failed, err.Error()
 	}
-	if jerr := g.opts.Journal.Append(ctx, outcome); jerr != nil {
+	// The outcome is recorded even when the caller left meanwhile: what ran
+	// must reach the journal.
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalGrace)
+	defer cancel()
+	if jerr := g.opts.Journal.Append(octx, outcome); jerr != nil {
 		g.opts.Logger.Error("journal: outcome not recorded", "tool", k.t.Name, "call", a.CallID, "err", jerr)
 	}
 	if err != nil {

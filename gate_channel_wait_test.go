@@ -2,12 +2,16 @@ package mcpsafe_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -161,5 +165,56 @@ func TestChannelOutputSchemaWithPending(t *testing.T) {
 				t.Errorf("%s: output schema advertised = %v, want %v", tc.name, tool.OutputSchema != nil, tc.want)
 			}
 		}
+	}
+}
+
+// A caller that leaves while Execute runs does not take the outcome out of
+// the journal: what ran is recorded (the real journal drops a record whose
+// writer's context was cancelled).
+func TestOutcomeJournaledAfterCallerLeft(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Journal = j
+		o.Mode = mcpsafe.ModeChannel
+		o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+		})
+		(*tools)[0].Execute = func(ctx context.Context, _ mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			close(started)
+			<-ctx.Done() // a long operation that stops when its caller leaves
+			return nil, ctx.Err()
+		}
+	})
+	cs := e.connect(client{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_note", Arguments: map[string]any{"path": "cache.txt"}})
+		done <- err
+	}()
+	<-started
+	cancel()
+	<-done
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); len(got) < 2 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		got = got[:0]
+		raw, _ := os.ReadFile(path)
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var r journal.Record
+			if json.Unmarshal([]byte(line), &r) == nil {
+				got = append(got, r.Decision)
+			}
+		}
+	}
+	if strings.Join(got, " ") != journal.ChannelApproved+" "+journal.Failed {
+		t.Fatalf("journal %v, want the approval and the failed outcome", got)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

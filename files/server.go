@@ -110,5 +110,9 @@ func ParseOptIn(v string) (mcpsafe.OptIn, error) { return serverconf.ParseOptIn(
 // replica that holds its session.
 func (s *Server) HTTPHandler(stateless bool) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP },
-		&mcp.StreamableHTTPOptions{Stateless: stateless})
+		// A client that drops the request has left: a channel call waiting
+		// for a human then withdraws it (clients on protocol 2026-07-28 and
+		// later; older ones cancel with a notification, which reaches the
+		// call only in stateful mode).
+		&mcp.StreamableHTTPOptions{Stateless: stateless, PropagateRequestCancellation: true})
 }

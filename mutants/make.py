@@ -264,6 +264,10 @@ mutant("chanwait-withdraw-any-request", "./channel", "a withdrawal need not matc
     [(CWD, "if e.rec.Req.Audience != m.Audience || e.rec.Req.ArgsDigest != m.ArgsDigest {", "if false {")], run="TestWithdrawal")
 mutant("chanwait-timeout-over-ttl", "./serverconf", "--approver-timeout longer than --ttl is accepted and silently cut to --ttl",
     [("serverconf/serverconf.go", "\tcase cfg.ApproverTimeout > ttl:", "\tcase false:")], run="TestChannelTimesFromFlags")
+mutant("chanwait-outcome-journal-cancelled", ".", "the outcome of a call whose caller left is journaled on the cancelled context and lost",
+    [(G, "\tif jerr := g.opts.Journal.Append(octx, outcome); jerr != nil {", "\t_ = octx\n\tif jerr := g.opts.Journal.Append(ctx, outcome); jerr != nil {")], run="TestOutcomeJournaledAfterCallerLeft")
+mutant("chanwait-http-cancel-not-propagated", "./cmd/mcpsafe", "over stateless --http a client that drops its request is not noticed: its channel request stays approvable",
+    [("files/server.go", "&mcp.StreamableHTTPOptions{Stateless: stateless, PropagateRequestCancellation: true}", "&mcp.StreamableHTTPOptions{Stateless: stateless}")], run="TestHTTPChannelCallerGone")
 
 def main():
     root = os.getcwd()

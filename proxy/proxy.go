@@ -204,7 +204,11 @@ func (s *Server) Close() error {
 // HTTPHandler for stateless versus stateful).
 func (s *Server) HTTPHandler(stateless bool) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP },
-		&mcp.StreamableHTTPOptions{Stateless: stateless})
+		// A client that drops the request has left: a channel call waiting
+		// for a human then withdraws it (clients on protocol 2026-07-28 and
+		// later; older ones cancel with a notification, which reaches the
+		// call only in stateful mode).
+		&mcp.StreamableHTTPOptions{Stateless: stateless, PropagateRequestCancellation: true})
 }
 
 func (s *Server) listUpstream(ctx context.Context) (map[string]*mcp.Tool, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,11 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The user's steps from docs/USAGE.md (channel approvals), with real parts
@@ -346,5 +349,64 @@ func TestTSChannelAsyncHandle(t *testing.T) {
 	}
 	if runs != 1 || !strings.Contains(decisions(recs), "channel-approved::alice executed::") {
 		t.Fatalf("journal: %s", decisions(recs))
+	}
+}
+
+// The same over `mcpsafe files --http`: progress reaches a client on the
+// request's stream, and a client that gives up has its request withdrawn:
+// in the default stateless mode when the client speaks protocol 2026-07-28
+// (dropping the HTTP request cancels the call), and in --http-stateful
+// mode for an older client too (its cancel notification reaches the call).
+func TestHTTPChannelCallerGone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		protocol string
+		extra    []string
+	}{
+		{"stateless, protocol 2026-07-28", "", nil},
+		{"stateful, protocol 2025-11-25", "2025-11-25", []string{"--http-stateful"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorkspace(t)
+			a := startApprovalsService(t)
+			r := startReplica(t, append([]string{"--root", w.root, "--journal", w.journal, "--mode", "channel",
+				"--approver-url", a.base + "/webhook", "--approver-secret-file", a.secretFile, "--progress-interval", "100ms"}, tc.extra...)...)
+			var progress atomic.Int32
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+			}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.url, MaxRetries: -1},
+				&mcp.ClientSessionOptions{ProtocolVersion: tc.protocol})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p := &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": w.path("cache.txt")}}
+			p.SetProgressToken("http-1")
+			done := make(chan error, 1)
+			go func() { _, err := cs.CallTool(ctx, p); done <- err }()
+			id := a.pendingID()
+			for deadline := time.Now().Add(20 * time.Second); progress.Load() < 2; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("no progress notifications over HTTP")
+				}
+			}
+			cancel()
+			<-done
+			if out := a.waitStatus(id, "withdrawn"); out["withdrawn"] != mcpsafe.WithdrawCallerGone {
+				t.Fatalf("withdrawn request: %v", out)
+			}
+			if code, _ := a.api("POST", "/api/requests/"+id+"/approve", "alice"); code != 409 {
+				t.Fatalf("approving a withdrawn request: HTTP %d", code)
+			}
+			var recs []journal.Record
+			for deadline := time.Now().Add(20 * time.Second); len(recs) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				recs = readJournalFile(t, w.journal)
+			}
+			if d := decisions(recs); d != "refused:caller_gone:" || content(t, w.path("cache.txt")) != "cache" {
+				t.Fatalf("journal %s, cache.txt %q", d, content(t, w.path("cache.txt")))
+			}
+		})
 	}
 }
