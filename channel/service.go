@@ -273,7 +273,11 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, herr.code, map[string]any{"approved": false, "error": herr.msg})
 		return
 	}
+	released := false // answerPending let go of the request already
 	defer func() {
+		if released {
+			return // another caller may be attached by now
+		}
 		s.mu.Lock()
 		e.polling = false
 		s.mu.Unlock()
@@ -288,7 +292,7 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	case <-e.decided:
 	case <-timer.C:
 	case <-stillPending:
-		if s.answerPending(w, e) {
+		if released = s.answerPending(w, e); released {
 			return
 		}
 	case <-r.Context().Done():
