@@ -57,8 +57,9 @@ type ApprovalPending struct {
 }
 
 // withdrawTimeout bounds telling the approver that a request is withdrawn,
-// and journalGrace bounds writing a refusal for a caller that is gone: both
-// run on a context that survives the caller's cancellation.
+// and journalGrace bounds the bookkeeping after a caller may have gone
+// (journaling a refusal or an outcome, spending a grant): all of them run
+// on a context that survives the caller's cancellation.
 const (
 	withdrawTimeout = 10 * time.Second
 	journalGrace    = 5 * time.Second
@@ -164,7 +165,7 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 			what = "the request was withdrawn from the approval channel"
 		}
 		return nil, refusal(ReasonCallerGone, "the caller cancelled or disconnected while waiting for an approver; nothing ran and %s", what)
-	case errors.Is(err, ErrPending):
+	case errors.Is(err, ErrPending) && g.resumable():
 		settled = true
 		return g.pendingResult(k, gr, sealed), nil
 	case errors.Is(err, ErrDenied):

@@ -218,3 +218,16 @@ func TestOutcomeJournaledAfterCallerLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Only a resumable approver can leave a request pending: a plain Approver
+// that answers ErrPending gets no handle back for it (there is nothing to
+// resume), and the call is refused.
+func TestPendingFromPlainApproverRefused(t *testing.T) {
+	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
+		o.Mode = mcpsafe.ModeChannel
+		o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrPending
+		})
+	})
+	wantRefused(t, callTool(t, e.connect(client{}), "delete_note", map[string]any{"path": "cache.txt"}), mcpsafe.ReasonChannelUnavailable)
+}
