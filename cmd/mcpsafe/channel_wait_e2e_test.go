@@ -243,7 +243,7 @@ func filesServer(w *workspace, a *approvalsService, extra ...string) []string {
 func TestTSChannelProgressOutlastsClientTimeout(t *testing.T) {
 	w := newWorkspace(t)
 	a := startApprovalsService(t)
-	const clientTimeout = 1500 * time.Millisecond
+	const clientTimeout = 3 * time.Second
 	n := startNodeClient(t, "progress", clientTimeout, w.path("cache.txt"), "", filesServer(w, a, "--progress-interval", "300ms"))
 	id := a.pendingID()
 	time.Sleep(2 * clientTimeout) // the human takes longer than the client's timeout
