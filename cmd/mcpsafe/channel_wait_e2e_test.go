@@ -257,6 +257,7 @@ func TestTSChannelProgressOutlastsClientTimeout(t *testing.T) {
 	if p, _ := m["progress"].(float64); p < 2 {
 		t.Fatalf("the client saw %v progress notifications", m["progress"])
 	}
+	t.Logf("client timeout %s, approved after %s, %v progress notifications", clientTimeout, 2*clientTimeout, m["progress"])
 	if content(t, w.path("cache.txt")) != "<missing>" {
 		t.Fatal("approved, but cache.txt is still there")
 	}
