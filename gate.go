@@ -49,8 +49,21 @@ type Options struct {
 	TTL time.Duration
 	// ElicitTimeout bounds an in-call elicitation (default 2 minutes).
 	ElicitTimeout time.Duration
-	// ChannelTimeout bounds an out-of-band approval (default 10 minutes).
+	// ChannelTimeout bounds how long one call waits for an out-of-band
+	// decision (default: TTL). It may not exceed TTL: the request expires
+	// with its grant, so a longer wait could never be used.
 	ChannelTimeout time.Duration
+	// ChannelWait is how long a channel call whose client sent no progress
+	// token waits before it answers "approval_pending" with a handle to
+	// call again with (default 45 seconds, under the 60 seconds most
+	// clients give a request). It applies only when the Approver is a
+	// ResumableApprover; calls with a progress token wait up to
+	// ChannelTimeout and get progress notifications meanwhile.
+	ChannelWait time.Duration
+	// ProgressInterval is how often a waiting channel call sends a progress
+	// notification when the client sent a progress token (default 10
+	// seconds), so that clients resetting their timeout on progress wait.
+	ProgressInterval time.Duration
 	// MaxPending caps outstanding grants in all (default 10,000) and per
 	// principal (default 100). Over a cap new requests are refused; no
 	// outstanding grant is ever dropped to make room.
@@ -127,7 +140,9 @@ func New(opts Options) (*Gate, error) {
 	}
 	setDefault(&opts.TTL, 5*time.Minute)
 	setDefault(&opts.ElicitTimeout, 2*time.Minute)
-	setDefault(&opts.ChannelTimeout, 10*time.Minute)
+	if err := checkChannelTimes(&opts); err != nil {
+		return nil, err
+	}
 	setDefault(&opts.MaxPending, 10_000)
 	setDefault(&opts.MaxPendingPerPrincipal, 100)
 	if opts.Clock == nil {
@@ -314,7 +329,10 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 		InputSchema: json.RawMessage(raw),
 		Annotations: ann,
 	}
-	if mode == ModeElicit || mode == ModeChannel {
+	// A result that may be "approval_required" or "approval_pending"
+	// cannot match the tool's own output schema, and clients that validate
+	// structured content would reject it.
+	if mode == ModeElicit || (mode == ModeChannel && !g.resumable()) {
 		sdkTool.OutputSchema = t.OutputSchema
 	}
 	return gt, sdkTool, nil

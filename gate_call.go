@@ -71,6 +71,8 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 
 	var res *mcp.CallToolResult
 	switch {
+	case k.token != nil && k.t.mode == ModeChannel:
+		res, r = g.resumeChannel(ctx, k)
 	case k.token != nil:
 		res, r = g.redeemToken(ctx, k)
 	case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
@@ -368,6 +370,24 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (*mcp.CallToolResult, *R
 // this call, then spends it in the ledger. The order matters: verify before
 // parse, bindings before redeem, and redeem before the answer is looked at.
 func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (*grant, *Refusal) {
+	gr, r := g.checkGrant(k, sealed, mode)
+	if r != nil {
+		return nil, r
+	}
+	ok, err := g.ledger.Redeem(ctx, gr.Nonce)
+	g.pending.done(gr.Nonce)
+	if err != nil {
+		return nil, refusal(ReasonLedgerUnavailable, "the approval ledger could not be checked: %v", err)
+	}
+	if !ok {
+		return nil, refusal(ReasonTokenSpent, "this approval was already used or has expired")
+	}
+	return gr, nil
+}
+
+// checkGrant authenticates a sealed grant and checks every binding against
+// this call, without spending it.
+func (g *Gate) checkGrant(k *call, sealed, mode string) (*grant, *Refusal) {
 	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
 	if err != nil {
 		return nil, refusal(ReasonTokenInvalid, "the approval is not valid for this server")
@@ -391,14 +411,6 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (*gran
 		return nil, refusal(ReasonTokenExpired, "the approval expired at %s; preview the call again", gr.expires().UTC().Format(time.RFC3339))
 	case gr.Args != k.digest:
 		return nil, refusal(ReasonArgumentsChanged, "the arguments differ from the ones that were approved; preview the call again")
-	}
-	ok, err := g.ledger.Redeem(ctx, gr.Nonce)
-	g.pending.done(gr.Nonce)
-	if err != nil {
-		return nil, refusal(ReasonLedgerUnavailable, "the approval ledger could not be checked: %v", err)
-	}
-	if !ok {
-		return nil, refusal(ReasonTokenSpent, "this approval was already used or has expired")
 	}
 	return gr, nil
 }
@@ -518,65 +530,6 @@ func approvalAnswer(answers mcp.InputResponseMap) *Refusal {
 	}
 }
 
-// askChannel sends the plan to the out-of-band approver and waits.
-func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
-	gr, sealed, r := g.issue(ctx, k, grantChannel)
-	if r != nil {
-		return nil, r
-	}
-	view := planView(k.plan)
-	req := ApprovalRequest{
-		ID: gr.Nonce, Tool: k.t.Name, Summary: view.Summary, Details: view.Details,
-		Targets: k.plan.Targets, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
-		ArgsDigest: k.digest, Principal: k.c.Principal,
-		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
-	}
-	cctx, cancel := context.WithTimeout(ctx, g.opts.ChannelTimeout)
-	defer cancel()
-	redeemed := false
-	defer func() {
-		if !redeemed {
-			g.spend(ctx, gr.Nonce)
-		}
-	}()
-	var dec ApprovalDecision
-	err := safely(func() error {
-		var err error
-		dec, err = g.opts.Approver.Approve(cctx, req)
-		return err
-	})
-	switch {
-	case errors.Is(err, ErrDenied):
-		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
-	case err != nil && (errors.Is(err, ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
-		return nil, refusal(ReasonTimeout, "no decision from the approval channel in time")
-	case errors.Is(err, ErrPlanTooLarge):
-		return nil, refusal(ReasonPlanTooLarge, "the plan and arguments are too large for the approval channel to show whole, and they are never cut; split the call into smaller ones")
-	case err != nil:
-		// The error may name the approver's URL or carry what it answered:
-		// operators read it in the log, the model only learns the outcome.
-		g.opts.Logger.Warn("approval channel failed", "tool", k.t.Name, "request", gr.Nonce, "err", err)
-		return nil, refusal(ReasonChannelUnavailable, "the approval channel could not be reached or gave no valid answer; the server's log has the details")
-	case dec.Approved != true:
-		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
-	}
-	assurance := AssuranceClientRelayed
-	if len(dec.Approvers) > 0 {
-		assurance = AssuranceChannel
-	}
-	if assurance < k.t.minAssur {
-		return nil, refusal(ReasonAssuranceTooLow, "the channel approved without naming an authenticated approver, and %s requires one", k.t.Name)
-	}
-	k.now = g.opts.Clock() // the decision may have taken a while
-	redeemed = true
-	if _, r := g.openFor(ctx, k, sealed, grantChannel); r != nil {
-		return nil, r
-	}
-	return g.execute(ctx, k, gr.Resolved, Approval{
-		Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce,
-	})
-}
-
 // execute is the shared tail of every approval path: re-resolve and compare
 // with what was approved, write the approval to the journal durably, run,
 // and record the outcome.
@@ -681,7 +634,11 @@ func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refu
 		// The operator must hear of a full disk even if no model reports it.
 		g.opts.Logger.Error("journal: approval not recorded, so the call was refused", "tool", tool, "err", r.Message)
 	}
-	if err := g.opts.Journal.Append(ctx, rec); err != nil {
+	// A caller that cancelled must not take its refusal out of the
+	// journal with it: the write gets its own bounded context.
+	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalGrace)
+	defer cancel()
+	if err := g.opts.Journal.Append(jctx, rec); err != nil {
 		level := slog.LevelWarn
 		if errors.Is(err, journal.ErrRefusalsCapped) {
 			level = slog.LevelDebug // the journal noted the limit once; not a log line per refusal
@@ -705,7 +662,9 @@ func (g *Gate) currentPolicy(name string) string {
 // used later and stops counting against the pending caps.
 func (g *Gate) spend(ctx context.Context, nonce string) {
 	g.pending.done(nonce)
-	if _, err := g.ledger.Redeem(context.WithoutCancel(ctx), nonce); err != nil {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalGrace)
+	defer cancel()
+	if _, err := g.ledger.Redeem(sctx, nonce); err != nil {
 		g.opts.Logger.Warn("ledger: could not spend an abandoned grant; it expires on its own", "err", err)
 	}
 }

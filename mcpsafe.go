@@ -120,10 +120,12 @@ type Tool struct {
 	// InputSchema is the tool's JSON schema (type object). The gate adds an
 	// optional string property approval_token to it.
 	InputSchema any
-	// OutputSchema is advertised only in ModeElicit and ModeChannel. In the
-	// other modes the first call can answer with an approval_required
-	// result, which is not an error and does not follow the tool's schema,
-	// and clients that validate structured output would reject it.
+	// OutputSchema is advertised only in ModeElicit, and in ModeChannel
+	// when the Approver cannot answer "pending" (is not a
+	// ResumableApprover). Otherwise the first call can answer with an
+	// approval_required or approval_pending result, which is not an error
+	// and does not follow the tool's schema, and clients that validate
+	// structured output would reject it.
 	OutputSchema any
 	// Annotations are advertised as given, except that the gate sets
 	// ReadOnlyHint false, and DestructiveHint true for an irreversible tool.

@@ -64,6 +64,7 @@ type Item struct {
 	Approvals    []string         `json:"approvals"`
 	DeniedBy     string           `json:"denied_by,omitempty"`
 	DecidedAt    time.Time        `json:"decided_at,omitzero"`
+	Withdrawn    string           `json:"withdrawn,omitempty"` // why the gate took it back
 
 	// For the viewer.
 	Mine        bool     `json:"-"` // the viewer asked for this call
@@ -146,7 +147,7 @@ func itemOf(r record, viewer string) Item {
 		Targets: nonNilTargets(r.Req.Targets), ArgsDigest: r.Req.ArgsDigest, Principal: r.Req.Principal,
 		Audience: r.Req.Audience, Irreversible: r.Req.Irreversible, Received: r.Received,
 		Deadline: r.Deadline, Status: r.Status, Required: r.Required, Approvals: voters(&r),
-		DecidedAt: r.DecidedAt, DeadlineMS: r.Deadline.UnixMilli(),
+		DecidedAt: r.DecidedAt, DeadlineMS: r.Deadline.UnixMilli(), Withdrawn: r.Withdrawn,
 		Arguments: r.Req.Arguments, Args: argRows(r.Req.Arguments),
 	}
 	it.FirstDetail = it.Details

@@ -297,12 +297,20 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
+	if isWithdrawal(body) {
+		s.handleWithdraw(w, r.Header.Get(SignatureHeader), body)
+		return
+	}
 	e, herr := s.admit(r.Header.Get(SignatureHeader), body)
 	if herr != nil {
 		writeJSON(w, herr.code, map[string]any{"approved": false, "error": herr.msg})
 		return
 	}
+	released := false // answerPending let go of the request already
 	defer func() {
+		if released {
+			return // another caller may be attached by now
+		}
 		s.mu.Lock()
 		e.polling = false
 		s.mu.Unlock()
@@ -312,9 +320,14 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
+	stillPending := preferredWait(r, deadline)
 	select {
 	case <-e.decided:
 	case <-timer.C:
+	case <-stillPending:
+		if released = s.answerPending(w, e); released {
+			return
+		}
 	case <-r.Context().Done():
 		return // the caller left; the request stays pending for a re-attach
 	case <-s.done:

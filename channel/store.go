@@ -19,6 +19,9 @@ const (
 	StatusApproved = "approved"
 	StatusDenied   = "denied"
 	StatusExpired  = "expired"
+	// StatusWithdrawn: the gate took the request back because nobody will
+	// pick the decision up (its caller went away, or it stopped waiting).
+	StatusWithdrawn = "withdrawn"
 )
 
 // record is one approval request as the service keeps it.
@@ -33,6 +36,9 @@ type record struct {
 	DeniedBy   *vote       `json:"denied_by,omitempty"`
 	DecidedAt  time.Time   `json:"decided_at,omitzero"`
 	Delivered  bool        `json:"delivered"` // the decision went out to a webhook caller: single use
+	// Withdrawn says why the gate took the request back (caller_gone,
+	// timed_out); empty unless it did.
+	Withdrawn string `json:"withdrawn,omitempty"`
 }
 
 type vote struct {

@@ -38,6 +38,9 @@ var (
 	ErrBadResponse = errors.New("channel: approver response rejected")
 	// ErrRequest: the request itself cannot be sent (no id, no expiry).
 	ErrRequest = errors.New("channel: approval request invalid")
+	// ErrPending: Await's wait ended before anyone decided; the request
+	// stays open and asking again re-attaches to it. Never an approval.
+	ErrPending error = &kindError{"channel: no decision yet", mcpsafe.ErrPending}
 )
 
 // kindError is a sentinel with its own message that also matches the root
@@ -93,7 +96,10 @@ type Webhook struct {
 	allowHTTP bool
 }
 
-var _ mcpsafe.Approver = (*Webhook)(nil)
+var (
+	_ mcpsafe.ResumableApprover = (*Webhook)(nil)
+	_ mcpsafe.Withdrawer        = (*Webhook)(nil)
+)
 
 // WebhookOption configures a Webhook.
 type WebhookOption func(*Webhook) error
@@ -205,6 +211,14 @@ func isLoopback(host string) bool {
 // is an error wrapping one of ErrDenied, ErrTimeout, ErrUnavailable,
 // ErrBadResponse, ErrRequest.
 func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+	return w.Await(ctx, r, 0)
+}
+
+// Await is Approve that waits at most wait (when wait > 0): it sends
+// "Prefer: wait=N" (RFC 7240), and a 202 answer, or no answer by then,
+// is ErrPending; the request stays open at the service, and sending the
+// same request again re-attaches to it.
+func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
 	no := mcpsafe.ApprovalDecision{}
 	if r.ID == "" || r.Tool == "" {
 		return no, fmt.Errorf("%w: request id and tool are required", ErrRequest)
@@ -244,6 +258,16 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 	if r.ExpiresAt.Before(deadline) {
 		deadline = r.ExpiresAt
 	}
+	prefer, short := preferWait(now, wait, deadline)
+	if short {
+		// The service answers 202 after the wait; the grace covers a
+		// service that ignores Prefer, and is never longer than the wait
+		// for a decision itself.
+		short = false
+		if d := now.Add(wait + pendingGrace); d.Before(deadline) {
+			deadline, short = d, true
+		}
+	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
@@ -254,12 +278,24 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(SignatureHeader, Sign(w.secret, body, now))
+	if prefer != "" {
+		req.Header.Set("Prefer", prefer)
+	}
 
 	resp, err := w.client.Do(req)
 	if err != nil {
+		if short && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// A service that ignores Prefer keeps the request open for a
+			// re-attach when the long poll drops.
+			return no, fmt.Errorf("%w: no answer within %s", ErrPending, wait)
+		}
 		return no, w.transportError(ctx, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusAccepted {
+		// Never an approval, whatever the body says.
+		return no, fmt.Errorf("%w: the approver has not decided yet", ErrPending)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
@@ -285,6 +321,8 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 		switch ans.Reason {
 		case "expired", "timeout":
 			return no, fmt.Errorf("%w: the approver reports the request expired", ErrTimeout)
+		case StatusWithdrawn:
+			return no, fmt.Errorf("%w: the request was withdrawn", ErrUnavailable)
 		}
 		d := mcpsafe.ApprovalDecision{Approvers: ans.Approvers}
 		if len(ans.Approvers) > 0 {

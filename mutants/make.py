@@ -124,13 +124,13 @@ mutant("optin-expiry-ignored", ".", "an expired opt-in still allows tokens",
 mutant("pending-cap-removed", ".", "no global/per-principal cap on outstanding grants",
     [("gate.go", "\tif p.byUser[principal] >= p.perUser {\n\t\treturn errTooManyPendingUser", "\tif p.byUser[principal] >= p.perUser && false {\n\t\treturn errTooManyPendingUser")])
 mutant("channel-false-approves", ".", "an approver that answers Approved:false without an error lets the call run",
-    [(G, "case dec.Approved != true:", "case false:")])
+    [("gate_channel_wait.go", "case dec.Approved != true:", "case false:")])
 mutant("channel-assurance-unchecked", ".", "MinAssurance is not enforced: a channel approval naming no approver satisfies a tool that requires an authenticated one",
-    [(G, "\tif assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved", "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved"),
+    [("gate_channel_wait.go", "\tif assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved", "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved"),
      (G, "\tif a.Assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s requires a stronger", "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s requires a stronger")])
 mutant("channel-error-approves", ".", "a failing approval channel counts as approval",
-    [(G, "\tcase err != nil:\n\t\t// The error may name", "\tcase err != nil && false:\n\t\t// The error may name"),
-     (G, "\tcase dec.Approved != true:", "\tcase err == nil && dec.Approved != true:")])
+    [("gate_channel_wait.go", "\tcase err != nil:\n\t\tg.withdraw(ctx, req, WithdrawTimedOut)\n\t\t// The error may name", "\tcase err != nil && false:\n\t\tg.withdraw(ctx, req, WithdrawTimedOut)\n\t\t// The error may name"),
+     ("gate_channel_wait.go", "\tcase dec.Approved != true:", "\tcase err == nil && dec.Approved != true:")])
 # ---- root package: journal and prompt backstop -------------------------------
 mutant("journal-after-execute", ".", "the approval record is written after Execute instead of before",
     [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ctx, k.c, a)\n\t\treturn err\n\t})\n",
@@ -263,7 +263,7 @@ mutant("plan-secret-values-shown", ".", "the gate does not cut secret values out
     [(G, "return redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields)), hex.EncodeToString(sum[:]), nil",
          "return plan, hex.EncodeToString(sum[:]), nil")], run="TestSecretsRedactedInPlans")
 mutant("channel-error-to-model", ".", "a failing channel's error (the approver URL, with a key in its query) is passed to the model",
-    [(G, "return nil, refusal(ReasonChannelUnavailable, \"the approval channel could not be reached or gave no valid answer; the server's log has the details\")",
+    [("gate_channel_wait.go", "return nil, refusal(ReasonChannelUnavailable, \"the approval channel could not be reached or gave no valid answer; the server's log has the details\")",
          "return nil, refusal(ReasonChannelUnavailable, \"the approval channel failed: %v\", err)")], run="TestChannelErrorKeptFromModel")
 mutant("prompt-first-20-arguments", ".", "the approval prompt shows only the first 20 arguments: padding pushes the dangerous one out of view",
     [("gate_text.go", "\t\tout = append(out, prompt.QuoteWhole(key)+\": \"+argumentValue(raw))\n",
@@ -343,6 +343,32 @@ mutant("relay-continuation-ignores-arguments", "./proxy", "a continuation issued
     [("proxy/continuation.go", "\tcase k.Digest != digest:\n", "\tcase k.Digest != digest && false:\n")], run="TestGatedContinuation")
 mutant("fastlane-case-variant-keys", "./proxy", "a tools/call naming a gated tool through a case-variant key takes the ungated fast lane",
     [("proxy/fastlane.go", "\t\t\tif strings.EqualFold(k, key) {\n", "\t\t\tif k == key {\n")], run="TestFastLanePeek|TestFastLaneFilesystem")
+# ---- h-chanwait: waiting for a human in channel mode (issue 17, broken 1) -------
+CW = "gate_channel_wait.go"
+CWD = "channel/withdraw.go"
+mutant("chanwait-no-progress", "./channel", "no progress notifications while a human decides: clients that reset their timeout on progress give up anyway",
+    [(CW, "\tif token == nil || k.req.Session == nil {\n\t\treturn func() {}", "\tif true {\n\t\treturn func() {}")], run="TestChannelWaitSendsProgress")
+mutant("chanwait-caller-gone-not-withdrawn", "./channel", "a caller that cancels or disconnects leaves its request approvable at the service",
+    [(CW, "if g.withdraw(ctx, req, WithdrawCallerGone) {", "if false {")], run="TestChannelCallerGoneWithdraws")
+mutant("chanwait-refusal-journal-cancelled", "./channel", "the refusal is journaled on the caller's cancelled context and lost",
+    [(G, "\tif err := g.opts.Journal.Append(jctx, rec); err != nil {", "\t_ = jctx\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {")], run="TestChannelCallerGoneWithdraws")
+mutant("chanwait-handle-is-approval", "./channel", "a pending handle runs the call without the approver's decision",
+    [(CW, "\treturn g.waitChannel(ctx, k, gr, *k.token)\n}",
+          "\tif _, r := g.openFor(ctx, k, *k.token, grantChannel); r != nil {\n\t\treturn nil, r\n\t}\n\treturn g.execute(ctx, k, gr.Resolved, Approval{Decision: journal.ChannelApproved, Assurance: AssuranceChannel, CallID: gr.Nonce})\n}")], run="TestChannelAsyncHandle")
+mutant("chanwait-202-approves", "./channel", "a 202 (still pending) answer is parsed like a decision, so its body can approve",
+    [("channel/webhook.go", "\tif resp.StatusCode == http.StatusAccepted {", "\tif false {")], run="TestAcceptedIsNeverApproval")
+mutant("chanwait-withdraw-unsigned", "./channel", "the service accepts a withdrawal without a valid signature",
+    [(CWD, "if err := VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil {", "if err := VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil && false {")], run="TestWithdrawal")
+mutant("chanwait-withdrawn-still-pending", "./channel", "a withdrawn request stays pending, so an approver can still approve it",
+    [(CWD, "next.Status, next.DecidedAt, next.Withdrawn = StatusWithdrawn, now, m.Reason", "next.Withdrawn = m.Reason")], run="TestWithdrawal")
+mutant("chanwait-withdraw-any-request", "./channel", "a withdrawal need not match the request's audience and argument digest",
+    [(CWD, "if e.rec.Req.Audience != m.Audience || e.rec.Req.ArgsDigest != m.ArgsDigest {", "if false {")], run="TestWithdrawal")
+mutant("chanwait-timeout-over-ttl", "./serverconf", "--approver-timeout longer than --ttl is accepted and silently cut to --ttl",
+    [("serverconf/serverconf.go", "\tcase cfg.ApproverTimeout > ttl:", "\tcase false:")], run="TestChannelTimesFromFlags")
+mutant("chanwait-outcome-journal-cancelled", ".", "the outcome of a call whose caller left is journaled on the cancelled context and lost",
+    [(G, "\tif jerr := g.opts.Journal.Append(jctx, outcome); jerr != nil {", "\t_ = jctx\n\tif jerr := g.opts.Journal.Append(ctx, outcome); jerr != nil {")], run="TestOutcomeJournaledAfterCallerLeft")
+mutant("chanwait-http-cancel-not-propagated", "./cmd/mcpsafe", "over stateless --http a client that drops its request is not noticed: its channel request stays approvable",
+    [("serverconf/http.go", "\t\t\tPropagateRequestCancellation: true,\n", "")], run="TestHTTPChannelCallerGone")
 
 def main():
     root = os.getcwd()

@@ -122,6 +122,11 @@ func (h HTTP) MCPHandler(server *mcp.Server) http.Handler {
 			Stateless:           !h.Stateful,
 			SessionTimeout:      h.SessionIdle,
 			MaxRequestBodyBytes: h.MaxBodyBytes,
+			// A client that drops the request has left: a channel call
+			// waiting for a human then withdraws it (clients on protocol
+			// 2026-07-28 and later; older ones cancel with a notification,
+			// which reaches the call only in stateful mode).
+			PropagateRequestCancellation: true,
 		})
 	lim := &sessionLimit{server: server, max: h.MaxSessions, perClient: h.MaxSessionsPerClient, byClient: map[string]int{}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

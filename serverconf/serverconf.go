@@ -34,7 +34,9 @@ type Config struct {
 
 	ApproverURL        string
 	ApproverSecretFile string
-	ApproverTimeout    time.Duration
+	ApproverTimeout    time.Duration // 0: as long as TTL; never longer
+	ChannelWait        time.Duration // 0: the gate's default (45s)
+	ProgressInterval   time.Duration // 0: the gate's default (10s)
 
 	// CheckJournalPath, when set, vets the journal's absolute path (for
 	// example: not inside a directory the agent can write).
@@ -57,7 +59,9 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
-	fl.DurationVar(&c.ApproverTimeout, "approver-timeout", 10*time.Minute, "how long to wait for a channel decision")
+	fl.DurationVar(&c.ApproverTimeout, "approver-timeout", 0, "how long one call waits for a channel decision (default and maximum: --ttl, since the request expires with its approval)")
+	fl.DurationVar(&c.ChannelWait, "channel-wait", 0, "mode channel: a client that sent no progress token gets an approval_pending answer with a handle after this long, and calls again with it (default 45s, or the whole wait when that is shorter)")
+	fl.DurationVar(&c.ProgressInterval, "progress-interval", 10*time.Second, "mode channel: how often a waiting call sends a progress notification (clients that reset their timeout on progress keep waiting)")
 	fl.IntVar(&c.MaxPending, "max-pending", 10_000, "cap on outstanding approvals in this process")
 	fl.IntVar(&c.MaxPendingPerPrincipal, "max-pending-per-principal", 100, "cap on outstanding approvals per principal")
 }
@@ -154,18 +158,18 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if err != nil {
 			return nil, err
 		}
-		var wopts []channel.WebhookOption
-		if cfg.ApproverTimeout > 0 {
-			wopts = append(wopts, channel.WithTimeout(cfg.ApproverTimeout))
+		wait, err := channelTimes(cfg)
+		if err != nil {
+			return nil, err
 		}
-		w, err := channel.NewWebhook(cfg.ApproverURL, secret, wopts...)
+		w, err := channel.NewWebhook(cfg.ApproverURL, secret, channel.WithTimeout(wait))
 		if err != nil {
 			return nil, err
 		}
 		opts.Approver = w
-		if cfg.ApproverTimeout > 0 {
-			opts.ChannelTimeout = cfg.ApproverTimeout
-		}
+		opts.ChannelTimeout = wait
+		opts.ChannelWait = cfg.ChannelWait
+		opts.ProgressInterval = cfg.ProgressInterval
 	}
 	return g, nil
 }
@@ -186,4 +190,29 @@ func ParseOptIn(v string) (mcpsafe.OptIn, error) {
 		o.Until = t
 	}
 	return o, nil
+}
+
+// channelTimes checks the channel's times against each other and returns
+// how long one call waits for a decision. Values that would silently cut
+// each other short are refused: a request expires with its approval after
+// --ttl, so a longer --approver-timeout could never be used.
+func channelTimes(cfg Config) (time.Duration, error) {
+	ttl := cfg.TTL
+	if ttl == 0 {
+		ttl = 5 * time.Minute // the gate's default
+	}
+	switch {
+	case ttl < 0 || cfg.ApproverTimeout < 0 || cfg.ChannelWait < 0 || cfg.ProgressInterval < 0:
+		return 0, errors.New("--ttl, --approver-timeout, --channel-wait and --progress-interval must not be negative")
+	case cfg.ApproverTimeout > ttl:
+		return 0, fmt.Errorf("--approver-timeout %s is longer than --ttl %s: a channel request expires with its approval after --ttl, so the wait would end there; raise --ttl to at least %s or lower --approver-timeout", cfg.ApproverTimeout, ttl, cfg.ApproverTimeout)
+	}
+	wait := cfg.ApproverTimeout
+	if wait == 0 {
+		wait = ttl
+	}
+	if cfg.ChannelWait > wait {
+		return 0, fmt.Errorf("--channel-wait %s is longer than the channel wait of %s (--approver-timeout, or --ttl when it is not set); lower --channel-wait", cfg.ChannelWait, wait)
+	}
+	return wait, nil
 }

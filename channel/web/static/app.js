@@ -49,7 +49,9 @@
     if (row) {
       var outcome = row.querySelector('.outcome');
       var by = row.querySelector('td:last-child');
-      text = (outcome ? outcome.textContent : 'decided') + (by && by.textContent.trim() ? ' by ' + by.textContent.trim() : '');
+      var why = row.querySelector('.withdrawn-note');
+      text = (outcome ? outcome.textContent : 'decided') + (why ? ' ' + why.textContent : '') +
+        (by && by.textContent.trim() ? ' by ' + by.textContent.trim() : '');
       text = text.charAt(0).toUpperCase() + text.slice(1);
     }
     var note = document.createElement('div');

@@ -1,0 +1,282 @@
+package mcpsafe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ReasonCallerGone refuses a channel call whose caller cancelled or
+// disconnected while a human was still deciding. Nothing ran, and the
+// request was withdrawn from the approver when the approver supports it.
+const ReasonCallerGone = "caller_gone"
+
+// ErrPending is what a ResumableApprover returns when nobody has decided yet
+// and the request stays open: asking again with the same request picks the
+// decision up. It never approves.
+var ErrPending = errors.New("mcpsafe: no decision yet; the request stays open")
+
+// Withdraw reasons an approver is told when the gate stops waiting.
+const (
+	WithdrawCallerGone = "caller_gone" // the caller cancelled or disconnected
+	WithdrawTimedOut   = "timed_out"   // the gate stopped waiting (ChannelTimeout)
+)
+
+// A Withdrawer takes back a request that will never be picked up, so that
+// no human approves a call that cannot run any more. The gate calls it,
+// best effort, when the caller goes away or the gate stops waiting.
+type Withdrawer interface {
+	Withdraw(ctx context.Context, r ApprovalRequest, reason string) error
+}
+
+// A ResumableApprover keeps a request open across calls. Await asks (or,
+// for a request it already holds, asks again) and waits at most wait (no
+// limit but ctx when wait <= 0); when nobody has decided by then it
+// returns an error wrapping ErrPending and keeps the request open. Clients
+// that cannot wait long then get a "pending" result with a sealed handle
+// and call again with it. A decision is delivered to one Await only.
+type ResumableApprover interface {
+	Approver
+	Await(ctx context.Context, r ApprovalRequest, wait time.Duration) (ApprovalDecision, error)
+}
+
+// ApprovalPending is the structured content of a channel call that is
+// still waiting for a human. ApprovalToken is a sealed handle for this exact
+// call, not an approval: calling again with it picks up the decision.
+type ApprovalPending struct {
+	Status        string   `json:"status"` // always "approval_pending"
+	ApprovalToken string   `json:"approval_token"`
+	ExpiresAt     string   `json:"expires_at"` // RFC 3339, exclusive
+	RetryAfter    int      `json:"retry_after_seconds"`
+	Plan          PlanView `json:"plan"`
+}
+
+// withdrawTimeout bounds telling the approver that a request is withdrawn,
+// and journalGrace bounds the bookkeeping after a caller may have gone
+// (journaling a refusal or an outcome, spending a grant): all of them run
+// on a context that survives the caller's cancellation.
+const (
+	withdrawTimeout = 10 * time.Second
+	journalGrace    = 5 * time.Second
+)
+
+// checkChannelTimes fills in the channel's waiting times and refuses
+// combinations where one would silently cut the other short.
+func checkChannelTimes(o *Options) error {
+	switch {
+	case o.TTL < 0 || o.ChannelTimeout < 0 || o.ChannelWait < 0 || o.ProgressInterval < 0:
+		return errors.New("mcpsafe: TTL, ChannelTimeout, ChannelWait and ProgressInterval must not be negative")
+	case o.ChannelTimeout > o.TTL:
+		return fmt.Errorf("mcpsafe: ChannelTimeout %s is longer than TTL %s; a channel request expires with its approval after TTL, so raise TTL or lower ChannelTimeout", o.ChannelTimeout, o.TTL)
+	}
+	setDefault(&o.ChannelTimeout, o.TTL)
+	if o.ChannelWait > o.ChannelTimeout {
+		return fmt.Errorf("mcpsafe: ChannelWait %s is longer than ChannelTimeout %s; a call never waits longer than ChannelTimeout", o.ChannelWait, o.ChannelTimeout)
+	}
+	setDefault(&o.ChannelWait, min(45*time.Second, o.ChannelTimeout))
+	setDefault(&o.ProgressInterval, 10*time.Second)
+	return nil
+}
+
+// resumable reports whether the channel can answer "pending" and be asked
+// again, which is what the asynchronous path needs.
+func (g *Gate) resumable() bool {
+	_, ok := g.opts.Approver.(ResumableApprover)
+	return ok
+}
+
+// askChannel sends the plan to the out-of-band approver and waits.
+func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	gr, sealed, r := g.issue(ctx, k, grantChannel)
+	if r != nil {
+		return nil, r
+	}
+	return g.waitChannel(ctx, k, gr, sealed)
+}
+
+// resumeChannel picks up the decision for a call that was answered
+// "pending" before. The handle is checked exactly like a grant (sealed,
+// tool, principal, policy, expiry, arguments, target) but not spent: only
+// an approval spends it, right before the call runs.
+func (g *Gate) resumeChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	if !g.resumable() {
+		return nil, refusal(ReasonPolicyDenied, "%s takes approvals only through the approval channel", k.t.Name)
+	}
+	gr, r := g.checkGrant(k, *k.token, grantChannel)
+	if r != nil {
+		return nil, r
+	}
+	if gr.Resolved != k.target {
+		return nil, refusal(ReasonTargetChanged, "what the call points at changed since it was sent for approval; preview it again")
+	}
+	return g.waitChannel(ctx, k, gr, *k.token)
+}
+
+func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
+	view := planView(k.plan)
+	return ApprovalRequest{
+		ID: gr.Nonce, Tool: k.t.Name, Summary: view.Summary, Details: view.Details,
+		Targets: k.plan.Targets, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
+		ArgsDigest: k.digest, Principal: k.c.Principal,
+		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
+	}
+}
+
+// waitChannel asks the approver about gr and waits for the decision,
+// sending progress notifications meanwhile. A caller that sent no progress
+// token cannot be kept alive, so with a resumable approver it gets a
+// pending result after ChannelWait instead of a timeout in its client.
+func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed string) (*mcp.CallToolResult, *Refusal) {
+	req := g.channelRequest(k, gr)
+	cctx, cancel := context.WithTimeout(ctx, g.opts.ChannelTimeout)
+	defer cancel()
+	settled := false // spent, or kept open for a later call
+	defer func() {
+		if !settled {
+			g.spend(ctx, gr.Nonce)
+		}
+	}()
+	stop := g.progress(cctx, k)
+	var dec ApprovalDecision
+	err := safely(func() error {
+		var err error
+		ra, ok := g.opts.Approver.(ResumableApprover)
+		switch {
+		case ok && progressToken(k.req) == nil:
+			dec, err = ra.Await(cctx, req, g.opts.ChannelWait)
+		case ok:
+			dec, err = ra.Await(cctx, req, 0)
+		default:
+			dec, err = g.opts.Approver.Approve(cctx, req)
+		}
+		return err
+	})
+	stop()
+	switch {
+	case ctx.Err() != nil:
+		// The caller left: nothing runs for it, whatever the channel
+		// answered, and nobody should approve it any more.
+		what := "the request could not be withdrawn from the approval channel; it expires on its own"
+		if g.withdraw(ctx, req, WithdrawCallerGone) {
+			what = "the request was withdrawn from the approval channel"
+		}
+		return nil, refusal(ReasonCallerGone, "the caller cancelled or disconnected while waiting for an approver; nothing ran and %s", what)
+	case errors.Is(err, ErrPending) && g.resumable():
+		settled = true
+		return g.pendingResult(k, gr, sealed), nil
+	case errors.Is(err, ErrDenied):
+		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
+	case err != nil && (errors.Is(err, ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
+		g.withdraw(ctx, req, WithdrawTimedOut)
+		return nil, refusal(ReasonTimeout, "no decision from the approval channel in time")
+	case errors.Is(err, ErrPlanTooLarge):
+		return nil, refusal(ReasonPlanTooLarge, "the plan and arguments are too large for the approval channel to show whole, and they are never cut; split the call into smaller ones")
+	case err != nil:
+		g.withdraw(ctx, req, WithdrawTimedOut)
+		// The error may name the approver's URL or carry what it answered:
+		// operators read it in the log, the model only learns the outcome.
+		g.opts.Logger.Warn("approval channel failed", "tool", k.t.Name, "request", gr.Nonce, "err", err)
+		return nil, refusal(ReasonChannelUnavailable, "the approval channel could not be reached or gave no valid answer; the server's log has the details")
+	case dec.Approved != true:
+		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
+	}
+	assurance := AssuranceClientRelayed
+	if len(dec.Approvers) > 0 {
+		assurance = AssuranceChannel
+	}
+	if assurance < k.t.minAssur {
+		return nil, refusal(ReasonAssuranceTooLow, "the channel approved without naming an authenticated approver, and %s requires one", k.t.Name)
+	}
+	k.now = g.opts.Clock() // the decision may have taken a while
+	settled = true
+	if _, r := g.openFor(ctx, k, sealed, grantChannel); r != nil {
+		return nil, r
+	}
+	return g.execute(ctx, k, gr.Resolved, Approval{
+		Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce,
+	})
+}
+
+// withdraw tells the approver, if it can be told, that nobody will pick
+// req up. It runs on a context that outlives the caller, bounded.
+func (g *Gate) withdraw(ctx context.Context, req ApprovalRequest, reason string) bool {
+	w, ok := g.opts.Approver.(Withdrawer)
+	if !ok {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
+	defer cancel()
+	err := safely(func() error { return w.Withdraw(wctx, req, reason) })
+	if err != nil {
+		g.opts.Logger.Warn("channel: could not withdraw a request; it stays open until it expires", "tool", req.Tool, "request", req.ID, "reason", reason, "err", err)
+		return false
+	}
+	return true
+}
+
+func (g *Gate) pendingResult(k *call, gr *grant, handle string) *mcp.CallToolResult {
+	exp := gr.expires().UTC().Format(time.RFC3339Nano)
+	view := planView(k.plan)
+	retry := max(1, int(g.opts.ChannelWait/time.Second))
+	text := fmt.Sprintf("Waiting for an approver to decide; nothing has run yet. The request shows this plan:\n\n%s\n\n"+
+		"To pick up the decision, call %s again with exactly the same arguments plus %q set to structuredContent.approval_token "+
+		"(a handle for this pending request, not an approval; valid until %s). If it is still pending you get this answer again.",
+		renderPlan(view), k.t.Name, TokenField, exp)
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: ApprovalPending{
+			Status: "approval_pending", ApprovalToken: handle, ExpiresAt: exp, RetryAfter: retry, Plan: view,
+		},
+	}
+}
+
+func progressToken(req *mcp.CallToolRequest) any {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	return req.Params.GetProgressToken()
+}
+
+// progress sends a progress notification every ProgressInterval while a
+// human decides, so that clients which reset their request timeout on
+// progress keep waiting. It returns a function that stops it.
+func (g *Gate) progress(ctx context.Context, k *call) (stop func()) {
+	token := progressToken(k.req)
+	if token == nil || k.req.Session == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(g.opts.ProgressInterval)
+		defer t.Stop()
+		start := time.Now()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := k.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      float64(n), // must increase with every notification
+				Message:       fmt.Sprintf("waiting for an approver to decide on %s (%s so far)", k.t.Name, time.Since(start).Round(time.Second)),
+			})
+			if err != nil {
+				g.opts.Logger.Debug("progress notification not sent", "tool", k.t.Name, "err", err)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
