@@ -238,7 +238,9 @@ func TestUncomparablePrincipalRefused(t *testing.T) {
 	s := newSoDEnv(t, ServiceOptions{}, users, "x.txt")
 	for _, tok := range []string{"tok-cyrillic", "tok-invisible", "tok-prefix", "tok-space"} {
 		res := s.result(s.call(tok, "x.txt"))
-		if !res.IsError || !strings.Contains(text(res), mcpsafe.ReasonChannelUnavailable) || !strings.Contains(text(res), "identity") {
+		// The model learns only the outcome; why (no identity key) goes to
+		// the server's log, like every channel error.
+		if !res.IsError || !strings.Contains(text(res), mcpsafe.ReasonChannelUnavailable) {
 			t.Errorf("%s: %s", tok, text(res))
 		}
 	}

@@ -23,7 +23,8 @@ func TestPaddedProxyCallShownWholeOrRefused(t *testing.T) {
 		t.Fatalf("reason %q, want plan_too_large: %s", r, text(res))
 	}
 	// Control: 40 padding arguments fit, and the plan shows every one,
-	// the last included.
+	// the last included (after the line that names the server, and the
+	// 40 padding lines).
 	small := map[string]any{"zz_target": "/etc/shadow"}
 	for i := range 40 {
 		small[fmt.Sprintf("a%03d", i)] = "harmless"
@@ -31,7 +32,7 @@ func TestPaddedProxyCallShownWholeOrRefused(t *testing.T) {
 	res = call(t, cs, "set_flag", small)
 	tok := tokenOf(t, res)
 	plan := structured(t, res)["plan"].(map[string]any)
-	if d := plan["details"].([]any); len(d) != 41 || !strings.Contains(fmt.Sprint(d[40]), "/etc/shadow") {
+	if d := plan["details"].([]any); len(d) != 42 || !strings.Contains(fmt.Sprint(d[41]), "/etc/shadow") {
 		t.Fatalf("the plan shows %d lines, last %v", len(d), d[len(d)-1])
 	}
 	small["approval_token"] = tok
