@@ -46,6 +46,10 @@ const DefaultMaxBytes = 1 << 30
 // maxDeferred bounds the outcome records kept in memory while writes fail.
 const maxDeferred = 1024
 
+// ErrInUse is returned by Open when another process holds the journal: a
+// journal has exactly one writer.
+var ErrInUse = errors.New("in use by another process (a journal has one writer)")
+
 // Option configures Open.
 type Option func(*options)
 
@@ -173,7 +177,7 @@ func open(path string, f *os.File, o options) (*Journal, error) {
 	}
 	unlock, err := lockFile(f)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %s is in use by another process: %w", path, err)
+		return nil, fmt.Errorf("journal: %s is %w: %w", path, ErrInUse, err)
 	}
 	fail := func(err error) (*Journal, error) {
 		unlock()

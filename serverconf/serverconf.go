@@ -6,6 +6,8 @@ package serverconf
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,8 +31,13 @@ type Config struct {
 	ElicitTimeout time.Duration
 	KeyFile       string // empty: a random key for this process
 	LedgerURL     string // empty or memory:...: in this process only
-	JournalPath   string // empty: journal.DefaultPath()
-	NoJournal     bool   // run without an audit journal (tests and demos only)
+	JournalPath   string // empty: journal.DefaultPathFor(Audience, or Audience-hash(Instance))
+	// Instance tells apart servers that share an audience but not a
+	// journal (the proxy sets the upstream's command line or URL): it keys
+	// the default journal path, so that two servers on default settings
+	// can run side by side.
+	Instance  string
+	NoJournal bool // run without an audit journal (tests and demos only)
 
 	ApproverURL        string
 	ApproverSecretFile string
@@ -55,7 +62,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.DurationVar(&c.ElicitTimeout, "elicit-timeout", 2*time.Minute, "how long to wait for the user's answer")
 	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
-	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: $XDG_STATE_HOME/mcpsafe/journal.jsonl)")
+	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience)")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
@@ -64,6 +71,16 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.DurationVar(&c.ProgressInterval, "progress-interval", 10*time.Second, "mode channel: how often a waiting call sends a progress notification (clients that reset their timeout on progress keep waiting)")
 	fl.IntVar(&c.MaxPending, "max-pending", 10_000, "cap on outstanding approvals in this process")
 	fl.IntVar(&c.MaxPendingPerPrincipal, "max-pending-per-principal", 100, "cap on outstanding approvals per principal")
+}
+
+// JournalName is the name the default journal path is keyed by: the
+// audience, followed by a short hash of Instance when that is set.
+func (c *Config) JournalName() string {
+	if c.Instance == "" {
+		return c.Audience
+	}
+	sum := sha256.Sum256([]byte(c.Instance))
+	return c.Audience + "-" + hex.EncodeToString(sum[:4])
 }
 
 // Gate holds the options built from a Config and the stores they opened.
@@ -130,7 +147,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 	} else {
 		path := cfg.JournalPath
 		if path == "" {
-			if path, err = journal.DefaultPath(); err != nil {
+			if path, err = journal.DefaultPathFor(cfg.JournalName()); err != nil {
 				return nil, err
 			}
 		}
@@ -143,6 +160,12 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			}
 		}
 		j, err := journal.Open(path)
+		if errors.Is(err, journal.ErrInUse) {
+			if cfg.JournalPath == "" {
+				return nil, fmt.Errorf("%w; another server with the same --audience (and upstream) is running: give this one its own --journal PATH or --audience NAME", err)
+			}
+			return nil, fmt.Errorf("%w; every server needs its own --journal PATH", err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -79,3 +79,43 @@ func TestParseOptIn(t *testing.T) {
 		}
 	}
 }
+
+// Servers on default settings get a journal each; two that would share one
+// are refused with the flag to set.
+func TestDefaultJournalPerInstance(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	t.Setenv("XDG_STATE_HOME", state)
+	open := func(c Config) (*Gate, error) {
+		g, err := Build(context.Background(), c)
+		if err == nil {
+			t.Cleanup(func() { g.Close() })
+		}
+		return g, err
+	}
+	files, err := open(Config{Audience: "mcpsafe-files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err1 := open(Config{Audience: "mcpsafe-proxy", Instance: "\x00npx\x00server-a"})
+	p2, err2 := open(Config{Audience: "mcpsafe-proxy", Instance: "\x00npx\x00server-b"})
+	if err1 != nil || err2 != nil {
+		t.Fatalf("two proxies for two upstreams: %v, %v", err1, err2)
+	}
+	seen := map[string]bool{}
+	for _, g := range []*Gate{files, p1, p2} {
+		if filepath.Dir(g.JournalPath) != filepath.Join(state, "mcpsafe") || seen[g.JournalPath] {
+			t.Fatalf("journal %s (seen %v)", g.JournalPath, seen)
+		}
+		seen[g.JournalPath] = true
+	}
+	// The same instance twice: the default is taken.
+	_, err = open(Config{Audience: "mcpsafe-proxy", Instance: "\x00npx\x00server-a"})
+	if err == nil || !strings.Contains(err.Error(), "--journal PATH or --audience NAME") {
+		t.Fatalf("a duplicate on the default journal: %v", err)
+	}
+	// An explicit path in use names the flag too.
+	_, err = open(Config{Audience: "other", JournalPath: files.JournalPath})
+	if err == nil || !strings.Contains(err.Error(), "every server needs its own --journal PATH") {
+		t.Fatalf("a duplicate --journal: %v", err)
+	}
+}

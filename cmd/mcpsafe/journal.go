@@ -21,7 +21,8 @@ func init() {
 const journalUsage = `usage:
   mcpsafe journal verify [PATH]                       check the hash chain
   mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, 24h, 7d)
-PATH defaults to $XDG_STATE_HOME/mcpsafe/journal.jsonl.`
+PATH defaults to the only journal in $XDG_STATE_HOME/mcpsafe/ (each server
+keeps its own, journal-AUDIENCE[-HASH].jsonl); with several, name one.`
 
 func runJournal(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -53,12 +54,22 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	if len(paths) == 1 {
 		path = paths[0]
 	} else {
-		p, err := journal.DefaultPath()
-		if err != nil {
+		dir, found, err := journal.DefaultJournals()
+		switch {
+		case err != nil:
 			fmt.Fprintln(stderr, "mcpsafe journal:", err)
 			return 1
+		case len(found) == 0:
+			fmt.Fprintf(stderr, "mcpsafe journal: no journal in %s; name one: mcpsafe journal %s PATH\n", dir, args[0])
+			return 1
+		case len(found) > 1:
+			fmt.Fprintf(stderr, "mcpsafe journal: %d journals in %s; name one:\n", len(found), dir)
+			for _, p := range found {
+				fmt.Fprintf(stderr, "  mcpsafe journal %s %s\n", args[0], p)
+			}
+			return 2
 		}
-		path = p
+		path = found[0]
 	}
 	switch args[0] {
 	case "verify":

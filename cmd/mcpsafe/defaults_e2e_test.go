@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a new user runs first: the README's commands on default settings,
+// on a machine where $XDG_STATE_HOME/mcpsafe does not exist yet.
+
+// freshState is an XDG_STATE_HOME that does not exist yet, and the
+// environment that points the binary at it.
+func freshState(t *testing.T) (stateDir string, env []string) {
+	t.Helper()
+	xdg := filepath.Join(t.TempDir(), "fresh", "state")
+	return filepath.Join(xdg, "mcpsafe"), append(os.Environ(), "XDG_STATE_HOME="+xdg)
+}
+
+// spawn connects a real SDK client to the binary over stdio.
+func spawn(t *testing.T, env []string, copts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, copts).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect %v: %v; stderr: %s", args, err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// runFails runs the binary with stdin at EOF and returns its exit code and
+// stderr; it fails the test if the process does not end within a minute.
+func runExit(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader("")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%v did not end: %s", args, stderr.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stderr.String()
+}
+
+// journalWith checks that exactly one journal in dir holds a record for
+// tool, and that it verifies.
+func journalWith(t *testing.T, paths []string, tool, decision string) string {
+	t.Helper()
+	var hits []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		must(t, err)
+		if bytes.Contains(b, []byte(`"tool":"`+tool+`"`)) && bytes.Contains(b, []byte(`"decision":"`+decision+`"`)) {
+			hits = append(hits, p)
+		}
+	}
+	if len(hits) != 1 {
+		t.Fatalf("%s/%s recorded in %d journals %v, want exactly one", tool, decision, len(hits), hits)
+	}
+	if _, err := journal.VerifyFile(hits[0]); err != nil {
+		t.Fatalf("%s: %v", hits[0], err)
+	}
+	return hits[0]
+}
+
+// Broken 2: the README's Claude Desktop examples (files + proxy), plus a
+// second proxy for another upstream, all on default journal settings at
+// once. Each keeps its own journal; a true duplicate is refused with an
+// error that names the flag to set.
+func TestDefaultJournalsSideBySide(t *testing.T) {
+	fsBin := npmFilesystemServer(t)
+	stateDir, env := freshState(t)
+	w := newWorkspace(t)
+	dataA, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	dataB, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	accept := &mcp.ClientOptions{ElicitationHandler: acceptAll}
+
+	files := spawn(t, env, accept, "files", "--root", w.root)
+	proxyA := spawn(t, env, accept, "proxy", "--", fsBin, dataA)
+	proxyB := spawn(t, env, accept, "proxy", "--", fsBin, dataB)
+
+	if res := call(t, files, "delete_file", map[string]any{"path": "cache.txt"}); res.IsError {
+		t.Fatalf("files: %v", res.Content)
+	}
+	if res := call(t, proxyA, "write_file", map[string]any{"path": filepath.Join(dataA, "a.txt"), "content": "A"}); res.IsError {
+		t.Fatalf("proxy A: %v", res.Content)
+	}
+	if res := call(t, proxyB, "create_directory", map[string]any{"path": filepath.Join(dataB, "b")}); res.IsError {
+		t.Fatalf("proxy B: %v", res.Content)
+	}
+	if content(t, w.path("cache.txt")) != "<missing>" || content(t, filepath.Join(dataA, "a.txt")) != "A" {
+		t.Fatal("an approved call did not run")
+	}
+
+	paths, err := filepath.Glob(filepath.Join(stateDir, "journal-*.jsonl"))
+	must(t, err)
+	if len(paths) != 3 {
+		t.Fatalf("journals %v, want three (one per server)", paths)
+	}
+	if p := journalWith(t, paths, "delete_file", journal.Executed); filepath.Base(p) != "journal-mcpsafe-files.jsonl" {
+		t.Fatalf("files journal named %s", p)
+	}
+	pa := journalWith(t, paths, "write_file", journal.Executed)
+	pb := journalWith(t, paths, "create_directory", journal.Executed)
+	if pa == pb || !strings.HasPrefix(filepath.Base(pa), "journal-mcpsafe-proxy-") {
+		t.Fatalf("proxy journals %s and %s", pa, pb)
+	}
+	if fi, err := os.Stat(stateDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("%s: %v, %v; want a directory with mode 0700", stateDir, fi, err)
+	}
+
+	// Attack on the chain's single writer: the same server twice. Refused,
+	// and the message says what to do.
+	code, stderr := runExit(t, env, "files", "--root", w.root)
+	if code != 1 || !strings.Contains(stderr, "in use by another process") || !strings.Contains(stderr, "--journal PATH") {
+		t.Fatalf("a second identical server: exit %d, %q", code, stderr)
+	}
+	// Control: the flag the message names makes it start (it then serves
+	// until stdin ends).
+	code, stderr = runExit(t, env, "files", "--root", w.root, "--audience", "files-two")
+	if code != 0 {
+		t.Fatalf("with its own --audience: exit %d, %q", code, stderr)
+	}
+
+	// `mcpsafe journal verify` with no PATH names the candidates.
+	code, stderr = runExit(t, env, "journal", "verify")
+	if code != 2 || !strings.Contains(stderr, "journals in "+stateDir) || !strings.Contains(stderr, pa) {
+		t.Fatalf("journal verify without PATH: exit %d, %q", code, stderr)
+	}
+}
