@@ -99,10 +99,14 @@
 // a torn line loses nothing an attacker could not already do: removing
 // whole lines from the end is invisible to the chain.
 //
+// The end of the chain is checked against the head file (HeadSuffix): an
+// edit to the very last line, or lines removed from the end, would
+// otherwise only be visible as a different last hash. VerifyFile, ShowFile
+// and Open report both as a *TamperError.
+//
 // It does not prove that the file is the one the server wrote. Anyone who
-// can rewrite the whole file can drop its tail or rebuild a valid chain
-// over invented records; an edit to the very last line is likewise only
-// visible as a different last hash. Against that, anchor Summary.LastHash
+// can rewrite the journal and its head file can drop its tail or rebuild a
+// valid chain over invented records. Against that, anchor Summary.LastHash
 // (and LastSeq) somewhere the writer's host cannot change: a ticket, a
 // remote log, a signed timestamp. A later verify whose chain passes through
 // the anchored hash at the anchored seq proves everything up to it. The

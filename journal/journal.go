@@ -115,6 +115,8 @@ type Journal struct {
 	outage   *outage // non-nil from a failed write until one succeeds
 	capNoted bool    // the size-limit note was written
 	buf      []byte
+	head     *os.File // the head file (HeadSuffix), rewritten after each commit
+	headErr  error    // the first failed head update, returned by Close
 }
 
 // outage is what the writer remembers between a failed write and the next
@@ -166,7 +168,7 @@ func Open(path string, opts ...Option) (*Journal, error) {
 	return j, nil
 }
 
-func open(path string, f *os.File, o options) (*Journal, error) {
+func open(path string, f *os.File, o options) (_ *Journal, err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -192,7 +194,17 @@ func open(path string, f *os.File, o options) (*Journal, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fail(fmt.Errorf("journal: %w", err))
 	}
-	res, verr := scan(f, nil)
+	// Read the head only under the lock: a running writer updates it.
+	hf, head, err := openHead(path)
+	if err != nil {
+		return fail(fmt.Errorf("journal: refusing to open %s: %w", path, err))
+	}
+	defer func() {
+		if err != nil && hf != nil {
+			hf.Close()
+		}
+	}()
+	res, verr := scanHead(f, head, nil)
 	var torn *TornError
 	switch {
 	case verr == nil:
@@ -216,7 +228,12 @@ func open(path string, f *os.File, o options) (*Journal, error) {
 		seq:     res.sum.LastSeq,
 		prev:    res.sum.LastHash,
 		size:    fi.Size(),
+		head:    hf,
 	}
+	hf = nil // owned by j: Close closes it
+	// A journal from before head files, or whose head lags after a crash,
+	// is tracked from here on.
+	j.writeHead(j.seq, j.prev)
 	go j.run()
 	ctx := context.Background()
 	if torn != nil {
@@ -409,9 +426,16 @@ func (j *Journal) Close() error {
 	close(j.reqs)
 	j.mu.Unlock()
 	<-j.stopped
+	herr := j.headErr
+	if err := j.head.Sync(); err != nil && herr == nil {
+		herr = fmt.Errorf("journal: head file: %w", err)
+	}
+	if err := j.head.Close(); err != nil && herr == nil {
+		herr = fmt.Errorf("journal: head file: %w", err)
+	}
 	uerr := j.unlck()
 	cerr := j.f.Close()
-	return errors.Join(j.failure(), uerr, cerr)
+	return errors.Join(j.failure(), herr, uerr, cerr)
 }
 
 // run is the single writer: it takes every request queued while the last
@@ -552,6 +576,7 @@ func (j *Journal) commit(batch []*request) {
 		j.outage = nil
 		j.setBroken(nil)
 	}
+	j.writeHead(seq, prev)
 	for _, r := range live {
 		r.done <- nil
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -35,12 +36,32 @@ const (
 // rendered on one line with control and format characters escaped, so a
 // tool name or summary cannot forge rows or drive the terminal.
 func Show(w io.Writer, r io.Reader, f Filter) error {
+	return show(w, r, nil, f)
+}
+
+// ShowFile is Show on a file, also held against its head file (see
+// HeadSuffix) as VerifyFile is.
+func ShowFile(w io.Writer, path string, f Filter) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer file.Close()
+	head, err := ReadHead(path)
+	if err != nil {
+		fmt.Fprintf(w, "!! JOURNAL NOT INTACT: %s\n", oneLine(err.Error(), 0))
+		return err
+	}
+	return show(w, file, head, f)
+}
+
+func show(w io.Writer, r io.Reader, head *Head, f Filter) error {
 	type row struct {
 		line int
 		rec  Record
 	}
 	var rows []row
-	res, verr := scan(r, func(line int, rec *Record) {
+	res, verr := scanHead(r, head, func(line int, rec *Record) {
 		rec.Args = nil // not shown; no need to hold it
 		rows = append(rows, row{line, *rec})
 	})

@@ -36,6 +36,9 @@ type Summary struct {
 	// calls in flight, or calls that Open will mark ambiguous.
 	Unresolved  int
 	First, Last time.Time
+	// HeadSeq is the seq the journal's head file recorded and the chain
+	// was checked against; 0 when there was no head file.
+	HeadSeq uint64
 }
 
 // TamperError says a line was edited, removed, reordered, duplicated or
@@ -78,14 +81,21 @@ func Verify(r io.Reader) (Summary, error) {
 	return res.sum, err
 }
 
-// VerifyFile is Verify on a file.
+// VerifyFile is Verify on a file, also held against its head file (see
+// HeadSuffix): an edited last line or lines removed from the end are
+// reported as tampering.
 func VerifyFile(path string) (Summary, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Summary{}, fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
-	return Verify(f)
+	head, err := ReadHead(path)
+	if err != nil {
+		return Summary{}, err
+	}
+	res, err := scanHead(f, head, nil)
+	return res.sum, err
 }
 
 // approval reports whether a decision lets a call run.
@@ -178,6 +188,13 @@ type pendingLink struct {
 
 // scan verifies r and calls each (if not nil) for each verified record.
 func scan(r io.Reader, each func(line int, rec *Record)) (scanResult, error) {
+	return scanHead(r, nil, each)
+}
+
+// scanHead is scan that also holds the chain against the head the writer
+// recorded (nil: none): the line at the head's seq must have the head's
+// hash, and the journal must reach that seq.
+func scanHead(r io.Reader, head *Head, each func(line int, rec *Record)) (scanResult, error) {
 	res := scanResult{openIdx: map[string]int{}}
 	res.sum.LastHash = Genesis
 	lr := &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
@@ -210,6 +227,11 @@ func scan(r io.Reader, each func(line int, rec *Record)) (scanResult, error) {
 			return res, &TamperError{Line: n, Reason: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
 		}
 		rec, perr := parseLine(raw)
+		// A crash tears only a line that was never acknowledged; the head
+		// file names the last acknowledged one.
+		if head != nil && head.Seq > res.sum.LastSeq && (!complete || perr != nil && last) {
+			return res, headShortened(n, res.sum.LastSeq, head)
+		}
 		if !complete {
 			// No newline: the write of this line never finished. A line
 			// that parses but breaks the chain is not a torn write, though.
@@ -236,12 +258,21 @@ func scan(r io.Reader, each func(line int, rec *Record)) (scanResult, error) {
 			pending = &pendingLink{line: n, seq: rec.Seq, hash: h}
 			continue
 		}
+		if head != nil && rec.Seq == head.Seq && h != head.Hash {
+			return res, headMismatch(n, head)
+		}
 		prevHash = h
 		before = res.sum
 		res.accept(n, &rec, h, int64(len(raw)+1))
 		if each != nil {
 			each(n, &rec)
 		}
+	}
+	if head != nil {
+		if res.sum.LastSeq < head.Seq {
+			return res, headShortened(n+1, res.sum.LastSeq, head)
+		}
+		res.sum.HeadSeq = head.Seq
 	}
 	return res, nil
 }
@@ -313,7 +344,11 @@ func (s Summary) String() string {
 	if s.Records == 0 {
 		return "intact: empty journal"
 	}
-	return fmt.Sprintf("intact: %d records, seq 1..%d, %s to %s, %d ambiguous, %d approved without outcome; last hash %s",
+	head := "no head file, so an edit to the last record would not show"
+	if s.HeadSeq > 0 {
+		head = fmt.Sprintf("matches its head file (seq %d)", s.HeadSeq)
+	}
+	return fmt.Sprintf("intact: %d records, seq 1..%d, %s to %s, %d ambiguous, %d approved without outcome; last hash %s; %s",
 		s.Records, s.LastSeq, s.First.UTC().Format(time.RFC3339), s.Last.UTC().Format(time.RFC3339),
-		s.Ambiguous, s.Unresolved, s.LastHash)
+		s.Ambiguous, s.Unresolved, s.LastHash, head)
 }

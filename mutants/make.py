@@ -370,6 +370,14 @@ mutant("chanwait-outcome-journal-cancelled", ".", "the outcome of a call whose c
 mutant("chanwait-http-cancel-not-propagated", "./cmd/mcpsafe", "over stateless --http a client that drops its request is not noticed: its channel request stays approvable",
     [("serverconf/http.go", "\t\t\tPropagateRequestCancellation: true,\n", "")], run="TestHTTPChannelCallerGone")
 
+# ---- h-newuser: journal head file (issue 17, Broken 6) -----------------------
+mutant("journal-head-hash-unchecked", "./journal ./cmd/mcpsafe", "an edit to the last journal line is not compared with the head file: a changed last record verifies intact",
+    [("journal/verify.go", "if head != nil && rec.Seq == head.Seq && h != head.Hash {", "if head != nil && rec.Seq == head.Seq && h != head.Hash && false {")],
+    run="TestHead|TestJournalTailEdits")
+mutant("journal-head-shortened-ok", "./journal ./cmd/mcpsafe", "a journal that ends before its head file's seq verifies intact: removed last records go unnoticed",
+    [("journal/verify.go", "\t\tif res.sum.LastSeq < head.Seq {\n\t\t\treturn res, headShortened(n+1", "\t\tif false {\n\t\t\treturn res, headShortened(n+1")],
+    run="TestHead|TestJournalTailEdits")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])

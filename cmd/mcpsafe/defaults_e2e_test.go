@@ -153,3 +153,56 @@ func TestDefaultJournalsSideBySide(t *testing.T) {
 		t.Fatalf("journal verify without PATH: exit %d, %q", code, stderr)
 	}
 }
+
+// Broken 6: the USAGE journal steps after a real session, with the end of
+// the journal edited. verify, show and the next server start all refuse;
+// the untouched journal is the control.
+func TestJournalTailEditsDetected(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(lines []string) []string
+	}{
+		{"control: untouched", nil},
+		{"one byte changed in the last line", func(l []string) []string {
+			last := len(l) - 1
+			l[last] = strings.Replace(l[last], `"decision":"executed"`, `"decision":"executes"`, 1)
+			return l
+		}},
+		{"last line removed", func(l []string) []string { return l[:len(l)-1] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorkspace(t)
+			cs := w.serve(&mcp.ClientOptions{ElicitationHandler: acceptAll})
+			if res := call(t, cs, "delete_file", map[string]any{"path": "cache.txt"}); res.IsError {
+				t.Fatalf("delete: %v", res.Content)
+			}
+			cs.Close() // the server exits when stdin closes, releasing the journal
+			b, err := os.ReadFile(w.journal)
+			must(t, err)
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			if tc.edit != nil {
+				edited := tc.edit(lines)
+				must(t, os.WriteFile(w.journal, []byte(strings.Join(edited, "\n")+"\n"), 0o600))
+			}
+			env := os.Environ()
+			vcode, vout := runExit(t, env, "journal", "verify", w.journal)
+			scode, sout := runExit(t, env, "journal", "show", w.journal)
+			fcode, fout := runExit(t, env, "files", "--root", w.root, "--journal", w.journal)
+			if tc.edit == nil {
+				if vcode != 0 || scode != 0 || fcode != 0 {
+					t.Fatalf("an untouched journal: verify %d %q, show %d %q, files %d %q", vcode, vout, scode, sout, fcode, fout)
+				}
+				return
+			}
+			if vcode != 1 || !strings.Contains(vout, "tampered") || !strings.Contains(vout, "head file") {
+				t.Fatalf("verify: exit %d, %q", vcode, vout)
+			}
+			if scode != 1 || !strings.Contains(sout, "tampered") {
+				t.Fatalf("show: exit %d, %q", scode, sout)
+			}
+			if fcode != 1 || !strings.Contains(fout, "refusing to open") {
+				t.Fatalf("the next server start: exit %d, %q", fcode, fout)
+			}
+		})
+	}
+}

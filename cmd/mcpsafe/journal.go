@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -100,13 +99,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 			}
 			f.Since = t
 		}
-		file, err := os.Open(path)
-		if err != nil {
-			fmt.Fprintln(stderr, "mcpsafe journal show:", err)
-			return 1
-		}
-		defer file.Close()
-		if err := journal.Show(stdout, file, f); err != nil {
+		if err := journal.ShowFile(stdout, path, f); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", path, err)
 			return 1
 		}
