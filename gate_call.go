@@ -288,7 +288,7 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.askChannel(ctx, k)
 	case ModeElicit:
 		if !canElicit {
-			return nil, refusal(ReasonElicitationUnsupported, "this tool needs the user's approval through the client, and the client did not declare the elicitation capability")
+			return nil, refusal(ReasonElicitationUnsupported, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
 		}
 		return g.askElicitation(ctx, k)
 	case ModeToken:
@@ -303,7 +303,24 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		if g.tokenAllowed(t, k.now) {
 			return g.issueToken(ctx, k)
 		}
-		return nil, refusal(ReasonElicitationUnsupported, "%s is irreversible and needs the user's approval through the client, but the client cannot elicit", t.Name)
+		return nil, refusal(ReasonElicitationUnsupported, "%s is irreversible and needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
+	}
+}
+
+// whyCannotElicit says why clientCanElicit is false, so that an operator
+// whose client did declare elicitation learns what is in the way.
+func whyCannotElicit(req *mcp.CallToolRequest) string {
+	caps := req.ClientCapabilities()
+	switch {
+	case caps == nil:
+		// Only a session the server never saw initialize has no
+		// capabilities: stateless HTTP with a client before MRTR.
+		return "this connection carries no client capabilities: a client on protocol " + req.ProtocolVersion() +
+			" declares elicitation once per session and is asked in-call, which stateless HTTP cannot do; serve it over stdio or HTTP with sessions (mcpsafe files/proxy: without --http-stateless), or use a client on protocol " + mrtrProtocol
+	case caps.Elicitation == nil:
+		return "the client did not declare the elicitation capability"
+	default:
+		return "the client declared only URL elicitation, which cannot show the approval form"
 	}
 }
 

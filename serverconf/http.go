@@ -19,6 +19,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// mrtrProtocol is the first MCP protocol version whose requests carry the
+// client's capabilities themselves, so that they need no session.
+const mrtrProtocol = "2026-07-28"
+
 // ClientAddrHeader carries an unauthenticated caller's network address from
 // MCPHandler to the gate (mcpsafe.Options.ClientAddrHeader). MCPHandler
 // removes whatever a client sent under this name, so the gate can trust it.
@@ -27,8 +31,16 @@ const ClientAddrHeader = "Mcpsafe-Client-Addr"
 // HTTP is the HTTP part of a server's command line: where to listen, who may
 // call, and the limits that keep one client from exhausting the server.
 type HTTP struct {
-	Addr     string // empty: serve stdio instead
-	Stateful bool
+	Addr string // empty: serve stdio instead
+	// Sessions: by default a client before protocol 2026-07-28 gets a
+	// stateful session (it declares elicitation once, at initialize, and is
+	// asked in-call on that session) and a newer client none (its requests
+	// carry its capabilities; approvals travel as sealed request state, so
+	// any replica can answer). Stateful keeps a session for every client;
+	// Stateless for none (replicas without sticky sessions; older clients
+	// then cannot be asked in-call). Not both.
+	Stateful  bool
+	Stateless bool
 
 	// Auth turns on bearer-token authentication when Auth.Issuer is set.
 	// A non-loopback Addr is refused without it.
@@ -63,7 +75,8 @@ const (
 // RegisterFlags binds the HTTP flags `mcpsafe files` and `mcpsafe proxy` share.
 func (h *HTTP) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&h.Addr, "http", "", "serve streamable HTTP on this address at /mcp instead of stdio (non-loopback needs --auth-issuer)")
-	fl.BoolVar(&h.Stateful, "http-stateful", false, "keep HTTP sessions (lets legacy clients elicit in-call; pins clients to one replica)")
+	fl.BoolVar(&h.Stateful, "http-stateful", false, "keep an HTTP session for every client (clients on protocol 2026-07-28 then fall back to an older one; default: sessions only for clients before 2026-07-28, which need one to be asked in-call)")
+	fl.BoolVar(&h.Stateless, "http-stateless", false, "keep no HTTP session for anyone, so that replicas without sticky sessions can answer any request (clients before protocol 2026-07-28 then cannot be asked in-call: they get tokens or refusals)")
 	fl.StringVar(&h.Auth.Issuer, "auth-issuer", "", "OAuth/OIDC issuer whose bearer JWTs authenticate HTTP callers (the token's sub is the principal)")
 	fl.StringVar(&h.Auth.Audience, "auth-audience", "", "this server's canonical MCP URL, e.g. https://mcp.example.com/mcp: tokens must name it in aud")
 	fl.StringVar(&h.Auth.JWKSURL, "auth-jwks-url", "", "the issuer's JWKS (default: jwks_uri from the issuer's metadata)")
@@ -102,6 +115,9 @@ var ErrNoIdentity = errors.New("serving MCP over HTTP on a non-loopback address 
 // Check refuses a configuration that would serve strangers without knowing
 // who they are.
 func (h *HTTP) Check() error {
+	if h.Stateful && h.Stateless {
+		return errors.New("--http-stateful and --http-stateless exclude each other")
+	}
 	if h.Auth.Issuer == "" && (h.Auth.Audience != "" || h.Auth.JWKSURL != "") {
 		return errors.New("--auth-audience and --auth-jwks-url need --auth-issuer")
 	}
@@ -117,17 +133,27 @@ func (h *HTTP) Check() error {
 // approvals per caller.
 func (h HTTP) MCPHandler(server *mcp.Server) http.Handler {
 	h.setDefaults()
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{
-			Stateless:           !h.Stateful,
-			SessionTimeout:      h.SessionIdle,
-			MaxRequestBodyBytes: h.MaxBodyBytes,
-			// A client that drops the request has left: a channel call
-			// waiting for a human then withdraws it (clients on protocol
-			// 2026-07-28 and later; older ones cancel with a notification,
-			// which reaches the call only in stateful mode).
-			PropagateRequestCancellation: true,
-		})
+	newSDK := func(stateless bool) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+			&mcp.StreamableHTTPOptions{
+				Stateless:           stateless,
+				SessionTimeout:      h.SessionIdle,
+				MaxRequestBodyBytes: h.MaxBodyBytes,
+				// A client that drops the request has left: a channel call
+				// waiting for a human then withdraws it (clients on protocol
+				// 2026-07-28 and later; older ones cancel with a notification,
+				// which reaches the call only in stateful mode).
+				PropagateRequestCancellation: true,
+			})
+	}
+	// Two SDK handlers: its stateless one answers an older client's
+	// request with a fresh, capability-less session and refuses
+	// server-to-client requests (no in-call elicitation), and its stateful
+	// one rejects 2026-07-28 calls.
+	stateless, sdk := newSDK(true), newSDK(false)
+	sessionful := func(r *http.Request) bool {
+		return h.Stateful || !h.Stateless && r.Header.Get("Mcp-Protocol-Version") < mrtrProtocol
+	}
 	lim := &sessionLimit{server: server, max: h.MaxSessions, perClient: h.MaxSessionsPerClient, byClient: map[string]int{}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(ClientAddrHeader)
@@ -135,7 +161,11 @@ func (h HTTP) MCPHandler(server *mcp.Server) http.Handler {
 		if auth.TokenInfoFromContext(r.Context()) == nil {
 			r.Header.Set(ClientAddrHeader, client)
 		}
-		if !h.Stateful || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		if !sessionful(r) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
 			sdk.ServeHTTP(w, r)
 			return
 		}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +207,127 @@ func TestJournalTailEditsDetected(t *testing.T) {
 				t.Fatalf("the next server start: exit %d, %q", fcode, fout)
 			}
 		})
+	}
+}
+
+// startHTTP starts the binary with --http 127.0.0.1:0 and returns its /mcp
+// URL.
+func startHTTP(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append(args, "--http", "127.0.0.1:0")...)
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`serving MCP on (http://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-addr:
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not report its address")
+		return ""
+	}
+}
+
+func tsSDK(t *testing.T) string {
+	t.Helper()
+	sdk, err := filepath.Abs("../../.cache/npm/node_modules/@modelcontextprotocol/sdk")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(sdk, "package.json"))
+	}
+	if err != nil {
+		msg := "!!! @modelcontextprotocol/sdk is not installed (run scripts/npm-deps): " + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return sdk
+}
+
+type tsOutcome struct {
+	Protocol string `json:"protocol"`
+	Asked    int    `json:"asked"`
+	Error    string `json:"error"`
+	Result   struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+	} `json:"result"`
+}
+
+// tsCall makes one tool call with the real TypeScript SDK client over HTTP.
+func tsCall(t *testing.T, sdk, url, answer, tool string, args map[string]any) tsOutcome {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "testdata/ts-http-client.mjs")
+	cmd.Env = append(os.Environ(), "SDK_DIR="+sdk, "URL="+url, "ANSWER="+answer, "TOOL="+tool, "ARGS="+string(a))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v; %s", err, stderr.String())
+	}
+	var o tsOutcome
+	if err := json.Unmarshal(bytes.TrimSpace(out), &o); err != nil || o.Error != "" {
+		t.Fatalf("client output %q: %v %s", out, err, o.Error)
+	}
+	return o
+}
+
+// Broken 3: README's `mcpsafe files --http` with today's TypeScript client,
+// which declares elicitation. On the default it is asked and its answer
+// counts; the Go client on 2026-07-28 (MRTR, no session) works on the same
+// listener. With --http-stateless the older client cannot be asked: it is
+// refused, and the message says why and which flag is in the way.
+func TestDefaultHTTPElicitsForTodaysClients(t *testing.T) {
+	sdk := tsSDK(t)
+	w := newWorkspace(t)
+	url := startHTTP(t, os.Environ(), "files", "--root", w.root, "--journal", w.journal)
+
+	o := tsCall(t, sdk, url, "decline", "delete_file", map[string]any{"path": "cache.txt"})
+	if o.Asked != 1 || !o.Result.IsError || o.Result.StructuredContent["reason"] != "declined" || content(t, w.path("cache.txt")) != "cache" {
+		t.Fatalf("TS client declining: %+v", o)
+	}
+	o = tsCall(t, sdk, url, "accept", "delete_file", map[string]any{"path": "cache.txt"})
+	if o.Asked != 1 || o.Result.IsError || content(t, w.path("cache.txt")) != "<missing>" {
+		t.Fatalf("TS client accepting: %+v", o)
+	}
+
+	for _, proto := range []string{"", "2025-11-25"} {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{ElicitationHandler: acceptAll}).
+			Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+		must(t, err)
+		if want := map[string]string{"": "2026-07-28"}[proto]; want != "" && cs.InitializeResult().ProtocolVersion != want {
+			t.Fatalf("the Go client negotiated %s, want %s", cs.InitializeResult().ProtocolVersion, want)
+		}
+		w.write("cache.txt", "cache")
+		if res := call(t, cs, "delete_file", map[string]any{"path": "cache.txt"}); res.IsError || content(t, w.path("cache.txt")) != "<missing>" {
+			t.Fatalf("Go client (protocol %q -> %s): %v", proto, cs.InitializeResult().ProtocolVersion, res.Content)
+		}
+		cs.Close()
+	}
+
+	w2 := newWorkspace(t)
+	url = startHTTP(t, os.Environ(), "files", "--root", w2.root, "--journal", w2.journal, "--http-stateless")
+	o = tsCall(t, sdk, url, "accept", "delete_file", map[string]any{"path": "cache.txt"})
+	msg, _ := o.Result.StructuredContent["message"].(string)
+	if o.Asked != 0 || !o.Result.IsError || o.Result.StructuredContent["reason"] != "elicitation_unsupported" ||
+		!strings.Contains(msg, "stateless HTTP") || !strings.Contains(msg, "--http-stateless") || content(t, w2.path("cache.txt")) != "cache" {
+		t.Fatalf("TS client on --http-stateless: %+v", o)
+	}
+	if code, stderr := runExit(t, os.Environ(), "files", "--root", w2.root, "--http-stateless", "--http-stateful"); code != 2 || !strings.Contains(stderr, "exclude each other") {
+		t.Fatalf("both session flags: exit %d, %q", code, stderr)
 	}
 }
