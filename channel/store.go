@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -108,6 +109,11 @@ func openSQLite(path string) (*sqliteStore, error) {
 	// The store holds plans and approvers' names: private to this user.
 	// It is created 0600 here (SQLite gives its -wal and -shm files the
 	// main file's mode), and an existing file is tightened to 0600.
+	// A fresh machine has no state directory yet (SQLite would fail with
+	// "unable to open database file"): create it private too.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("channel: store %s: %w", path, err)
+	}
 	if err := privateFile(path); err != nil {
 		return nil, fmt.Errorf("channel: store %s: %w", path, err)
 	}

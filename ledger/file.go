@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,7 +105,11 @@ func openFileWith(ctx context.Context, path string, o options) (*File, error) {
 		return nil, fmt.Errorf("ledger: file path %q contains '?', '#' or NUL", path)
 	}
 	// Create the file ourselves so that it starts private; SQLite gives the
-	// -wal and -shm files the main file's permissions.
+	// -wal and -shm files the main file's permissions. Its directory too,
+	// on a fresh machine.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: file %s: %w", path, err)
+	}
 	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: file %s: %w", path, err)

@@ -19,7 +19,9 @@ import (
 func TestFileCreatedPrivate(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
-	path := filepath.Join(t.TempDir(), "ledger.db")
+	// A fresh machine: the state directory does not exist yet.
+	dir := filepath.Join(t.TempDir(), "state", "mcpsafe")
+	path := filepath.Join(dir, "ledger.db")
 	s, err := Open(context.Background(), "file:"+path)
 	if err != nil {
 		t.Fatal(err)
@@ -27,6 +29,11 @@ func TestFileCreatedPrivate(t *testing.T) {
 	defer s.Close()
 	if err := s.Issue(context.Background(), newNonce(), time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
+	}
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, %v; want a directory with mode 0700", d, fi, err)
+		}
 	}
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		fi, err := os.Stat(p)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -329,5 +330,114 @@ func TestDefaultHTTPElicitsForTodaysClients(t *testing.T) {
 	}
 	if code, stderr := runExit(t, os.Environ(), "files", "--root", w2.root, "--http-stateless", "--http-stateful"); code != 2 || !strings.Contains(stderr, "exclude each other") {
 		t.Fatalf("both session flags: exit %d, %q", code, stderr)
+	}
+}
+
+// freshHome is the environment of a user whose home directory has nothing
+// of mcpsafe in it yet: no XDG_STATE_HOME, no ~/.local/state.
+func freshHome(t *testing.T) (home string, env []string) {
+	t.Helper()
+	home = filepath.Join(t.TempDir(), "home")
+	must(t, os.Mkdir(home, 0o755))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return home, append(env, "HOME="+home, "PATH="+filepath.Dir(binary)+":"+os.Getenv("PATH"))
+}
+
+// Broken 4: docs/USAGE.md "Channel approvals", setup steps 1-4 on a fresh
+// home directory, then one call approved by alice over the JSON API.
+func TestChannelSetupOnFreshMachine(t *testing.T) {
+	home, env := freshHome(t)
+	cfg := filepath.Join(home, ".config", "mcpsafe")
+	// Steps 1 and 2, as written.
+	steps := `set -e
+umask 077
+mkdir -p ~/.config/mcpsafe && cd ~/.config/mcpsafe
+head -c 32 /dev/urandom | base64 > channel.secret
+chmod 600 channel.secret
+printf 'alice:%s\nbob:%s\n' "$(head -c 18 /dev/urandom | base64)" "$(head -c 18 /dev/urandom | base64)" > approvers
+chmod 600 approvers
+`
+	sh := exec.Command("bash", "-c", steps)
+	sh.Env = env
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("steps 1-2: %v: %s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(cfg, "approvers"))
+	must(t, err)
+	alice := strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "alice:")
+
+	// Step 3, on a free port instead of 8080.
+	state := filepath.Join(home, ".local", "state", "mcpsafe")
+	serve := exec.Command(binary, "approvals", "serve", "--listen", "127.0.0.1:0",
+		"--secret-file", filepath.Join(cfg, "channel.secret"), "--approvers-file", filepath.Join(cfg, "approvers"),
+		"--store", "file:"+filepath.Join(state, "approvals.db"), "--require", "drop_table=2")
+	serve.Env, serve.Dir = env, cfg
+	var serveErr bytes.Buffer
+	serve.Stderr = &serveErr
+	stdout, err := serve.StdoutPipe()
+	must(t, err)
+	must(t, serve.Start())
+	t.Cleanup(func() { serve.Process.Signal(os.Interrupt); serve.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		serve.Wait()
+		t.Fatalf("step 3 failed: %v; stderr: %s", err, serveErr.String())
+	}
+	base := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(line)
+	for path, mode := range map[string]os.FileMode{state: 0o700, filepath.Join(state, "approvals.db"): 0o600} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != mode {
+			t.Fatalf("%s: %v, %v; want mode %v", path, fi, err, mode)
+		}
+	}
+
+	// Step 4.
+	work := filepath.Join(home, "work")
+	must(t, os.Mkdir(work, 0o755))
+	must(t, os.WriteFile(filepath.Join(work, "cache.txt"), []byte("cache"), 0o644))
+	cs := spawn(t, env, nil, "files", "--root", work, "--mode", "channel",
+		"--approver-url", base+"/webhook", "--approver-secret-file", filepath.Join(cfg, "channel.secret"), "--approver-timeout", "10m")
+	done := make(chan *mcp.CallToolResult, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "cache.txt"}})
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		}
+		done <- res
+	}()
+	api := func(method, path string) []map[string]any {
+		req, _ := http.NewRequest(method, base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+alice)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		var list struct{ Requests []map[string]any }
+		if method == "GET" {
+			must(t, json.NewDecoder(resp.Body).Decode(&list))
+		} else if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: HTTP %d", method, path, resp.StatusCode)
+		}
+		return list.Requests
+	}
+	var id string
+	for deadline := time.Now().Add(30 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if l := api("GET", "/api/requests"); len(l) == 1 {
+			id, _ = l[0]["id"].(string)
+		}
+	}
+	if id == "" {
+		t.Fatal("the request never reached the approval service")
+	}
+	if content(t, filepath.Join(work, "cache.txt")) != "cache" {
+		t.Fatal("deleted before the approval")
+	}
+	api("POST", "/api/requests/"+id+"/approve")
+	if res := <-done; res.IsError || content(t, filepath.Join(work, "cache.txt")) != "<missing>" {
+		t.Fatalf("after alice approved: %v", res.Content)
 	}
 }
