@@ -44,7 +44,15 @@ type Config struct {
 	// one file says everything about what is gated and how.
 	Gate   serverconf.Config
 	Logger *slog.Logger
+	// StartTimeout bounds the upstream's start: connect, initialize and
+	// the first tools/list (0: DefaultStartTimeout). A command that never
+	// speaks MCP would otherwise hang the proxy forever.
+	StartTimeout time.Duration
 }
+
+// DefaultStartTimeout is Config.StartTimeout's default: enough for npx to
+// fetch a package on a slow network.
+const DefaultStartTimeout = 60 * time.Second
 
 // Server is a running proxy: a downstream MCP server connected to one
 // upstream session.
@@ -145,8 +153,22 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.cont.init(s.conf.Options.Ledger); err != nil {
 		return nil, err
 	}
-	if s.Upstream, err = s.connectLeg(ctx, cfg.Upstream, nil); err != nil {
-		return nil, fmt.Errorf("proxy: connecting upstream: %w", err)
+	startTimeout := cfg.StartTimeout
+	if startTimeout <= 0 {
+		startTimeout = DefaultStartTimeout
+	}
+	// The session outlives sctx: the SDK detaches it from the context
+	// Connect was given.
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	startErr := func(what string, err error) error {
+		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("proxy: the upstream did not answer %s within %s: is it an MCP server on this transport? (raise --upstream-timeout if it is only slow to start)", what, startTimeout)
+		}
+		return err
+	}
+	if s.Upstream, err = s.connectLeg(sctx, cfg.Upstream, nil); err != nil {
+		return nil, startErr("initialize", fmt.Errorf("proxy: connecting upstream: %w", err))
 	}
 	init := s.Upstream.InitializeResult()
 	if init == nil {
@@ -164,9 +186,9 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, sopts)
 	s.MCP.AddReceivingMiddleware(s.middleware)
 
-	tools, err := s.listUpstream(ctx)
+	tools, err := s.listUpstream(sctx)
 	if err != nil {
-		return nil, err
+		return nil, startErr("tools/list", err)
 	}
 	if err := checkPolicy(pol, tools); err != nil {
 		return nil, err

@@ -441,3 +441,24 @@ chmod 600 approvers
 		t.Fatalf("after alice approved: %v", res.Content)
 	}
 }
+
+// Broken 5: `mcpsafe proxy -- sleep 100`, an upstream that never speaks,
+// ends with an error naming the flag instead of hanging; a real upstream
+// with the same short timeout starts (control).
+func TestProxySilentUpstreamTimesOut(t *testing.T) {
+	fsBin := npmFilesystemServer(t)
+	_, env := freshState(t)
+	start := time.Now()
+	code, stderr := runExit(t, env, "proxy", "--upstream-timeout", "2s", "--", "sleep", "100")
+	if code != 1 || !strings.Contains(stderr, "did not answer initialize within 2s") || !strings.Contains(stderr, "--upstream-timeout") {
+		t.Fatalf("silent upstream: exit %d, %q", code, stderr)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("took %s to give up", d)
+	}
+	data := t.TempDir()
+	cs := spawn(t, env, nil, "proxy", "--upstream-timeout", "20s", "--", fsBin, data)
+	if res := call(t, cs, "list_allowed_directories", map[string]any{}); res.IsError {
+		t.Fatalf("control: %v", res.Content)
+	}
+}

@@ -36,6 +36,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	var web serverconf.HTTP
 	web.RegisterFlags(fl)
 	cfg := proxy.Config{}
+	fl.DurationVar(&cfg.StartTimeout, "upstream-timeout", proxy.DefaultStartTimeout, "how long the upstream may take to start and answer initialize and tools/list")
 	cfg.Gate.RegisterFlags(fl)
 	fl.Lookup("audience").Usage += "; default: derived from the upstream command line or URL (required with a shared --ledger)"
 	if err := fl.Parse(args); err != nil {
