@@ -373,13 +373,20 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (*mcp.CallToolResult, *R
 	}
 	exp := gr.expires().UTC().Format(time.RFC3339Nano)
 	text := fmt.Sprintf("Approval required before %s runs. Show this plan to the user, word for word, and ask them to approve it:\n\n%s\n\n"+
-		"Only if the user approves, call %s again with exactly the same arguments plus %q set to the token in structuredContent.approval_token (valid until %s, single use). Do not approve on the user's behalf.",
+		"Only if the user approves, call %s again with exactly the same arguments plus %q set to the approval_token of the JSON below (valid until %s, single use). Do not approve on the user's behalf.",
 		k.t.Name, shown, k.t.Name, TokenField, exp)
+	sc := ApprovalRequired{Status: "approval_required", ApprovalToken: sealed, ExpiresAt: exp, Plan: view}
+	// The spec asks for structured content serialized in a text block too:
+	// clients that forward only content would leave the model without the
+	// token.
+	js, err := json.Marshal(sc)
+	if err != nil {
+		g.spend(ctx, gr.Nonce)
+		return nil, refusal(ReasonLedgerUnavailable, "encoding the approval failed: %v", err)
+	}
 	return &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: ApprovalRequired{
-			Status: "approval_required", ApprovalToken: sealed, ExpiresAt: exp, Plan: view,
-		},
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(js)}},
+		StructuredContent: sc,
 	}, nil
 }
 
