@@ -62,7 +62,9 @@ func Register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS) error {
 	if err := gate.Register(server, t.moveTool()); err != nil {
 		return err
 	}
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	// Reading twice changes nothing: idempotent too (the SDK would send
+	// idempotentHint: false otherwise).
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 	server.AddTool(&mcp.Tool{
 		Name:        ListDirectory,
 		Description: "List a directory inside the allowed roots. Symlinks are shown, never followed.",
