@@ -172,23 +172,27 @@ func oneLine(s string, max int) string {
 	return b.String()
 }
 
-// ParseSince reads a --since value: an RFC 3339 instant, or a positive
-// duration back from now ("90m", "24h", or whole days like "7d").
+// ParseSince reads a --since value: an RFC 3339 instant, a date
+// (YYYY-MM-DD, its start in UTC, the zone the journal is shown in), or a
+// positive duration back from now ("90m", "24h", or whole days like "7d").
 func ParseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
 	var d time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseUint(days, 10, 16)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("journal: --since %q: not RFC 3339, a duration or a number of days", s)
+			return time.Time{}, fmt.Errorf("journal: --since %q: not RFC 3339, a date (YYYY-MM-DD), a duration or a number of days", s)
 		}
 		d = time.Duration(n) * 24 * time.Hour
 	} else {
 		var err error
 		if d, err = time.ParseDuration(s); err != nil {
-			return time.Time{}, fmt.Errorf("journal: --since %q: not RFC 3339, a duration or a number of days", s)
+			return time.Time{}, fmt.Errorf("journal: --since %q: not RFC 3339, a date (YYYY-MM-DD), a duration or a number of days", s)
 		}
 	}
 	if d <= 0 {

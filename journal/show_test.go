@@ -143,7 +143,10 @@ func TestParseSince(t *testing.T) {
 		{"0s", time.Time{}, false},
 		{"yesterday", time.Time{}, false},
 		{"d", time.Time{}, false},
-		{"2026-05-01", time.Time{}, false},
+		{"2026-05-01", time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), true},
+		{"2020-01-01", time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{"2026-13-01", time.Time{}, false},
+		{"2026-5-1", time.Time{}, false},
 	} {
 		got, err := ParseSince(tc.in, now)
 		if (err == nil) != tc.ok || (tc.ok && !got.Equal(tc.want)) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -34,12 +33,7 @@ func (r *requireList) String() string     { return strings.Join(*r, ",") }
 func (r *requireList) Set(v string) error { *r = append(*r, v); return nil }
 
 func runApprovals(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "serve" {
-		fmt.Fprintln(stderr, "usage: mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]")
-		return 2
-	}
-	fl := flag.NewFlagSet("mcpsafe approvals serve", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlags("mcpsafe approvals serve", "mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]", stderr)
 	listen := fl.String("listen", "127.0.0.1:8080", "address to listen on")
 	secretFile := fl.String("secret-file", "", "HMAC secret shared with the gated servers: one line, base64 of >= 32 bytes, mode 0600 (required)")
 	approversFile := fl.String("approvers-file", "", "approvers, one name:token per line, mode 0600 (required)")
@@ -54,8 +48,17 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
 	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
-	if err := fl.Parse(args[1:]); err != nil {
+	if len(args) == 0 || args[0] != "serve" {
+		if len(args) > 0 && wantsHelp(args[:1]) {
+			fl.SetOutput(stdout)
+			fl.Usage()
+			return 0
+		}
+		fl.Usage()
 		return 2
+	}
+	if code, done := parseFlags(fl, args[1:], stdout); done {
+		return code
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcpsafe approvals serve: unexpected argument %q\n", fl.Arg(0))

@@ -13,11 +13,16 @@ func init() {
 }
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "usage: mcpsafe demo")
+	fl := newFlags("mcpsafe demo", "mcpsafe demo [--keep]   (both approval flows, end to end, in a temporary directory)", stderr)
+	keep := fl.Bool("keep", false, "keep the demo's directory (workspace and journal) to inspect afterwards")
+	if code, done := parseFlags(fl, args, stdout); done {
+		return code
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcpsafe demo: unexpected argument %q\n", fl.Arg(0))
 		return 2
 	}
-	if err := demo.Run(context.Background(), stdout); err != nil {
+	if err := demo.Run(context.Background(), stdout, *keep); err != nil {
 		fmt.Fprintln(stderr, "mcpsafe demo:", err)
 		return 1
 	}

@@ -30,8 +30,7 @@ func (s *strList) String() string     { return strings.Join(*s, ",") }
 func (s *strList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runFiles(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("mcpsafe files", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlags("mcpsafe files", "mcpsafe files --root DIR [--root DIR ...] [flags]   (stdio, or --http ADDR)", stderr)
 	var roots, optIns strList
 	fl.Var(&roots, "root", "a directory the tools may touch (repeatable; required)")
 	fl.Var(&optIns, "allow-token-for", "let this irreversible tool use one-time tokens when the client cannot elicit: TOOL or TOOL@YYYY-MM-DD (repeatable; exact names only)")
@@ -40,8 +39,8 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	web.RegisterFlags(fl)
 	cfg := files.Config{Gate: serverconf.Config{Audience: "mcpsafe-files"}}
 	cfg.Gate.RegisterFlags(fl)
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fl, args, stdout); done {
+		return code
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcpsafe files: unexpected argument %q\n", fl.Arg(0))
@@ -83,13 +82,12 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 }
 
 func runKeygen(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("mcpsafe keygen", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	if err := fl.Parse(args); err != nil {
-		return 2
+	fl := newFlags("mcpsafe keygen", "mcpsafe keygen PATH   (writes a new sealing key, mode 0600)", stderr)
+	if code, done := parseFlags(fl, args, stdout); done {
+		return code
 	}
 	if fl.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: mcpsafe keygen PATH")
+		fl.Usage()
 		return 2
 	}
 	if err := mcpsafe.WriteKeyFile(fl.Arg(0)); err != nil {

@@ -19,7 +19,7 @@ func init() {
 
 const journalUsage = `usage:
   mcpsafe journal verify [PATH]                       check the hash chain
-  mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, 24h, 7d)
+  mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, YYYY-MM-DD, 24h, 7d)
 PATH defaults to the only journal in $XDG_STATE_HOME/mcpsafe/ (each server
 keeps its own, journal-AUDIENCE[-HASH].jsonl); with several, name one.`
 
@@ -28,10 +28,27 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, journalUsage)
 		return 2
 	}
-	fs := flag.NewFlagSet("journal "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	tool := fs.String("tool", "", "show only this tool")
-	since := fs.String("since", "", "show records from this time (RFC 3339) or this long ago (24h, 7d)")
+	var fs *flag.FlagSet
+	var tool, since *string
+	switch args[0] {
+	case "verify":
+		fs = newFlags("mcpsafe journal verify", "mcpsafe journal verify [PATH]   (check the hash chain and the head file; exit 1 on any damage)", stderr)
+	case "show":
+		fs = newFlags("mcpsafe journal show", "mcpsafe journal show [PATH] [--tool X] [--since T]   (print records; exit 1 if the journal is damaged)", stderr)
+		tool = fs.String("tool", "", "show only this tool")
+		since = fs.String("since", "", "show records from this time (RFC 3339, or YYYY-MM-DD in UTC) or this long ago (24h, 7d)")
+	case "-h", "-help", "--help":
+		fmt.Fprintln(stdout, journalUsage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "mcpsafe journal: unknown subcommand %q\n%s\n", args[0], journalUsage)
+		return 2
+	}
+	if wantsHelp(args[1:]) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0
+	}
 	// Flags may come before or after PATH.
 	var paths []string
 	rest := args[1:]
@@ -72,10 +89,6 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "verify":
-		if *tool != "" || *since != "" {
-			fmt.Fprintln(stderr, "mcpsafe journal verify: --tool and --since apply to show")
-			return 2
-		}
 		sum, err := journal.VerifyFile(path)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", path, err)
@@ -94,7 +107,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		if *since != "" {
 			t, err := journal.ParseSince(*since, time.Now())
 			if err != nil {
-				fmt.Fprintln(stderr, "mcpsafe journal show:", err)
+				fmt.Fprintln(stderr, "mcpsafe "+err.Error()) // err starts "journal: "
 				return 2
 			}
 			f.Since = t

@@ -24,6 +24,8 @@ func TestJournalCommand(t *testing.T) {
 		{"show with flags after path", []string{"show", filepath.Join(td, "good.jsonl"), "--tool", "delete_file", "--since", "2026-01-02T03:04:09Z"}, 0, "2 of 6 records shown.", ""},
 		{"show flags before path", []string{"show", "--tool", "other", filepath.Join(td, "good.jsonl")}, 0, "0 of 6 records shown.", ""},
 		{"show tampered", []string{"show", filepath.Join(td, "edited-summary-line3.jsonl")}, 1, "JOURNAL NOT INTACT", "tampered"},
+		{"show since a date", []string{"show", filepath.Join(td, "good.jsonl"), "--since", "2020-01-01"}, 0, "6 of 6 records shown.", ""},
+		{"show since a later date", []string{"show", filepath.Join(td, "good.jsonl"), "--since", "2099-01-01"}, 0, "0 of 6 records shown.", ""},
 		{"show bad since", []string{"show", filepath.Join(td, "good.jsonl"), "--since", "someday"}, 2, "", "not RFC 3339"},
 		{"two paths", []string{"verify", "a", "b"}, 2, "", "usage"},
 		{"no subcommand", nil, 2, "", "usage"},

@@ -31,12 +31,21 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return c.run([]string{"--help"}, stdout, stderr)
+			}
 		}
+		usage(stdout)
 		return 0
+	case "-version", "--version":
+		return runVersion(nil, stdout, stderr)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -48,7 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: mcpsafe <command> [flags]")
+	fmt.Fprintln(w, "usage: mcpsafe <command> [flags]      (mcpsafe <command> --help for its flags)")
+	fmt.Fprintln(w, "       mcpsafe --version")
 	fmt.Fprintln(w)
 	names := make([]string, 0, len(commands))
 	for n := range commands {

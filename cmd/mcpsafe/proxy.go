@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,13 +23,7 @@ func init() {
 }
 
 func runProxy(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("mcpsafe proxy", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mcpsafe proxy [--policy FILE] [flags] -- CMD ARGS...   (upstream over stdio)")
-		fmt.Fprintln(stderr, "       mcpsafe proxy [--policy FILE] [flags] --upstream-url URL (upstream over streamable HTTP)")
-		fl.PrintDefaults()
-	}
+	fl := newFlags("mcpsafe proxy", "mcpsafe proxy [--policy FILE] [flags] -- CMD ARGS...   (upstream over stdio)\nmcpsafe proxy [--policy FILE] [flags] --upstream-url URL (upstream over streamable HTTP)", stderr)
 	policyPath := fl.String("policy", "", "policy file (YAML); default: gate every tool upstream does not mark read-only")
 	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
 	var web serverconf.HTTP
@@ -39,8 +32,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	fl.DurationVar(&cfg.StartTimeout, "upstream-timeout", proxy.DefaultStartTimeout, "how long the upstream may take to start and answer initialize and tools/list")
 	cfg.Gate.RegisterFlags(fl)
 	fl.Lookup("audience").Usage += "; default: derived from the upstream command line or URL (required with a shared --ledger)"
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fl, args, stdout); done {
+		return code
 	}
 	command := fl.Args()
 	if err := web.Check(); err != nil {

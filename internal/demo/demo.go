@@ -21,13 +21,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Run runs the demo, printing to w.
-func Run(ctx context.Context, w io.Writer) error {
+// Run runs the demo, printing to w. With keep, its directory (workspace
+// and journal) stays for the reader to inspect; otherwise it is removed.
+func Run(ctx context.Context, w io.Writer, keep bool) error {
 	dir, err := os.MkdirTemp("", "mcpsafe-demo-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if !keep {
+		defer os.RemoveAll(dir)
+	}
 	d := &demo{w: w, dir: dir, root: filepath.Join(dir, "workspace")}
 	if err := os.MkdirAll(d.root, 0o755); err != nil {
 		return err
@@ -56,7 +59,12 @@ func Run(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("journal verify: %w", err)
 	}
 	d.say("\n== The journal")
-	d.say("%d records, hash chain intact (check it yourself with `mcpsafe journal verify`).", sum.Records)
+	if keep {
+		d.say("%d records, hash chain intact. Check it yourself:\n  mcpsafe journal verify %s\n  mcpsafe journal show %s\n(the directory %s stays; remove it when done)",
+			sum.Records, d.journal, d.journal, dir)
+	} else {
+		d.say("%d records, hash chain intact. The demo's directory is removed now; run `mcpsafe demo --keep` to keep it and check the journal yourself with `mcpsafe journal verify PATH`.", sum.Records)
+	}
 	d.say("\nEvery step behaved as printed.")
 	return nil
 }

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/proxy"
+)
+
+func init() {
+	register("version", command{summary: "print the version of this build", run: runVersion})
+	v := version()
+	files.Version, proxy.Version = v, v
+}
+
+// newFlags is a flag set whose usage starts with the command's synopsis.
+func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		w := fl.Output()
+		fmt.Fprintln(w, "usage: "+strings.ReplaceAll(synopsis, "\n", "\n       "))
+		n := 0
+		fl.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(w, "\nflags:")
+			fl.PrintDefaults()
+		}
+	}
+	return fl
+}
+
+// parseFlags parses args into fl. When done, the command ends with code:
+// 0 after --help (usage on stdout), 2 after a bad flag (usage on stderr).
+func parseFlags(fl *flag.FlagSet, args []string, stdout io.Writer) (code int, done bool) {
+	if wantsHelp(args) {
+		fl.SetOutput(stdout)
+		fl.Usage()
+		return 0, true
+	}
+	if err := fl.Parse(args); err != nil {
+		return 2, true
+	}
+	return 0, false
+}
+
+// wantsHelp reports a -h, -help or --help before any "--" (after it, the
+// arguments belong to the proxy's upstream command).
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// version is the module version of this build (a tag, or "(devel)" for a
+// build from a checkout) with its VCS revision when the build recorded one.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev
+		if modified == "true" {
+			v += "+dirty"
+		}
+	}
+	return v
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fl := newFlags("mcpsafe version", "mcpsafe version", stderr)
+	if code, done := parseFlags(fl, args, stdout); done {
+		return code
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcpsafe version: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	bi, _ := debug.ReadBuildInfo()
+	goVersion := ""
+	if bi != nil {
+		goVersion = " " + bi.GoVersion
+	}
+	fmt.Fprintf(stdout, "mcpsafe %s%s\n", version(), goVersion)
+	return 0
+}
