@@ -462,3 +462,37 @@ func TestProxySilentUpstreamTimesOut(t *testing.T) {
 		t.Fatalf("control: %v", res.Content)
 	}
 }
+
+// The demo's "check it yourself" line can be followed with --keep; without
+// it the directory is gone (control).
+func TestDemoKeep(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		args := []string{"demo"}
+		if keep {
+			args = append(args, "--keep")
+		}
+		out, err := exec.Command(binary, args...).Output()
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		m := regexp.MustCompile(`Journal:\s+(\S+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("no journal path in %s", out)
+		}
+		path := string(m[1])
+		dir := filepath.Dir(filepath.Dir(path))
+		if !keep {
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("demo without --keep left %s: %v", dir, err)
+			}
+			continue
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if !strings.Contains(string(out), "mcpsafe journal verify "+path) {
+			t.Fatalf("no verify line for %s in %s", path, out)
+		}
+		if code, stderr := runExit(t, os.Environ(), "journal", "verify", path); code != 0 {
+			t.Fatalf("verify the kept journal: exit %d %s", code, stderr)
+		}
+	}
+}
