@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,19 +59,56 @@ type Config struct {
 // `mcpsafe files` and `mcpsafe proxy` spell and document them the same way.
 // c.Audience, if set, is the default of --audience.
 func (c *Config) RegisterFlags(fl *flag.FlagSet) {
-	fl.DurationVar(&c.TTL, "ttl", 5*time.Minute, "how long an approval stays valid")
-	fl.DurationVar(&c.ElicitTimeout, "elicit-timeout", 2*time.Minute, "how long to wait for the user's answer")
+	positive(fl, &c.TTL, "ttl", 5*time.Minute, "how long an approval stays valid")
+	positive(fl, &c.ElicitTimeout, "elicit-timeout", 2*time.Minute, "how long to wait for the user's answer")
 	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
 	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience)")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
-	fl.DurationVar(&c.ApproverTimeout, "approver-timeout", 0, "how long one call waits for a channel decision (default and maximum: --ttl, since the request expires with its approval)")
-	fl.DurationVar(&c.ChannelWait, "channel-wait", 0, "mode channel: a client that sent no progress token gets an approval_pending answer with a handle after this long, and calls again with it (default 45s, or the whole wait when that is shorter)")
-	fl.DurationVar(&c.ProgressInterval, "progress-interval", 10*time.Second, "mode channel: how often a waiting call sends a progress notification (clients that reset their timeout on progress keep waiting)")
-	fl.IntVar(&c.MaxPending, "max-pending", 10_000, "cap on outstanding approvals in this process")
-	fl.IntVar(&c.MaxPendingPerPrincipal, "max-pending-per-principal", 100, "cap on outstanding approvals per principal")
+	positive(fl, &c.ApproverTimeout, "approver-timeout", 0, "how long one call waits for a channel decision (default and maximum: --ttl, since the request expires with its approval)")
+	positive(fl, &c.ChannelWait, "channel-wait", 0, "mode channel: a client that sent no progress token gets an approval_pending answer with a handle after this long, and calls again with it (default 45s, or the whole wait when that is shorter)")
+	positive(fl, &c.ProgressInterval, "progress-interval", 10*time.Second, "mode channel: how often a waiting call sends a progress notification (clients that reset their timeout on progress keep waiting)")
+	atLeastOne(fl, &c.MaxPending, "max-pending", 10_000, "cap on outstanding approvals in this process")
+	atLeastOne(fl, &c.MaxPendingPerPrincipal, "max-pending-per-principal", 100, "cap on outstanding approvals per principal")
+}
+
+// positive registers a duration flag that refuses zero and negative
+// values: in Config zero means "the default", so a --ttl 0 would otherwise
+// silently become 5m. A def of 0 leaves the default to Build.
+func positive(fl *flag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	if def > 0 {
+		usage = fmt.Sprintf("%s (default %s)", usage, def)
+	}
+	fl.Func(name, usage, func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return errors.New("not a duration (e.g. 90s, 5m, 1h)")
+		}
+		if d <= 0 {
+			return errors.New("must be positive")
+		}
+		*p = d
+		return nil
+	})
+}
+
+// atLeastOne registers an int flag that refuses values below 1.
+func atLeastOne(fl *flag.FlagSet, p *int, name string, def int, usage string) {
+	*p = def
+	fl.Func(name, fmt.Sprintf("%s (default %d)", usage, def), func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("not a whole number")
+		}
+		if n < 1 {
+			return errors.New("must be at least 1")
+		}
+		*p = n
+		return nil
+	})
 }
 
 // JournalName is the name the default journal path is keyed by: the
@@ -198,8 +236,13 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 }
 
 // ParseOptIn reads one token opt-in: TOOL, or TOOL@YYYY-MM-DD (valid until
-// the start of that day, UTC).
+// the start of that day, UTC). An opt-in that has already expired is an
+// error: it could only be a mistake.
 func ParseOptIn(v string) (mcpsafe.OptIn, error) {
+	return parseOptIn(v, time.Now())
+}
+
+func parseOptIn(v string, now time.Time) (mcpsafe.OptIn, error) {
 	name, until, found := strings.Cut(v, "@")
 	o := mcpsafe.OptIn{Tool: name}
 	if name == "" || strings.ContainsAny(name, "*?[] \t\r\n") {
@@ -209,6 +252,9 @@ func ParseOptIn(v string) (mcpsafe.OptIn, error) {
 		t, err := time.Parse("2006-01-02", until)
 		if err != nil {
 			return o, fmt.Errorf("token opt-in %q: expiry must be YYYY-MM-DD", v)
+		}
+		if !now.Before(t) {
+			return o, fmt.Errorf("token opt-in %q expired at the start of %s (UTC): remove it or give a later date", v, until)
 		}
 		o.Until = t
 	}

@@ -3,6 +3,8 @@ package serverconf
 import (
 	"context"
 	"errors"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +119,63 @@ func TestDefaultJournalPerInstance(t *testing.T) {
 	_, err = open(Config{Audience: "other", JournalPath: files.JournalPath})
 	if err == nil || !strings.Contains(err.Error(), "every server needs its own --journal PATH") {
 		t.Fatalf("a duplicate --journal: %v", err)
+	}
+}
+
+// Nonsense values are refused when the flags are parsed, each with a
+// control that parses.
+func TestFlagsRefuseNonsense(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" means it parses
+	}{
+		{[]string{"--ttl", "0"}, "must be positive"},
+		{[]string{"--ttl", "-1s"}, "must be positive"},
+		{[]string{"--ttl", "soon"}, "not a duration"},
+		{[]string{"--elicit-timeout", "0s"}, "must be positive"},
+		{[]string{"--approver-timeout", "-5m"}, "must be positive"},
+		{[]string{"--approver-timeout", "0"}, "must be positive"},
+		{[]string{"--channel-wait", "0s"}, "must be positive"},
+		{[]string{"--progress-interval", "-1s"}, "must be positive"},
+		{[]string{"--max-pending", "-1"}, "at least 1"},
+		{[]string{"--max-pending-per-principal", "0"}, "at least 1"},
+		{[]string{"--ttl", "1s", "--elicit-timeout", "1m", "--approver-timeout", "1h", "--max-pending", "1", "--max-pending-per-principal", "1"}, ""},
+		{nil, ""},
+	} {
+		var c Config
+		fl := flag.NewFlagSet("t", flag.ContinueOnError)
+		fl.SetOutput(io.Discard)
+		c.RegisterFlags(fl)
+		err := fl.Parse(tc.args)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	var c Config
+	fl := flag.NewFlagSet("t", flag.ContinueOnError)
+	c.RegisterFlags(fl)
+	if c.TTL != 5*time.Minute || c.MaxPending != 10_000 || c.ApproverTimeout != 0 || c.ProgressInterval != 10*time.Second {
+		t.Fatalf("defaults %+v", c)
+	}
+}
+
+func TestOptInExpiredAtStartup(t *testing.T) {
+	now := time.Date(2026, 12, 2, 23, 0, 0, 0, time.UTC)
+	for v, ok := range map[string]bool{
+		"delete_file@2026-12-01": false,
+		"delete_file@2026-12-02": false, // valid until the start of today: gone
+		"delete_file@2026-12-03": true,
+		"delete_file":            true,
+	} {
+		_, err := parseOptIn(v, now)
+		if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "expired")) {
+			t.Errorf("%s: %v", v, err)
+		}
 	}
 }

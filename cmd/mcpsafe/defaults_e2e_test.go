@@ -453,6 +453,10 @@ func TestProxySilentUpstreamTimesOut(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "did not answer initialize within 2s") || !strings.Contains(stderr, "--upstream-timeout") {
 		t.Fatalf("silent upstream: exit %d, %q", code, stderr)
 	}
+	// Our error is the first and only line, its prefix said once.
+	if !strings.HasPrefix(stderr, "mcpsafe proxy: the upstream") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("stderr %q: want exactly our one line", stderr)
+	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("took %s to give up", d)
 	}

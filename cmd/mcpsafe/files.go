@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,7 +55,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	for _, v := range optIns {
 		o, err := files.ParseOptIn(v)
 		if err != nil {
-			fmt.Fprintln(stderr, "mcpsafe files:", err)
+			fmt.Fprintln(stderr, errLine("mcpsafe files", err))
 			return 2
 		}
 		cfg.Gate.AllowTokenFor = append(cfg.Gate.AllowTokenFor, o)
@@ -65,7 +64,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	srv, err := files.NewServer(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpsafe files:", err)
+		fmt.Fprintln(stderr, errLine("mcpsafe files", err))
 		return 1
 	}
 	defer srv.Close()
@@ -75,7 +74,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		err = web.Serve(ctx, srv.MCP, stderr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(stderr, "mcpsafe files:", err)
+		fmt.Fprintln(stderr, errLine("mcpsafe files", err))
 		return 1
 	}
 	return 0

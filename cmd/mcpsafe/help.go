@@ -111,3 +111,10 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "mcpsafe %s%s\n", version(), goVersion)
 	return 0
 }
+
+// errLine is the line a command prints for err: "mcpsafe proxy: ...", with
+// the package's own "proxy: " dropped from err so that it is not said twice.
+func errLine(name string, err error) string {
+	pkg := name[strings.LastIndexByte(name, ' ')+1:]
+	return name + ": " + strings.TrimPrefix(err.Error(), pkg+": ")
+}

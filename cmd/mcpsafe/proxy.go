@@ -55,7 +55,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if *policyPath != "" {
 		pol, err := proxy.LoadPolicy(*policyPath)
 		if err != nil {
-			fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+			fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 			return 1
 		}
 		cfg.Policy = pol
@@ -78,7 +78,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	srv, err := proxy.NewServer(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
 	defer srv.Close()
@@ -98,7 +98,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
 	return 0
