@@ -32,6 +32,7 @@ import (
 type Policy struct {
 	Source        string // file name, for error messages
 	Mode          mcpsafe.Mode
+	ModeLine      int // where Mode was set
 	AllowTokenFor []mcpsafe.OptIn
 	Tools         map[string]*ToolPolicy
 	// UpstreamRequests says which requests the upstream server may send
@@ -50,6 +51,7 @@ type ToolPolicy struct {
 	Irreversible *bool
 	Mode         mcpsafe.Mode
 	Preview      *template.Template
+	PreviewLine  int
 	Deny         []mcpsafe.Rule
 	Allow        []mcpsafe.Rule
 	AutoApprove  []mcpsafe.Rule
@@ -130,7 +132,11 @@ func (r *ruleFile) UnmarshalYAML(n *yaml.Node) error {
 			default:
 				// Node.Decode does not inherit KnownFields, so a typo here
 				// must be caught by hand.
-				return fmt.Errorf("line %d: field %s not found in rule (want name, expr)", k.Line, k.Value)
+				hint := ""
+				if s := closest(k.Value, []string{"name", "expr"}); s != "" {
+					hint = fmt.Sprintf("did you mean %q? ", s)
+				}
+				return fmt.Errorf("line %d: unknown key %q in a rule (%sknown: name, expr)", k.Line, k.Value, hint)
 			}
 		}
 		if r.Expr == nil {
@@ -162,11 +168,11 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		if errors.Is(err, io.EOF) {
 			return p, nil // an empty file is the default policy
 		}
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, explainYAML(source, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, fmt.Errorf("%s: more than one YAML document", source)
+		return nil, fmt.Errorf("%s:%d: more than one YAML document (a second one starts here)", source, extra.Line)
 	}
 	// Tool entries' lines come from a second, node-level pass.
 	var root yaml.Node
@@ -177,14 +183,14 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	if f.Mode != "" {
 		m, err := parseMode(f.Mode)
 		if err != nil {
-			return nil, fmt.Errorf("%s: mode: %w", source, err)
+			return nil, fmt.Errorf("%s:%d: mode: %w", source, keyLine(&root, "mode"), err)
 		}
-		p.Mode = m
+		p.Mode, p.ModeLine = m, keyLine(&root, "mode")
 	}
 	for _, v := range f.AllowTokenFor {
 		o, err := serverconf.ParseOptIn(v)
 		if err != nil {
-			return nil, fmt.Errorf("%s: allow_token_for: %w", source, err)
+			return nil, fmt.Errorf("%s:%d: allow_token_for: %w", source, keyLine(&root, "allow_token_for"), err)
 		}
 		p.AllowTokenFor = append(p.AllowTokenFor, o)
 	}
@@ -273,6 +279,7 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 			return nil, at(f.Preview.Line, "preview: %v", err)
 		}
 		tp.Preview = tmpl
+		tp.PreviewLine = f.Preview.Line
 	}
 	var errs []error
 	rules := func(kind string, in []ruleFile) []mcpsafe.Rule {

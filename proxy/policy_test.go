@@ -16,9 +16,9 @@ func TestBadPolicies(t *testing.T) {
 		file string
 		want []string // substrings of the error
 	}{
-		{"unknown-tool-key.yaml", []string{"line 4", "irreversable"}},
-		{"unknown-top-key.yaml", []string{"line 2", "tool"}},
-		{"unknown-rule-key.yaml", []string{"line 5", "exp"}},
+		{"unknown-tool-key.yaml", []string{"unknown-tool-key.yaml:4:", `unknown key "irreversable" in a tool entry`, `did you mean "irreversible"?`}},
+		{"unknown-top-key.yaml", []string{"unknown-top-key.yaml:2:", `did you mean "tools"?`}},
+		{"unknown-rule-key.yaml", []string{"unknown-rule-key.yaml:5:", `unknown key "exp" in a rule`, `did you mean "expr"?`}},
 		{"bad-mode.yaml", []string{"bad-mode.yaml:2:", `unknown mode "elicitation"`}},
 		{"ungate.yaml", []string{"ungate.yaml:2:", "gate: false is not allowed"}},
 		{"cel-syntax.yaml", []string{"cel-syntax.yaml:5:", "deny[1]", "CEL"}},
@@ -29,7 +29,7 @@ func TestBadPolicies(t *testing.T) {
 		{"template.yaml", []string{"template.yaml:3:", "preview"}},
 		{"resolver-cel.yaml", []string{"resolver-cel.yaml:6:", "resolver.args.path"}},
 		{"resolver-no-tool.yaml", []string{"resolver-no-tool.yaml:2:", "resolver: tool is required"}},
-		{"bad-optin.yaml", []string{"allow_token_for", "YYYY-MM-DD"}},
+		{"bad-optin.yaml", []string{"bad-optin.yaml:1: allow_token_for", "YYYY-MM-DD"}},
 		{"two-docs.yaml", []string{"more than one YAML document"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {

@@ -1,0 +1,256 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template/parse"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.yaml.in/yaml/v3"
+)
+
+// Startup help for policy authors: a typo'd key names the key it was
+// probably meant to be, and checks that need the upstream's tool list
+// (template fields, token mode) run before the proxy serves.
+
+// yamlKeys lists the keys a YAML struct accepts, from its tags.
+func yamlKeys(v any) []string {
+	t := reflect.TypeOf(v)
+	var out []string
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+var (
+	knownKeys = map[string][]string{
+		"policyFile":   yamlKeys(policyFile{}),
+		"toolFile":     yamlKeys(toolFile{}),
+		"resolverFile": yamlKeys(resolverFile{}),
+	}
+	where = map[string]string{
+		"policyFile":   "at the top level",
+		"toolFile":     "in a tool entry",
+		"resolverFile": "in a resolver",
+	}
+	lineFirst    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type proxy\.(\w+)`)
+)
+
+// explainYAML rewrites the decoder's "field X not found in type
+// proxy.toolFile" lines into the policy's words with a suggestion, one
+// error per line, each starting with source:LINE.
+func explainYAML(source string, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		// yaml's syntax errors and our UnmarshalYAML errors: "line N: ..."
+		if m := lineFirst.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("%s:%s: %s", source, m[1], m[2])
+		}
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	var errs []error
+	for _, msg := range te.Errors {
+		m := unknownField.FindStringSubmatch(msg)
+		if m == nil {
+			if l, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": "); ok && strings.HasPrefix(msg, "line ") {
+				errs = append(errs, fmt.Errorf("%s:%s: %s", source, l, rest))
+			} else {
+				errs = append(errs, fmt.Errorf("%s: %s", source, msg))
+			}
+			continue
+		}
+		keys := knownKeys[m[3]]
+		hint := ""
+		if s := closest(m[2], keys); s != "" {
+			hint = fmt.Sprintf("did you mean %q? ", s)
+		}
+		errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], where[m[3]], hint, strings.Join(keys, ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// closest returns the candidate within a small edit distance of s, if
+// one is clearly nearest.
+func closest(s string, candidates []string) string {
+	best, bestD := "", 1<<30
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD <= max(2, len(s)/3) {
+		return best
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// keyLine is the line of a top-level key in the document, or 1.
+func keyLine(root *yaml.Node, key string) int {
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		doc := root.Content[0]
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if doc.Content[i].Value == key {
+				return doc.Content[i].Line
+			}
+		}
+	}
+	return 1
+}
+
+// templateFields lists the argument names a preview template reads
+// ({{.path}}, {{if .mode}}...).
+func templateFields(t *parse.Tree) []string {
+	var out []string
+	var walk func(parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n != nil {
+				for _, c := range n.Cmds {
+					walk(c)
+				}
+			}
+		case *parse.CommandNode:
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.FieldNode:
+			if len(n.Ident) > 0 && !slices.Contains(out, n.Ident[0]) {
+				out = append(out, n.Ident[0])
+			}
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		}
+	}
+	if t != nil {
+		walk(t.Root)
+	}
+	return out
+}
+
+// schemaProperties returns the property names of a JSON Schema object as
+// the SDK client decoded it; ok is false when the schema does not list
+// them (then nothing can be checked).
+func schemaProperties(schema any) (props []string, ok bool) {
+	m, isMap := schema.(map[string]any)
+	if !isMap {
+		return nil, false
+	}
+	p, isMap := m["properties"].(map[string]any)
+	if !isMap {
+		return nil, false
+	}
+	for k := range p {
+		props = append(props, k)
+	}
+	slices.Sort(props)
+	return props, true
+}
+
+// checkPreviewFields reports a preview template that names an argument the
+// upstream tool does not have: every call would fail its preview.
+func (p *Policy) checkPreviewFields(tp *ToolPolicy, schema any) error {
+	if tp.Preview == nil {
+		return nil
+	}
+	props, ok := schemaProperties(schema)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	for _, f := range templateFields(tp.Preview.Tree) {
+		if !slices.Contains(props, f) {
+			hint := ""
+			if s := closest(f, props); s != "" {
+				hint = fmt.Sprintf("did you mean {{.%s}}? ", s)
+			}
+			errs = append(errs, fmt.Errorf("%s:%d: tools.%s.preview: {{.%s}} is not an argument of the upstream tool (%sit has: %s)",
+				p.Source, tp.PreviewLine, tp.Name, f, hint, strings.Join(props, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkTokenMode reports mode: token on a tool that is irreversible and not
+// in allow_token_for: the gate would refuse every call to it.
+func (p *Policy) checkTokenMode(tp *ToolPolicy, irreversible bool) error {
+	mode := tp.Mode
+	if mode == "" {
+		mode = p.Mode
+	}
+	if mode != "token" || !irreversible {
+		return nil
+	}
+	for _, o := range p.AllowTokenFor {
+		if o.Tool == tp.Name {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s:%d: tools.%s: mode token, but the tool is irreversible and not in allow_token_for, so every call would be refused: add it to allow_token_for, set irreversible: false if it can be undone, or use another mode",
+		p.Source, tp.Line, tp.Name)
+}
+
+// checkDefaultTokenMode is checkTokenMode for the gated upstream tools the
+// policy does not name, which take the file's mode.
+func (p *Policy) checkDefaultTokenMode(tools map[string]*mcp.Tool) error {
+	if p.Mode != "token" {
+		return nil
+	}
+	var errs []error
+	for _, name := range sortedNames(tools) {
+		t := tools[name]
+		if p.Tools[name] != nil || readOnly(t) || !irreversible(t, nil) || slices.ContainsFunc(p.AllowTokenFor, func(o mcpsafe.OptIn) bool { return o.Tool == name }) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s:%d: mode token, but upstream tool %s is irreversible and not in allow_token_for, so every call to it would be refused: add it to allow_token_for, give it its own entry (irreversible: false if it can be undone, or another mode), or use another mode",
+			p.Source, p.ModeLine, name))
+	}
+	return errors.Join(errs...)
+}
