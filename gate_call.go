@@ -639,6 +639,11 @@ func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refu
 	if k != nil && k.t != nil {
 		rec = g.record(k, journal.Refused)
 		rec.Summary = k.plan.Summary
+		// Refused before there was a plan (the target missing, outside
+		// the roots...): the message is what names the target.
+		if rec.Summary == "" && r.Reason != ReasonArgumentsInvalid {
+			rec.Summary = r.Message
+		}
 	} else {
 		rec = journal.Record{Tool: tool, Decision: journal.Refused}
 	}
