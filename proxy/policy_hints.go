@@ -9,8 +9,6 @@ import (
 	"strings"
 	"text/template/parse"
 
-	"github.com/mcpsafe/mcpsafe"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -235,22 +233,4 @@ func (p *Policy) checkTokenMode(tp *ToolPolicy, irreversible bool) error {
 	}
 	return fmt.Errorf("%s:%d: tools.%s: mode token, but the tool is irreversible and not in allow_token_for, so every call would be refused: add it to allow_token_for, set irreversible: false if it can be undone, or use another mode",
 		p.Source, tp.Line, tp.Name)
-}
-
-// checkDefaultTokenMode is checkTokenMode for the gated upstream tools the
-// policy does not name, which take the file's mode.
-func (p *Policy) checkDefaultTokenMode(tools map[string]*mcp.Tool) error {
-	if p.Mode != "token" {
-		return nil
-	}
-	var errs []error
-	for _, name := range sortedNames(tools) {
-		t := tools[name]
-		if p.Tools[name] != nil || readOnly(t) || !irreversible(t, nil) || slices.ContainsFunc(p.AllowTokenFor, func(o mcpsafe.OptIn) bool { return o.Tool == name }) {
-			continue
-		}
-		errs = append(errs, fmt.Errorf("%s:%d: mode token, but upstream tool %s is irreversible and not in allow_token_for, so every call to it would be refused: add it to allow_token_for, give it its own entry (irreversible: false if it can be undone, or another mode), or use another mode",
-			p.Source, p.ModeLine, name))
-	}
-	return errors.Join(errs...)
 }

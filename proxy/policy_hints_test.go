@@ -17,8 +17,10 @@ func TestPolicyStartupChecks(t *testing.T) {
 		name, policy, want string // want "" means it starts
 	}{
 		{"token mode on an irreversible tool", "tools:\n  delete_thing: {mode: token}\n", "tools.delete_thing: mode token, but the tool is irreversible and not in allow_token_for"},
-		{"token mode for the whole file", "mode: token\ntools:\n  set_flag: {}\n", "p.yaml:1: mode token, but upstream tool delete_thing is irreversible"},
-		{"control: token mode for the file with the opt-in", "mode: token\nallow_token_for: [delete_thing]\n", ""},
+		{"token mode of the file on a named irreversible tool", "mode: token\ntools:\n  delete_thing: {preview: x}\n", "p.yaml:3: tools.delete_thing: mode token, but the tool is irreversible"},
+		// Unnamed tools under the file's token mode are not checked: an
+		// opt-in list for some of them is how a file refuses the rest.
+		{"control: token mode for the file, unnamed irreversible tools", "mode: token\n", ""},
 		{"control: token mode with the opt-in", "allow_token_for: [delete_thing]\ntools:\n  delete_thing: {mode: token}\n", ""},
 		{"control: token mode on a reversible tool", "tools:\n  set_flag: {mode: token}\n", ""},
 		{"preview names a missing argument", "tools:\n  write_note:\n    preview: 'Write {{.pth}} ({{if .body}}x{{end}})'\n", "p.yaml:3: tools.write_note.preview: {{.pth}} is not an argument of the upstream tool (did you mean {{.path}}? it has: body, path)"},

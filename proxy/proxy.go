@@ -346,7 +346,6 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 			}
 		}
 	}
-	errs = append(errs, p.checkDefaultTokenMode(tools))
 	return errors.Join(errs...)
 }
 
