@@ -131,7 +131,7 @@ func TestDefaultJournalsSideBySide(t *testing.T) {
 	}
 	pa := journalWith(t, paths, "write_file", journal.Executed)
 	pb := journalWith(t, paths, "create_directory", journal.Executed)
-	if pa == pb || !strings.HasPrefix(filepath.Base(pa), "journal-mcpsafe-proxy-") {
+	if pa == pb || !strings.HasPrefix(filepath.Base(pa), "journal-mcpsafe-proxy_") {
 		t.Fatalf("proxy journals %s and %s", pa, pb)
 	}
 	if fi, err := os.Stat(stateDir); err != nil || fi.Mode().Perm() != 0o700 {
@@ -399,7 +399,7 @@ chmod 600 approvers
 	must(t, os.Mkdir(work, 0o755))
 	must(t, os.WriteFile(filepath.Join(work, "cache.txt"), []byte("cache"), 0o644))
 	cs := spawn(t, env, nil, "files", "--root", work, "--mode", "channel",
-		"--approver-url", base+"/webhook", "--approver-secret-file", filepath.Join(cfg, "channel.secret"), "--approver-timeout", "10m")
+		"--approver-url", base+"/webhook", "--approver-secret-file", filepath.Join(cfg, "channel.secret"), "--ttl", "15m", "--approver-timeout", "10m")
 	done := make(chan *mcp.CallToolResult, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/mcpsafe/mcpsafe/proxy"
@@ -48,9 +47,6 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe proxy: give either -- CMD ARGS... or --upstream-url, not both")
 		return 2
 	}
-	// Two proxies in one client config differ by upstream: each gets its
-	// own default journal.
-	cfg.Gate.Instance = *upstreamURL + "\x00" + strings.Join(command, "\x00")
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if *policyPath != "" {
 		pol, err := proxy.LoadPolicy(*policyPath)
