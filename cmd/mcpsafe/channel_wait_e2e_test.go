@@ -366,6 +366,8 @@ func TestHTTPChannelCallerGone(t *testing.T) {
 	}{
 		{"stateless, protocol 2026-07-28", "", nil},
 		{"stateful, protocol 2025-11-25", "2025-11-25", []string{"--http-stateful"}},
+		// The default gives an older client a session as well.
+		{"default, protocol 2025-11-25", "2025-11-25", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorkspace(t)
