@@ -38,6 +38,12 @@ func DefaultAudience(upstream mcp.Transport) string {
 		if t.Command != nil {
 			id, label = commandIdentity(t.Command)
 		}
+	case *UpstreamPipe:
+		// The stdio fast lane's transport: the same command, the same
+		// identity as a CommandTransport would have.
+		if t.cmd != nil {
+			id, label = commandIdentity(t.cmd)
+		}
 	case *mcp.StreamableClientTransport:
 		id, label = urlIdentity(t.Endpoint)
 	case *mcp.SSEClientTransport:

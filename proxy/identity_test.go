@@ -29,6 +29,9 @@ func TestDefaultAudience(t *testing.T) {
 		return &mcp.CommandTransport{Command: c}
 	}
 	url := func(u string) mcp.Transport { return &mcp.StreamableClientTransport{Endpoint: u} }
+	// What the CLI really passes for a stdio upstream: the fast lane's pipe
+	// (not started here; only its command is read).
+	pipe := func(argv ...string) mcp.Transport { return &UpstreamPipe{cmd: exec.Command(argv[0], argv[1:]...)} }
 	fs := []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/a"}
 	for _, c := range []struct {
 		name string
@@ -36,6 +39,9 @@ func TestDefaultAudience(t *testing.T) {
 		same bool
 	}{
 		{"same command line", cmd("", fs...), cmd("", fs...), true},
+		{"fast-lane pipe and command, same command line", pipe(fs...), cmd("", fs...), true},
+		{"two fast-lane pipes, same command line", pipe(fs...), pipe(fs...), true},
+		{"two fast-lane pipes, another directory argument", pipe(fs...), pipe("npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/b"), false},
 		{"same URL", url("https://mcp.example/mcp"), url("https://mcp.example/mcp"), true},
 		{"another directory argument", cmd("", fs...), cmd("", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/b"), false},
 		{"another package", cmd("", fs...), cmd("", "npx", "-y", "@modelcontextprotocol/server-everything", "/srv/a"), false},
