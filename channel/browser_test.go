@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,25 @@ func click(t *testing.T, ctx context.Context, sel string) {
 	t.Fatalf("click %s: %v", sel, err)
 }
 
+// press clicks an approve or deny button and makes sure the page took it:
+// the submit handler disables the card's buttons at once. A live update
+// that replaces the card between mouse down and mouse up swallows the
+// click (as it would a person's, who then clicks again); only then is it
+// clicked again, so a decision is never sent twice.
+func press(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	taken := fmt.Sprintf(`(function(){var b=document.querySelector(%q);return !b||b.disabled;})()`, sel)
+	for i := 0; i < 5; i++ {
+		click(t, ctx, sel)
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](taken)); err == nil && ok {
+				return
+			}
+		}
+	}
+	t.Fatalf("press %s: the page never took the click", sel)
+}
+
 func e2eRequest(id string) mcpsafe.ApprovalRequest {
 	r := testRequest(id)
 	r.Tool = "delete_file"
@@ -160,14 +180,14 @@ func TestBrowserApproveDeny(t *testing.T) {
 		t.Fatal(err)
 	}
 	artifact(t, "pending.png", png)
-	click(t, ctx, `#req-e2e-approve button.approve`)
+	press(t, ctx, `#req-e2e-approve button.approve`)
 	r := wait(t, ch)
 	if r.err != nil || !r.d.Approved || strings.Join(r.d.Approvers, ",") != "alice" {
 		t.Fatalf("after clicking Approve: %+v, %v", r.d, r.err)
 	}
 
 	// 2. Deny.
-	click(t, ctx, `#req-e2e-deny button.deny`)
+	press(t, ctx, `#req-e2e-deny button.deny`)
 	r = wait(t, second)
 	checkOutcome(t, r.d, r.err, ErrDenied, "alice")
 

@@ -175,7 +175,7 @@ func TestGateChannelBrowser(t *testing.T) {
 		if err != nil || !strings.Contains(summary, path) {
 			t.Fatalf("the page shows %q (%v), want the plan for %s", summary, err, path)
 		}
-		click(t, ctx, sel)
+		press(t, ctx, sel)
 	}
 
 	// Approve: the tool runs, and the journal names the approver.

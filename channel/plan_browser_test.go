@@ -148,7 +148,7 @@ func TestBrowserPaddedPlanShowsEveryArgument(t *testing.T) {
 	if len(args) != 502 || args["recipient"] != "attacker@evil.example" || len(args["a_note"].(string)) != 100<<10 {
 		t.Fatalf("the API shows %d arguments, recipient %v", len(args), args["recipient"])
 	}
-	click(t, ctx, card+` button.approve`)
+	press(t, ctx, card+` button.approve`)
 	finish(ch, 1)
 
 	// Control: a small call shows its arguments open, no click needed.
@@ -157,6 +157,6 @@ func TestBrowserPaddedPlanShowsEveryArgument(t *testing.T) {
 	if got := recipient(`#req-` + id); got != `"team@example.com"` {
 		t.Fatalf("recipient shown as %q", got)
 	}
-	click(t, ctx, `#req-`+id+` button.approve`)
+	press(t, ctx, `#req-`+id+` button.approve`)
 	finish(ch, 2)
 }
