@@ -244,8 +244,11 @@ tools:
 	target := filepath.Join(dir, "r.txt")
 	var tamper atomic.Bool
 	cs := connect(t, s, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		if !strings.Contains(r.Params.Message, "size: ") {
-			t.Errorf("the prompt does not show the resolved state: %q", r.Params.Message)
+		// The state as fields, one a line, none cut.
+		for _, want := range []string{`current state, as "get_file_info" reports it:`, `state "size" = "`, `state "modified" = "`, `state "permissions" = "`} {
+			if !strings.Contains(r.Params.Message, want) {
+				t.Errorf("the prompt does not show %s of the resolved state: %q", want, r.Params.Message)
+			}
 		}
 		if tamper.Load() {
 			writeFile(t, target, "hello world, and someone else's change\n")

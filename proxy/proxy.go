@@ -793,15 +793,64 @@ func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, m
 		for _, k := range keys {
 			plan.Details = append(plan.Details, prompt.Quote(k)+" = "+quoted[k])
 		}
-		if r != nil {
-			text, _ := r["text"].(string)
-			tool, _ := r["tool"].(string)
-			if text != "" {
-				plan.Details = append(plan.Details, "current state (from "+prompt.Quote(tool)+"): "+prompt.Quote(text))
-			}
-		}
+		plan.Details = append(plan.Details, stateLines(r)...)
 		return plan, nil
 	}
+}
+
+// stateLines shows what a resolver reported, one field a line and each
+// whole: a state cut down to one line could hide the part that matters
+// (the gate refuses a plan too large to show whole instead). Structured
+// content gives the fields; otherwise each "key: value" line of the text
+// is a field, and any other line is shown as it is.
+func stateLines(r mcpsafe.Resolved) []string {
+	if r == nil {
+		return nil
+	}
+	tool, _ := r["tool"].(string)
+	var out []string
+	field := func(k, v string) { out = append(out, "state "+prompt.QuoteWhole(k)+" = "+prompt.QuoteWhole(v)) }
+	// text shows a multi-line report: each "key: value" line is a field,
+	// any other line is shown as it is.
+	text := func(s string) {
+		for _, line := range strings.Split(s, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			if k, v, ok := strings.Cut(line, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
+				field(k, v)
+			} else {
+				out = append(out, "state: "+prompt.QuoteWhole(line))
+			}
+		}
+	}
+	if m, ok := r["structured"].(map[string]any); ok && len(m) > 0 {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			switch v := m[k].(type) {
+			case string:
+				if strings.Contains(v, "\n") {
+					text(v) // a report wrapped in one field (server-filesystem's "content")
+				} else {
+					field(k, v)
+				}
+			default:
+				b, _ := json.Marshal(v)
+				field(k, string(b))
+			}
+		}
+	} else if t, _ := r["text"].(string); strings.TrimSpace(t) != "" {
+		text(t)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return append([]string{"current state, as " + prompt.Quote(tool) + " reports it:"}, out...)
 }
 
 // quoteJSON renders a string argument as its quoted value and anything
