@@ -66,7 +66,8 @@ func TestFileBadDatabaseRefused(t *testing.T) {
 		"garbage file":      "file:" + garbage,
 		"wrong table shape": "file:" + wrongShape,
 		"directory":         "file:" + dir,
-		"missing directory": "file:" + filepath.Join(dir, "no", "such", "dir", "l.db"),
+		// (A missing parent directory is created, 0700: TestFileCreatedPrivate.)
+		"parent is a file": "file:" + filepath.Join(garbage, "l.db"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, err := Open(ctx, url+"?ledger_timeout=300ms")
