@@ -61,6 +61,7 @@ func TestConformance(t *testing.T) {
 func conformance(t *testing.T, newBackend backend) {
 	ctx := context.Background()
 	hour := func() time.Time { return time.Now().Add(time.Hour) }
+	t.Run("standing", func(t *testing.T) { standingConformance(t, newBackend) })
 
 	t.Run("issue then redeem once", func(t *testing.T) {
 		s := newBackend(t)(t)
@@ -300,4 +301,185 @@ func race(ctx context.Context, stores []Store, nonce string, n int) (wins, errs 
 	close(start)
 	wg.Wait()
 	return w.Load(), e.Load()
+}
+
+func standingOf(t *testing.T, s Store) StandingStore {
+	t.Helper()
+	ss, ok := s.(StandingStore)
+	if !ok {
+		t.Fatalf("%T does not implement StandingStore", s)
+	}
+	return ss
+}
+
+// standingConformance: standing grants are counted exactly, judged by
+// expiry (exclusive), revocable, listed by scope, on every store.
+func standingConformance(t *testing.T, newBackend backend) {
+	ctx := context.Background()
+	hour := func() time.Time { return time.Now().Add(time.Hour) }
+	put := func(t *testing.T, s StandingStore, scope string, uses int, exp time.Time) string {
+		t.Helper()
+		id := newNonce()
+		if err := s.PutStanding(ctx, Standing{ID: id, Scope: scope, Expires: exp, Uses: uses, Data: []byte("d:" + id)}); err != nil {
+			t.Fatalf("PutStanding: %v", err)
+		}
+		return id
+	}
+
+	t.Run("uses counted to zero", func(t *testing.T) {
+		s := standingOf(t, newBackend(t)(t))
+		id := put(t, s, newNonce(), 3, hour())
+		for i, want := range []int{2, 1, 0} {
+			left, ok, err := s.UseStanding(ctx, id)
+			if err != nil || !ok || left != want {
+				t.Fatalf("use #%d = %d, %v, %v; want %d, true, nil", i+1, left, ok, err, want)
+			}
+		}
+		if _, ok, err := s.UseStanding(ctx, id); ok || err != nil {
+			t.Fatalf("use after the last = %v, %v; want false, nil", ok, err)
+		}
+		if _, ok, err := s.UseStanding(ctx, newNonce()); ok || err != nil {
+			t.Fatalf("use of unknown = %v, %v; want false, nil", ok, err)
+		}
+	})
+
+	t.Run("list by scope", func(t *testing.T) {
+		s := standingOf(t, newBackend(t)(t))
+		a, b := newNonce(), newNonce()
+		ida := put(t, s, a, 2, hour())
+		idb := put(t, s, b, 1, hour())
+		got, err := s.StandingFor(ctx, a)
+		if err != nil || len(got) != 1 || got[0].ID != ida || got[0].Uses != 2 || string(got[0].Data) != "d:"+ida || got[0].Scope != a {
+			t.Fatalf("StandingFor(a) = %+v, %v; want only %s with 2 uses and its data", got, err, ida)
+		}
+		if _, ok, _ := s.UseStanding(ctx, idb); !ok {
+			t.Fatal("control: use of b failed")
+		}
+		// Used up: no longer listed.
+		if got, err := s.StandingFor(ctx, b); err != nil || len(got) != 0 {
+			t.Fatalf("StandingFor(b) after its last use = %+v, %v; want none", got, err)
+		}
+		all, err := s.StandingFor(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, g := range all {
+			found = found || g.ID == ida
+			if g.ID == idb {
+				t.Fatalf("used-up grant listed among all: %+v", g)
+			}
+		}
+		if !found {
+			t.Fatalf("StandingFor(\"\") = %+v; want it to include %s", all, ida)
+		}
+	})
+
+	t.Run("expiry is exclusive", func(t *testing.T) {
+		s := standingOf(t, newBackend(t)(t))
+		scope := newNonce()
+		short := put(t, s, scope, 5, time.Now().Add(40*time.Millisecond))
+		live := put(t, s, scope, 5, hour())
+		time.Sleep(80 * time.Millisecond)
+		if _, ok, err := s.UseStanding(ctx, short); ok || err != nil {
+			t.Fatalf("use of expired = %v, %v; want false, nil", ok, err)
+		}
+		if got, _ := s.StandingFor(ctx, scope); len(got) != 1 || got[0].ID != live {
+			t.Fatalf("StandingFor = %+v; want only the live grant", got)
+		}
+		if _, ok, err := s.UseStanding(ctx, live); !ok || err != nil {
+			t.Fatalf("control: use of live = %v, %v", ok, err)
+		}
+	})
+
+	t.Run("revoke", func(t *testing.T) {
+		open := newBackend(t)
+		a, b := standingOf(t, open(t)), standingOf(t, open(t))
+		scope := newNonce()
+		id := put(t, a, scope, 5, hour())
+		other := put(t, a, scope, 5, hour())
+		if ok, err := b.RevokeStanding(ctx, id); !ok || err != nil {
+			t.Fatalf("RevokeStanding via b = %v, %v; want true, nil", ok, err)
+		}
+		// Effective on the other store at once.
+		if _, ok, err := a.UseStanding(ctx, id); ok || err != nil {
+			t.Fatalf("use after revoke = %v, %v; want false, nil", ok, err)
+		}
+		if ok, err := a.RevokeStanding(ctx, id); ok || err != nil {
+			t.Fatalf("second revoke = %v, %v; want false, nil", ok, err)
+		}
+		if _, ok, err := a.UseStanding(ctx, other); !ok || err != nil {
+			t.Fatalf("control: the other grant = %v, %v; want usable", ok, err)
+		}
+		if got, _ := b.StandingFor(ctx, scope); len(got) != 1 || got[0].ID != other {
+			t.Fatalf("StandingFor after revoke = %+v; want only %s", got, other)
+		}
+	})
+
+	t.Run("invalid puts", func(t *testing.T) {
+		s := standingOf(t, newBackend(t)(t))
+		id := put(t, s, newNonce(), 1, hour())
+		for name, c := range map[string]struct {
+			st   Standing
+			want error
+		}{
+			"existing id":  {Standing{ID: id, Scope: newNonce(), Expires: hour(), Uses: 9}, ErrExists},
+			"zero uses":    {Standing{ID: newNonce(), Scope: newNonce(), Expires: hour(), Uses: 0}, ErrInvalidStanding},
+			"too many":     {Standing{ID: newNonce(), Scope: newNonce(), Expires: hour(), Uses: MaxStandingUses + 1}, ErrInvalidStanding},
+			"past expiry":  {Standing{ID: newNonce(), Scope: newNonce(), Expires: time.Now(), Uses: 1}, ErrExpired},
+			"bad id":       {Standing{ID: "a b", Scope: newNonce(), Expires: hour(), Uses: 1}, ErrInvalidNonce},
+			"bad scope":    {Standing{ID: newNonce(), Scope: "x:y", Expires: hour(), Uses: 1}, ErrInvalidNonce},
+			"data too big": {Standing{ID: newNonce(), Scope: newNonce(), Expires: hour(), Uses: 1, Data: make([]byte, MaxStandingData+1)}, ErrInvalidStanding},
+		} {
+			if err := s.PutStanding(ctx, c.st); !errors.Is(err, c.want) {
+				t.Errorf("%s: PutStanding = %v; want %v", name, err, c.want)
+			}
+		}
+		// The refused re-put did not reset the count.
+		if _, ok, _ := s.UseStanding(ctx, id); !ok {
+			t.Fatal("control: first use failed")
+		}
+		if _, ok, _ := s.UseStanding(ctx, id); ok {
+			t.Fatal("a refused PutStanding of an existing id added uses")
+		}
+	})
+
+	t.Run("K uses raced over two stores", func(t *testing.T) {
+		open := newBackend(t)
+		stores := []StandingStore{standingOf(t, open(t)), standingOf(t, open(t))}
+		const k, clients = 7, 200
+		id := put(t, stores[0], newNonce(), k, hour())
+		var wg sync.WaitGroup
+		var wins, errs atomic.Int64
+		start := make(chan struct{})
+		for i := 0; i < clients; i++ {
+			wg.Add(1)
+			go func(s StandingStore) {
+				defer wg.Done()
+				<-start
+				_, ok, err := s.UseStanding(ctx, id)
+				if err != nil {
+					errs.Add(1)
+				}
+				if ok {
+					wins.Add(1)
+				}
+			}(stores[i%2])
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != k || errs.Load() != 0 {
+			t.Fatalf("wins = %d, errors = %d; want exactly %d, 0", wins.Load(), errs.Load(), k)
+		}
+	})
+
+	t.Run("closed store refuses", func(t *testing.T) {
+		st := newBackend(t)(t)
+		s := standingOf(t, st)
+		id := put(t, s, newNonce(), 1, hour())
+		st.Close()
+		if _, ok, err := s.UseStanding(ctx, id); ok || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("use after Close = %v, %v; want false, ErrUnavailable", ok, err)
+		}
+	})
 }

@@ -27,6 +27,11 @@ type File struct {
 	issue   *sql.Stmt
 	redeem  *sql.Stmt
 	sweep   *sql.Stmt
+	stPut   *sql.Stmt
+	stList  *sql.Stmt
+	stUse   *sql.Stmt
+	stRev   *sql.Stmt
+	stSwp   *sql.Stmt
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -37,7 +42,15 @@ type File struct {
 const fileSchema = `CREATE TABLE IF NOT EXISTS grants (
 	nonce      TEXT PRIMARY KEY NOT NULL,
 	expires_at INTEGER NOT NULL
-) STRICT`
+) STRICT;
+CREATE TABLE IF NOT EXISTS standing (
+	id         TEXT PRIMARY KEY NOT NULL,
+	scope      TEXT NOT NULL,
+	expires_at INTEGER NOT NULL,
+	uses       INTEGER NOT NULL,
+	data       BLOB NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS standing_scope ON standing(scope)`
 
 // filePath extracts the path from file:PATH, file:///PATH or
 // file://localhost/PATH, and the ledger's own query parameters.
@@ -178,6 +191,25 @@ func (f *File) init(ctx context.Context) error {
 	if f.sweep, err2 = f.db.PrepareContext(ctx, `DELETE FROM grants WHERE expires_at <= ?1`); err2 != nil {
 		return unavailable("file", "prepare", err2)
 	}
+	for _, p := range []struct {
+		st  **sql.Stmt
+		sql string
+	}{
+		{&f.stPut, `INSERT INTO standing(id, scope, expires_at, uses, data) VALUES (?1, ?2, ?3, ?4, ?5)
+			ON CONFLICT(id) DO UPDATE SET scope = excluded.scope, expires_at = excluded.expires_at,
+			uses = excluded.uses, data = excluded.data WHERE standing.expires_at <= ?6 OR standing.uses <= 0`},
+		{&f.stList, `SELECT id, scope, expires_at, uses, data FROM standing
+			WHERE (?1 = '' OR scope = ?1) AND expires_at > ?2 AND uses > 0 ORDER BY expires_at, id`},
+		// One statement: SQLite's write lock makes the check and the
+		// decrement one step for every process sharing the file.
+		{&f.stUse, `UPDATE standing SET uses = uses - 1 WHERE id = ?1 AND uses > 0 AND expires_at > ?2 RETURNING uses`},
+		{&f.stRev, `DELETE FROM standing WHERE id = ?1 RETURNING expires_at > ?2 AND uses > 0`},
+		{&f.stSwp, `DELETE FROM standing WHERE expires_at <= ?1 OR uses <= 0`},
+	} {
+		if *p.st, err2 = f.db.PrepareContext(ctx, p.sql); err2 != nil {
+			return unavailable("file", "prepare", err2)
+		}
+	}
 	return nil
 }
 
@@ -247,6 +279,7 @@ func (f *File) sweeper(every time.Duration) {
 			// A failed sweep only delays cleanup; redemption checks
 			// expiry itself, so an expired row is never honoured.
 			_, _ = f.sweep.ExecContext(ctx, time.Now().UnixNano())
+			_, _ = f.stSwp.ExecContext(ctx, time.Now().UnixNano())
 			cancel()
 		}
 	}
@@ -265,4 +298,113 @@ func (f *File) Close() error {
 		err = f.db.Close()
 	})
 	return err
+}
+
+// PutStanding records a standing grant; an expired or used-up row with the
+// same ID may be replaced.
+func (f *File) PutStanding(ctx context.Context, s Standing) error {
+	now := time.Now()
+	if err := checkStanding(s, now); err != nil {
+		return err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return ErrClosed
+	}
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	data := s.Data
+	if data == nil {
+		data = []byte{}
+	}
+	res, err := f.stPut.ExecContext(ctx, s.ID, s.Scope, s.Expires.UnixNano(), s.Uses, data, now.UnixNano())
+	if err != nil {
+		return unavailable("file", "put standing", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return unavailable("file", "put standing", err)
+	} else if n != 1 {
+		return ErrExists
+	}
+	return nil
+}
+
+// StandingFor lists live standing grants of scope, or all when scope is "".
+func (f *File) StandingFor(ctx context.Context, scope string) ([]Standing, error) {
+	if err := checkScope(scope); err != nil {
+		return nil, err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	rows, err := f.stList.QueryContext(ctx, scope, time.Now().UnixNano())
+	if err != nil {
+		return nil, unavailable("file", "list standing", err)
+	}
+	defer rows.Close()
+	var out []Standing
+	for rows.Next() {
+		var s Standing
+		var exp int64
+		if err := rows.Scan(&s.ID, &s.Scope, &exp, &s.Uses, &s.Data); err != nil {
+			return nil, unavailable("file", "list standing", err)
+		}
+		s.Expires = time.Unix(0, exp)
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable("file", "list standing", err)
+	}
+	return out, nil
+}
+
+// UseStanding takes one use in one UPDATE ... RETURNING statement.
+func (f *File) UseStanding(ctx context.Context, id string) (int, bool, error) {
+	if err := checkNonce(id); err != nil {
+		return 0, false, err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return 0, false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	var left int
+	err := f.stUse.QueryRowContext(ctx, id, time.Now().UnixNano()).Scan(&left)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, unavailable("file", "use standing", err)
+	}
+	return left, true, nil
+}
+
+// RevokeStanding deletes a standing grant.
+func (f *File) RevokeStanding(ctx context.Context, id string) (bool, error) {
+	if err := checkNonce(id); err != nil {
+		return false, err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	var live bool
+	err := f.stRev.QueryRowContext(ctx, id, time.Now().UnixNano()).Scan(&live)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, unavailable("file", "revoke standing", err)
+	}
+	return live, nil
 }

@@ -16,6 +16,7 @@ const DefaultCapacity = 100_000
 type Memory struct {
 	mu        sync.Mutex
 	grants    map[string]time.Time
+	standing  map[string]*Standing
 	capacity  int
 	closed    bool
 	lastSweep time.Time
@@ -111,6 +112,7 @@ func (m *Memory) Close() error {
 	defer m.mu.Unlock()
 	m.closed = true
 	m.grants = nil
+	m.standing = nil
 	return nil
 }
 
@@ -125,4 +127,101 @@ func (m *Memory) purgeLocked(now time.Time) {
 	}
 	m.minExpiry = earliest
 	m.lastSweep = now
+}
+
+// PutStanding records a standing grant. Standing grants do not count
+// against the capacity of single-use grants; their number is bounded by the
+// gate, which creates one only on a human's answer.
+func (m *Memory) PutStanding(ctx context.Context, s Standing) error {
+	if err := ctx.Err(); err != nil {
+		return unavailable("memory", "put standing", err)
+	}
+	now := m.now()
+	if err := checkStanding(s, now); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if m.standing == nil {
+		m.standing = map[string]*Standing{}
+	}
+	if old, ok := m.standing[s.ID]; ok && now.Before(old.Expires) {
+		return ErrExists
+	}
+	s.Data = append([]byte(nil), s.Data...)
+	m.standing[s.ID] = &s
+	return nil
+}
+
+// StandingFor lists live standing grants of scope, or all when scope is "".
+func (m *Memory) StandingFor(ctx context.Context, scope string) ([]Standing, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, unavailable("memory", "list standing", err)
+	}
+	if err := checkScope(scope); err != nil {
+		return nil, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	var out []Standing
+	for id, s := range m.standing {
+		if !now.Before(s.Expires) || s.Uses <= 0 {
+			delete(m.standing, id)
+			continue
+		}
+		if scope == "" || s.Scope == scope {
+			c := *s
+			c.Data = append([]byte(nil), s.Data...)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// UseStanding takes one use under the store's lock.
+func (m *Memory) UseStanding(ctx context.Context, id string) (int, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, unavailable("memory", "use standing", err)
+	}
+	if err := checkNonce(id); err != nil {
+		return 0, false, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, false, ErrClosed
+	}
+	s, ok := m.standing[id]
+	if !ok || !now.Before(s.Expires) || s.Uses <= 0 {
+		return 0, false, nil
+	}
+	s.Uses--
+	return s.Uses, true, nil
+}
+
+// RevokeStanding removes a standing grant.
+func (m *Memory) RevokeStanding(ctx context.Context, id string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, unavailable("memory", "revoke standing", err)
+	}
+	if err := checkNonce(id); err != nil {
+		return false, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false, ErrClosed
+	}
+	s, ok := m.standing[id]
+	delete(m.standing, id)
+	return ok && now.Before(s.Expires) && s.Uses > 0, nil
 }

@@ -28,6 +28,7 @@ type Postgres struct {
 	sqlIss  string
 	sqlRed  string
 	sqlSwp  string
+	st      standingSQL
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -55,6 +56,11 @@ func openPostgres(ctx context.Context, raw string) (Store, error) {
 	if !tableName.MatchString(table) {
 		return nil, fmt.Errorf("ledger: ledger_table %q: want [a-z_][a-z0-9_]{0,62}", table)
 	}
+	// PostgreSQL cuts identifiers at 63 bytes: a longer name for the
+	// standing table's index could collide with another table's.
+	if n := len(StandingTable(table) + "_scope"); n > 63 {
+		return nil, fmt.Errorf("ledger: ledger_table %q is too long to name its standing-grants table (at most %d bytes)", table, 63-(n-len(table)))
+	}
 	cfg.ConnConfig.ConnectTimeout = o.timeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -66,6 +72,7 @@ func openPostgres(ctx context.Context, raw string) (Store, error) {
 		ON CONFLICT (nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE g.expires_at <= now()`
 	p.sqlRed = `DELETE FROM ` + t + ` WHERE nonce = $1 AND expires_at > now() RETURNING nonce`
 	p.sqlSwp = `DELETE FROM ` + t + ` WHERE expires_at <= now()`
+	p.st = newStandingSQL(table)
 	if err := p.init(ctx, t); err != nil {
 		pool.Close()
 		return nil, err
@@ -93,7 +100,10 @@ func (p *Postgres) init(ctx context.Context, t string) error {
 			return err
 		}
 		idx := pgx.Identifier{p.table + "_expires_at"}.Sanitize()
-		_, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (expires_at)`)
+		if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (expires_at)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, p.st.schema)
 		return err
 	})
 	if err != nil {
@@ -163,6 +173,7 @@ func (p *Postgres) sweeper(every time.Duration) {
 			// A failed sweep only delays cleanup: Redeem checks expiry
 			// itself, so an expired row is never honoured.
 			_, _ = p.pool.Exec(ctx, p.sqlSwp)
+			_, _ = p.pool.Exec(ctx, p.st.sweep)
 			cancel()
 		}
 	}
@@ -179,4 +190,139 @@ func (p *Postgres) Close() error {
 		p.pool.Close()
 	})
 	return nil
+}
+
+// standingSQL holds the statements on the standing grants table, named
+// after the ledger table with the suffix _standing.
+type standingSQL struct{ schema, put, list, use, revoke, sweep string }
+
+// StandingTable names the table of standing grants that goes with a ledger
+// table.
+func StandingTable(table string) string { return table + "_standing" }
+
+func newStandingSQL(table string) standingSQL {
+	t := pgx.Identifier{StandingTable(table)}.Sanitize()
+	idx := pgx.Identifier{StandingTable(table) + "_scope"}.Sanitize()
+	return standingSQL{
+		schema: `CREATE TABLE IF NOT EXISTS ` + t + ` (
+			id         text PRIMARY KEY,
+			scope      text NOT NULL,
+			expires_at timestamptz NOT NULL,
+			uses       integer NOT NULL,
+			data       bytea NOT NULL
+		); CREATE INDEX IF NOT EXISTS ` + idx + ` ON ` + t + ` (scope)`,
+		put: `INSERT INTO ` + t + ` AS s (id, scope, expires_at, uses, data) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (id) DO UPDATE SET scope = EXCLUDED.scope, expires_at = EXCLUDED.expires_at,
+			uses = EXCLUDED.uses, data = EXCLUDED.data WHERE s.expires_at <= now() OR s.uses <= 0`,
+		list: `SELECT id, scope, expires_at, uses, data FROM ` + t + `
+			WHERE ($1 = '' OR scope = $1) AND expires_at > now() AND uses > 0 ORDER BY expires_at, id`,
+		// Row locking serializes concurrent UPDATEs of one row: each sees
+		// the count the previous one left, so K uses succeed exactly K times.
+		use:    `UPDATE ` + t + ` SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now() RETURNING uses`,
+		revoke: `DELETE FROM ` + t + ` WHERE id = $1 RETURNING expires_at > now() AND uses > 0`,
+		sweep:  `DELETE FROM ` + t + ` WHERE expires_at <= now() OR uses <= 0`,
+	}
+}
+
+// PutStanding records a standing grant.
+func (p *Postgres) PutStanding(ctx context.Context, s Standing) error {
+	if err := checkStanding(s, time.Now()); err != nil {
+		return err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return ErrClosed
+	}
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	data := s.Data
+	if data == nil {
+		data = []byte{}
+	}
+	tag, err := p.pool.Exec(ctx, p.st.put, s.ID, s.Scope, s.Expires, s.Uses, data)
+	if err != nil {
+		return unavailable("postgres", "put standing", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return ErrExists
+	}
+	return nil
+}
+
+// StandingFor lists live standing grants of scope, or all when scope is "".
+func (p *Postgres) StandingFor(ctx context.Context, scope string) ([]Standing, error) {
+	if err := checkScope(scope); err != nil {
+		return nil, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	rows, err := p.pool.Query(ctx, p.st.list, scope)
+	if err != nil {
+		return nil, unavailable("postgres", "list standing", err)
+	}
+	defer rows.Close()
+	var out []Standing
+	for rows.Next() {
+		var s Standing
+		if err := rows.Scan(&s.ID, &s.Scope, &s.Expires, &s.Uses, &s.Data); err != nil {
+			return nil, unavailable("postgres", "list standing", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable("postgres", "list standing", err)
+	}
+	return out, nil
+}
+
+// UseStanding takes one use in one UPDATE ... RETURNING statement.
+func (p *Postgres) UseStanding(ctx context.Context, id string) (int, bool, error) {
+	if err := checkNonce(id); err != nil {
+		return 0, false, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return 0, false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	var left int
+	err := p.pool.QueryRow(ctx, p.st.use, id).Scan(&left)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, unavailable("postgres", "use standing", err)
+	}
+	return left, true, nil
+}
+
+// RevokeStanding deletes a standing grant.
+func (p *Postgres) RevokeStanding(ctx context.Context, id string) (bool, error) {
+	if err := checkNonce(id); err != nil {
+		return false, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	var live bool
+	err := p.pool.QueryRow(ctx, p.st.revoke, id).Scan(&live)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, unavailable("postgres", "revoke standing", err)
+	}
+	return live, nil
 }

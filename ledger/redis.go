@@ -160,3 +160,170 @@ func (r *Redis) Close() error {
 	r.closed = true
 	return r.client.Close()
 }
+
+// Standing grants live in a hash per grant (prefix+"standing:"+id, with
+// Redis expiry at the grant's expiry) and are indexed by two sets, one per
+// scope and one of all. Scripts make each step atomic in Redis: a use checks
+// expiry and count and decrements in one script, so K uses raced from any
+// number of replicas succeed exactly K times.
+var (
+	redisPutStanding = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local v = redis.call('HMGET', KEYS[1], 'exp', 'uses')
+  if v[1] and tonumber(v[1]) > tonumber(ARGV[6]) and tonumber(v[2]) > 0 then return 0 end
+  redis.call('DEL', KEYS[1])
+end
+redis.call('HSET', KEYS[1], 'scope', ARGV[2], 'exp', ARGV[3], 'uses', ARGV[4], 'data', ARGV[5])
+redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(ARGV[3]) / 1000000) + 1)
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[1])
+return 1`)
+	redisUseStanding = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'exp', 'uses')
+if not v[1] or not v[2] then return -1 end
+if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end
+return redis.call('HINCRBY', KEYS[1], 'uses', -1)`)
+	redisRevokeStanding = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+if v[3] then redis.call('SREM', ARGV[3] .. v[3], ARGV[1]) end
+if not v[1] or not v[2] then return 0 end
+if tonumber(v[1]) <= tonumber(ARGV[2]) or tonumber(v[2]) <= 0 then return 0 end
+return 1`)
+)
+
+func (r *Redis) standingKey(id string) string  { return r.prefix + "standing:" + id }
+func (r *Redis) standingScope(s string) string { return r.prefix + "standing-scope:" + s }
+func (r *Redis) standingAll() string           { return r.prefix + "standing-all" }
+
+// PutStanding records a standing grant.
+func (r *Redis) PutStanding(ctx context.Context, s Standing) error {
+	now := time.Now()
+	if err := checkStanding(s, now); err != nil {
+		return err
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return ErrClosed
+	}
+	ctx, cancel := opContext(ctx, r.timeout)
+	defer cancel()
+	n, err := redisPutStanding.Run(ctx, r.client,
+		[]string{r.standingKey(s.ID), r.standingScope(s.Scope), r.standingAll()},
+		s.ID, s.Scope, strconv.FormatInt(s.Expires.UnixNano(), 10), s.Uses, string(s.Data),
+		strconv.FormatInt(now.UnixNano(), 10)).Int()
+	if err != nil {
+		return unavailable("redis", "put standing", err)
+	}
+	if n != 1 {
+		return ErrExists
+	}
+	return nil
+}
+
+// StandingFor lists live standing grants of scope, or all when scope is
+// "", and drops index entries whose grant is gone.
+func (r *Redis) StandingFor(ctx context.Context, scope string) ([]Standing, error) {
+	if err := checkScope(scope); err != nil {
+		return nil, err
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, r.timeout)
+	defer cancel()
+	index := r.standingAll()
+	if scope != "" {
+		index = r.standingScope(scope)
+	}
+	ids, err := r.client.SMembers(ctx, index).Result()
+	if err != nil {
+		return nil, unavailable("redis", "list standing", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := r.client.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, r.standingKey(id), "scope", "exp", "uses", "data")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("redis", "list standing", err)
+	}
+	now := time.Now().UnixNano()
+	var out []Standing
+	var gone []any
+	for i, cmd := range cmds {
+		v, err := cmd.Result()
+		if err != nil || len(v) != 4 || v[0] == nil || v[1] == nil || v[2] == nil {
+			gone = append(gone, ids[i])
+			continue
+		}
+		sc, _ := v[0].(string)
+		expS, _ := v[1].(string)
+		usesS, _ := v[2].(string)
+		data, _ := v[3].(string)
+		exp, err1 := strconv.ParseInt(expS, 10, 64)
+		uses, err2 := strconv.Atoi(usesS)
+		if err1 != nil || err2 != nil {
+			return nil, unavailable("redis", "list standing", fmt.Errorf("standing grant %s is malformed", ids[i]))
+		}
+		if exp <= now || uses <= 0 {
+			continue
+		}
+		out = append(out, Standing{ID: ids[i], Scope: sc, Expires: time.Unix(0, exp), Uses: uses, Data: []byte(data)})
+	}
+	if len(gone) > 0 {
+		// Best effort: an index entry without its grant is skipped anyway.
+		r.client.SRem(ctx, index, gone...)
+	}
+	return out, nil
+}
+
+// UseStanding takes one use in one script.
+func (r *Redis) UseStanding(ctx context.Context, id string) (int, bool, error) {
+	if err := checkNonce(id); err != nil {
+		return 0, false, err
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return 0, false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, r.timeout)
+	defer cancel()
+	left, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)},
+		strconv.FormatInt(time.Now().UnixNano(), 10)).Int()
+	if err != nil {
+		return 0, false, unavailable("redis", "use standing", err)
+	}
+	if left < 0 {
+		return 0, false, nil
+	}
+	return left, true, nil
+}
+
+// RevokeStanding deletes a standing grant and its index entries.
+func (r *Redis) RevokeStanding(ctx context.Context, id string) (bool, error) {
+	if err := checkNonce(id); err != nil {
+		return false, err
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, r.timeout)
+	defer cancel()
+	n, err := redisRevokeStanding.Run(ctx, r.client, []string{r.standingKey(id), r.standingAll()},
+		id, strconv.FormatInt(time.Now().UnixNano(), 10), r.prefix+"standing-scope:").Int()
+	if err != nil {
+		return false, unavailable("redis", "revoke standing", err)
+	}
+	return n == 1, nil
+}
