@@ -44,6 +44,9 @@ type Options struct {
 	// AllowTokenFor names the irreversible tools that may use one-time
 	// tokens when the client cannot elicit. Exact names only.
 	AllowTokenFor []OptIn
+	// AllowGrantsFor names the irreversible tools whose Tool.Grants are
+	// offered. Exact names only; reversible tools need no entry.
+	AllowGrantsFor []string
 
 	// TTL is how long an approval stays valid (default 5 minutes).
 	TTL time.Duration
@@ -97,6 +100,9 @@ type Gate struct {
 	ring    *seal.Keyring
 	ledger  Ledger
 	pending *pending
+	// standing is the ledger's standing grants, nil when it keeps none.
+	standing ledger.StandingStore
+	programs sync.Map // CEL source -> cel.Program
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool
@@ -109,6 +115,9 @@ type gatedTool struct {
 	schema   *jsonschema.Resolved
 	optIn    *OptIn
 	minAssur Assurance
+	// grantsNamed: Grants may be offered (reversible, or irreversible and
+	// named in AllowGrantsFor).
+	grantsNamed bool
 }
 
 // New returns a Gate.
@@ -165,12 +174,19 @@ func New(opts Options) (*Gate, error) {
 	if l == nil {
 		l = ledger.NewMemory(opts.MaxPending)
 	}
+	for _, n := range opts.AllowGrantsFor {
+		if n == "" || n != trimName(n) {
+			return nil, fmt.Errorf("mcpsafe: AllowGrantsFor entry %q is not an exact tool name", n)
+		}
+	}
+	standing, _ := l.(ledger.StandingStore)
 	return &Gate{
-		opts:    opts,
-		ring:    ring,
-		ledger:  l,
-		pending: newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
-		tools:   map[string]*gatedTool{},
+		standing: standing,
+		opts:     opts,
+		ring:     ring,
+		ledger:   l,
+		pending:  newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
+		tools:    map[string]*gatedTool{},
 	}, nil
 }
 
@@ -309,6 +325,16 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 			gt.optIn = &g.opts.AllowTokenFor[i]
 		}
 	}
+	if t.Grants != nil {
+		p := t.Grants
+		if p.MaxTTL <= 0 || p.MaxUses < 2 || p.MaxUses > ledger.MaxStandingUses+1 {
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q: Grants needs MaxTTL > 0 and MaxUses in 2..%d", t.Name, ledger.MaxStandingUses+1)
+		}
+		if g.standing == nil {
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) cannot keep them", t.Name, g.ledger)
+		}
+		gt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)
+	}
 	gt.policy = policyHash(gt, raw)
 	ann := &mcp.ToolAnnotations{Title: t.Title}
 	if t.Annotations != nil {
@@ -413,6 +439,7 @@ func policyHash(t *gatedTool, schema []byte) string {
 		Title        string               `json:"title"`
 		Description  string               `json:"description"`
 		Annotations  *mcp.ToolAnnotations `json:"annotations"`
+		Grants       *grantPolicyHash     `json:"grants,omitempty"`
 	}{
 		Tool: t.Name, Mode: t.mode, Irreversible: t.Irreversible, MinAssurance: t.minAssur,
 		Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),
@@ -425,9 +452,24 @@ func policyHash(t *gatedTool, schema []byte) string {
 			p.OptInUntil = t.optIn.Until.UnixMilli()
 		}
 	}
+	if t.Grants != nil {
+		p.Grants = &grantPolicyHash{
+			MaxTTL: t.Grants.MaxTTL.Milliseconds(), MaxUses: t.Grants.MaxUses,
+			ClientRelayed: t.Grants.ClientRelayed, Offered: t.grantsNamed,
+		}
+	}
 	b, _ := json.Marshal(p)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// grantPolicyHash is the part of a tool's grant policy bound into grants:
+// lowering a ceiling or withdrawing grants voids grants made before.
+type grantPolicyHash struct {
+	MaxTTL        int64 `json:"max_ttl_ms"`
+	MaxUses       int   `json:"max_uses"`
+	ClientRelayed bool  `json:"client_relayed"`
+	Offered       bool  `json:"offered"`
 }
 
 // tokenAllowed reports whether t may use a one-time token now.

@@ -282,6 +282,9 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 			}
 		}
 	}
+	if res, r, ok := g.useStanding(ctx, k); ok {
+		return res, r
+	}
 	canElicit := clientCanElicit(k.req)
 	switch t.mode {
 	case ModeChannel:
@@ -452,24 +455,40 @@ func (g *Gate) redeemToken(ctx context.Context, k *call) (*mcp.CallToolResult, *
 	})
 }
 
-// approvalSchema is the form the human answers: one boolean.
-var approvalSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
+// approvalSchema is the form the human answers: one boolean, and when
+// standing grants are offered, a choice among them (absent: this call only).
+func approvalSchema(offers []GrantOffer) map[string]any {
+	props := map[string]any{
 		"approve": map[string]any{
 			"type":        "boolean",
 			"title":       "Approve",
 			"description": "Set to true to allow exactly the action described above.",
 		},
-	},
-	"required": []string{"approve"},
+	}
+	if len(offers) > 0 {
+		choices := []any{map[string]any{"const": OnceOffer, "title": "Just this call"}}
+		for _, o := range offers {
+			choices = append(choices, map[string]any{"const": o.ID, "title": o.Label})
+		}
+		props[grantField] = map[string]any{
+			"type":        "string",
+			"title":       "Approve for",
+			"description": "Just this call, or this call and calls like it for a while (see the message).",
+			"oneOf":       choices,
+			"default":     OnceOffer,
+		}
+	}
+	return map[string]any{"type": "object", "properties": props, "required": []string{"approve"}}
 }
 
-func elicitParams(message string) *mcp.ElicitParams {
+// grantField is the form field that chooses a standing grant.
+const grantField = "grant"
+
+func elicitParams(message string, offers []GrantOffer) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
 		Mode:            "form",
 		Message:         message,
-		RequestedSchema: approvalSchema,
+		RequestedSchema: approvalSchema(offers),
 	}
 }
 
@@ -478,7 +497,11 @@ func elicitParams(message string) *mcp.ElicitParams {
 // older clients are asked in-call, and their answer goes through the same
 // verification as a retry would.
 func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
-	msg, r := g.approvalMessage(k)
+	offers, err := g.offers(k, AssuranceClientRelayed)
+	if err != nil {
+		return nil, refusal(ReasonPreviewFailed, "%v", err)
+	}
+	msg, r := g.approvalMessage(k, offers)
 	if r != nil {
 		return nil, r
 	}
@@ -486,7 +509,7 @@ func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult
 	if r != nil {
 		return nil, r
 	}
-	params := elicitParams(msg)
+	params := elicitParams(msg, offers)
 	if k.req.ProtocolVersion() >= mrtrProtocol {
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{approvalInputID: params},
@@ -521,36 +544,79 @@ func (g *Gate) redeemElicitation(ctx context.Context, k *call, state string, ans
 	if r != nil {
 		return nil, r
 	}
-	if r := approvalAnswer(answers); r != nil {
+	choice, r := approvalAnswer(answers)
+	if r != nil {
 		return nil, r
 	}
-	return g.execute(ctx, k, gr.Resolved, Approval{
-		Decision: journal.ClientAccepted, By: "client", Assurance: AssuranceClientRelayed, CallID: gr.Nonce,
-	})
+	a := Approval{Decision: journal.ClientAccepted, By: "client", Assurance: AssuranceClientRelayed, CallID: gr.Nonce}
+	if r := g.chooseStanding(ctx, k, choice, &a); r != nil {
+		return nil, r
+	}
+	return g.execute(ctx, k, gr.Resolved, a)
+}
+
+// chooseStanding creates the standing grant the approver chose, if any.
+// The offers are computed again from the same call and policy; only an
+// exact listed choice counts, and anything else refuses the approval.
+func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *Approval) *Refusal {
+	if choice == nil {
+		return nil
+	}
+	offers, err := g.offers(k, a.Assurance)
+	if err != nil {
+		return refusal(ReasonPreviewFailed, "%v", err)
+	}
+	if len(offers) == 0 && *choice != OnceOffer {
+		return refusal(ReasonDeclined, "the answer chose a standing grant, and none was offered")
+	}
+	o, err := chosenOffer(offers, *choice)
+	if err != nil {
+		return refusal(ReasonDeclined, "%v", err)
+	}
+	if o == nil {
+		return nil
+	}
+	id, r := g.createStanding(ctx, k, o, *a)
+	if r != nil {
+		return r
+	}
+	a.Grant = id
+	return nil
 }
 
 // approvalAnswer accepts only action "accept" with approve exactly the JSON
-// boolean true. Everything else is a refusal.
-func approvalAnswer(answers mcp.InputResponseMap) *Refusal {
+// boolean true. Everything else is a refusal. It also returns the standing
+// grant chosen, if the answer has the field: it must be a string, checked
+// against the offers by the caller.
+func approvalAnswer(answers mcp.InputResponseMap) (*string, *Refusal) {
 	if len(answers) != 1 {
-		return refusal(ReasonDeclined, "expected exactly one answer, got %d", len(answers))
+		return nil, refusal(ReasonDeclined, "expected exactly one answer, got %d", len(answers))
 	}
 	res, ok := answers[approvalInputID].(*mcp.ElicitResult)
 	if !ok || res == nil {
-		return refusal(ReasonDeclined, "the answer is not the approval form")
+		return nil, refusal(ReasonDeclined, "the answer is not the approval form")
 	}
 	switch res.Action {
 	case "accept":
-		if v, ok := res.Content["approve"].(bool); ok && v {
-			return nil
+		v, ok := res.Content["approve"].(bool)
+		if !ok || !v {
+			return nil, refusal(ReasonDeclined, "the user did not approve")
 		}
-		return refusal(ReasonDeclined, "the user did not approve")
+		raw, present := res.Content[grantField]
+		if !present {
+			return nil, nil
+		}
+		choice, ok := raw.(string)
+		if !ok {
+			return nil, refusal(ReasonDeclined, "the %s field of the answer is not a string", grantField)
+		}
+		return &choice, nil
 	case "decline":
-		return refusal(ReasonDeclined, "the user declined; do not retry unless the user asks")
+		return nil, refusal(ReasonDeclined, "the user declined; do not retry unless the user asks")
 	case "cancel":
-		return refusal(ReasonCancelled, "the user dismissed the approval request")
+		return nil, refusal(ReasonCancelled, "the user dismissed the approval request")
 	default:
-		return refusal(ReasonDeclined, "unrecognized answer %q counts as no", res.Action)
+		return nil, refusal(ReasonDeclined, "unrecognized answer %q counts as no", res.Action)
 	}
 }
 
@@ -576,7 +642,7 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	}
 	a.Resolved, a.Plan = res, plan
 	rec := g.record(k, a.Decision)
-	rec.Call, rec.By, rec.Summary = a.CallID, a.By, plan.Summary
+	rec.Call, rec.By, rec.Summary, rec.Grant = a.CallID, a.By, plan.Summary, a.Grant
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
 		return nil, refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
 	}

@@ -124,7 +124,19 @@ func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
 		Targets: k.plan.Targets, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
 		ArgsDigest: k.digest, Principal: k.c.Principal,
 		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
+		Grants: g.channelOffers(k),
 	}
+}
+
+// channelOffers are the standing grants offered through the channel; a
+// scope that fails to derive offers none rather than failing the request.
+func (g *Gate) channelOffers(k *call) []GrantOffer {
+	offers, err := g.offers(k, AssuranceChannel)
+	if err != nil {
+		g.opts.Logger.Warn("grant scopes failed; offering none", "tool", k.t.Name, "err", err)
+		return nil
+	}
+	return offers
 }
 
 // waitChannel asks the approver about gr and waits for the decision,
@@ -197,9 +209,13 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 	if _, r := g.openFor(ctx, k, sealed, grantChannel); r != nil {
 		return nil, r
 	}
-	return g.execute(ctx, k, gr.Resolved, Approval{
-		Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce,
-	})
+	a := Approval{Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce}
+	if dec.Grant != "" {
+		if r := g.chooseStanding(ctx, k, &dec.Grant, &a); r != nil {
+			return nil, r
+		}
+	}
+	return g.execute(ctx, k, gr.Resolved, a)
 }
 
 // withdraw tells the approver, if it can be told, that nobody will pick

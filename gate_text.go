@@ -151,7 +151,7 @@ func checkPromptSize(text string) *Refusal {
 // fixed here; everything that came from the agent or the world is a
 // rendered line inside it. It shows the whole plan and every argument, or
 // the call is refused.
-func (g *Gate) approvalMessage(k *call) (string, *Refusal) {
+func (g *Gate) approvalMessage(k *call, offers []GrantOffer) (string, *Refusal) {
 	var b strings.Builder
 	b.WriteString("Approve this action?\n\n")
 	fmt.Fprintf(&b, "Tool: %s", k.t.Name)
@@ -173,6 +173,12 @@ func (g *Gate) approvalMessage(k *call) (string, *Refusal) {
 	b.WriteString("\n")
 	b.WriteString(renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields)))
 	b.WriteString("\n\nThe approval covers exactly these arguments and this state, once.")
+	if len(offers) > 0 {
+		fmt.Fprintf(&b, "\n\nInstead, you may approve a standing grant: this call and later calls of %s by %s that fit a scope, without asking again, until it expires or its uses are taken:", k.t.Name, prompt.Quote(k.c.Principal))
+		for _, o := range offers {
+			fmt.Fprintf(&b, "\n  - %s (as CEL: %s)", o.Label, prompt.Quote(o.CEL))
+		}
+	}
 	msg := b.String()
 	if r := checkPromptSize(msg); r != nil {
 		return "", r

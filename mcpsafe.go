@@ -101,6 +101,7 @@ type Approval struct {
 	Resolved  Resolved  // the state that was approved (and re-checked)
 	Plan      Plan      // as shown to the approver: secret values redacted
 	CallID    string
+	Grant     string // the standing grant the call ran under, if any
 }
 
 // Rule is a named predicate over a call. Only an exact true with a nil
@@ -156,6 +157,11 @@ type Tool struct {
 	// Ignored in ModeElicit and when MinAssurance is above client-relayed.
 	AutoApprove []Rule
 
+	// Grants, when set, lets the approver choose a standing grant instead
+	// of approving one call. An irreversible tool offers none unless
+	// Options.AllowGrantsFor names it.
+	Grants *GrantPolicy
+
 	// SecretFields name argument fields whose values are secret, in
 	// addition to the common names journal.Redact knows (password, token,
 	// api_key, ...). Their values are redacted wherever the call is shown:
@@ -186,12 +192,19 @@ type ApprovalRequest struct {
 	Audience     string          `json:"audience"`
 	Irreversible bool            `json:"irreversible"`
 	ExpiresAt    time.Time       `json:"expires_at"`
+	// Grants are the standing grants the approver may choose instead of
+	// this call alone (empty: none offered).
+	Grants []GrantOffer `json:"grants,omitempty"`
 }
 
 // ApprovalDecision is an Approver's answer.
 type ApprovalDecision struct {
 	Approved  bool     // exactly true approves
 	Approvers []string // identities the channel vouches for
+	// Grant is the ID of the standing grant chosen from the request's
+	// Grants; empty or OnceOffer approves this call alone. Any other value
+	// refuses the approval.
+	Grant string
 }
 
 // Approver asks a human somewhere else. Any error means not approved.

@@ -396,13 +396,17 @@ func clipUTF8(s string, max int) string {
 
 func checkRecord(r *Record) error {
 	switch r.Decision {
-	case ClientAccepted, TokenRedeemed, ChannelApproved, PolicyAutoApproved, Executed, Failed, Ambiguous:
+	case ClientAccepted, TokenRedeemed, ChannelApproved, PolicyAutoApproved, GrantUsed, Executed, Failed, Ambiguous:
 		// Without a Call the outcome cannot be tied to its approval, so a
 		// crash could not be detected on restart.
 		if r.Call == "" {
 			return fmt.Errorf("journal: a %s record needs a Call id", r.Decision)
 		}
 	case Declined, Cancelled, Timeout, Refused, Recovered:
+	case GrantCreated, GrantEnded:
+		if r.Grant == "" {
+			return fmt.Errorf("journal: a %s record needs a Grant id", r.Decision)
+		}
 	case "":
 		return errors.New("journal: record without a decision")
 	default:

@@ -13,13 +13,21 @@ const (
 	TokenRedeemed      = "token-redeemed"
 	ChannelApproved    = "channel-approved"
 	PolicyAutoApproved = "policy-auto-approved"
-	Declined           = "declined"
-	Cancelled          = "cancelled"
-	Timeout            = "timeout"
-	Refused            = "refused"
-	Executed           = "executed"
-	Failed             = "failed"
-	Ambiguous          = "ambiguous"
+	// GrantUsed approves a call covered by a standing grant; Grant names it.
+	GrantUsed = "grant-used"
+	// GrantCreated records a standing grant a human approved: By is who,
+	// Summary its scope in words and in CEL and its limits.
+	GrantCreated = "grant-created"
+	// GrantEnded records the end of a standing grant; Reason says why
+	// (used-up, revoked, policy-changed).
+	GrantEnded = "grant-ended"
+	Declined   = "declined"
+	Cancelled  = "cancelled"
+	Timeout    = "timeout"
+	Refused    = "refused"
+	Executed   = "executed"
+	Failed     = "failed"
+	Ambiguous  = "ambiguous"
 )
 
 // Record is one line of the journal. Seq, Prev and Time are filled in by
@@ -36,7 +44,8 @@ type Record struct {
 	Args       json.RawMessage `json:"args,omitempty"` // redacted copy, never the approval token
 	Summary    string          `json:"summary,omitempty"`
 	Decision   string          `json:"decision"`
-	By         string          `json:"by,omitempty"` // approver identity, rule name, "client", "token"
+	By         string          `json:"by,omitempty"`    // approver identity, rule name, "client", "token"
+	Grant      string          `json:"grant,omitempty"` // the standing grant a record is about
 	Reason     string          `json:"reason,omitempty"`
 	Error      string          `json:"error,omitempty"`
 

@@ -101,7 +101,7 @@ func VerifyFile(path string) (Summary, error) {
 // approval reports whether a decision lets a call run.
 func approval(decision string) bool {
 	switch decision {
-	case ClientAccepted, TokenRedeemed, ChannelApproved, PolicyAutoApproved:
+	case ClientAccepted, TokenRedeemed, ChannelApproved, PolicyAutoApproved, GrantUsed:
 		return true
 	}
 	return false
