@@ -60,10 +60,13 @@ type GrantOffer struct {
 	CEL   string        `json:"cel"`
 	TTL   time.Duration `json:"ttl"`
 	Uses  int           `json:"uses"` // the approving call included
+
+	raw string // the scope's words as the tool gave them
 }
 
 // GrantInfo describes a live standing grant, as `mcpsafe grants list` and
-// the approval service show it.
+// the approval service show it. Its strings are not sanitized: quote them
+// (package prompt) before showing them.
 type GrantInfo struct {
 	ID        string    `json:"id"`
 	Tool      string    `json:"tool"`
@@ -162,7 +165,7 @@ func (g *Gate) offers(k *call, assurance Assurance) ([]GrantOffer, error) {
 			out = append(out, GrantOffer{
 				ID:    fmt.Sprintf("grant-%d-%d", i+1, j+1),
 				Label: fmt.Sprintf("this and calls with %s, for %s, %d uses in all", words, ttl, uses),
-				Words: words, CEL: s.CEL, TTL: ttl, Uses: uses,
+				Words: words, CEL: s.CEL, TTL: ttl, Uses: uses, raw: s.Words,
 			})
 		}
 	}
@@ -286,7 +289,7 @@ func (g *Gate) createStanding(ctx context.Context, k *call, o *GrantOffer, a App
 	exp := now.Add(o.TTL)
 	sg := standingGrant{
 		Version: standingVersion, ID: id, Tool: k.t.Name, Policy: k.t.policy,
-		Principal: k.c.Principal, Audience: g.opts.Audience, Words: o.Words, CEL: o.CEL,
+		Principal: k.c.Principal, Audience: g.opts.Audience, Words: o.raw, CEL: o.CEL,
 		By: a.By, Assurance: a.Assurance, Uses: o.Uses,
 		IssuedAt: now.UnixMilli(), ExpiresAt: exp.UnixMilli(),
 	}
