@@ -544,7 +544,10 @@ func (g *Gate) redeemElicitation(ctx context.Context, k *call, state string, ans
 	if r != nil {
 		return nil, r
 	}
-	choice, r := approvalAnswer(answers)
+	if r := approvalAnswer(answers); r != nil {
+		return nil, r
+	}
+	choice, r := grantChoice(answers)
 	if r != nil {
 		return nil, r
 	}
@@ -585,39 +588,47 @@ func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *A
 }
 
 // approvalAnswer accepts only action "accept" with approve exactly the JSON
-// boolean true. Everything else is a refusal. It also returns the standing
-// grant chosen, if the answer has the field: it must be a string, checked
-// against the offers by the caller.
-func approvalAnswer(answers mcp.InputResponseMap) (*string, *Refusal) {
+// boolean true. Everything else is a refusal.
+func approvalAnswer(answers mcp.InputResponseMap) *Refusal {
 	if len(answers) != 1 {
-		return nil, refusal(ReasonDeclined, "expected exactly one answer, got %d", len(answers))
+		return refusal(ReasonDeclined, "expected exactly one answer, got %d", len(answers))
 	}
 	res, ok := answers[approvalInputID].(*mcp.ElicitResult)
 	if !ok || res == nil {
-		return nil, refusal(ReasonDeclined, "the answer is not the approval form")
+		return refusal(ReasonDeclined, "the answer is not the approval form")
 	}
 	switch res.Action {
 	case "accept":
-		v, ok := res.Content["approve"].(bool)
-		if !ok || !v {
-			return nil, refusal(ReasonDeclined, "the user did not approve")
+		if v, ok := res.Content["approve"].(bool); ok && v {
+			return nil
 		}
-		raw, present := res.Content[grantField]
-		if !present {
-			return nil, nil
-		}
-		choice, ok := raw.(string)
-		if !ok {
-			return nil, refusal(ReasonDeclined, "the %s field of the answer is not a string", grantField)
-		}
-		return &choice, nil
+		return refusal(ReasonDeclined, "the user did not approve")
 	case "decline":
-		return nil, refusal(ReasonDeclined, "the user declined; do not retry unless the user asks")
+		return refusal(ReasonDeclined, "the user declined; do not retry unless the user asks")
 	case "cancel":
-		return nil, refusal(ReasonCancelled, "the user dismissed the approval request")
+		return refusal(ReasonCancelled, "the user dismissed the approval request")
 	default:
-		return nil, refusal(ReasonDeclined, "unrecognized answer %q counts as no", res.Action)
+		return refusal(ReasonDeclined, "unrecognized answer %q counts as no", res.Action)
 	}
+}
+
+// grantChoice returns the standing grant an accepted answer chose, nil when
+// the answer has no such field. The field must be a string; the caller
+// checks it against the offers.
+func grantChoice(answers mcp.InputResponseMap) (*string, *Refusal) {
+	res, _ := answers[approvalInputID].(*mcp.ElicitResult)
+	if res == nil {
+		return nil, refusal(ReasonDeclined, "the answer is not the approval form")
+	}
+	raw, present := res.Content[grantField]
+	if !present {
+		return nil, nil
+	}
+	choice, ok := raw.(string)
+	if !ok {
+		return nil, refusal(ReasonDeclined, "the %s field of the answer is not a string", grantField)
+	}
+	return &choice, nil
 }
 
 // execute is the shared tail of every approval path: re-resolve and compare

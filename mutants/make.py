@@ -378,6 +378,34 @@ mutant("journal-head-shortened-ok", "./journal ./cmd/mcpsafe", "a journal that e
     [("journal/verify.go", "\t\tif res.sum.LastSeq < head.Seq {\n\t\t\treturn res, headShortened(n+1", "\t\tif false {\n\t\t\treturn res, headShortened(n+1")],
     run="TestHead|TestJournalTailEdits")
 
+# --- h-grants (issue 13): bounded standing grants ---
+GS = "grant_standing.go"
+mutant("standing-policy-change-kept", ".", "a grant made under an old policy still covers calls after the policy changed",
+    [(GS, "\t\tcase sg.Policy != k.t.policy || sg.Policy != g.currentPolicy(k.t.Name):", "\t\tcase false:")], run="TestStandingGrantVoidAfterPolicyChange")
+mutant("standing-scope-non-bool-fits", ".", "a scope that yields a non-bool (a string \"true\", a number) covers the call",
+    [(GS, "\t\treturn false, fmt.Errorf(\"the scope yielded %v, not a bool\", v)", "\t\treturn true, nil")], run="TestStandingGrantScopeFailsClosed")
+mutant("standing-scope-error-fits", ".", "a scope whose evaluation fails covers the call",
+    [(GS, "\t\t\tg.opts.Logger.Warn(\"grant scope failed; asking instead\", \"tool\", k.t.Name, \"grant\", sg.ID, \"err\", err)\n\t\t\tcontinue", "\t\t\tfit = true")], run="TestStandingGrantScopeFailsClosed")
+mutant("standing-expiry-inclusive", ".", "a grant still covers a call at the instant it expires",
+    [(GS, "\t\tcase !k.now.Before(time.UnixMilli(sg.ExpiresAt)):", "\t\tcase k.now.After(time.UnixMilli(sg.ExpiresAt)):")], run="TestStandingGrantExpiryBoundary")
+mutant("standing-memory-uses-not-counted", ".", "the memory ledger never takes a use, so a grant covers calls forever",
+    [("ledger/memory.go", "\ts.Uses--\n", "")], run="TestStandingGrantFitsThenUsedUp")
+mutant("standing-redis-use-past-zero", "./ledger", "the Redis use script does not check the count: raced replicas take more than K uses",
+    [("ledger/redis.go", "if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end", "if tonumber(v[1]) <= tonumber(ARGV[1]) then return -1 end")], run="TestConformance/redis/standing")
+mutant("standing-postgres-use-past-zero", "./ledger", "the PostgreSQL use statement does not check the count",
+    [("ledger/postgres.go", "SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now()", "SET uses = uses - 1 WHERE id = $1 AND expires_at > now()")], run="TestConformance/postgres/standing")
+mutant("standing-file-use-past-zero", "./ledger", "the SQLite use statement does not check the count",
+    [("ledger/file.go", "SET uses = uses - 1 WHERE id = ?1 AND uses > 0 AND expires_at > ?2", "SET uses = uses - 1 WHERE id = ?1 AND expires_at > ?2")], run="TestConformance/file/standing")
+mutant("standing-answer-case-folded", ".", "a grant choice that only resembles a listed one (another case) creates a grant",
+    [(GS, "\t\tif offers[i].ID == answer {", "\t\tif strings.EqualFold(offers[i].ID, answer) {")], run="TestStandingGrantAnswerMustBeListed")
+mutant("standing-irreversible-unnamed", ".", "an irreversible tool offers standing grants without being named in AllowGrantsFor",
+    [("gate.go", "\t\tgt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)", "\t\tgt.grantsNamed = true")], run="TestStandingGrantForIrreversibleOnlyWhenNamed")
+mutant("standing-client-relayed-always", ".", "a client-relayed approval creates a grant where the policy does not allow it",
+    [(GS, "\tif assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {", "\tif false {")], run="TestStandingGrantClientRelayedOnlyWhenAllowed")
+mutant("standing-redis-revoke-noop", "./cmd/mcpsafe", "a revocation in Redis leaves the grant usable by the replicas",
+    [("ledger/redis.go", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')\nredis.call('DEL', KEYS[1])", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')")], run="TestGrantsRevokeAcrossReplicas")
+
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])

@@ -1,0 +1,105 @@
+package mcpsafe_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// grantBenchSession is gatedSession with a ledger and a standing grant
+// policy; with grant set, the first call is approved through elicitation
+// with the largest grant offered, so that every later call runs under it.
+func grantBenchSession(b *testing.B, w *benchWork, store mcpsafe.Ledger, grant bool) *mcp.ClientSession {
+	b.Helper()
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "bench", Journal: mcpsafe.NoJournal, Ledger: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tool := mcpsafe.Tool{
+		Name:        "touch",
+		InputSchema: pathSchema,
+		Grants:      &mcpsafe.GrantPolicy{MaxTTL: time.Hour, MaxUses: ledger.MaxStandingUses + 1, ClientRelayed: true},
+		Preview: func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
+			return mcpsafe.Plan{Summary: "touch a note"}, nil
+		},
+		Execute: func(_ context.Context, c mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			var a benchArgs
+			if err := c.Decode(&a); err != nil {
+				return nil, err
+			}
+			return w.do(a.Path), nil
+		},
+	}
+	if !grant {
+		tool.AutoApprove = []mcpsafe.Rule{{Name: "bench", Match: func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (bool, error) { return true, nil }}}
+	}
+	s := newBenchServer()
+	if err := g.Register(s, tool); err != nil {
+		b.Fatal(err)
+	}
+	asked := 0
+	cs := benchSession(b, s, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "grant": "grant-1-2"}}, nil
+	}})
+	if res := benchCall(b, cs, benchParams()); res.IsError {
+		b.Fatal(text(res))
+	}
+	if grant && asked != 1 {
+		b.Fatalf("asked %d times while making the grant, want 1", asked)
+	}
+	b.Cleanup(func() {
+		if asked > 1 {
+			b.Errorf("a covered call asked (%d times)", asked)
+		}
+	})
+	w.n.Store(0)
+	return cs
+}
+
+func benchGrant(b *testing.B, store mcpsafe.Ledger, grant bool) {
+	w := &benchWork{}
+	cs := grantBenchSession(b, w, store, grant)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if res := benchCall(b, cs, benchParams()); res.IsError {
+			b.Fatal(text(res))
+		}
+	}
+	b.StopTimer()
+	mustRun(b, w, int64(b.N))
+}
+
+func benchRedis(b *testing.B) mcpsafe.Ledger {
+	b.Helper()
+	prefix := "mcpsafe:bench-grants:" + uniqueName() + ":"
+	store, err := ledger.Open(context.Background(), "redis://127.0.0.1:6379/0?ledger_prefix="+prefix)
+	if err != nil {
+		b.Skipf("SKIPPED: Redis: %v", err)
+	}
+	b.Cleanup(func() {
+		if ss, ok := store.(ledger.StandingStore); ok {
+			mcpsafe.RevokeGrants(context.Background(), ss, func(mcpsafe.GrantInfo) bool { return true })
+		}
+		store.Close()
+	})
+	return store
+}
+
+// BenchmarkGrantCoveredMemory: a call covered by a standing grant (scope,
+// policy and expiry checked, one use taken in the ledger), in-memory ledger.
+func BenchmarkGrantCoveredMemory(b *testing.B) { benchGrant(b, ledger.NewMemory(0), true) }
+
+// BenchmarkGrantAutoApprovedMemory: the same call auto-approved by a rule.
+func BenchmarkGrantAutoApprovedMemory(b *testing.B) { benchGrant(b, ledger.NewMemory(0), false) }
+
+// BenchmarkGrantCoveredRedis: a covered call, the use taken in real Redis.
+func BenchmarkGrantCoveredRedis(b *testing.B) { benchGrant(b, benchRedis(b), true) }
+
+// BenchmarkGrantAutoApprovedRedis: auto-approved, on the same kind of ledger.
+func BenchmarkGrantAutoApprovedRedis(b *testing.B) { benchGrant(b, benchRedis(b), false) }
