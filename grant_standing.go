@@ -220,6 +220,19 @@ func (g *Gate) program(src string) (cel.Program, error) {
 	return prg, nil
 }
 
+// CheckGrantScope compiles a scope's CEL as the gate will, so that a policy
+// file can refuse a bad one when it loads rather than at the first call.
+func CheckGrantScope(src string) error {
+	env, err := celEnv()
+	if err != nil {
+		return err
+	}
+	if _, iss := env.Compile(src); iss != nil && iss.Err() != nil {
+		return iss.Err()
+	}
+	return nil
+}
+
 // fits evaluates a scope on this call. Only the exact bool true fits.
 func (g *Gate) fits(ctx context.Context, src string, k *call) (bool, error) {
 	prg, err := g.program(src)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"time"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -34,7 +35,9 @@ type Policy struct {
 	Mode          mcpsafe.Mode
 	ModeLine      int // where Mode was set
 	AllowTokenFor []mcpsafe.OptIn
-	Tools         map[string]*ToolPolicy
+	// AllowGrantsFor names the irreversible tools whose grants are offered.
+	AllowGrantsFor []string
+	Tools          map[string]*ToolPolicy
 	// UpstreamRequests says which requests the upstream server may send
 	// the downstream client through the proxy.
 	UpstreamRequests UpstreamRequests
@@ -57,6 +60,8 @@ type ToolPolicy struct {
 	AutoApprove  []mcpsafe.Rule
 	Resolver     *Resolver
 	SecretFields []string
+	// Grants lets the approver choose a standing grant (grants: in the file).
+	Grants *mcpsafe.GrantPolicy
 }
 
 // Resolver names a read-only upstream tool that looks up the current state
@@ -76,7 +81,7 @@ type resolverArg struct {
 // tool can do.
 func (t *ToolPolicy) hasSettings() bool {
 	return t.Gate || t.Irreversible != nil || t.Mode != "" || t.Preview != nil ||
-		len(t.Deny)+len(t.Allow)+len(t.AutoApprove) > 0 || t.Resolver != nil || len(t.SecretFields) > 0
+		len(t.Deny)+len(t.Allow)+len(t.AutoApprove) > 0 || t.Resolver != nil || len(t.SecretFields) > 0 || t.Grants != nil
 }
 
 // The YAML shapes. Expression fields are kept as nodes so that errors can
@@ -84,6 +89,7 @@ func (t *ToolPolicy) hasSettings() bool {
 type policyFile struct {
 	Mode             string              `yaml:"mode"`
 	AllowTokenFor    []string            `yaml:"allow_token_for"`
+	AllowGrantsFor   []string            `yaml:"allow_grants_for"`
 	Tools            map[string]toolFile `yaml:"tools"`
 	UpstreamRequests map[string]string   `yaml:"upstream_requests"`
 }
@@ -98,6 +104,23 @@ type toolFile struct {
 	AutoApprove  []ruleFile    `yaml:"auto_approve"`
 	Resolver     *resolverFile `yaml:"resolver"`
 	SecretFields []string      `yaml:"secret_fields"`
+	Grants       *grantsFile   `yaml:"grants"`
+}
+
+// grantsFile is a tool's standing-grant policy:
+//
+//	grants: {max_ttl: 1h, max_uses: 20, client_relayed: false,
+//	         scopes: [{words: "paths under /data/tmp/", cel: 'args.path.startsWith("/data/tmp/")'}]}
+type grantsFile struct {
+	MaxTTL        string      `yaml:"max_ttl"`
+	MaxUses       int         `yaml:"max_uses"`
+	ClientRelayed bool        `yaml:"client_relayed"`
+	Scopes        []scopeFile `yaml:"scopes"`
+}
+
+type scopeFile struct {
+	Words string `yaml:"words"`
+	CEL   string `yaml:"cel"`
 }
 
 type resolverFile struct {
@@ -193,6 +216,12 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 			return nil, fmt.Errorf("%s:%d: allow_token_for: %w", source, keyLine(&root, "allow_token_for"), err)
 		}
 		p.AllowTokenFor = append(p.AllowTokenFor, o)
+	}
+	for _, v := range f.AllowGrantsFor {
+		if v == "" || strings.ContainsAny(v, " \t\n*?[]") {
+			return nil, fmt.Errorf("%s: allow_grants_for: %q is not an exact tool name", source, v)
+		}
+		p.AllowGrantsFor = append(p.AllowGrantsFor, v)
 	}
 	ur, err := parseUpstreamRequests(f.UpstreamRequests)
 	if err != nil {
@@ -301,6 +330,13 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 		}
 		return out
 	}
+	if gf := f.Grants; gf != nil {
+		gp, err := grantPolicy(gf)
+		if err != nil {
+			errs = append(errs, at(line, "grants: %v", err))
+		}
+		tp.Grants = gp
+	}
 	tp.Deny = rules("deny", f.Deny)
 	tp.Allow = rules("allow", f.Allow)
 	tp.AutoApprove = rules("auto_approve", f.AutoApprove)
@@ -329,6 +365,34 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 		return nil, err
 	}
 	return tp, nil
+}
+
+// grantPolicy checks a grants: entry. Scopes in the file are fixed (the
+// same for every approved call); "exactly these arguments" is always
+// offered besides them.
+func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
+	ttl, err := time.ParseDuration(gf.MaxTTL)
+	if err != nil || ttl <= 0 {
+		return nil, fmt.Errorf("max_ttl %q: want a positive duration such as 1h", gf.MaxTTL)
+	}
+	if gf.MaxUses < 2 {
+		return nil, fmt.Errorf("max_uses %d: want at least 2 (one use is an ordinary approval)", gf.MaxUses)
+	}
+	var scopes []mcpsafe.GrantScope
+	for i, sc := range gf.Scopes {
+		if strings.TrimSpace(sc.Words) == "" || strings.TrimSpace(sc.CEL) == "" {
+			return nil, fmt.Errorf("scopes[%d]: words and cel are both required", i)
+		}
+		if err := mcpsafe.CheckGrantScope(sc.CEL); err != nil {
+			return nil, fmt.Errorf("scopes[%d]: %v", i, err)
+		}
+		scopes = append(scopes, mcpsafe.GrantScope{Words: sc.Words, CEL: sc.CEL})
+	}
+	gp := &mcpsafe.GrantPolicy{MaxTTL: ttl, MaxUses: gf.MaxUses, ClientRelayed: gf.ClientRelayed}
+	if len(scopes) > 0 {
+		gp.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) { return scopes, nil }
+	}
+	return gp, nil
 }
 
 func newEnv() (*cel.Env, error) {

@@ -31,6 +31,11 @@ func TestBadPolicies(t *testing.T) {
 		{"resolver-no-tool.yaml", []string{"resolver-no-tool.yaml:2:", "resolver: tool is required"}},
 		{"bad-optin.yaml", []string{"bad-optin.yaml:1: allow_token_for", "YYYY-MM-DD"}},
 		{"two-docs.yaml", []string{"more than one YAML document"}},
+		{"grants-bad-ttl.yaml", []string{"grants-bad-ttl.yaml:2:", "max_ttl", "forever"}},
+		{"grants-one-use.yaml", []string{"grants-one-use.yaml:2:", "max_uses 1"}},
+		{"grants-bad-cel.yaml", []string{"grants-bad-cel.yaml:2:", "scopes[0]", "argz"}},
+		{"grants-unknown-key.yaml", []string{"max_use"}},
+		{"grants-wildcard.yaml", []string{"allow_grants_for", "delete_*"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			_, err := LoadPolicy(filepath.Join("testdata", "bad-policies", c.file))
@@ -137,5 +142,28 @@ func TestPolicyAgainstUpstream(t *testing.T) {
 	}
 	if r := reasonOf(t, call(t, cs, "gated_fail", map[string]any{})); r != mcpsafe.ReasonElicitationUnsupported {
 		t.Fatalf("another irreversible tool got a token path: %q", r)
+	}
+}
+
+// A grants: entry becomes the tool's GrantPolicy, with its fixed scopes.
+func TestGrantsPolicyParses(t *testing.T) {
+	src := "allow_grants_for: [delete_file]\ntools:\n  write_file:\n    grants:\n      max_ttl: 30m\n      max_uses: 20\n      client_relayed: true\n      scopes:\n        - {words: \"paths under /tmp/\", cel: \"args.path.startsWith('/tmp/')\"}\n"
+	p, err := ParsePolicy("inline", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Tools["write_file"].Grants
+	if g == nil || g.MaxTTL.Minutes() != 30 || g.MaxUses != 20 || !g.ClientRelayed || g.Scopes == nil {
+		t.Fatalf("grants = %+v", g)
+	}
+	sc, err := g.Scopes(mcpsafe.Call{}, nil)
+	if err != nil || len(sc) != 1 || sc[0].Words != "paths under /tmp/" {
+		t.Fatalf("scopes = %+v, %v", sc, err)
+	}
+	if len(p.AllowGrantsFor) != 1 || p.AllowGrantsFor[0] != "delete_file" {
+		t.Fatalf("allow_grants_for = %v", p.AllowGrantsFor)
+	}
+	if !p.Tools["write_file"].hasSettings() {
+		t.Fatal("a grants-only entry does not count as a setting")
 	}
 }

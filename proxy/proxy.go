@@ -127,7 +127,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	gc := cfg.Gate
-	gc.Mode, gc.AllowTokenFor = pol.Mode, pol.AllowTokenFor
+	gc.Mode, gc.AllowTokenFor, gc.AllowGrantsFor = pol.Mode, pol.AllowTokenFor, pol.AllowGrantsFor
 	if gc.Audience == "" {
 		if sharedLedger(gc.LedgerURL) {
 			return nil, errSharedDefaultAudience(gc.LedgerURL)
@@ -436,6 +436,7 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		gt.Mode = tp.Mode
 		gt.Deny, gt.Allow, gt.AutoApprove = tp.Deny, tp.Allow, tp.AutoApprove
 		gt.SecretFields = tp.SecretFields
+		gt.Grants = tp.Grants
 		if tp.Resolver != nil {
 			gt.Resolve = s.resolverFor(tp.Resolver)
 		}

@@ -28,11 +28,13 @@ type Config struct {
 	Audience      string // required
 	Mode          mcpsafe.Mode
 	AllowTokenFor []mcpsafe.OptIn
-	TTL           time.Duration
-	ElicitTimeout time.Duration
-	KeyFile       string // empty: a random key for this process
-	LedgerURL     string // empty or memory:...: in this process only
-	JournalPath   string // empty: journal.DefaultPathFor(Audience, or Audience-hash(Instance))
+	// AllowGrantsFor names irreversible tools whose standing grants are offered.
+	AllowGrantsFor []string
+	TTL            time.Duration
+	ElicitTimeout  time.Duration
+	KeyFile        string // empty: a random key for this process
+	LedgerURL      string // empty or memory:...: in this process only
+	JournalPath    string // empty: journal.DefaultPathFor(Audience, or Audience-hash(Instance))
 	// Instance tells apart servers that share an audience but not a
 	// journal (the proxy sets the upstream's command line or URL): it keys
 	// the default journal path, so that two servers on default settings
@@ -145,12 +147,13 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		return nil, errors.New("serverconf: an audience (this server's identity) is required")
 	}
 	g := &Gate{Options: mcpsafe.Options{
-		Audience:      cfg.Audience,
-		Mode:          cfg.Mode,
-		AllowTokenFor: cfg.AllowTokenFor,
-		TTL:           cfg.TTL,
-		ElicitTimeout: cfg.ElicitTimeout,
-		Logger:        cfg.Logger,
+		Audience:       cfg.Audience,
+		Mode:           cfg.Mode,
+		AllowTokenFor:  cfg.AllowTokenFor,
+		AllowGrantsFor: cfg.AllowGrantsFor,
+		TTL:            cfg.TTL,
+		ElicitTimeout:  cfg.ElicitTimeout,
+		Logger:         cfg.Logger,
 
 		MaxPending:             cfg.MaxPending,
 		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
