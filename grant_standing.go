@@ -164,12 +164,24 @@ func (g *Gate) offers(k *call, assurance Assurance) ([]GrantOffer, error) {
 			ttl, uses := time.Duration(l[0]), int(l[1])
 			out = append(out, GrantOffer{
 				ID:    fmt.Sprintf("grant-%d-%d", i+1, j+1),
-				Label: fmt.Sprintf("this and calls with %s, for %s, %d uses in all", words, ttl, uses),
+				Label: fmt.Sprintf("this and calls with %s, for %s, %d uses in all", words, shortDuration(ttl), uses),
 				Words: words, CEL: s.CEL, TTL: ttl, Uses: uses, raw: s.Words,
 			})
 		}
 	}
 	return out, nil
+}
+
+// shortDuration writes 15m, 1h, 1h30m rather than 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // chosenOffer maps an answer to an offer. Only an exact listed ID counts;

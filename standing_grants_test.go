@@ -240,7 +240,10 @@ func TestStandingGrantExpiryBoundary(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newGrantEnv(t, grantPolicy(), nil)
-			start := e.clock.Now()
+			// Expiry is kept in milliseconds: start on one, so that "at
+			// expiry" is exactly the instant the grant ends.
+			start := e.clock.Now().Truncate(time.Millisecond)
+			e.clock.Set(start)
 			cs, a := e.grantFirst("alice", tmpFor15m)
 			e.clock.Set(start.Add(tc.after))
 			res := e.write(cs, "tmp/b.txt")

@@ -65,6 +65,9 @@ type Item struct {
 	DeniedBy     string           `json:"denied_by,omitempty"`
 	DecidedAt    time.Time        `json:"decided_at,omitzero"`
 	Withdrawn    string           `json:"withdrawn,omitempty"` // why the gate took it back
+	// Grants are the standing grants offered; Grant the one chosen.
+	Grants []mcpsafe.GrantOffer `json:"grants,omitempty"`
+	Grant  string               `json:"grant,omitempty"`
 
 	// For the viewer.
 	Mine        bool     `json:"-"` // the viewer asked for this call
@@ -149,6 +152,7 @@ func itemOf(r record, viewer string) Item {
 		Deadline: r.Deadline, Status: r.Status, Required: r.Required, Approvals: voters(&r),
 		DecidedAt: r.DecidedAt, DeadlineMS: r.Deadline.UnixMilli(), Withdrawn: r.Withdrawn,
 		Arguments: r.Req.Arguments, Args: argRows(r.Req.Arguments),
+		Grants: r.Req.Grants, Grant: r.Grant,
 	}
 	it.FirstDetail = it.Details
 	if len(it.Details) > cardDetails {
@@ -354,9 +358,11 @@ func (s *Service) uiDecide(w http.ResponseWriter, r *http.Request, sess *session
 func (s *Service) decideAction(r *http.Request, who string) (record, *httpError) {
 	switch r.PathValue("action") {
 	case "approve":
-		return s.decide(r.PathValue("id"), who, true)
+		// The standing grant chosen, from the page's form or the API's
+		// query or form body: only an exact offered ID counts.
+		return s.decide(r.PathValue("id"), who, true, r.FormValue("grant"))
 	case "deny":
-		return s.decide(r.PathValue("id"), who, false)
+		return s.decide(r.PathValue("id"), who, false, "")
 	default:
 		return record{}, fail(http.StatusNotFound, "unknown action %q (approve or deny)", r.PathValue("action"))
 	}

@@ -362,6 +362,9 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 
 func answerFor(r *record) map[string]any {
 	ans := map[string]any{"id": r.Req.ID, "approved": r.Status == StatusApproved, "reason": r.Status}
+	if r.Status == StatusApproved && r.Grant != "" {
+		ans["grant"] = r.Grant
+	}
 	var names []string
 	switch r.Status {
 	case StatusApproved:
@@ -491,6 +494,18 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 		return req, errors.New("expires_at is required")
 	case req.MinApprovers < 0:
 		return req, errors.New("min_approvers must not be negative")
+	case len(req.Grants) > maxGrantOffers:
+		return req, fmt.Errorf("at most %d grant offers", maxGrantOffers)
+	}
+	for _, o := range req.Grants {
+		switch {
+		case !idRE.MatchString(o.ID) || o.ID == mcpsafe.OnceOffer:
+			return req, errors.New("a grant offer id must be 1-128 characters of A-Z a-z 0-9 . _ : - and not \"once\"")
+		case len(o.Label) > maxSummaryBytes || len(o.CEL) > maxSummaryBytes || len(o.Words) > maxSummaryBytes:
+			return req, errors.New("a grant offer is too long")
+		case o.Uses < 2 || o.TTL <= 0:
+			return req, errors.New("a grant offer needs at least 2 uses and a positive ttl")
+		}
 	}
 	// Separation of duties needs to know who asked: a principal with no
 	// identity key could be anyone, approvers included.
@@ -498,6 +513,9 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 		return req, fmt.Errorf("principal: %v", err)
 	}
 	all := []string{req.Tool, req.Summary, req.ArgsDigest, req.Principal, req.Audience}
+	for _, o := range req.Grants {
+		all = append(all, o.Label, o.Words, o.CEL)
+	}
 	all = append(all, req.Details...)
 	for _, t := range req.Targets {
 		all = append(all, t.Name, t.State)
@@ -553,7 +571,24 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 var errNotFound = errors.New("no such request")
 
 // decide records one approver's vote. It returns the record as it is now.
-func (s *Service) decide(id, by string, approve bool) (record, *httpError) {
+// maxGrantOffers bounds the standing grants one request may offer.
+const maxGrantOffers = 16
+
+// offered reports whether grant is a choice the request offers: this call
+// alone ("" or "once") or exactly one of its grant IDs.
+func offered(req WireRequest, grant string) bool {
+	if grant == "" || grant == mcpsafe.OnceOffer {
+		return true
+	}
+	for _, o := range req.Grants {
+		if o.ID == grant {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) decide(id, by string, approve bool, grant string) (record, *httpError) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -575,7 +610,17 @@ func (s *Service) decide(id, by string, approve bool) (record, *httpError) {
 	}
 	next := cur
 	next.Approvals = append([]vote(nil), cur.Approvals...)
+	if grant == mcpsafe.OnceOffer {
+		grant = ""
+	}
+	if approve && !offered(cur.Req, grant) {
+		return cur, fail(http.StatusBadRequest, "grant %q is not one of the request's offers", grant)
+	}
+	if approve && len(cur.Approvals) > 0 && grant != cur.Grant {
+		return cur, fail(http.StatusConflict, "the approvals so far chose %q; every approver must approve the same grant", cur.Grant)
+	}
 	if approve {
+		next.Grant = grant
 		// One namespace, one comparison (mcpsafe.SameIdentity): approver
 		// "alice" is principal "user:alice", and a principal that cannot
 		// be compared counts as everyone's.

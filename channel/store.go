@@ -40,6 +40,9 @@ type record struct {
 	// Withdrawn says why the gate took the request back (caller_gone,
 	// timed_out); empty unless it did.
 	Withdrawn string `json:"withdrawn,omitempty"`
+	// Grant is the standing grant the approvers chose (one of Req.Grants);
+	// empty for this call alone. Every approval vote names the same one.
+	Grant string `json:"grant,omitempty"`
 }
 
 type vote struct {

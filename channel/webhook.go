@@ -78,6 +78,9 @@ type WireRequest struct {
 	Irreversible bool            `json:"irreversible"`
 	ExpiresAt    time.Time       `json:"expires_at"`
 	MinApprovers int             `json:"min_approvers"`
+	// Grants are the standing grants the approver may choose instead of
+	// this call alone; the answer names one by ID in "grant".
+	Grants []mcpsafe.GrantOffer `json:"grants,omitempty"`
 	// Nonce is fresh for every POST, so two sends of the same request in
 	// the same second still carry different signatures: a receiver can
 	// then treat a repeated signature as a replay, always.
@@ -240,7 +243,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 		Details: nonNil(r.Details), Targets: nonNilTargets(r.Targets),
 		ArgsDigest: r.ArgsDigest, Principal: r.Principal, Audience: r.Audience,
 		Irreversible: r.Irreversible, ExpiresAt: r.ExpiresAt.UTC(),
-		MinApprovers: w.require[r.Tool], Nonce: newNonce(),
+		MinApprovers: w.require[r.Tool], Nonce: newNonce(), Grants: r.Grants,
 	}
 	if len(r.Arguments) > 0 {
 		// The gate redacted them with the tool's own names already; this
@@ -341,7 +344,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	if n := w.require[r.Tool]; n > 1 && len(ans.Approvers) < n {
 		return no, fmt.Errorf("%w: %s needs %d distinct approvers, the answer names %d", ErrBadResponse, r.Tool, n, len(ans.Approvers))
 	}
-	return mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers}, nil
+	return mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers, Grant: ans.Grant}, nil
 }
 
 // fitsService checks a request against the limits the approval service
@@ -407,6 +410,7 @@ type answer struct {
 	Approved  bool
 	Approvers []string
 	Reason    string
+	Grant     string // the standing grant chosen, checked again by the gate
 }
 
 // parseAnswer reads the response strictly: one JSON object, no duplicate
@@ -446,6 +450,11 @@ func parseAnswer(raw []byte) (answer, error) {
 	if v, ok := fields["id"]; ok {
 		if err := json.Unmarshal(v, &a.ID); err != nil {
 			return a, fmt.Errorf("%w: \"id\" is not a string", ErrBadResponse)
+		}
+	}
+	if v, ok := fields["grant"]; ok {
+		if err := json.Unmarshal(v, &a.Grant); err != nil {
+			return a, fmt.Errorf("%w: \"grant\" is not a string", ErrBadResponse)
 		}
 	}
 	if v, ok := fields["reason"]; ok {

@@ -390,8 +390,8 @@ mutant("standing-expiry-inclusive", ".", "a grant still covers a call at the ins
     [(GS, "\t\tcase !k.now.Before(time.UnixMilli(sg.ExpiresAt)):", "\t\tcase k.now.After(time.UnixMilli(sg.ExpiresAt)):")], run="TestStandingGrantExpiryBoundary")
 mutant("standing-memory-uses-not-counted", ".", "the memory ledger never takes a use, so a grant covers calls forever",
     [("ledger/memory.go", "\ts.Uses--\n", "")], run="TestStandingGrantFitsThenUsedUp")
-mutant("standing-redis-use-past-zero", "./ledger", "the Redis use script does not check the count: raced replicas take more than K uses",
-    [("ledger/redis.go", "if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end", "if tonumber(v[1]) <= tonumber(ARGV[1]) then return -1 end")], run="TestConformance/redis/standing")
+mutant("standing-redis-refusal-is-use", "./ledger", "a refused Redis use (the script's -1) counts as a use, so a used-up, revoked or expired grant covers calls",
+    [("ledger/redis.go", "\tif left < 0 {\n\t\treturn 0, false, nil", "\tif left < -1 {\n\t\treturn 0, false, nil")], run="TestConformance/redis/standing")
 mutant("standing-postgres-use-past-zero", "./ledger", "the PostgreSQL use statement does not check the count",
     [("ledger/postgres.go", "SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now()", "SET uses = uses - 1 WHERE id = $1 AND expires_at > now()")], run="TestConformance/postgres/standing")
 mutant("standing-file-use-past-zero", "./ledger", "the SQLite use statement does not check the count",
@@ -402,8 +402,8 @@ mutant("standing-irreversible-unnamed", ".", "an irreversible tool offers standi
     [("gate.go", "\t\tgt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)", "\t\tgt.grantsNamed = true")], run="TestStandingGrantForIrreversibleOnlyWhenNamed")
 mutant("standing-client-relayed-always", ".", "a client-relayed approval creates a grant where the policy does not allow it",
     [(GS, "\tif assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {", "\tif false {")], run="TestStandingGrantClientRelayedOnlyWhenAllowed")
-mutant("standing-redis-revoke-noop", "./cmd/mcpsafe", "a revocation in Redis leaves the grant usable by the replicas",
-    [("ledger/redis.go", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')\nredis.call('DEL', KEYS[1])", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')")], run="TestGrantsRevokeAcrossReplicas")
+mutant("standing-redis-revoke-noop", "./ledger", "a revocation in Redis leaves the grant usable by the replicas",
+    [("ledger/redis.go", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')\nredis.call('DEL', KEYS[1])", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')")], run="TestConformance/redis/standing")
 
 
 def main():

@@ -132,7 +132,8 @@
     var deny = form.action.endsWith('/deny');
     fetch(form.action, {
       method: 'POST', credentials: 'same-origin',
-      headers: { 'X-CSRF-Token': csrf, 'Accept': 'application/json' }
+      headers: { 'X-CSRF-Token': csrf, 'Accept': 'application/json' },
+      body: new URLSearchParams(new FormData(form))
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (j) {
         if (r.ok) {
