@@ -101,8 +101,9 @@ type Gate struct {
 	ledger  Ledger
 	pending *pending
 	// standing is the ledger's standing grants, nil when it keeps none.
-	standing ledger.StandingStore
-	programs sync.Map // CEL source -> cel.Program
+	standing   ledger.StandingStore
+	programs   sync.Map // CEL source -> cel.Program
+	grantCache grantCache
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool

@@ -342,6 +342,7 @@ func (g *Gate) createStanding(ctx context.Context, k *call, o *GrantOffer, a App
 	if err != nil {
 		return "", refusal(ReasonLedgerUnavailable, "the ledger could not record the grant: %v", err)
 	}
+	g.grantCache.forget(standingScope(g.opts.Audience, k.t.Name, k.c.Principal))
 	return id, nil
 }
 
@@ -380,24 +381,20 @@ func (g *Gate) useStanding(ctx context.Context, k *call) (res *mcp.CallToolResul
 	if !k.t.grantsOffered() || g.standing == nil {
 		return nil, nil, false
 	}
-	list, err := g.standing.StandingFor(ctx, standingScope(g.opts.Audience, k.t.Name, k.c.Principal))
+	scope := standingScope(g.opts.Audience, k.t.Name, k.c.Principal)
+	list, err := g.standingFor(ctx, scope)
 	if err != nil {
 		// Asking is never less safe than a grant.
 		g.opts.Logger.Warn("ledger: standing grants unavailable; asking instead", "tool", k.t.Name, "err", err)
 		return nil, nil, false
 	}
-	slices.SortFunc(list, func(a, b ledger.Standing) int { return a.Expires.Compare(b.Expires) })
-	for _, s := range list {
-		sg, err := g.openStanding(s)
-		if err != nil {
-			g.opts.Logger.Warn("ledger: a standing grant does not authenticate; ignored", "id", s.ID, "err", err)
-			continue
-		}
+	for _, sg := range list {
 		switch {
 		case sg.Tool != k.t.Name, sg.Principal != k.c.Principal:
 			continue
 		case sg.Policy != k.t.policy || sg.Policy != g.currentPolicy(k.t.Name):
 			g.endStanding(ctx, k, sg.ID, "policy-changed", "the tool's policy changed since the grant was made")
+			g.grantCache.forget(scope)
 			continue
 		case !k.now.Before(time.UnixMilli(sg.ExpiresAt)):
 			continue
@@ -420,6 +417,7 @@ func (g *Gate) useStanding(ctx context.Context, k *call) (res *mcp.CallToolResul
 			continue
 		}
 		if !used {
+			g.grantCache.forget(scope)
 			continue // used up, revoked or expired meanwhile
 		}
 		if left == 0 {
@@ -435,6 +433,73 @@ func (g *Gate) useStanding(ctx context.Context, k *call) (res *mcp.CallToolResul
 		return res, r, true
 	}
 	return nil, nil, false
+}
+
+// standingFor lists the opened grants of scope, sorted by expiry, from a
+// short-lived cache. The cache only saves the lookup: every use is still
+// one atomic step in the ledger, which refuses a grant revoked, used up or
+// expired meanwhile, and every binding is checked on every call. A grant
+// made on another replica is found once the entry is older than
+// grantCacheTTL; until then the call asks, which is never less safe.
+func (g *Gate) standingFor(ctx context.Context, scope string) ([]*standingGrant, error) {
+	if list, ok := g.grantCache.get(scope); ok {
+		return list, nil
+	}
+	raw, err := g.standing.StandingFor(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(raw, func(a, b ledger.Standing) int { return a.Expires.Compare(b.Expires) })
+	list := make([]*standingGrant, 0, len(raw))
+	for _, s := range raw {
+		sg, err := g.openStanding(s)
+		if err != nil {
+			g.opts.Logger.Warn("ledger: a standing grant does not authenticate; ignored", "id", s.ID, "err", err)
+			continue
+		}
+		list = append(list, sg)
+	}
+	g.grantCache.put(scope, list)
+	return list, nil
+}
+
+// grantCacheTTL bounds how long a replica may not see a grant made on
+// another replica (it asks meanwhile).
+const grantCacheTTL = time.Second
+
+type grantCache struct {
+	mu sync.Mutex
+	m  map[string]grantCacheEntry
+}
+
+type grantCacheEntry struct {
+	at   time.Time
+	list []*standingGrant
+}
+
+func (c *grantCache) get(scope string) ([]*standingGrant, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[scope]
+	if !ok || time.Since(e.at) >= grantCacheTTL {
+		return nil, false
+	}
+	return e.list, true
+}
+
+func (c *grantCache) put(scope string, list []*standingGrant) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= 10_000 {
+		c.m = map[string]grantCacheEntry{}
+	}
+	c.m[scope] = grantCacheEntry{at: time.Now(), list: list}
+}
+
+func (c *grantCache) forget(scope string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, scope)
 }
 
 // endStanding journals the end of a grant and removes it from the ledger.
