@@ -11,23 +11,27 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestGrantChosenInBrowser: a person approves a call in the approval
 // service's page with "paths under tmp/, for 15 minutes, 3 uses"; that call
 // and the next two run without a request reaching the page, and the fourth
-// asks again (a new pending request appears).
+// asks again (a new pending request appears). Approved with a one-hour
+// grant, the fourth runs; the page lists that grant, the person revokes it
+// there, and the fifth call asks again.
 func TestGrantChosenInBrowser(t *testing.T) {
 	ctx := newChromium(t)
-	e := newEnv(t, ServiceOptions{})
+	shared := ledger.NewMemory(0) // the gate's ledger, which the service lists and revokes in
+	e := newEnv(t, ServiceOptions{Grants: shared})
 	browserLogin(t, ctx, e.srv.URL, "alice")
 
 	var mu sync.Mutex
 	written := map[string]bool{}
 	jr := &memJournal{}
 	gate, err := mcpsafe.New(mcpsafe.Options{
-		Audience: "notes@e2e", Journal: jr, Mode: mcpsafe.ModeChannel, Approver: e.hook, ChannelTimeout: time.Minute,
+		Audience: "notes@e2e", Journal: jr, Mode: mcpsafe.ModeChannel, Approver: e.hook, ChannelTimeout: time.Minute, Ledger: shared,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -133,20 +137,51 @@ func TestGrantChosenInBrowser(t *testing.T) {
 	}
 	mu.Unlock()
 
-	// 3. The fourth asks again: a new request appears in the page; alice
-	// denies it, and nothing runs.
+	// 3. The fourth asks again: a new request appears in the page. Alice
+	// approves it with the one-hour grant, and it runs.
 	fourth := call("tmp/d.txt")
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`article.req:not(.stale) button.deny`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
 		t.Fatalf("the fourth call did not ask: %v", err)
 	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(sel), "grant-2-2")); err != nil {
+		t.Fatal(err)
+	}
+	click(t, ctx, `article.req:not(.stale) button.approve`)
+	if res := result(fourth); res.IsError {
+		t.Fatalf("fourth call refused: %v", res.Content)
+	}
+
+	// 4. The page lists the live grant; alice revokes it there.
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#grants button.revoke`))); err != nil {
+		t.Fatalf("the live grant is not listed: %v", err)
+	}
+	row, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#grants tbody tr`)))
+	if err != nil || !strings.Contains(row, "write_note") || !strings.Contains(row, "2 of 3") || !strings.Contains(row, "paths under tmp/") {
+		t.Fatalf("grant row %q (%v)", row, err)
+	}
+	png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	artifact(t, "grant-list.png", png)
+	click(t, ctx, `#grants button.revoke`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#grants p.empty`))); err != nil {
+		t.Fatalf("the revoked grant is still listed: %v", err)
+	}
+
+	// 5. The fifth call, which the grant covered, asks again; alice denies.
+	fifth := call("tmp/e.txt")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`article.req:not(.stale) button.deny`))); err != nil {
+		t.Fatalf("the fifth call did not ask after the revocation: %v", err)
+	}
 	click(t, ctx, `article.req:not(.stale) button.deny`)
-	if res := result(fourth); !res.IsError {
-		t.Fatal("the fourth call ran after being denied")
+	if res := result(fifth); !res.IsError {
+		t.Fatal("the fifth call ran after being denied")
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if written["tmp/d.txt"] {
-		t.Fatal("the fourth call ran")
+	if written["tmp/e.txt"] || len(written) != 4 {
+		t.Fatalf("written %v, want the four approved notes only", written)
 	}
 	if rec, ok := jr.find(journal.GrantCreated); !ok || rec.By != "alice" || !strings.Contains(rec.Summary, "3 uses") {
 		t.Fatalf("grant record: %+v (found %v)", rec, ok)

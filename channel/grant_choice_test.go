@@ -1,10 +1,12 @@
 package channel
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/ledger"
 )
 
 func grantRequest(id string) mcpsafe.ApprovalRequest {
@@ -75,4 +77,38 @@ func (e *env) approveGrant(id, grant, who string, wantCode int) map[string]any {
 		e.t.Fatalf("approve %s with grant %s by %s: HTTP %d %v, want %d", id, grant, who, code, out, wantCode)
 	}
 	return out
+}
+
+// The API lists and revokes the servers' standing grants, for approvers
+// only; without the ledger it says so instead of showing nothing.
+func TestServiceGrantsAPI(t *testing.T) {
+	store := ledger.NewMemory(0)
+	id := "0123456789abcdef0123456789abcdef"
+	data := []byte(`{"info":{"id":"` + id + `","tool":"write_note","principal":"user:bob","uses":3},"sealed":"x"}`)
+	if err := store.PutStanding(context.Background(), ledger.Standing{ID: id, Scope: "s1", Expires: time.Now().Add(time.Hour), Uses: 2, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, ServiceOptions{Grants: store})
+	if code, _ := e.api("GET", "/api/grants", ""); code != 401 {
+		t.Fatalf("anonymous list: HTTP %d, want 401", code)
+	}
+	if code, _ := e.api("POST", "/api/grants/"+id+"/revoke", ""); code != 401 {
+		t.Fatalf("anonymous revoke: HTTP %d, want 401", code)
+	}
+	if list, _ := mcpsafe.Grants(context.Background(), store); len(list) != 1 {
+		t.Fatal("an anonymous revoke removed the grant")
+	}
+	if code, out := e.api("POST", "/api/grants/"+id+"/revoke", "alice"); code != 200 || out["tool"] != "write_note" {
+		t.Fatalf("revoke: HTTP %d %v", code, out)
+	}
+	if _, ok, _ := store.UseStanding(context.Background(), id); ok {
+		t.Fatal("the revoked grant can still be used")
+	}
+	if code, _ := e.api("POST", "/api/grants/"+id+"/revoke", "alice"); code != 404 {
+		t.Fatalf("second revoke: HTTP %d, want 404", code)
+	}
+	none := newEnv(t, ServiceOptions{})
+	if code, _ := none.api("GET", "/api/grants", "alice"); code != 404 {
+		t.Fatalf("list without a ledger: HTTP %d, want 404", code)
+	}
 }

@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -42,6 +43,9 @@ func (s *Service) routes() {
 	m.HandleFunc("GET /api/requests", s.withBearer(s.apiList))
 	m.HandleFunc("GET /api/requests/{id}", s.withBearer(s.apiGet))
 	m.HandleFunc("POST /api/requests/{id}/{action}", s.withBearer(s.apiDecide))
+	m.HandleFunc("POST /ui/grants/{id}/revoke", s.withSession(true, s.uiRevokeGrant))
+	m.HandleFunc("GET /api/grants", s.withBearer(s.apiGrants))
+	m.HandleFunc("POST /api/grants/{id}/revoke", s.withBearer(s.apiRevokeGrant))
 	s.mux = m
 }
 
@@ -179,6 +183,10 @@ type pageData struct {
 	Pending []Item
 	History []Item
 	Error   string
+	// Standing grants, when the service was given the shared ledger.
+	GrantsOn  bool
+	Grants    []mcpsafe.GrantInfo
+	GrantsErr string
 }
 
 func (s *Service) view(viewer, csrf string) pageData {
@@ -190,7 +198,78 @@ func (s *Service) view(viewer, csrf string) pageData {
 	for _, r := range h {
 		d.History = append(d.History, itemOf(r, viewer))
 	}
+	if s.opts.Grants != nil {
+		d.GrantsOn = true
+		list, err := s.liveGrants()
+		if err != nil {
+			d.GrantsErr = "the ledger could not be read; no grant is shown"
+		}
+		d.Grants = list
+	}
 	return d
+}
+
+func (s *Service) liveGrants() ([]mcpsafe.GrantInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return mcpsafe.Grants(ctx, s.opts.Grants)
+}
+
+// revokeGrant ends one standing grant in the shared ledger: every replica
+// stops honouring it before this returns.
+func (s *Service) revokeGrant(id, who string) (mcpsafe.GrantInfo, *httpError) {
+	if s.opts.Grants == nil {
+		return mcpsafe.GrantInfo{}, fail(http.StatusNotFound, "this service was not given the servers' ledger")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ended, err := mcpsafe.RevokeGrants(ctx, s.opts.Grants, func(g mcpsafe.GrantInfo) bool { return g.ID == id })
+	if err != nil {
+		return mcpsafe.GrantInfo{}, fail(http.StatusServiceUnavailable, "the ledger could not be reached; nothing was revoked")
+	}
+	if len(ended) != 1 {
+		return mcpsafe.GrantInfo{}, fail(http.StatusNotFound, "no live grant %s", id)
+	}
+	_ = who // the service keeps no journal of its own; the caller knows who asked
+	return ended[0], nil
+}
+
+func (s *Service) uiRevokeGrant(w http.ResponseWriter, r *http.Request, sess *session) {
+	g, herr := s.revokeGrant(r.PathValue("id"), sess.name)
+	if !strings.Contains(r.Header.Get("Accept"), "application/json") {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if herr != nil {
+		writeJSON(w, herr.code, map[string]any{"error": herr.msg})
+		return
+	}
+	writeJSON(w, http.StatusOK, g)
+}
+
+func (s *Service) apiGrants(w http.ResponseWriter, r *http.Request, _ string) {
+	if s.opts.Grants == nil {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "this service was not given the servers' ledger"})
+		return
+	}
+	list, err := s.liveGrants()
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "the ledger could not be read"})
+		return
+	}
+	if list == nil {
+		list = []mcpsafe.GrantInfo{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Service) apiRevokeGrant(w http.ResponseWriter, r *http.Request, who string) {
+	g, herr := s.revokeGrant(r.PathValue("id"), who)
+	if herr != nil {
+		writeJSON(w, herr.code, map[string]any{"error": herr.msg})
+		return
+	}
+	writeJSON(w, http.StatusOK, g)
 }
 
 // Browser side: login form, session cookie, CSRF token, Origin check.

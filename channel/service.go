@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
 )
 
 // ServiceOptions configures the approval service.
@@ -58,6 +59,9 @@ type ServiceOptions struct {
 	// of Origin are always included; add the public name (or the address)
 	// clients use.
 	Hosts []string
+	// Grants, when set, is the ledger the gated servers share: the page
+	// and the API list its live standing grants and revoke them.
+	Grants ledger.StandingStore
 }
 
 // Service is the approval service: a signed webhook endpoint that

@@ -404,6 +404,8 @@ mutant("standing-client-relayed-always", ".", "a client-relayed approval creates
     [(GS, "\tif assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {", "\tif false {")], run="TestStandingGrantClientRelayedOnlyWhenAllowed")
 mutant("standing-redis-revoke-noop", "./ledger", "a revocation in Redis leaves the grant usable by the replicas",
     [("ledger/redis.go", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')\nredis.call('DEL', KEYS[1])", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')")], run="TestConformance/redis/standing")
+mutant("standing-service-unlisted-grant", "./channel", "the approval service accepts a grant choice the request did not offer",
+    [("channel/service.go", "\tif approve && !offered(cur.Req, grant) {", "\tif false {")], run="TestServiceGrantChoice")
 
 
 def main():

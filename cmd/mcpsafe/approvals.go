@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/serverconf"
 )
 
@@ -47,6 +48,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	tlsCert := fl.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
 	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
+	grantsLedger := fl.String("ledger", "", "the gated servers' shared ledger (file:PATH, redis://..., postgres://...): list and revoke their standing grants in the page and the API")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && wantsHelp(args[:1]) {
@@ -92,10 +94,23 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	svc, err := channel.NewService(channel.ServiceOptions{
+	opts := channel.ServiceOptions{
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...),
-	})
+	}
+	if *grantsLedger != "" {
+		l, err := ledger.Open(context.Background(), *grantsLedger)
+		if err != nil {
+			return fail(err)
+		}
+		defer l.Close()
+		ss, ok := l.(ledger.StandingStore)
+		if !ok {
+			return fail(fmt.Errorf("the ledger %s keeps no standing grants", *grantsLedger))
+		}
+		opts.Grants = ss
+	}
+	svc, err := channel.NewService(opts)
 	if err != nil {
 		return fail(err)
 	}
