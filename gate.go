@@ -260,9 +260,10 @@ func (g *Gate) Remove(server *mcp.Server, names ...string) {
 	server.RemoveTools(names...)
 }
 
-// CheckOptIns reports an error when AllowTokenFor names a tool that is not
-// registered, or one that is reversible (an opt-in that does nothing is a
-// typo waiting to bite). Call it after registering every tool.
+// CheckOptIns reports an error when AllowTokenFor or AllowGrantsFor names a
+// tool that is not registered, or one that is reversible, or (grants) one
+// without a grant policy: an opt-in that does nothing is a typo waiting to
+// bite. Call it after registering every tool.
 func (g *Gate) CheckOptIns() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -273,6 +274,17 @@ func (g *Gate) CheckOptIns() error {
 		}
 		if !t.Irreversible {
 			return fmt.Errorf("mcpsafe: AllowTokenFor names %q, which is reversible and needs no opt-in", o.Tool)
+		}
+	}
+	for _, n := range g.opts.AllowGrantsFor {
+		t, ok := g.tools[n]
+		switch {
+		case !ok:
+			return fmt.Errorf("mcpsafe: AllowGrantsFor names %q, which is not a gated tool of this server", n)
+		case !t.Irreversible:
+			return fmt.Errorf("mcpsafe: AllowGrantsFor names %q, which is reversible and needs no opt-in", n)
+		case t.Grants == nil:
+			return fmt.Errorf("mcpsafe: AllowGrantsFor names %q, which has no grant policy (Tool.Grants)", n)
 		}
 	}
 	return nil

@@ -487,3 +487,30 @@ func TestStandingGrantThroughChannel(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckOptInsGrants(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		allow []string
+		grant bool // delete_note has a grant policy
+		want  string
+	}{
+		{"not a tool", []string{"delete_notes"}, true, "not a gated tool"},
+		{"reversible", []string{"rename_note"}, true, "reversible"},
+		{"no grant policy", []string{"delete_note"}, false, "no grant policy"},
+		{"control", []string{"delete_note"}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newGrantEnv(t, grantPolicy(), func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+				o.AllowGrantsFor = tc.allow
+				if tc.grant {
+					(*tools)[0].Grants = grantPolicy()
+				}
+			})
+			err := e.gate.CheckOptIns()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("CheckOptIns = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
