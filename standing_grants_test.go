@@ -514,3 +514,16 @@ func TestCheckOptInsGrants(t *testing.T) {
 		})
 	}
 }
+
+// A client on an older protocol is asked in-call; its answer creates the
+// grant the same way.
+func TestStandingGrantLegacyClient(t *testing.T) {
+	e := newGrantEnv(t, grantPolicy(), nil)
+	a := &asker{choice: tmpFor15m}
+	cs := e.connect(client{name: "alice", protocol: legacy, elicit: a.elicit})
+	wantExecuted(t, e.write(cs, "tmp/a.txt"))
+	wantExecuted(t, e.write(cs, "tmp/b.txt"))
+	if a.asked.Load() != 1 || e.writes.executions() != 2 || countDecisions(e.env, journal.GrantUsed) != 1 {
+		t.Fatalf("asked %d, executed %d, journal %v", a.asked.Load(), e.writes.executions(), e.journal.decisions())
+	}
+}
