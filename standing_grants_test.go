@@ -527,3 +527,42 @@ func TestStandingGrantLegacyClient(t *testing.T) {
 		t.Fatalf("asked %d, executed %d, journal %v", a.asked.Load(), e.writes.executions(), e.journal.decisions())
 	}
 }
+
+// The ledger holds grants sealed; an entry someone wrote into it without
+// the key, or a real sealed grant copied under another ID (to get fresh
+// uses), covers nothing.
+func TestStandingGrantForgedInLedger(t *testing.T) {
+	ctx := context.Background()
+	for _, forge := range []string{"garbage seal", "copied under another id", "none (control)"} {
+		t.Run(forge, func(t *testing.T) {
+			e := newGrantEnv(t, grantPolicy(), nil)
+			cs, a := e.grantFirst("alice", tmpFor15m)
+			real, err := e.store.StandingFor(ctx, "")
+			if err != nil || len(real) != 1 {
+				t.Fatalf("ledger: %+v, %v", real, err)
+			}
+			s := real[0]
+			if forge != "none (control)" {
+				if ok, err := e.store.RevokeStanding(ctx, s.ID); !ok || err != nil {
+					t.Fatal(err)
+				}
+				fake := ledger.Standing{ID: "0000000000000000000000000000beef", Scope: s.Scope, Expires: s.Expires, Uses: 100, Data: s.Data}
+				if forge == "garbage seal" {
+					fake.Data = []byte(`{"info":{"id":"0000000000000000000000000000beef","tool":"write_note"},"sealed":"AAAA"}`)
+				}
+				if err := e.store.PutStanding(ctx, fake); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := e.write(cs, "tmp/b.txt")
+			if forge == "none (control)" {
+				wantExecuted(t, res)
+				return
+			}
+			wantRefused(t, res, mcpsafe.ReasonDeclined)
+			if a.asked.Load() != 2 || e.writes.executions() != 1 {
+				t.Fatalf("a forged grant covered the call: asked %d, executed %d", a.asked.Load(), e.writes.executions())
+			}
+		})
+	}
+}
