@@ -552,7 +552,7 @@ func (g *Gate) redeemElicitation(ctx context.Context, k *call, state string, ans
 		return nil, r
 	}
 	a := Approval{Decision: journal.ClientAccepted, By: "client", Assurance: AssuranceClientRelayed, CallID: gr.Nonce}
-	if r := g.chooseStanding(ctx, k, choice, &a); r != nil {
+	if r := g.chooseStanding(ctx, k, choice, &a, gr.Resolved); r != nil {
 		return nil, r
 	}
 	return g.execute(ctx, k, gr.Resolved, a)
@@ -561,10 +561,22 @@ func (g *Gate) redeemElicitation(ctx context.Context, k *call, state string, ans
 // chooseStanding creates the standing grant the approver chose, if any.
 // The offers are computed again from the same call and policy; only an
 // exact listed choice counts, and anything else refuses the approval.
-func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *Approval) *Refusal {
-	if choice == nil {
+func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *Approval, approvedTarget string) *Refusal {
+	if choice == nil || *choice == OnceOffer {
 		return nil
 	}
+	// The offers derive from the resolved state: recomputed on another
+	// state they could differ from what the approver saw. The human may
+	// have taken a while (in-call elicitation, channel), so look again.
+	res, r := g.resolve(ctx, k)
+	if r != nil {
+		return refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
+	}
+	_, target, r := g.preview(ctx, k.t, k.c, res)
+	if r != nil || target != approvedTarget {
+		return refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
+	}
+	k.resolved = res
 	offers, err := g.offers(k, a.Assurance)
 	if err != nil {
 		return refusal(ReasonPreviewFailed, "%v", err)

@@ -211,7 +211,7 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 	}
 	a := Approval{Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce}
 	if dec.Grant != "" {
-		if r := g.chooseStanding(ctx, k, &dec.Grant, &a); r != nil {
+		if r := g.chooseStanding(ctx, k, &dec.Grant, &a, gr.Resolved); r != nil {
 			return nil, r
 		}
 	}

@@ -37,7 +37,10 @@ type GrantPolicy struct {
 	ClientRelayed bool
 	// Scopes derives the scopes the human may choose from the call to
 	// approve, besides "exactly these arguments", which is always offered.
-	// Each scope is shown in words and evaluated as CEL.
+	// Each scope is shown in words and evaluated as CEL. It must be a pure
+	// function of the call and its resolved state: the offers are computed
+	// again when the answer arrives, and an answer names an offer by its
+	// position.
 	Scopes func(c Call, r Resolved) ([]GrantScope, error)
 }
 

@@ -566,3 +566,34 @@ func TestStandingGrantForgedInLedger(t *testing.T) {
 		})
 	}
 }
+
+// A grant is made only for the state the approver saw: if the target
+// changes while the human decides, no grant is created and nothing runs.
+func TestStandingGrantNotMadeOnChangedTarget(t *testing.T) {
+	for _, change := range []bool{true, false} {
+		t.Run(fmt.Sprintf("change=%v", change), func(t *testing.T) {
+			e := newGrantEnv(t, grantPolicy(), func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+				(*tools)[0].Grants = &mcpsafe.GrantPolicy{MaxTTL: time.Hour, MaxUses: 3, ClientRelayed: true}
+				o.AllowGrantsFor = []string{"delete_note"}
+			})
+			cs := e.connect(client{name: "alice", protocol: legacy, elicit: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				if change {
+					e.notes.set("cache.txt", "swapped while the human read the plan")
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "grant": "grant-1-1"}}, nil
+			}})
+			res := callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"})
+			if !change {
+				wantExecuted(t, res)
+				return
+			}
+			wantRefused(t, res, mcpsafe.ReasonTargetChanged)
+			if !e.notes.has("cache.txt") || countDecisions(e.env, journal.GrantCreated) != 0 {
+				t.Fatalf("ran or made a grant on a changed target: %v", e.journal.decisions())
+			}
+			if list, _ := mcpsafe.Grants(context.Background(), e.store); len(list) != 0 {
+				t.Fatalf("a grant was stored: %+v", list)
+			}
+		})
+	}
+}
