@@ -408,7 +408,7 @@ mutant("standing-service-unlisted-grant", "./channel", "the approval service acc
     [("channel/service.go", "\tif approve && !offered(cur.Req, grant) {", "\tif false {")], run="TestServiceGrantChoice")
 
 mutant("standing-grant-on-changed-target", ".", "a grant is created although the target changed while the human decided (its scope may not be the one shown)",
-    [(G, "\tif r != nil || target != approvedTarget {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res", "\tif r != nil {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res")], run="TestStandingGrantNotMadeOnChangedTarget")
+    [(G, "\tif r != nil || target != approvedTarget {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res", "\tif r != nil || target == \"\" && approvedTarget == \"x\" {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res")], run="TestStandingGrantNotMadeOnChangedTarget")
 
 def main():
     root = os.getcwd()
