@@ -135,6 +135,9 @@ func detail(rec *Record) string {
 			parts = append(parts, p)
 		}
 	}
+	if rec.Grant != "" {
+		parts = append(parts, "grant "+rec.Grant)
+	}
 	if rec.Error != "" {
 		parts = append(parts, "error: "+rec.Error)
 	}
