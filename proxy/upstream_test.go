@@ -540,6 +540,9 @@ func TestUpstreamCrashMidCall(t *testing.T) {
 const crashEnv = "MCPSAFE_PROXY_TEST_CRASH_UPSTREAM"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(gwUpstreamEnv) == "1" {
+		os.Exit(runGatewayUpstream())
+	}
 	if os.Getenv(crashEnv) == "1" {
 		os.Exit(runCrashUpstream())
 	}

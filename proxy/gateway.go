@@ -1,0 +1,398 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Gateway fronts several upstream servers with one downstream MCP
+// server. Each upstream gets a proxy Server of its own (the same relay,
+// gate and rug-pull rules as `mcpsafe proxy` with one upstream), which
+// registers its tools on the gateway's server under the upstream's prefix
+// (see NameSeparator). All of them share one journal, one ledger, one key
+// and one approval channel; each has its own policy and audience, and every
+// plan names the server.
+//
+// A stdio upstream that exits is restarted with backoff; while it is down
+// its tools are withdrawn (clients get tools/list_changed) and a call to
+// one is refused with reason ReasonServerUnavailable, never routed to
+// another server. Reload applies a new configuration, or refuses it whole.
+type Gateway struct {
+	MCP         *mcp.Server
+	JournalPath string
+
+	conf    *serverconf.Gate
+	gateCfg serverconf.Config
+	log     *slog.Logger
+	opts    GatewayOptions
+
+	mu     sync.Mutex
+	slots  map[string]*slot
+	names  map[string]string // downstream tool name -> server name
+	// prompts and resources map what the last list showed to the server
+	// that listed it.
+	prompts, resources map[string]string
+	source string
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// ReasonServerUnavailable refuses a call to a server of the gateway that
+// is down (restarting, or unreachable).
+const ReasonServerUnavailable = "server_unavailable"
+
+// GatewayOptions tune a Gateway; the zero value is the default.
+type GatewayOptions struct {
+	// RestartMin and RestartMax bound the backoff between restarts of an
+	// upstream that exited (defaults 200ms and 30s; it doubles each time).
+	RestartMin, RestartMax time.Duration
+	// Stderr receives the upstream commands' standard error (default: the
+	// gateway's own).
+	Stderr *os.File
+	Logger *slog.Logger
+}
+
+// slot is one configured server: its spec, the proxy Server currently
+// running it (nil while down) and what its Server shares with the gateway.
+type slot struct {
+	spec *ServerSpec
+	m    *member
+	srv  *Server
+	down string // why srv is nil
+	gen  int    // bumped when the slot is replaced or closed
+	// known are the downstream names the server ever had, so that a call
+	// to one while it is down is refused as unavailable, not unknown.
+	known map[string]bool
+}
+
+// member is what a proxy Server of a gateway shares with it.
+type member struct {
+	name, prefix string
+	mcp          *mcp.Server
+	conf         *serverconf.Gate
+	claim        func(down string) error
+	release      func(down string)
+	sticky       stickiness
+}
+
+// NewGateway builds the shared stores from gate, starts every server of
+// file and serves their tools. A server that does not start, a policy that
+// does not fit its upstream's tools, or a name two servers would both
+// serve is a startup error.
+func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, opts GatewayOptions) (_ *Gateway, err error) {
+	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
+		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
+	}
+	if gate.Audience != "" {
+		return nil, errors.New("proxy: a gateway has an audience per server (servers.NAME.audience), not one for all")
+	}
+	if opts.RestartMin <= 0 {
+		opts.RestartMin = 200 * time.Millisecond
+	}
+	if opts.RestartMax < opts.RestartMin {
+		opts.RestartMax = max(30*time.Second, opts.RestartMin)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, source: file.Source}
+	if gate.Logger == nil {
+		gate.Logger = g.log
+	}
+	// The stores need an audience to build; each server's gate sets its own.
+	gate.Audience = "mcpsafe-gateway"
+	if g.conf, err = serverconf.Build(ctx, gate); err != nil {
+		return nil, err
+	}
+	g.JournalPath = g.conf.JournalPath
+	g.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-gateway", Version: Version}, &mcp.ServerOptions{
+		Instructions: "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and " + NameSeparator + ".",
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{},
+			Resources:   &mcp.ResourceCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+			Logging:     &mcp.LoggingCapabilities{},
+		},
+		Logger: g.log,
+	})
+	g.MCP.AddReceivingMiddleware(g.middleware)
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
+	for _, sp := range file.Servers {
+		sl := g.newSlot(sp)
+		srv, err := g.start(ctx, sl)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: server %s: %w", sp.label(), err)
+		}
+		g.mu.Lock()
+		g.slots[sp.Name] = sl
+		g.mu.Unlock()
+		g.up(sl, srv)
+	}
+	return g, nil
+}
+
+func (g *Gateway) newSlot(sp *ServerSpec) *slot {
+	sl := &slot{spec: sp, known: map[string]bool{}}
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, conf: g.conf,
+		// Shared by every Server the slot runs, so that a restarted
+		// upstream is held to the strictest treatment its tools ever had.
+		sticky: stickiness{gated: map[string]bool{}, irreversible: map[string]bool{}}}
+	sl.m.claim = func(down string) error { return g.claim(sl, down) }
+	sl.m.release = func(down string) { g.release(sp.Name, down) }
+	return sl
+}
+
+// claim reserves a downstream tool name for sl's server, or refuses it
+// when another server holds it.
+func (g *Gateway) claim(sl *slot, down string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if owner, ok := g.names[down]; ok && owner != sl.spec.Name {
+		return fmt.Errorf("proxy: server %s: tool %s withheld: server %s already serves that name", sl.spec.Name, prompt.Quote(down), owner)
+	}
+	// A bare name must not look like another server's prefixed one.
+	if sl.spec.Bare {
+		if srvName, _, ok := strings.Cut(down, NameSeparator); ok {
+			if other, exists := g.slots[srvName]; exists && other != sl && !other.spec.Bare {
+				return fmt.Errorf("proxy: server %s: tool %s withheld: it would read as a tool of server %s", sl.spec.Name, prompt.Quote(down), srvName)
+			}
+		}
+	}
+	g.names[down] = sl.spec.Name
+	sl.known[down] = true
+	return nil
+}
+
+func (g *Gateway) release(server, down string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.names[down] == server {
+		delete(g.names, down)
+	}
+}
+
+// transport returns a fresh connection to sp's upstream.
+func (g *Gateway) transport(sp *ServerSpec) mcp.Transport {
+	if sp.URL != "" {
+		return &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+	}
+	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
+	cmd.Dir = sp.Dir
+	if len(sp.Env) > 0 {
+		cmd.Env = os.Environ()
+		for k, v := range sp.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	cmd.Stderr = os.Stderr
+	if g.opts.Stderr != nil {
+		cmd.Stderr = g.opts.Stderr
+	}
+	return &mcp.CommandTransport{Command: cmd}
+}
+
+// start connects sl's upstream and registers its tools.
+func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
+	sp := sl.spec
+	t := g.transport(sp)
+	gc := g.gateCfg
+	gc.Audience = sp.Audience
+	if gc.Audience == "" {
+		// Derived from the command line or URL and the server's name, so
+		// stable across restarts and distinct between servers of the
+		// gateway even when their commands differ only in the environment.
+		gc.Audience = DefaultAudience(t) + "/" + sp.Name
+	}
+	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, Logger: g.log.With("server", sp.Name), member: sl.m}
+	if sp.URL != "" {
+		cfg.LegacyUpstream = g.transport(sp)
+	}
+	srv, err := NewServer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// up makes srv the running server of sl and watches it.
+func (g *Gateway) up(sl *slot, srv *Server) {
+	g.mu.Lock()
+	sl.srv, sl.down = srv, ""
+	sl.gen++
+	gen := sl.gen
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		srv.Close()
+		return
+	}
+	g.wg.Add(1)
+	go g.watch(sl, srv, gen)
+}
+
+// watch restarts sl's upstream when its session ends, unless the slot
+// was replaced or the gateway closed meanwhile.
+func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
+	defer g.wg.Done()
+	srv.Upstream.Wait()
+	g.mu.Lock()
+	if sl.gen != gen || g.closed {
+		g.mu.Unlock()
+		return
+	}
+	sl.srv, sl.down = nil, "its upstream exited; restarting"
+	g.mu.Unlock()
+	g.log.Warn("proxy: gateway server went away; its tools are withdrawn until it is back", "server", sl.spec.Name)
+	srv.Close()
+	g.retry(sl, gen)
+}
+
+// retry starts sl again with backoff until it is up, replaced, or the
+// gateway is closed.
+func (g *Gateway) retry(sl *slot, gen int) {
+	delay := g.opts.RestartMin
+	for {
+		g.mu.Lock()
+		stop := sl.gen != gen || g.closed
+		g.mu.Unlock()
+		if stop {
+			return
+		}
+		time.Sleep(delay)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		next, err := g.start(ctx, sl)
+		cancel()
+		if err == nil {
+			g.mu.Lock()
+			stale := sl.gen != gen || g.closed
+			g.mu.Unlock()
+			if stale {
+				next.Close()
+				return
+			}
+			g.log.Info("proxy: gateway server restarted", "server", sl.spec.Name)
+			g.up(sl, next)
+			return
+		}
+		g.mu.Lock()
+		sl.down = "it failed to restart: " + err.Error()
+		g.mu.Unlock()
+		g.log.Warn("proxy: gateway server failed to restart", "server", sl.spec.Name, "err", err, "retry_in", delay)
+		delay = min(delay*2, g.opts.RestartMax)
+	}
+}
+
+// Close stops every upstream and releases the shared stores.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	var srvs []*Server
+	for _, sl := range g.slots {
+		sl.gen++
+		if sl.srv != nil {
+			srvs = append(srvs, sl.srv)
+			sl.srv = nil
+		}
+	}
+	g.mu.Unlock()
+	var errs []error
+	for _, s := range srvs {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	g.wg.Wait()
+	if g.conf != nil {
+		errs = append(errs, g.conf.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Server returns the running proxy Server of the named server, nil while
+// it is down.
+func (g *Gateway) Server(name string) *Server {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if sl := g.slots[name]; sl != nil {
+		return sl.srv
+	}
+	return nil
+}
+
+// HTTPHandler serves the gateway over streamable HTTP.
+func (g *Gateway) HTTPHandler(stateless bool) http.Handler {
+	return serverconf.HTTP{Stateful: !stateless}.MCPHandler(g.MCP)
+}
+
+// route finds the server a downstream tool or prompt name belongs to: by
+// its prefix, or by the names bare servers serve. srv is nil when that
+// server is down; sl is nil when no server has the name.
+func (g *Gateway) route(name string) (sl *slot, srv *Server) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if owner, ok := g.names[name]; ok {
+		sl = g.slots[owner]
+	} else if server, _, ok := strings.Cut(name, NameSeparator); ok && g.slots[server] != nil && !g.slots[server].spec.Bare {
+		sl = g.slots[server]
+	} else {
+		for _, s := range g.slots {
+			if s.known[name] {
+				sl = s
+				break
+			}
+		}
+	}
+	if sl == nil {
+		return nil, nil
+	}
+	return sl, sl.srv
+}
+
+func (g *Gateway) unavailable(sl *slot, what string) *mcp.CallToolResult {
+	g.mu.Lock()
+	why := sl.down
+	g.mu.Unlock()
+	if why == "" {
+		why = "it is not running"
+	}
+	r := &mcpsafe.Refusal{Reason: ReasonServerUnavailable,
+		Message: fmt.Sprintf("%s belongs to gateway server %s, which is down (%s); nothing was run, and no other server was asked", prompt.Quote(what), prompt.Quote(sl.spec.Name), why)}
+	return r.Result()
+}
+
+// running lists the servers that are up, by name.
+func (g *Gateway) running() []*Server {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	names := make([]string, 0, len(g.slots))
+	for n, sl := range g.slots {
+		if sl.srv != nil {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	out := make([]*Server, len(names))
+	for i, n := range names {
+		out[i] = g.slots[n].srv
+	}
+	return out
+}
