@@ -40,15 +40,15 @@ type Gateway struct {
 	log     *slog.Logger
 	opts    GatewayOptions
 
-	mu     sync.Mutex
-	slots  map[string]*slot
-	names  map[string]string // downstream tool name -> server name
+	mu    sync.Mutex
+	slots map[string]*slot
+	names map[string]string // downstream tool name -> server name
 	// prompts and resources map what the last list showed to the server
 	// that listed it.
 	prompts, resources map[string]string
-	source string
-	closed bool
-	wg     sync.WaitGroup
+	source             string
+	closed             bool
+	wg                 sync.WaitGroup
 }
 
 // ReasonServerUnavailable refuses a call to a server of the gateway that
