@@ -57,6 +57,10 @@ const ReasonServerUnavailable = "server_unavailable"
 
 // GatewayOptions tune a Gateway; the zero value is the default.
 type GatewayOptions struct {
+	// HealthInterval is how often an upstream that has not exited is
+	// pinged (default 10s); one that does not answer within it is taken for
+	// down, as an exited one is. HTTP upstreams have no process to watch.
+	HealthInterval time.Duration
 	// RestartMin and RestartMax bound the backoff between restarts of an
 	// upstream that exited (defaults 200ms and 30s; it doubles each time).
 	RestartMin, RestartMax time.Duration
@@ -87,6 +91,9 @@ type member struct {
 	claim        func(down string) error
 	release      func(down string)
 	sticky       stickiness
+	// suspect is told when a call failed below the protocol: the gateway
+	// pings the upstream and ends the session if it does not answer.
+	suspect func(*Server)
 }
 
 // NewGateway builds the shared stores from gate, starts every server of
@@ -108,6 +115,9 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = 10 * time.Second
 	}
 	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, source: file.Source}
 	if gate.Logger == nil {
@@ -158,6 +168,7 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 		sticky: stickiness{gated: map[string]bool{}, irreversible: map[string]bool{}}}
 	sl.m.claim = func(down string) error { return g.claim(sl, down) }
 	sl.m.release = func(down string) { g.release(sp.Name, down) }
+	sl.m.suspect = func(srv *Server) { go g.check(srv) }
 	return sl
 }
 
@@ -253,7 +264,21 @@ func (g *Gateway) up(sl *slot, srv *Server) {
 // was replaced or the gateway closed meanwhile.
 func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
 	defer g.wg.Done()
-	srv.Upstream.Wait()
+	ended := make(chan struct{})
+	go func() {
+		srv.Upstream.Wait()
+		close(ended)
+	}()
+	tick := time.NewTicker(g.opts.HealthInterval)
+	for alive := true; alive; {
+		select {
+		case <-ended:
+			alive = false
+		case <-tick.C:
+			go g.check(srv)
+		}
+	}
+	tick.Stop()
 	g.mu.Lock()
 	if sl.gen != gen || g.closed {
 		g.mu.Unlock()
@@ -298,6 +323,21 @@ func (g *Gateway) retry(sl *slot, gen int) {
 		g.mu.Unlock()
 		g.log.Warn("proxy: gateway server failed to restart", "server", sl.spec.Name, "err", err, "retry_in", delay)
 		delay = min(delay*2, g.opts.RestartMax)
+	}
+}
+
+// check pings srv's upstream and ends its session when it does not
+// answer, which watch then handles as an exit.
+func (g *Gateway) check(srv *Server) {
+	if !srv.checking.CompareAndSwap(false, true) {
+		return
+	}
+	defer srv.checking.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.HealthInterval)
+	defer cancel()
+	if err := srv.Upstream.Ping(ctx, nil); err != nil {
+		g.log.Warn("proxy: gateway server does not answer; reconnecting", "server", srv.member.name, "err", err)
+		srv.Upstream.Close()
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,7 +113,7 @@ func newGateway(t testing.TB, body string) (*Gateway, string) {
 	dir := t.TempDir()
 	_, f := gatewayFile(t, dir, body)
 	journal := filepath.Join(dir, "journal.jsonl")
-	g, err := NewGateway(context.Background(), f, serverconfFor(journal), GatewayOptions{RestartMin: 50 * time.Millisecond, RestartMax: 200 * time.Millisecond})
+	g, err := NewGateway(context.Background(), f, serverconfFor(journal), gatewayTestOptions())
 	if err != nil {
 		t.Fatalf("NewGateway: %v", err)
 	}
@@ -177,4 +178,12 @@ func lines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+func gatewayTestOptions() GatewayOptions {
+	o := GatewayOptions{RestartMin: 50 * time.Millisecond, RestartMax: 200 * time.Millisecond}
+	if testing.Verbose() {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return o
 }

@@ -67,10 +67,11 @@ type Server struct {
 	// one, or DefaultAudience of the upstream.
 	Audience string
 
-	policyP atomic.Pointer[Policy] // swapped by a gateway reload
-	conf    *serverconf.Gate
-	log     *slog.Logger
-	member  *member // set when this proxy is one server of a Gateway
+	policyP  atomic.Pointer[Policy] // swapped by a gateway reload
+	conf     *serverconf.Gate
+	log      *slog.Logger
+	member   *member     // set when this proxy is one server of a Gateway
+	checking atomic.Bool // a gateway health check is running
 
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
@@ -765,7 +766,15 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 			params.SetProgressToken(up)
 		}
 	}
-	return leg.CallTool(ctx, params)
+	res, err := leg.CallTool(ctx, params)
+	if err != nil && s.member != nil && ctx.Err() == nil {
+		// -32005 is the SDK's "rejected by transport": the request never
+		// got an answer from the upstream.
+		if jerr := (*jsonrpc.Error)(nil); !errors.As(err, &jerr) || jerr.Code == -32005 {
+			s.member.suspect(s) // the upstream may be gone: the gateway checks
+		}
+	}
+	return res, err
 }
 
 func (s *Server) onProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
