@@ -134,11 +134,27 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:     &mcp.PromptCapabilities{},
-			Resources:   &mcp.ResourceCapabilities{},
+			Resources:   &mcp.ResourceCapabilities{Subscribe: true},
 			Completions: &mcp.CompletionCapabilities{},
 			Logging:     &mcp.LoggingCapabilities{},
 		},
 		Logger: g.log,
+		// Each subscription goes to the server that listed the URI; the
+		// SDK fans its updates out to the sessions that subscribed.
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			srv, err := g.resourceServer(req.Params.URI)
+			if err != nil {
+				return err
+			}
+			return srv.subscribe(ctx, req)
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			srv, err := g.resourceServer(req.Params.URI)
+			if err != nil {
+				return err
+			}
+			return srv.unsubscribe(ctx, req)
+		},
 	})
 	g.MCP.AddReceivingMiddleware(g.middleware)
 	defer func() {
