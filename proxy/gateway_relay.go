@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,9 +31,9 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return srv.middleware(next)(ctx, method, req)
 		case *mcp.ListPromptsRequest:
-			return g.listPrompts(ctx, r)
+			return relayResult(g.listPrompts(ctx, r))
 		case *mcp.GetPromptRequest:
-			srv, name, err := g.promptServer(r.Params.Name)
+			srv, name, err := g.promptServer(ctx, req, r.Params.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -57,7 +58,7 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			var srv *Server
 			var err error
 			if ref.Type == "ref/prompt" {
-				srv, ref.Name, err = g.promptServer(ref.Name)
+				srv, ref.Name, err = g.promptServer(ctx, req, ref.Name)
 			} else {
 				srv, err = g.resourceServer(ref.URI)
 			}
@@ -92,7 +93,22 @@ func invalid(format string, args ...any) error {
 
 // promptServer finds the running server of a downstream prompt name and
 // the name its upstream knows it by.
-func (g *Gateway) promptServer(name string) (*Server, string, error) {
+func (g *Gateway) promptServer(ctx context.Context, req mcp.Request, name string) (*Server, string, error) {
+	srv, up, err := g.promptOwner(name)
+	if !errors.Is(err, errUnknownPrompt) {
+		return srv, up, err
+	}
+	// A client may get a prompt it did not list through the gateway: the
+	// owners of bare names are learned from a fresh list.
+	if _, err := g.listPrompts(ctx, req); err != nil {
+		return nil, "", err
+	}
+	return g.promptOwner(name)
+}
+
+var errUnknownPrompt = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt"}
+
+func (g *Gateway) promptOwner(name string) (*Server, string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if server, rest, ok := strings.Cut(name, NameSeparator); ok {
@@ -109,7 +125,7 @@ func (g *Gateway) promptServer(name string) (*Server, string, error) {
 		}
 		return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, owner)
 	}
-	return nil, "", invalid("unknown prompt %q", name)
+	return nil, "", fmt.Errorf("%w %q", errUnknownPrompt, name)
 }
 
 // resourceServer finds the running server that listed uri, or the only
@@ -145,23 +161,34 @@ func offers(srv *Server, pick func(*mcp.ServerCapabilities) bool) bool {
 }
 
 // collect pages through one list of every running server that offers it.
+// The cache hints are the strictest of all: the shortest TTL, and
+// private when any server says so.
 func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(*mcp.ServerCapabilities) bool,
-	page func(context.Context, *mcp.ClientSession, string) ([]T, string, error)) (map[*Server][]T, []*Server, error) {
+	page func(context.Context, *mcp.ClientSession, string) ([]T, string, mcp.Cacheable, error)) (map[*Server][]T, []*Server, mcp.Cacheable, error) {
 	out := map[*Server][]T{}
 	var order []*Server
+	cache := mcp.Cacheable{CacheScope: "public"}
+	first := true
 	for _, srv := range g.running() {
 		if !offers(srv, pick) {
 			continue
 		}
 		leg, err := srv.legFor(ctx, req)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, cache, err
 		}
 		cursor := ""
 		for {
-			items, next, err := page(ctx, leg, cursor)
+			items, next, c, err := page(ctx, leg, cursor)
 			if err != nil {
-				return nil, nil, protocolError(err)
+				return nil, nil, cache, protocolError(err)
+			}
+			if first || c.TTLMs < cache.TTLMs {
+				cache.TTLMs = c.TTLMs
+			}
+			first = false
+			if c.CacheScope == "private" {
+				cache.CacheScope = "private"
 			}
 			out[srv] = append(out[srv], items...)
 			if next == "" {
@@ -171,22 +198,22 @@ func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(
 		}
 		order = append(order, srv)
 	}
-	return out, order, nil
+	return out, order, cache, nil
 }
 
-func (g *Gateway) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (mcp.Result, error) {
-	all, order, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Prompt, string, error) {
+func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPromptsResult, error) {
+	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Prompt, string, mcp.Cacheable, error) {
 			res, err := leg.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 			if err != nil {
-				return nil, "", err
+				return nil, "", mcp.Cacheable{}, err
 			}
-			return res.Prompts, res.NextCursor, nil
+			return res.Prompts, res.NextCursor, res.Cacheable, nil
 		})
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: cache}
 	owners := map[string]string{}
 	for _, srv := range order {
 		for _, p := range all[srv] {
@@ -207,18 +234,18 @@ func (g *Gateway) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) 
 }
 
 func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (mcp.Result, error) {
-	all, order, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, error) {
+	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, mcp.Cacheable, error) {
 			res, err := leg.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 			if err != nil {
-				return nil, "", err
+				return nil, "", mcp.Cacheable{}, err
 			}
-			return res.Resources, res.NextCursor, nil
+			return res.Resources, res.NextCursor, res.Cacheable, nil
 		})
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: cache}
 	owners := map[string]string{}
 	for _, srv := range order {
 		for _, r := range all[srv] {
@@ -251,18 +278,18 @@ func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesReque
 }
 
 func (g *Gateway) listTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
-	all, order, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, mcp.Cacheable, error) {
 			res, err := leg.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 			if err != nil {
-				return nil, "", err
+				return nil, "", mcp.Cacheable{}, err
 			}
-			return res.ResourceTemplates, res.NextCursor, nil
+			return res.ResourceTemplates, res.NextCursor, res.Cacheable, nil
 		})
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
+	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Cacheable: cache}
 	for _, srv := range order {
 		res.ResourceTemplates = append(res.ResourceTemplates, all[srv]...)
 	}
