@@ -343,9 +343,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		_, err := out.Write(line)
 		return err
 	}
-	u.mu.Lock()
-	u.down = writeDown
-	u.mu.Unlock()
+	u.setDown(writeDown)
 	sdkIn, sdkFeed := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
@@ -382,6 +380,13 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		}
 	}()
 	return <-errc
+}
+
+// setDown sets where fast-lane responses go.
+func (u *UpstreamPipe) setDown(down func([]byte) error) {
+	u.mu.Lock()
+	u.down = down
+	u.mu.Unlock()
 }
 
 func initializedLine(line []byte) bool {

@@ -48,6 +48,7 @@ type Gateway struct {
 	prompts, resources map[string]string
 	source             string
 	closed             bool
+	down               func([]byte) error // the stdio client, once ServeStdio runs
 	wg                 sync.WaitGroup
 }
 
@@ -217,10 +218,13 @@ func (g *Gateway) release(server, down string) {
 	}
 }
 
-// transport returns a fresh connection to sp's upstream.
-func (g *Gateway) transport(sp *ServerSpec) mcp.Transport {
+// transport returns a fresh connection to sp's upstream and the audience
+// derived from it. A command is started here, on a pipe the stdio fast
+// lane can share (see ServeStdio).
+func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
 	if sp.URL != "" {
-		return &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		return t, DefaultAudience(t), nil
 	}
 	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
 	cmd.Dir = sp.Dir
@@ -234,27 +238,43 @@ func (g *Gateway) transport(sp *ServerSpec) mcp.Transport {
 	if g.opts.Stderr != nil {
 		cmd.Stderr = g.opts.Stderr
 	}
-	return &mcp.CommandTransport{Command: cmd}
+	aud := DefaultAudience(&mcp.CommandTransport{Command: cmd})
+	pipe, err := StartUpstream(cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	g.mu.Lock()
+	if g.down != nil {
+		pipe.setDown(g.down)
+	}
+	g.mu.Unlock()
+	return pipe, aud, nil
 }
 
 // start connects sl's upstream and registers its tools.
 func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
 	sp := sl.spec
-	t := g.transport(sp)
+	t, aud, err := g.transport(sp)
+	if err != nil {
+		return nil, err
+	}
 	gc := g.gateCfg
 	gc.Audience = sp.Audience
 	if gc.Audience == "" {
 		// Derived from the command line or URL and the server's name, so
 		// stable across restarts and distinct between servers of the
 		// gateway even when their commands differ only in the environment.
-		gc.Audience = DefaultAudience(t) + "/" + sp.Name
+		gc.Audience = aud + "/" + sp.Name
 	}
 	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, Logger: g.log.With("server", sp.Name), member: sl.m}
 	if sp.URL != "" {
-		cfg.LegacyUpstream = g.transport(sp)
+		cfg.LegacyUpstream, _, _ = g.transport(sp)
 	}
 	srv, err := NewServer(ctx, cfg)
 	if err != nil {
+		if p, ok := t.(*UpstreamPipe); ok {
+			p.close()
+		}
 		return nil, err
 	}
 	return srv, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -179,7 +180,7 @@ func TestGatewayCrashRestart(t *testing.T) {
 	eventually(t, "go's tools withdrawn", func() bool { return !hasTool(t, cs, "go__note") })
 	select {
 	case <-changed:
-	default:
+	case <-time.After(30 * time.Second):
 		t.Fatal("no tools/list_changed when the server went down")
 	}
 	if !hasTool(t, cs, "note") {

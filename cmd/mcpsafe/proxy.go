@@ -150,7 +150,7 @@ func runGateway(path string, gate serverconf.Config, web serverconf.HTTP, stderr
 		}
 	}()
 	if web.Addr == "" {
-		err = gw.MCP.Run(ctx, &mcp.StdioTransport{})
+		err = gw.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
 		err = web.Serve(ctx, gw.MCP, stderr)
 	}
