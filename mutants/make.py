@@ -325,7 +325,7 @@ mutant("proxy-shared-ledger-default-audience", "./proxy", "a shared ledger start
 mutant("proxy-plan-unnamed-server", "./proxy", "plans do not say which upstream server the call goes to",
     [("proxy/proxy.go", "\t\t\tDetails: []string{s.serverLine},\n", "")], run=PI)
 mutant("proxy-rugpull-ungates", "./proxy", "a gated tool that upstream re-announces as read-only passes through ungated",
-    [("proxy/proxy.go", "registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def)}", "registered{gated: s.gated(t), def: string(def)}")], run=PI)
+    [("proxy/proxy.go", "registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def), pol: s.pol().Tools[name]}", "registered{gated: s.gated(t), def: string(def), pol: s.pol().Tools[name]}")], run=PI)
 mutant("proxy-rugpull-reversible", "./proxy", "an irreversible tool that upstream re-announces with destructiveHint:false becomes reversible (tokens)",
     [("proxy/rugpull.go", "\tif now {\n\t\tk.irreversible[name] = true\n\t}\n\treturn k.irreversible[name]", "\treturn now")], run=PI)
 mutant("policy-hash-omits-description", "./proxy", "a gated tool's description, title and annotations are not bound: a redefined tool keeps its approvals",
@@ -377,6 +377,19 @@ mutant("journal-head-hash-unchecked", "./journal ./cmd/mcpsafe", "an edit to the
 mutant("journal-head-shortened-ok", "./journal ./cmd/mcpsafe", "a journal that ends before its head file's seq verifies intact: removed last records go unnoticed",
     [("journal/verify.go", "\t\tif res.sum.LastSeq < head.Seq {\n\t\t\treturn res, headShortened(n+1", "\t\tif false {\n\t\t\treturn res, headShortened(n+1")],
     run="TestHead|TestJournalTailEdits")
+
+# ---- h-gateway (issue 16): one gateway for many servers ---------------------
+GW = "proxy/gateway.go"
+mutant("gateway-collision-shadows", "./proxy", "a second server takes over a name another server already serves, silently shadowing it",
+    [(GW, "if owner, ok := g.names[down]; ok && owner != sl.spec.Name {", "if owner, ok := g.names[down]; false && ok && owner != sl.spec.Name {")], run="TestGatewayCollisionRefused")
+mutant("gateway-down-server-routed-on", "./proxy", "a call to a server that is down is passed on instead of refused as server_unavailable",
+    [("proxy/gateway_relay.go", "\t\t\tcase srv == nil:\n\t\t\t\treturn g.unavailable(sl, r.Params.Name), nil", "\t\t\tcase srv == nil:\n\t\t\t\treturn next(ctx, method, req)")], run="TestGatewayCrashRestart|TestGatewayHTTPUpstreamDown")
+mutant("gateway-shared-audience", "./proxy", "servers of a gateway whose commands differ only in the environment share an audience, so one's approvals fit the other",
+    [(GW, "gc.Audience = aud + \"/\" + sp.Name", "gc.Audience = aud")], run="TestGatewayPerServerPolicy")
+mutant("gateway-reload-half-applied", "./proxy", "a reload with one bad server section still applies the others' policies",
+    [("proxy/gateway_reload.go", "\tif err := errors.Join(errs...); err != nil {\n\t\treturn fmt.Errorf(\"proxy: %s refused", "\tif err := errors.Join(errs...); false && err != nil {\n\t\treturn fmt.Errorf(\"proxy: %s refused")], run="TestGatewayReloadBadFileRefused")
+mutant("gateway-reload-policy-ignored", "./proxy", "a reload that changes a tool's policy leaves the tool registered under the old one, so its old approvals stay good",
+    [("proxy/proxy.go", "def: string(def), pol: s.pol().Tools[name]}", "def: string(def)}")], run="TestGatewayReloadVoidsOnlyChangedTools")
 
 def main():
     root = os.getcwd()
