@@ -390,6 +390,8 @@ mutant("gateway-reload-half-applied", "./proxy", "a reload with one bad server s
     [("proxy/gateway_reload.go", "\tif err := errors.Join(errs...); err != nil {\n\t\treturn fmt.Errorf(\"proxy: %s refused", "\tif err := errors.Join(errs...); false && err != nil {\n\t\treturn fmt.Errorf(\"proxy: %s refused")], run="TestGatewayReloadBadFileRefused")
 mutant("gateway-reload-policy-ignored", "./proxy", "a reload that changes a tool's policy leaves the tool registered under the old one, so its old approvals stay good",
     [("proxy/proxy.go", "def: string(def), pol: s.pol().Tools[name]}", "def: string(def)}")], run="TestGatewayReloadVoidsOnlyChangedTools")
+mutant("gateway-shared-ledger-derived-audience", "./proxy", "a gateway on a shared ledger runs servers under audiences derived per host, which replicas do not agree on",
+    [(GW, "\tif !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {", "\tif true || !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {")], run="TestGatewaySharedLedgerNeedsAudiences")
 
 def main():
     root = os.getcwd()

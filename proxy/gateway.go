@@ -108,6 +108,9 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	if gate.Audience != "" {
 		return nil, errors.New("proxy: a gateway has an audience per server (servers.NAME.audience), not one for all")
 	}
+	if err := checkAudiences(file, gate.LedgerURL); err != nil {
+		return nil, err
+	}
 	if opts.RestartMin <= 0 {
 		opts.RestartMin = 200 * time.Millisecond
 	}
@@ -175,6 +178,23 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 		g.up(sl, srv)
 	}
 	return g, nil
+}
+
+// checkAudiences refuses servers without an explicit audience when the
+// ledger is shared, as a single proxy does: replicas must agree on every
+// audience, and a derived one differs between hosts.
+func checkAudiences(file *GatewayFile, ledgerURL string) error {
+	if !sharedLedger(ledgerURL) {
+		return nil
+	}
+	var errs []error
+	for _, sp := range file.Servers {
+		if sp.Audience == "" {
+			scheme, _, _ := strings.Cut(ledgerURL, ":")
+			errs = append(errs, fmt.Errorf("%s: servers.%s.audience is required: the %s: ledger is shared, so every replica must bind this server's approvals to the same name, and a name derived from the command line or URL may differ between hosts", file.Source, sp.Name, scheme))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (g *Gateway) newSlot(sp *ServerSpec) *slot {

@@ -28,6 +28,10 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		g.mu.Unlock()
 		return errors.New("proxy: gateway closed")
 	}
+	if err := checkAudiences(file, g.gateCfg.LedgerURL); err != nil {
+		g.mu.Unlock()
+		return fmt.Errorf("proxy: %s refused, the running configuration stays: %w", file.Source, err)
+	}
 	old := map[string]*slot{}
 	for n, sl := range g.slots {
 		old[n] = sl

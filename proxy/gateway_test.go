@@ -206,3 +206,39 @@ func TestGatewayCrashRestart(t *testing.T) {
 		t.Fatalf("after restart: %s", text(res))
 	}
 }
+
+// With a ledger other processes share, every server needs an explicit
+// audience (at start and on reload); control: with audiences it starts.
+func TestGatewaySharedLedgerNeedsAudiences(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := mcpsafe.WriteKeyFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	a, b := newGoServer(t), newGoServer(t)
+	dir := t.TempDir()
+	gc := serverconfFor(filepath.Join(dir, "j.jsonl"))
+	gc.LedgerURL, gc.KeyFile = "file:"+filepath.Join(dir, "l.db"), keyFile
+	_, f := gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    audience: team/a\n")+b.yaml(t, "b", ""))
+	if g, err := NewGateway(context.Background(), f, gc, GatewayOptions{}); err == nil {
+		g.Close()
+		t.Fatal("a server without an audience started on a shared ledger")
+	} else if !strings.Contains(err.Error(), "servers.b.audience is required") {
+		t.Fatalf("error: %v", err)
+	}
+	_, f = gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    audience: team/a\n")+b.yaml(t, "b", "    audience: team/b\n"))
+	g, err := NewGateway(context.Background(), f, gc, GatewayOptions{})
+	if err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	defer g.Close()
+	if g.Server("a").Audience != "team/a" || g.Server("b").Audience != "team/b" {
+		t.Fatalf("audiences: %s %s", g.Server("a").Audience, g.Server("b").Audience)
+	}
+	_, f = gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    audience: team/a\n")+b.yaml(t, "c", ""))
+	if err := g.Reload(context.Background(), f); err == nil || !strings.Contains(err.Error(), "servers.c.audience") {
+		t.Fatalf("reload adding a server without an audience: %v", err)
+	}
+	if g.Server("b") == nil {
+		t.Fatal("the refused reload stopped a server")
+	}
+}
