@@ -182,6 +182,7 @@ func (u *UpstreamPipe) readUpstream() {
 		u.sdkFeed.Close()
 		io.Copy(io.Discard, u.out)
 		u.cmd.Wait() // only once every read from its output is done
+		u.failFast()
 		close(u.exited)
 	}()
 	for {
@@ -380,6 +381,24 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		}
 	}()
 	return <-errc
+}
+
+// failFast answers every fast-lane call still in flight with an error
+// once the upstream has exited: the client would otherwise wait forever
+// (on the SDK path the session's end fails the call). The call may have
+// run; it is not retried.
+func (u *UpstreamPipe) failFast() {
+	u.mu.Lock()
+	ids := make([]string, 0, len(u.fast))
+	for id := range u.fast {
+		ids = append(ids, id)
+	}
+	u.fast = map[string]string{}
+	down := u.down
+	u.mu.Unlock()
+	for _, id := range ids {
+		down([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"mcpsafe proxy: the upstream server exited before it answered; the call may have run"}}` + "\n"))
+	}
 }
 
 // setDown sets where fast-lane responses go.

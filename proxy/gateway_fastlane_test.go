@@ -3,8 +3,10 @@ package proxy
 import (
 	"context"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,5 +79,38 @@ func TestGatewayFastLane(t *testing.T) {
 	}
 	if fs.pipe.fastCalls.Load() != 1 {
 		t.Fatal("an unknown name took the fast lane")
+	}
+}
+
+// A fast-lane call whose upstream exits before answering gets an error
+// response (the client would wait forever otherwise); control: no call in
+// flight, nothing is sent.
+func TestFastLaneUpstreamExitFailsCallsInFlight(t *testing.T) {
+	for _, inFlight := range []bool{true, false} {
+		u, err := StartUpstream(exec.Command("sh", "-c", "read line; exit 3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]byte
+		var mu sync.Mutex
+		u.setDown(func(line []byte) error {
+			mu.Lock()
+			got = append(got, line)
+			mu.Unlock()
+			return nil
+		})
+		if inFlight && !u.startFast(fastCall{id: `"c-7"`}) {
+			t.Fatal("startFast")
+		}
+		u.writeUpstream([]byte(`{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":{"name":"x"}}` + "\n"))
+		<-u.exited
+		mu.Lock()
+		if inFlight && (len(got) != 1 || !strings.Contains(string(got[0]), `"id":"c-7","error"`)) {
+			t.Fatalf("in flight: %q", got)
+		}
+		if !inFlight && len(got) != 0 {
+			t.Fatalf("nothing in flight, yet sent: %q", got)
+		}
+		mu.Unlock()
 	}
 }
