@@ -381,7 +381,7 @@ mutant("journal-head-shortened-ok", "./journal ./cmd/mcpsafe", "a journal that e
 # ---- h-gateway (issue 16): one gateway for many servers ---------------------
 GW = "proxy/gateway.go"
 mutant("gateway-collision-shadows", "./proxy", "a second server takes over a name another server already serves, silently shadowing it",
-    [(GW, "if owner, ok := g.names[down]; ok && owner != sl.spec.Name {", "if owner, ok := g.names[down]; false && ok && owner != sl.spec.Name {")], run="TestGatewayCollisionRefused")
+    [(GW, "if owner, ok := g.names[down]; ok && owner != sl.spec.Name {", "if owner, ok := g.names[down]; false && ok && owner != sl.spec.Name {")], run="TestGatewayCollisionRefused|TestGatewayLaterCollisionWithheld")
 mutant("gateway-down-server-routed-on", "./proxy", "a call to a server that is down is passed on instead of refused as server_unavailable",
     [("proxy/gateway_relay.go", "\t\t\tcase srv == nil:\n\t\t\t\treturn g.unavailable(sl, r.Params.Name), nil", "\t\t\tcase srv == nil:\n\t\t\t\treturn next(ctx, method, req)")], run="TestGatewayCrashRestart|TestGatewayHTTPUpstreamDown")
 mutant("gateway-shared-audience", "./proxy", "servers of a gateway whose commands differ only in the environment share an audience, so one's approvals fit the other",

@@ -49,6 +49,7 @@ type Gateway struct {
 	source             string
 	closed             bool
 	down               func([]byte) error // the stdio client, once ServeStdio runs
+	stop               chan struct{}      // closed by Close: restarts give up waiting
 	wg                 sync.WaitGroup
 }
 
@@ -123,7 +124,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = 10 * time.Second
 	}
-	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, source: file.Source}
+	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, source: file.Source, stop: make(chan struct{})}
 	if gate.Logger == nil {
 		gate.Logger = g.log
 	}
@@ -358,7 +359,11 @@ func (g *Gateway) retry(sl *slot, gen int) {
 		if stop {
 			return
 		}
-		time.Sleep(delay)
+		select {
+		case <-time.After(delay):
+		case <-g.stop:
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		next, err := g.start(ctx, sl)
 		cancel()
@@ -400,6 +405,9 @@ func (g *Gateway) check(srv *Server) {
 // Close stops every upstream and releases the shared stores.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
+	if !g.closed {
+		close(g.stop)
+	}
 	g.closed = true
 	var srvs []*Server
 	for _, sl := range g.slots {

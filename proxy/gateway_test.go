@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -240,5 +242,74 @@ func TestGatewaySharedLedgerNeedsAudiences(t *testing.T) {
 	}
 	if g.Server("b") == nil {
 		t.Fatal("the refused reload stopped a server")
+	}
+}
+
+// Close does not wait out the backoff of a server that is down.
+func TestGatewayCloseWhileRestarting(t *testing.T) {
+	gs := newGoServer(t)
+	dir := t.TempDir()
+	_, f := gatewayFile(t, dir, "servers:\n"+gs.yaml(t, "go", ""))
+	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{RestartMin: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connectGateway(t, g, nil)
+	pid, err := strconv.Atoi(strings.TrimSpace(call(t, cs, "go__pid", map[string]any{}).Content[0].(*mcp.TextContent).Text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "go's tools withdrawn", func() bool { return !hasTool(t, cs, "go__pid") })
+	done := make(chan error, 1)
+	go func() { done <- g.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for the restart backoff")
+	}
+}
+
+// An upstream that later announces a tool another server already serves
+// (both bare) gets it withheld: calls keep reaching the first server.
+// Control: a new tool that collides with nothing appears.
+func TestGatewayLaterCollisionWithheld(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	up := mcp.NewServer(&mcp.Implementation{Name: "late"}, nil)
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	answer := func(s string) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}, nil
+		}
+	}
+	up.AddTool(&mcp.Tool{Name: "look", InputSchema: objectSchema, Annotations: ro}, answer("looked"))
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil)}
+	l2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(l2)
+	t.Cleanup(func() { hs.Close() })
+	gs := newGoServer(t)
+	g, _ := newGateway(t, "servers:\n"+gs.yaml(t, "go", "    prefix: false\n")+"  late:\n    url: http://"+addr+"/\n    prefix: false\n")
+	cs := connectGateway(t, g, nil)
+	up.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema, Annotations: ro}, answer("shadowed!"))
+	up.AddTool(&mcp.Tool{Name: "look2", InputSchema: objectSchema, Annotations: ro}, answer("looked again"))
+	eventually(t, "look2 announced", func() bool { return hasTool(t, cs, "look2") })
+	if res := call(t, cs, "echo", map[string]any{}); res.IsError || !strings.Contains(text(res), "echo {}") {
+		t.Fatalf("echo after another server announced it: %s", text(res))
+	}
+	if res := call(t, cs, "look2", map[string]any{}); res.IsError || !strings.Contains(text(res), "looked again") {
+		t.Fatalf("control: %s", text(res))
 	}
 }
