@@ -392,6 +392,8 @@ mutant("gateway-reload-policy-ignored", "./proxy", "a reload that changes a tool
     [("proxy/proxy.go", "def: string(def), pol: s.pol().Tools[name]}", "def: string(def)}")], run="TestGatewayReloadVoidsOnlyChangedTools")
 mutant("gateway-shared-ledger-derived-audience", "./proxy", "a gateway on a shared ledger runs servers under audiences derived per host, which replicas do not agree on",
     [(GW, "\tif !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {", "\tif true || !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {")], run="TestGatewaySharedLedgerNeedsAudiences")
+mutant("gateway-down-names-taken-over", "./proxy", "while a bare server is down, another server's re-announcement takes over its tool names",
+    [(GW, "\t\tif other != sl && other.known[down] {", "\t\tif false && other != sl && other.known[down] {")], run="TestGatewayLaterCollisionWithheld")
 
 def main():
     root = os.getcwd()

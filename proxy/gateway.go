@@ -218,6 +218,13 @@ func (g *Gateway) claim(sl *slot, down string) error {
 	if owner, ok := g.names[down]; ok && owner != sl.spec.Name {
 		return fmt.Errorf("proxy: server %s: tool %s withheld: server %s already serves that name", sl.spec.Name, prompt.Quote(down), owner)
 	}
+	// A name stays its server's while that server is down, so that calls
+	// to it are refused as unavailable rather than served by another.
+	for name, other := range g.slots {
+		if other != sl && other.known[down] {
+			return fmt.Errorf("proxy: server %s: tool %s withheld: it is server %s's, which is down", sl.spec.Name, prompt.Quote(down), name)
+		}
+	}
 	// A bare name must not look like another server's prefixed one.
 	if sl.spec.Bare {
 		if srvName, _, ok := strings.Cut(down, NameSeparator); ok {

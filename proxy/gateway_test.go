@@ -312,4 +312,25 @@ func TestGatewayLaterCollisionWithheld(t *testing.T) {
 	if res := call(t, cs, "look2", map[string]any{}); res.IsError || !strings.Contains(text(res), "looked again") {
 		t.Fatalf("control: %s", text(res))
 	}
+	// While the first server is down its names stay its own: the other
+	// server's re-announcement does not take them over.
+	pid, err := strconv.Atoi(strings.TrimSpace(call(t, cs, "pid", map[string]any{}).Content[0].(*mcp.TextContent).Text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, gs.Block, "")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "go's tools withdrawn", func() bool { return !hasTool(t, cs, "pid") })
+	up.AddTool(&mcp.Tool{Name: "look3", InputSchema: objectSchema, Annotations: ro}, answer("again")) // makes it re-announce
+	eventually(t, "look3 announced", func() bool { return hasTool(t, cs, "look3") })
+	if res := call(t, cs, "echo", map[string]any{}); reasonOf(t, res) != ReasonServerUnavailable {
+		t.Fatalf("echo while its server is down: %s", text(res))
+	}
+	os.Remove(gs.Block)
+	eventually(t, "go back", func() bool { return hasTool(t, cs, "pid") })
+	if res := call(t, cs, "echo", map[string]any{}); res.IsError || !strings.Contains(text(res), "echo {}") {
+		t.Fatalf("echo after its server came back: %s", text(res))
+	}
 }
