@@ -167,15 +167,20 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 			g.Close()
 		}
 	}()
-	for _, sp := range file.Servers {
-		sl := g.newSlot(sp)
+	// Every slot exists before any server starts, so that each claim sees
+	// all server names, whatever the order.
+	slots := make([]*slot, len(file.Servers))
+	g.mu.Lock()
+	for i, sp := range file.Servers {
+		slots[i] = g.newSlot(sp)
+		g.slots[sp.Name] = slots[i]
+	}
+	g.mu.Unlock()
+	for _, sl := range slots {
 		srv, err := g.start(ctx, sl)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: server %s: %w", sp.label(), err)
+			return nil, fmt.Errorf("proxy: server %s: %w", sl.spec.label(), err)
 		}
-		g.mu.Lock()
-		g.slots[sp.Name] = sl
-		g.mu.Unlock()
 		g.up(sl, srv)
 	}
 	return g, nil

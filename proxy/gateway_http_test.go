@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,5 +71,38 @@ func TestGatewayHTTPUpstreamDown(t *testing.T) {
 	eventually(t, "web back", func() bool { return hasTool(t, cs, "web__echo") })
 	if res := call(t, cs, "web__echo", map[string]any{}); res.IsError {
 		t.Fatalf("after reconnect: %s", text(res))
+	}
+}
+
+// A bare server's tool whose name reads as another server's prefixed name
+// ("p__zzz" beside server p, which has no such tool) is refused at start; control: the same
+// tool beside servers with other names starts.
+func TestGatewayBareNameLikePrefixRefused(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "tricky"}, nil)
+	up.AddTool(&mcp.Tool{Name: "p__zzz", InputSchema: objectSchema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "tricky"}}}, nil
+		})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil)}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	gs := newGoServer(t)
+	tricky := "  a-tricky:\n    url: http://" + ln.Addr().String() + "/\n    prefix: false\n"
+	dir := t.TempDir()
+	_, f := gatewayFile(t, dir, "servers:\n"+gs.yaml(t, "p", "")+tricky)
+	if g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{}); err == nil {
+		g.Close()
+		t.Fatal("a bare p__zzz started beside server p")
+	} else if !strings.Contains(err.Error(), "would read as a tool of server p") {
+		t.Fatalf("error: %v", err)
+	}
+	g, _ := newGateway(t, "servers:\n"+gs.yaml(t, "q", "")+tricky)
+	cs := connectGateway(t, g, nil)
+	if res := call(t, cs, "p__zzz", map[string]any{}); res.IsError || !strings.Contains(text(res), "tricky") {
+		t.Fatalf("control: %s", text(res))
 	}
 }
