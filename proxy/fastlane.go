@@ -258,7 +258,24 @@ type fastCall struct {
 // through, and its id and progress token.
 func (s *Server) peekCall(line []byte) (fastCall, bool) {
 	top, ok := strictObject(line)
-	if !ok || string(top["method"]) != `"tools/call"` || string(top["jsonrpc"]) != `"2.0"` {
+	if !ok {
+		return fastCall{}, false
+	}
+	params, ok := strictObject(top["params"])
+	if !ok {
+		return fastCall{}, false
+	}
+	var name string
+	if json.Unmarshal(params["name"], &name) != nil {
+		return fastCall{}, false
+	}
+	return s.fastCallOf(top, params, name)
+}
+
+// fastCallOf is peekCall on a line already read strictly, for the tool
+// the upstream knows as name.
+func (s *Server) fastCallOf(top, params map[string]json.RawMessage, name string) (fastCall, bool) {
+	if string(top["method"]) != `"tools/call"` || string(top["jsonrpc"]) != `"2.0"` {
 		return fastCall{}, false
 	}
 	id := string(bytes.TrimSpace(top["id"]))
@@ -271,12 +288,7 @@ func (s *Server) peekCall(line []byte) (fastCall, bool) {
 			return fastCall{}, false
 		}
 	}
-	params, ok := strictObject(top["params"])
-	if !ok {
-		return fastCall{}, false
-	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil || !s.passesThrough(name) {
+	if !s.passesThrough(name) {
 		return fastCall{}, false
 	}
 	c := fastCall{id: id}

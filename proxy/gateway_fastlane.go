@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,36 +82,32 @@ func (g *Gateway) fastLane(line []byte) bool {
 		return false
 	}
 	upName := srv.up(name)
-	if upName == name {
-		// A bare server's line goes as it is.
-		c, ok := srv.peekCall(line)
-		if !ok || !srv.pipe.startFast(c) {
+	// The same checks as the single proxy's, for the upstream's name: a
+	// strict read, and a tool that passes through.
+	c, ok := srv.fastCallOf(top, params, upName)
+	if !ok {
+		return false
+	}
+	if upName != name {
+		quoted, err := json.Marshal(upName)
+		if err != nil {
 			return false
 		}
-		if srv.pipe.writeUpstream(line) != nil {
-			srv.pipe.endFast(c)
+		params["name"] = quoted
+		p, err := json.Marshal(params)
+		if err != nil {
 			return false
 		}
-		return true
+		top["params"] = p
+		if line, err = json.Marshal(top); err != nil {
+			return false
+		}
+		line = append(line, '\n')
 	}
-	params["name"] = json.RawMessage(strconv.Quote(upName))
-	p, err := json.Marshal(params)
-	if err != nil {
+	if !srv.pipe.startFast(c) {
 		return false
 	}
-	top["params"] = p
-	b, err := json.Marshal(top)
-	if err != nil {
-		return false
-	}
-	b = append(b, '\n')
-	// peekCall checks the rewritten line as the single proxy checks the
-	// client's: strictly, and that the tool passes through.
-	c, ok := srv.peekCall(b)
-	if !ok || !srv.pipe.startFast(c) {
-		return false
-	}
-	if srv.pipe.writeUpstream(b) != nil {
+	if srv.pipe.writeUpstream(line) != nil {
 		srv.pipe.endFast(c)
 		return false
 	}
