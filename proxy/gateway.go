@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -59,6 +60,8 @@ const ReasonServerUnavailable = "server_unavailable"
 
 // GatewayOptions tune a Gateway; the zero value is the default.
 type GatewayOptions struct {
+	// StartTimeout bounds each upstream's start (Config.StartTimeout).
+	StartTimeout time.Duration
 	// HealthInterval is how often an upstream that has not exited is
 	// pinged (default 10s); one that does not answer within it is taken for
 	// down, as an exited one is. HTTP upstreams have no process to watch.
@@ -128,8 +131,15 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	if gate.Logger == nil {
 		gate.Logger = g.log
 	}
-	// The stores need an audience to build; each server's gate sets its own.
+	// The stores need an audience to build; each server's gate sets its
+	// own. The default journal is keyed by the configuration file, so that
+	// two gateways on default settings can run side by side.
 	gate.Audience = "mcpsafe-gateway"
+	if gate.Instance == "" {
+		if abs, err := filepath.Abs(file.Source); err == nil {
+			gate.Instance = abs
+		}
+	}
 	if g.conf, err = serverconf.Build(ctx, gate); err != nil {
 		return nil, err
 	}
@@ -299,7 +309,7 @@ func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
 		// gateway even when their commands differ only in the environment.
 		gc.Audience = aud + "/" + sp.Name
 	}
-	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, Logger: g.log.With("server", sp.Name), member: sl.m}
+	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout, member: sl.m}
 	if sp.URL != "" {
 		cfg.LegacyUpstream, _, _ = g.transport(sp)
 	}

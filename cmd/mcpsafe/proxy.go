@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mcpsafe/mcpsafe/proxy"
 	"github.com/mcpsafe/mcpsafe/serverconf"
@@ -45,7 +46,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "mcpsafe proxy: with --config, upstreams, policies and audiences are set per server in the file")
 			return 2
 		}
-		return runGateway(*configPath, cfg.Gate, web, stderr)
+		return runGateway(*configPath, cfg.Gate, cfg.StartTimeout, web, stderr)
 	}
 	switch {
 	case *upstreamURL == "" && len(command) == 0:
@@ -113,7 +114,7 @@ var errUpstreamGone = errors.New("the upstream server went away")
 // runGateway serves several upstreams from one configuration file;
 // SIGHUP reloads it (a file that does not load is refused, and the running
 // configuration stays).
-func runGateway(path string, gate serverconf.Config, web serverconf.HTTP, stderr io.Writer) int {
+func runGateway(path string, gate serverconf.Config, startTimeout time.Duration, web serverconf.HTTP, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	file, err := proxy.LoadGateway(path)
 	if err != nil {
@@ -122,7 +123,7 @@ func runGateway(path string, gate serverconf.Config, web serverconf.HTTP, stderr
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	gw, err := proxy.NewGateway(ctx, file, gate, proxy.GatewayOptions{Logger: log})
+	gw, err := proxy.NewGateway(ctx, file, gate, proxy.GatewayOptions{Logger: log, StartTimeout: startTimeout})
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
 		return 1
