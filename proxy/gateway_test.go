@@ -129,7 +129,7 @@ func TestGatewayPerServerPolicy(t *testing.T) {
 	a, b := newGoServer(t), newGoServer(t)
 	g, _ := newGateway(t, "servers:\n"+
 		a.yaml(t, "a", "    policy:\n      tools:\n        note:\n          auto_approve: ['true']\n")+
-		b.yaml(t, "b", "    policy:\n      mode: token\n      allow_token_for: [note]\n      tools:\n        wipe:\n          deny: ['true']\n"))
+		b.yaml(t, "b", "    policy:\n      mode: token\n      allow_token_for: [note, wipe]\n      tools:\n        wipe:\n          deny: ['true']\n"))
 	cs := connectGateway(t, g, nil)
 	if res := call(t, cs, "a__note", map[string]any{"n": 1}); res.IsError || a.calls() == "" {
 		t.Fatalf("a__note, auto-approved by a's policy: %s", text(res))
