@@ -170,3 +170,37 @@ func TestParseGatewayErrors(t *testing.T) {
 	}
 	os.Remove(path)
 }
+
+// A reload that changes a server's audience restarts that server and
+// voids all of its approvals; the other server's stay good and its
+// upstream keeps running.
+func TestGatewayReloadAudienceRestarts(t *testing.T) {
+	a, b := newGoServer(t), newGoServer(t)
+	dir := t.TempDir()
+	_, f := gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    audience: one\n"+reloadPolicy)+b.yaml(t, "b", reloadPolicy))
+	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	cs := connectGateway(t, g, nil)
+	args := map[string]any{"x": "1"}
+	tokA, tokB := tokenOf(t, call(t, cs, "a__wipe", args)), tokenOf(t, call(t, cs, "b__wipe", args))
+	pidA, pidB := text(call(t, cs, "a__pid", map[string]any{})), text(call(t, cs, "b__pid", map[string]any{}))
+	_, f = gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    audience: two\n"+reloadPolicy)+b.yaml(t, "b", reloadPolicy))
+	if err := g.Reload(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(call(t, cs, "a__pid", map[string]any{})); got == pidA {
+		t.Fatal("a was not restarted")
+	}
+	if got := text(call(t, cs, "b__pid", map[string]any{})); got != pidB {
+		t.Fatal("b was restarted")
+	}
+	if res := call(t, cs, "a__wipe", map[string]any{"x": "1", mcpsafe.TokenField: tokA}); reasonOf(t, res) != mcpsafe.ReasonTokenInvalid || a.calls() != "" {
+		t.Fatalf("a token for the old audience: %s", text(res))
+	}
+	if res := call(t, cs, "b__wipe", map[string]any{"x": "1", mcpsafe.TokenField: tokB}); res.IsError || b.calls() == "" {
+		t.Fatalf("control, b: %s", text(res))
+	}
+}
