@@ -383,3 +383,31 @@ func TestGatewayBinaryHTTPReloadVoidsChangedTool(t *testing.T) {
 		t.Fatalf("web__touch, other server: %+v", res)
 	}
 }
+
+// --watch reloads when the file's content changes, without a signal.
+func TestGatewayBinaryWatch(t *testing.T) {
+	fsBin := npmFilesystemServer(t)
+	base := t.TempDir()
+	fsDir, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	config := filepath.Join(base, "gateway.yaml")
+	entry := fmt.Sprintf("servers:\n  fs:\n    command: [%q, %q]\n    policy:\n      mode: token\n      tools:\n        write_file:\n          irreversible: false\n", fsBin, fsDir)
+	must(t, os.WriteFile(config, []byte(entry), 0o644))
+	cmd := exec.Command(binary, "proxy", "--config", config, "--watch", "50ms", "--journal", filepath.Join(base, "j.jsonl"))
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v; stderr: %s", err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	args := map[string]any{"path": filepath.Join(fsDir, "w.txt"), "content": "x"}
+	if m := sc(t, call(t, cs, "fs__write_file", args)); m["status"] != "approval_required" {
+		t.Fatalf("control, before the change: %v", m)
+	}
+	must(t, os.WriteFile(config, []byte(entry+"          deny: ['true']\n"), 0o644))
+	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "reloaded") })
+	if r := reasonOf(t, call(t, cs, "fs__write_file", args)); r != "policy_denied" {
+		t.Fatalf("after the file changed: %q", r)
+	}
+}

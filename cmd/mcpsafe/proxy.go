@@ -27,6 +27,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	policyPath := fl.String("policy", "", "policy file (YAML); default: gate every tool upstream does not mark read-only")
 	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
 	configPath := fl.String("config", "", "gateway configuration (YAML): several upstreams, each with its own policy and audience")
+	watch := fl.Duration("watch", 0, "with --config: also reload when the file's content changes, looking this often (default 0: only on SIGHUP)")
 	var web serverconf.HTTP
 	web.RegisterFlags(fl)
 	cfg := proxy.Config{}
@@ -46,7 +47,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "mcpsafe proxy: with --config, upstreams, policies and audiences are set per server in the file")
 			return 2
 		}
-		return runGateway(*configPath, cfg.Gate, cfg.StartTimeout, web, stderr)
+		return runGateway(*configPath, cfg.Gate, cfg.StartTimeout, *watch, web, stderr)
 	}
 	switch {
 	case *upstreamURL == "" && len(command) == 0:
@@ -114,7 +115,7 @@ var errUpstreamGone = errors.New("the upstream server went away")
 // runGateway serves several upstreams from one configuration file;
 // SIGHUP reloads it (a file that does not load is refused, and the running
 // configuration stays).
-func runGateway(path string, gate serverconf.Config, startTimeout time.Duration, web serverconf.HTTP, stderr io.Writer) int {
+func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Duration, web serverconf.HTTP, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	file, err := proxy.LoadGateway(path)
 	if err != nil {
@@ -129,6 +130,13 @@ func runGateway(path string, gate serverconf.Config, startTimeout time.Duration,
 		return 1
 	}
 	defer gw.Close()
+	reloads := make(chan struct{}, 1)
+	ask := func() {
+		select {
+		case reloads <- struct{}{}:
+		default: // one is due already
+		}
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -138,6 +146,19 @@ func runGateway(path string, gate serverconf.Config, startTimeout time.Duration,
 			case <-ctx.Done():
 				return
 			case <-hup:
+				ask()
+			}
+		}
+	}()
+	if watch > 0 {
+		go proxy.WatchFile(ctx, path, watch, ask)
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-reloads:
 			}
 			next, err := proxy.LoadGateway(path)
 			if err == nil {
