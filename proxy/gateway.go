@@ -41,6 +41,8 @@ type Gateway struct {
 	log     *slog.Logger
 	opts    GatewayOptions
 
+	reloadMu sync.Mutex // one Reload at a time
+
 	mu    sync.Mutex
 	slots map[string]*slot
 	names map[string]string // downstream tool name -> server name

@@ -23,6 +23,8 @@ import (
 // A restarted or added server that fails to start is reported and retried
 // with backoff, as after a crash; the others run on.
 func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
