@@ -334,3 +334,35 @@ func TestGatewayLaterCollisionWithheld(t *testing.T) {
 		t.Fatalf("echo after its server came back: %s", text(res))
 	}
 }
+
+// Every journal record names the server: by the prefixed tool name, and
+// for a bare server by its summary, even under a preview template.
+func TestGatewayJournalNamesServer(t *testing.T) {
+	a, b := newGoServer(t), newGoServer(t)
+	g, journalPath := newGateway(t, "servers:\n"+a.yaml(t, "a", "")+
+		b.yaml(t, "b", "    prefix: false\n    policy:\n      tools:\n        note:\n          preview: 'Write a note'\n"))
+	cs := connectGateway(t, g, &mcp.ClientOptions{ElicitationHandler: answer("accept", true)})
+	for _, name := range []string{"a__note", "note"} {
+		if res := call(t, cs, name, map[string]any{"n": 1}); res.IsError {
+			t.Fatalf("%s: %s", name, text(res))
+		}
+	}
+	var named []string
+	for _, l := range lines(readFile(t, journalPath)) {
+		var r journal.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case r.Tool == "a__note":
+			named = append(named, "a")
+		case r.Tool == "note" && strings.Contains(r.Summary, `(gateway server "b")`):
+			named = append(named, "b")
+		default:
+			t.Errorf("a record that does not name its server: %+v", r)
+		}
+	}
+	if !slices.Contains(named, "a") || !slices.Contains(named, "b") {
+		t.Fatalf("records: %v", named)
+	}
+}
