@@ -325,7 +325,7 @@ mutant("proxy-shared-ledger-default-audience", "./proxy", "a shared ledger start
 mutant("proxy-plan-unnamed-server", "./proxy", "plans do not say which upstream server the call goes to",
     [("proxy/proxy.go", "\t\t\tDetails: []string{s.serverLine},\n", "")], run=PI)
 mutant("proxy-rugpull-ungates", "./proxy", "a gated tool that upstream re-announces as read-only passes through ungated",
-    [("proxy/proxy.go", "registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def)}", "registered{gated: s.gated(t), def: string(def)}")], run=PI)
+    [("proxy/proxy.go", "registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def), pol: s.pol().Tools[name]}", "registered{gated: s.gated(t), def: string(def), pol: s.pol().Tools[name]}")], run=PI)
 mutant("proxy-rugpull-reversible", "./proxy", "an irreversible tool that upstream re-announces with destructiveHint:false becomes reversible (tokens)",
     [("proxy/rugpull.go", "\tif now {\n\t\tk.irreversible[name] = true\n\t}\n\treturn k.irreversible[name]", "\treturn now")], run=PI)
 mutant("policy-hash-omits-description", "./proxy", "a gated tool's description, title and annotations are not bound: a redefined tool keeps its approvals",
@@ -409,6 +409,22 @@ mutant("standing-service-unlisted-grant", "./channel", "the approval service acc
 
 mutant("standing-grant-on-changed-target", ".", "a grant is created although the target changed while the human decided (its scope may not be the one shown)",
     [(G, "\tif r != nil || target != approvedTarget {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res", "\tif r != nil || target == \"\" && approvedTarget == \"x\" {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res")], run="TestStandingGrantNotMadeOnChangedTarget")
+# ---- h-gateway (issue 16): one gateway for many servers ---------------------
+GW = "proxy/gateway.go"
+mutant("gateway-collision-shadows", "./proxy", "a second server takes over a name another server already serves, silently shadowing it",
+    [(GW, "if owner, ok := g.names[down]; ok && owner != sl.spec.Name {", "if owner, ok := g.names[down]; false && ok && owner != sl.spec.Name {")], run="TestGatewayCollisionRefused|TestGatewayLaterCollisionWithheld")
+mutant("gateway-down-server-routed-on", "./proxy", "a call to a server that is down is passed on instead of refused as server_unavailable",
+    [("proxy/gateway_relay.go", "\t\t\tcase srv == nil:\n\t\t\t\treturn g.unavailable(sl, r.Params.Name), nil", "\t\t\tcase srv == nil:\n\t\t\t\treturn next(ctx, method, req)")], run="TestGatewayCrashRestart|TestGatewayHTTPUpstreamDown")
+mutant("gateway-shared-audience", "./proxy", "servers of a gateway whose commands differ only in the environment share an audience, so one's approvals fit the other",
+    [(GW, "gc.Audience = aud + \"/\" + sp.Name", "gc.Audience = aud")], run="TestGatewayPerServerPolicy")
+mutant("gateway-reload-half-applied", "./proxy", "a reload with one bad server section still applies the others' policies",
+    [("proxy/gateway_reload.go", "\tif err := errors.Join(errs...); err != nil {\n\t\treturn fmt.Errorf(\"proxy: %s refused", "\tif err := errors.Join(errs...); false && err != nil {\n\t\treturn fmt.Errorf(\"proxy: %s refused")], run="TestGatewayReloadBadFileRefused")
+mutant("gateway-reload-policy-ignored", "./proxy", "a reload that changes a tool's policy leaves the tool registered under the old one, so its old approvals stay good",
+    [("proxy/proxy.go", "def: string(def), pol: s.pol().Tools[name]}", "def: string(def)}")], run="TestGatewayReloadVoidsOnlyChangedTools")
+mutant("gateway-shared-ledger-derived-audience", "./proxy", "a gateway on a shared ledger runs servers under audiences derived per host, which replicas do not agree on",
+    [(GW, "\tif !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {", "\tif true || !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {")], run="TestGatewaySharedLedgerNeedsAudiences")
+mutant("gateway-down-names-taken-over", "./proxy", "while a bare server is down, another server's re-announcement takes over its tool names",
+    [(GW, "\t\tif other != sl && other.known[down] {", "\t\tif false && other != sl && other.known[down] {")], run="TestGatewayLaterCollisionWithheld")
 
 def main():
     root = os.getcwd()

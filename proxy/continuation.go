@@ -163,11 +163,11 @@ func (s *Server) continueCall(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Refused (arguments_invalid): " + err.Error()}
 	}
-	state, r := s.cont.open(ctx, req.Params.RequestState, req.Params.Name, digest, s.principal(req))
+	state, r := s.cont.open(ctx, req.Params.RequestState, s.up(req.Params.Name), digest, s.principal(req))
 	if r != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Refused (%s): %s", r.Reason, r.Message)}
 	}
-	params := &mcp.CallToolParams{Name: req.Params.Name, Arguments: args, InputResponses: req.Params.InputResponses, RequestState: state}
+	params := &mcp.CallToolParams{Name: s.up(req.Params.Name), Arguments: args, InputResponses: req.Params.InputResponses, RequestState: state}
 	res, err := s.callUpstream(ctx, params, req)
 	if err != nil {
 		return nil, protocolError(err)
@@ -181,7 +181,7 @@ func (s *Server) continueCall(ctx context.Context, req *mcp.CallToolRequest) (*m
 // the input requests with a continuation in place of the upstream's state.
 func (s *Server) afterGated(ctx context.Context, down *mcp.CallToolRequest, params *mcp.CallToolParams, digest string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	for round := 0; res != nil && res.NeedsInput(); round++ {
-		if err := checkAsks(s.policy.UpstreamRequests, res.InputRequests); err != nil {
+		if err := checkAsks(s.pol().UpstreamRequests, res.InputRequests); err != nil {
 			return nil, err
 		}
 		if down == nil || down.Session == nil {
@@ -199,7 +199,7 @@ func (s *Server) afterGated(ctx context.Context, down *mcp.CallToolRequest, para
 		if round >= maxInputRounds {
 			return nil, fmt.Errorf("mcpsafe proxy: the upstream asked for input more than %d times", maxInputRounds)
 		}
-		answers, err := fulfill(ctx, s.policy.UpstreamRequests, down, res.InputRequests)
+		answers, err := fulfill(ctx, s.pol().UpstreamRequests, down, res.InputRequests)
 		if err != nil {
 			return nil, err
 		}

@@ -12,4 +12,9 @@
 // bytes as they are (fastlane.go). A policy file can only
 // make this stricter per tool, mark a named tool reversible or
 // auto-approved, and refuse kinds of upstream requests.
+//
+// A Gateway (`mcpsafe proxy --config`, gateway.go) runs one such proxy per
+// upstream on a single downstream server: names prefixed per server, one
+// journal, ledger and channel, each server with its own policy and
+// audience, restarts of servers that went away, and reload.
 package proxy

@@ -182,6 +182,7 @@ func (u *UpstreamPipe) readUpstream() {
 		u.sdkFeed.Close()
 		io.Copy(io.Discard, u.out)
 		u.cmd.Wait() // only once every read from its output is done
+		u.failFast()
 		close(u.exited)
 	}()
 	for {
@@ -257,7 +258,24 @@ type fastCall struct {
 // through, and its id and progress token.
 func (s *Server) peekCall(line []byte) (fastCall, bool) {
 	top, ok := strictObject(line)
-	if !ok || string(top["method"]) != `"tools/call"` || string(top["jsonrpc"]) != `"2.0"` {
+	if !ok {
+		return fastCall{}, false
+	}
+	params, ok := strictObject(top["params"])
+	if !ok {
+		return fastCall{}, false
+	}
+	var name string
+	if json.Unmarshal(params["name"], &name) != nil {
+		return fastCall{}, false
+	}
+	return s.fastCallOf(top, params, name)
+}
+
+// fastCallOf is peekCall on a line already read strictly, for the tool
+// the upstream knows as name.
+func (s *Server) fastCallOf(top, params map[string]json.RawMessage, name string) (fastCall, bool) {
+	if string(top["method"]) != `"tools/call"` || string(top["jsonrpc"]) != `"2.0"` {
 		return fastCall{}, false
 	}
 	id := string(bytes.TrimSpace(top["id"]))
@@ -270,12 +288,7 @@ func (s *Server) peekCall(line []byte) (fastCall, bool) {
 			return fastCall{}, false
 		}
 	}
-	params, ok := strictObject(top["params"])
-	if !ok {
-		return fastCall{}, false
-	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil || !s.passesThrough(name) {
+	if !s.passesThrough(name) {
 		return fastCall{}, false
 	}
 	c := fastCall{id: id}
@@ -343,9 +356,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		_, err := out.Write(line)
 		return err
 	}
-	u.mu.Lock()
-	u.down = writeDown
-	u.mu.Unlock()
+	u.setDown(writeDown)
 	sdkIn, sdkFeed := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
@@ -382,6 +393,31 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		}
 	}()
 	return <-errc
+}
+
+// failFast answers every fast-lane call still in flight with an error
+// once the upstream has exited: the client would otherwise wait forever
+// (on the SDK path the session's end fails the call). The call may have
+// run; it is not retried.
+func (u *UpstreamPipe) failFast() {
+	u.mu.Lock()
+	ids := make([]string, 0, len(u.fast))
+	for id := range u.fast {
+		ids = append(ids, id)
+	}
+	u.fast = map[string]string{}
+	down := u.down
+	u.mu.Unlock()
+	for _, id := range ids {
+		down([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"mcpsafe proxy: the upstream server exited before it answered; the call may have run"}}` + "\n"))
+	}
+}
+
+// setDown sets where fast-lane responses go.
+func (u *UpstreamPipe) setDown(down func([]byte) error) {
+	u.mu.Lock()
+	u.down = down
+	u.mu.Unlock()
 }
 
 func initializedLine(line []byte) bool {

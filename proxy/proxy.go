@@ -48,6 +48,8 @@ type Config struct {
 	// the first tools/list (0: DefaultStartTimeout). A command that never
 	// speaks MCP would otherwise hang the proxy forever.
 	StartTimeout time.Duration
+
+	member *member // set by a Gateway: share its server, journal, ledger and channel
 }
 
 // DefaultStartTimeout is Config.StartTimeout's default: enough for npx to
@@ -65,9 +67,11 @@ type Server struct {
 	// one, or DefaultAudience of the upstream.
 	Audience string
 
-	policy *Policy
-	conf   *serverconf.Gate
-	log    *slog.Logger
+	policyP  atomic.Pointer[Policy] // swapped by a gateway reload
+	conf     *serverconf.Gate
+	log      *slog.Logger
+	member   *member     // set when this proxy is one server of a Gateway
+	checking atomic.Bool // a gateway health check is running
 
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
@@ -88,7 +92,8 @@ type Server struct {
 
 type registered struct {
 	gated bool
-	def   string // the upstream definition, to notice changes
+	def   string      // the upstream definition, to notice changes
+	pol   *ToolPolicy // the policy entry it was registered under (a reload replaces it)
 }
 
 // progressGrace is how long progress from upstream is still relayed after
@@ -118,8 +123,12 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		pol = &Policy{Source: "default policy"}
 	}
 	s := &Server{
-		policy: pol, log: cfg.Logger, registered: map[string]registered{},
+		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member,
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
+	}
+	s.policyP.Store(pol)
+	if m := s.member; m != nil {
+		s.sticky = m.sticky // a restarted upstream is held to what it was before
 	}
 	s.relay.legacyTransport = cfg.LegacyUpstream
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
@@ -143,13 +152,30 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
-	if s.conf, err = serverconf.Build(ctx, gc); err != nil {
-		return nil, err
+	if m := s.member; m != nil {
+		// One journal, ledger, key and channel for the whole gateway; this
+		// server's audience, mode and opt-ins (which name tools as clients
+		// see them, with the server's prefix).
+		s.conf = m.conf
+		opts := m.conf.Options
+		opts.Audience, opts.Mode = gc.Audience, gc.Mode
+		opts.AllowTokenFor = nil
+		for _, o := range gc.AllowTokenFor {
+			o.Tool = m.prefix + o.Tool
+			opts.AllowTokenFor = append(opts.AllowTokenFor, o)
+		}
+		if s.Gate, err = mcpsafe.New(opts); err != nil {
+			return nil, err
+		}
+	} else {
+		if s.conf, err = serverconf.Build(ctx, gc); err != nil {
+			return nil, err
+		}
+		if s.Gate, err = mcpsafe.New(s.conf.Options); err != nil {
+			return nil, err
+		}
 	}
 	s.JournalPath = s.conf.JournalPath
-	if s.Gate, err = mcpsafe.New(s.conf.Options); err != nil {
-		return nil, err
-	}
 	if err := s.cont.init(s.conf.Options.Ledger); err != nil {
 		return nil, err
 	}
@@ -175,16 +201,12 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, errors.New("proxy: upstream sent no initialize result")
 	}
 	s.serverLine = serverLine(s.Audience, init.ServerInfo)
-	sopts := &mcp.ServerOptions{
-		Instructions: instructions(init.Instructions),
-		Capabilities: downstreamCaps(init.Capabilities),
-		Logger:       s.log,
+	if m := s.member; m != nil {
+		s.serverLine = "gateway server " + prompt.Quote(m.name) + ", " + s.serverLine
+		s.MCP = m.mcp
+	} else if err := s.newMCP(init); err != nil {
+		return nil, err
 	}
-	if c := init.Capabilities; c != nil && c.Resources != nil && c.Resources.Subscribe {
-		sopts.SubscribeHandler, sopts.UnsubscribeHandler = s.subscribe, s.unsubscribe
-	}
-	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, sopts)
-	s.MCP.AddReceivingMiddleware(s.middleware)
 
 	tools, err := s.listUpstream(sctx)
 	if err != nil {
@@ -201,6 +223,39 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	go s.syncLoop()
 	return s, nil
+}
+
+func (s *Server) newMCP(init *mcp.InitializeResult) error {
+	sopts := &mcp.ServerOptions{
+		Instructions: instructions(init.Instructions),
+		Capabilities: downstreamCaps(init.Capabilities),
+		Logger:       s.log,
+	}
+	if c := init.Capabilities; c != nil && c.Resources != nil && c.Resources.Subscribe {
+		sopts.SubscribeHandler, sopts.UnsubscribeHandler = s.subscribe, s.unsubscribe
+	}
+	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, sopts)
+	s.MCP.AddReceivingMiddleware(s.middleware)
+	return nil
+}
+
+// pol is the policy in force.
+func (s *Server) pol() *Policy { return s.policyP.Load() }
+
+// down is the name clients see for an upstream tool or prompt: the
+// gateway server's prefix and the upstream name. up undoes it.
+func (s *Server) down(name string) string {
+	if s.member == nil {
+		return name
+	}
+	return s.member.prefix + name
+}
+
+func (s *Server) up(name string) string {
+	if s.member == nil {
+		return name
+	}
+	return strings.TrimPrefix(name, s.member.prefix)
 }
 
 func instructions(upstream string) string {
@@ -252,7 +307,10 @@ func (s *Server) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if s.conf != nil {
+	if s.member != nil {
+		// The gateway's stores stay open; only this server's tools go.
+		s.withdrawAll()
+	} else if s.conf != nil {
 		errs = append(errs, s.conf.Close())
 	}
 	return errors.Join(errs...)
@@ -308,7 +366,7 @@ func irreversible(t *mcp.Tool, tp *ToolPolicy) bool {
 }
 
 func (s *Server) gated(t *mcp.Tool) bool {
-	tp := s.policy.Tools[t.Name]
+	tp := s.pol().Tools[t.Name]
 	// A policy entry with settings gates the tool even if upstream later
 	// starts calling it read-only: the policy only ever adds strictness.
 	return !readOnly(t) || (tp != nil && tp.hasSettings())
@@ -370,7 +428,7 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		if err != nil {
 			return fmt.Errorf("proxy: tool %q: %w", name, err)
 		}
-		want[name] = registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def)}
+		want[name] = registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def), pol: s.pol().Tools[name]}
 	}
 	var drop []string
 	for name, r := range s.registered {
@@ -379,12 +437,7 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		}
 	}
 	for _, name := range drop {
-		if s.registered[name].gated {
-			s.Gate.Remove(s.MCP, name)
-		} else {
-			s.MCP.RemoveTools(name)
-		}
-		delete(s.registered, name)
+		s.unregister(name)
 	}
 	var errs []error
 	for _, name := range sortedNames(tools) {
@@ -392,7 +445,16 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 			continue
 		}
 		w := want[name]
+		if m := s.member; m != nil {
+			if err := m.claim(s.down(name)); err != nil {
+				errs = append(errs, err) // withheld, never shadowing another server's tool
+				continue
+			}
+		}
 		if err := s.register(tools[name], w.gated); err != nil {
+			if s.member != nil {
+				s.member.release(s.down(name))
+			}
 			// The tool stays off rather than ungated.
 			errs = append(errs, err)
 			continue
@@ -402,14 +464,38 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 	return errors.Join(errs...)
 }
 
+// unregister takes name off the downstream server. Callers hold syncMu.
+func (s *Server) unregister(name string) {
+	if s.registered[name].gated {
+		s.Gate.Remove(s.MCP, s.down(name))
+	} else {
+		s.MCP.RemoveTools(s.down(name))
+	}
+	delete(s.registered, name)
+	if s.member != nil {
+		s.member.release(s.down(name))
+	}
+}
+
+// withdrawAll takes every tool of this server off the shared downstream
+// server (the SDK tells clients the list changed).
+func (s *Server) withdrawAll() {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	for name := range s.registered {
+		s.unregister(name)
+	}
+}
+
 func (s *Server) register(t *mcp.Tool, gated bool) error {
 	if !gated {
 		copied := *t
+		copied.Name = s.down(t.Name)
 		s.MCP.AddTool(&copied, s.forward)
 		return nil
 	}
-	tp := s.policy.Tools[t.Name]
-	mode := s.policy.Mode
+	tp := s.pol().Tools[t.Name]
+	mode := s.pol().Mode
 	if tp != nil && tp.Mode != "" {
 		mode = tp.Mode
 	}
@@ -422,7 +508,7 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		outSchema = nil
 	}
 	gt := mcpsafe.Tool{
-		Name:         t.Name,
+		Name:         s.down(t.Name),
 		Title:        t.Title,
 		Description:  t.Description,
 		InputSchema:  t.InputSchema,
@@ -604,7 +690,7 @@ func withCaps[P interface {
 	} else if caps, ok := out[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
 		kept := maps.Clone(caps)
 		for _, k := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
-			if !s.policy.UpstreamRequests.allows(k) {
+			if !s.pol().UpstreamRequests.allows(k) {
 				delete(kept, string(k))
 			}
 		}
@@ -623,11 +709,11 @@ func (s *Server) forward(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		args = json.RawMessage(`{}`)
 	}
 	res, err := s.callUpstream(ctx, &mcp.CallToolParams{
-		Name: req.Params.Name, Arguments: args,
+		Name: s.up(req.Params.Name), Arguments: args,
 		InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState,
 	}, req)
 	if err == nil && res.NeedsInput() {
-		err = checkAsks(s.policy.UpstreamRequests, res.InputRequests)
+		err = checkAsks(s.pol().UpstreamRequests, res.InputRequests)
 	}
 	if err != nil {
 		return nil, protocolError(err)
@@ -644,7 +730,7 @@ func (s *Server) execute(ctx context.Context, c mcpsafe.Call, _ mcpsafe.Approval
 	if dc != nil {
 		req = dc.req
 	}
-	params := &mcp.CallToolParams{Name: c.Tool, Arguments: c.Arguments}
+	params := &mcp.CallToolParams{Name: s.up(c.Tool), Arguments: c.Arguments}
 	res, err := s.callUpstream(ctx, params, req)
 	var jerr *jsonrpc.Error
 	if dc != nil && errors.As(err, &jerr) {
@@ -681,7 +767,15 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 			params.SetProgressToken(up)
 		}
 	}
-	return leg.CallTool(ctx, params)
+	res, err := leg.CallTool(ctx, params)
+	if err != nil && s.member != nil && ctx.Err() == nil {
+		// -32005 is the SDK's "rejected by transport": the request never
+		// got an answer from the upstream.
+		if jerr := (*jsonrpc.Error)(nil); !errors.As(err, &jerr) || jerr.Code == -32005 {
+			s.member.suspect(s) // the upstream may be gone: the gateway checks
+		}
+	}
+	return res, err
 }
 
 func (s *Server) onProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -790,6 +884,11 @@ func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, m
 				return mcpsafe.Plan{}, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the policy's preview template failed: %v", err)
 			}
 			plan.Summary = oneLine(b.String())
+		}
+		if m := s.member; m != nil && m.prefix == "" {
+			// The journal keeps the summary and the tool's name; a bare
+			// name does not say which server of the gateway it was.
+			plan.Summary += " (gateway server " + prompt.Quote(m.name) + ")"
 		}
 		for _, k := range keys {
 			plan.Details = append(plan.Details, prompt.Quote(k)+" = "+quoted[k])

@@ -119,7 +119,7 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 		Logger:                      s.log,
 	}
-	ur := s.policy.UpstreamRequests
+	ur := s.pol().UpstreamRequests
 	if ur.allows(KindElicitation) {
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 		// Never called: relayClientRequests answers first. It makes the
@@ -180,7 +180,7 @@ func declared(caps *mcp.ClientCapabilities, kind RequestKind) bool {
 // forClient checks that a request of kind may go to the downstream session:
 // the policy allows it and the client declared the capability.
 func (s *Server) forClient(kind RequestKind) (downCall, error) {
-	if !s.policy.UpstreamRequests.allows(kind) {
+	if !s.pol().UpstreamRequests.allows(kind) {
 		return downCall{}, fmt.Errorf("mcpsafe proxy: the policy refuses the upstream's %s requests", kind)
 	}
 	c, err := s.route()

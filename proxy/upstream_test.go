@@ -540,6 +540,12 @@ func TestUpstreamCrashMidCall(t *testing.T) {
 const crashEnv = "MCPSAFE_PROXY_TEST_CRASH_UPSTREAM"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(gwUpstreamEnv) == "1" { // before the gateway: its children inherit its environment
+		os.Exit(runGatewayUpstream())
+	}
+	if c := os.Getenv(gatewayBenchEnv); c != "" {
+		os.Exit(serveGateway(c))
+	}
 	if os.Getenv(crashEnv) == "1" {
 		os.Exit(runCrashUpstream())
 	}

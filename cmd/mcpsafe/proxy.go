@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mcpsafe/mcpsafe/proxy"
 	"github.com/mcpsafe/mcpsafe/serverconf"
@@ -22,9 +23,11 @@ func init() {
 }
 
 func runProxy(args []string, stdout, stderr io.Writer) int {
-	fl := newFlags("mcpsafe proxy", "mcpsafe proxy [--policy FILE] [flags] -- CMD ARGS...   (upstream over stdio)\nmcpsafe proxy [--policy FILE] [flags] --upstream-url URL (upstream over streamable HTTP)", stderr)
+	fl := newFlags("mcpsafe proxy", "mcpsafe proxy [--policy FILE] [flags] -- CMD ARGS...   (upstream over stdio)\nmcpsafe proxy [--policy FILE] [flags] --upstream-url URL (upstream over streamable HTTP)\nmcpsafe proxy --config GATEWAY.yaml [flags]               (several upstreams; SIGHUP reloads)", stderr)
 	policyPath := fl.String("policy", "", "policy file (YAML); default: gate every tool upstream does not mark read-only")
 	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
+	configPath := fl.String("config", "", "gateway configuration (YAML): several upstreams, each with its own policy and audience")
+	watch := fl.Duration("watch", 0, "with --config: also reload when the file's content changes, looking this often (default 0: only on SIGHUP)")
 	var web serverconf.HTTP
 	web.RegisterFlags(fl)
 	cfg := proxy.Config{}
@@ -38,6 +41,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err := web.Check(); err != nil {
 		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
 		return 2
+	}
+	if *configPath != "" {
+		if *upstreamURL != "" || len(command) > 0 || *policyPath != "" || cfg.Gate.Audience != "" {
+			fmt.Fprintln(stderr, "mcpsafe proxy: with --config, upstreams, policies and audiences are set per server in the file")
+			return 2
+		}
+		return runGateway(*configPath, cfg.Gate, cfg.StartTimeout, *watch, web, stderr)
 	}
 	switch {
 	case *upstreamURL == "" && len(command) == 0:
@@ -101,3 +111,74 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 }
 
 var errUpstreamGone = errors.New("the upstream server went away")
+
+// runGateway serves several upstreams from one configuration file;
+// SIGHUP reloads it (a file that does not load is refused, and the running
+// configuration stays).
+func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Duration, web serverconf.HTTP, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	file, err := proxy.LoadGateway(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	gw, err := proxy.NewGateway(ctx, file, gate, proxy.GatewayOptions{Logger: log, StartTimeout: startTimeout})
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		return 1
+	}
+	defer gw.Close()
+	reloads := make(chan struct{}, 1)
+	ask := func() {
+		select {
+		case reloads <- struct{}{}:
+		default: // one is due already
+		}
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				ask()
+			}
+		}
+	}()
+	if watch > 0 {
+		go proxy.WatchFile(ctx, path, watch, ask)
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-reloads:
+			}
+			next, err := proxy.LoadGateway(path)
+			if err == nil {
+				err = gw.Reload(ctx, next)
+			}
+			if err != nil {
+				log.Error("mcpsafe proxy: reload", "err", err)
+				continue
+			}
+			log.Info("mcpsafe proxy: reloaded", "config", path)
+		}
+	}()
+	if web.Addr == "" {
+		err = gw.ServeStdio(ctx, os.Stdin, os.Stdout)
+	} else {
+		err = web.Serve(ctx, gw.MCP, stderr)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		return 1
+	}
+	return 0
+}

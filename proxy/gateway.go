@@ -1,0 +1,526 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Gateway fronts several upstream servers with one downstream MCP
+// server. Each upstream gets a proxy Server of its own (the same relay,
+// gate and rug-pull rules as `mcpsafe proxy` with one upstream), which
+// registers its tools on the gateway's server under the upstream's prefix
+// (see NameSeparator). All of them share one journal, one ledger, one key
+// and one approval channel; each has its own policy and audience, and every
+// plan names the server.
+//
+// A stdio upstream that exits is restarted with backoff; while it is down
+// its tools are withdrawn (clients get tools/list_changed) and a call to
+// one is refused with reason ReasonServerUnavailable, never routed to
+// another server. Reload applies a new configuration, or refuses it whole.
+type Gateway struct {
+	MCP         *mcp.Server
+	JournalPath string
+
+	conf    *serverconf.Gate
+	gateCfg serverconf.Config
+	log     *slog.Logger
+	opts    GatewayOptions
+
+	reloadMu sync.Mutex // one Reload at a time
+
+	mu    sync.Mutex
+	slots map[string]*slot
+	names map[string]string // downstream tool name -> server name
+	// prompts and resources map what the last list showed to the server
+	// that listed it.
+	prompts, resources map[string]string
+	source             string
+	closed             bool
+	down               func([]byte) error // the stdio client, once ServeStdio runs
+	stop               chan struct{}      // closed by Close: restarts give up waiting
+	wg                 sync.WaitGroup
+}
+
+// ReasonServerUnavailable refuses a call to a server of the gateway that
+// is down (restarting, or unreachable).
+const ReasonServerUnavailable = "server_unavailable"
+
+// GatewayOptions tune a Gateway; the zero value is the default.
+type GatewayOptions struct {
+	// StartTimeout bounds each upstream's start (Config.StartTimeout).
+	StartTimeout time.Duration
+	// HealthInterval is how often an upstream that has not exited is
+	// pinged (default 10s); one that does not answer within it is taken for
+	// down, as an exited one is. HTTP upstreams have no process to watch.
+	HealthInterval time.Duration
+	// RestartMin and RestartMax bound the backoff between restarts of an
+	// upstream that exited (defaults 200ms and 30s; it doubles each time).
+	RestartMin, RestartMax time.Duration
+	// Stderr receives the upstream commands' standard error (default: the
+	// gateway's own).
+	Stderr *os.File
+	Logger *slog.Logger
+}
+
+// slot is one configured server: its spec, the proxy Server currently
+// running it (nil while down) and what its Server shares with the gateway.
+type slot struct {
+	spec *ServerSpec
+	m    *member
+	srv  *Server
+	down string // why srv is nil
+	gen  int    // bumped when the slot is replaced or closed
+	// known are the downstream names the server ever had, so that a call
+	// to one while it is down is refused as unavailable, not unknown.
+	known map[string]bool
+}
+
+// member is what a proxy Server of a gateway shares with it.
+type member struct {
+	name, prefix string
+	mcp          *mcp.Server
+	conf         *serverconf.Gate
+	claim        func(down string) error
+	release      func(down string)
+	sticky       stickiness
+	// suspect is told when a call failed below the protocol: the gateway
+	// pings the upstream and ends the session if it does not answer.
+	suspect func(*Server)
+}
+
+// NewGateway builds the shared stores from gate, starts every server of
+// file and serves their tools. A server that does not start, a policy that
+// does not fit its upstream's tools, or a name two servers would both
+// serve is a startup error.
+func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, opts GatewayOptions) (_ *Gateway, err error) {
+	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
+		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
+	}
+	if gate.Audience != "" {
+		return nil, errors.New("proxy: a gateway has an audience per server (servers.NAME.audience), not one for all")
+	}
+	if err := checkAudiences(file, gate.LedgerURL); err != nil {
+		return nil, err
+	}
+	if opts.RestartMin <= 0 {
+		opts.RestartMin = 200 * time.Millisecond
+	}
+	if opts.RestartMax < opts.RestartMin {
+		opts.RestartMax = max(30*time.Second, opts.RestartMin)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = 10 * time.Second
+	}
+	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, source: file.Source, stop: make(chan struct{})}
+	if gate.Logger == nil {
+		gate.Logger = g.log
+	}
+	// The stores need an audience to build; each server's gate sets its
+	// own. The default journal is keyed by the configuration file, so that
+	// two gateways on default settings can run side by side.
+	gate.Audience = "mcpsafe-gateway"
+	if gate.Instance == "" {
+		if abs, err := filepath.Abs(file.Source); err == nil {
+			gate.Instance = abs
+		}
+	}
+	if g.conf, err = serverconf.Build(ctx, gate); err != nil {
+		return nil, err
+	}
+	g.JournalPath = g.conf.JournalPath
+	g.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-gateway", Version: Version}, &mcp.ServerOptions{
+		Instructions: "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and " + NameSeparator + ".",
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{},
+			Resources:   &mcp.ResourceCapabilities{Subscribe: true},
+			Completions: &mcp.CompletionCapabilities{},
+			Logging:     &mcp.LoggingCapabilities{},
+		},
+		Logger: g.log,
+		// Each subscription goes to the server that listed the URI; the
+		// SDK fans its updates out to the sessions that subscribed.
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			srv, err := g.resourceServer(req.Params.URI)
+			if err != nil {
+				return err
+			}
+			return srv.subscribe(ctx, req)
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			srv, err := g.resourceServer(req.Params.URI)
+			if err != nil {
+				return err
+			}
+			return srv.unsubscribe(ctx, req)
+		},
+	})
+	g.MCP.AddReceivingMiddleware(g.middleware)
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
+	// Every slot exists before any server starts, so that each claim sees
+	// all server names, whatever the order.
+	slots := make([]*slot, len(file.Servers))
+	g.mu.Lock()
+	for i, sp := range file.Servers {
+		slots[i] = g.newSlot(sp)
+		g.slots[sp.Name] = slots[i]
+	}
+	g.mu.Unlock()
+	for _, sl := range slots {
+		srv, err := g.start(ctx, sl)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: server %s: %w", sl.spec.label(), err)
+		}
+		g.up(sl, srv)
+	}
+	return g, nil
+}
+
+// checkAudiences refuses servers without an explicit audience when the
+// ledger is shared, as a single proxy does: replicas must agree on every
+// audience, and a derived one differs between hosts.
+func checkAudiences(file *GatewayFile, ledgerURL string) error {
+	if !sharedLedger(ledgerURL) {
+		return nil
+	}
+	var errs []error
+	for _, sp := range file.Servers {
+		if sp.Audience == "" {
+			scheme, _, _ := strings.Cut(ledgerURL, ":")
+			errs = append(errs, fmt.Errorf("%s: servers.%s.audience is required: the %s: ledger is shared, so every replica must bind this server's approvals to the same name, and a name derived from the command line or URL may differ between hosts", file.Source, sp.Name, scheme))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (g *Gateway) newSlot(sp *ServerSpec) *slot {
+	sl := &slot{spec: sp, known: map[string]bool{}}
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, conf: g.conf,
+		// Shared by every Server the slot runs, so that a restarted
+		// upstream is held to the strictest treatment its tools ever had.
+		sticky: stickiness{gated: map[string]bool{}, irreversible: map[string]bool{}}}
+	sl.m.claim = func(down string) error { return g.claim(sl, down) }
+	sl.m.release = func(down string) { g.release(sp.Name, down) }
+	sl.m.suspect = func(srv *Server) { go g.check(srv) }
+	return sl
+}
+
+// claim reserves a downstream tool name for sl's server, or refuses it
+// when another server holds it.
+func (g *Gateway) claim(sl *slot, down string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if owner, ok := g.names[down]; ok && owner != sl.spec.Name {
+		return fmt.Errorf("proxy: server %s: tool %s withheld: server %s already serves that name", sl.spec.Name, prompt.Quote(down), owner)
+	}
+	// A name stays its server's while that server is down, so that calls
+	// to it are refused as unavailable rather than served by another.
+	for name, other := range g.slots {
+		if other != sl && other.known[down] {
+			return fmt.Errorf("proxy: server %s: tool %s withheld: it is server %s's, which is down", sl.spec.Name, prompt.Quote(down), name)
+		}
+	}
+	// A bare name must not look like another server's prefixed one.
+	if sl.spec.Bare {
+		if srvName, _, ok := strings.Cut(down, NameSeparator); ok {
+			if other, exists := g.slots[srvName]; exists && other != sl && !other.spec.Bare {
+				return fmt.Errorf("proxy: server %s: tool %s withheld: it would read as a tool of server %s", sl.spec.Name, prompt.Quote(down), srvName)
+			}
+		}
+	}
+	g.names[down] = sl.spec.Name
+	sl.known[down] = true
+	return nil
+}
+
+func (g *Gateway) release(server, down string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.names[down] == server {
+		delete(g.names, down)
+	}
+}
+
+// transport returns a fresh connection to sp's upstream and the audience
+// derived from it. A command is started here, on a pipe the stdio fast
+// lane can share (see ServeStdio).
+func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
+	if sp.URL != "" {
+		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		return t, DefaultAudience(t), nil
+	}
+	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
+	cmd.Dir = sp.Dir
+	if len(sp.Env) > 0 {
+		cmd.Env = os.Environ()
+		for k, v := range sp.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	cmd.Stderr = os.Stderr
+	if g.opts.Stderr != nil {
+		cmd.Stderr = g.opts.Stderr
+	}
+	aud := DefaultAudience(&mcp.CommandTransport{Command: cmd})
+	pipe, err := StartUpstream(cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	g.mu.Lock()
+	if g.down != nil {
+		pipe.setDown(g.down)
+	}
+	g.mu.Unlock()
+	return pipe, aud, nil
+}
+
+// start connects sl's upstream and registers its tools.
+func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
+	sp := sl.spec
+	t, aud, err := g.transport(sp)
+	if err != nil {
+		return nil, err
+	}
+	gc := g.gateCfg
+	gc.Audience = sp.Audience
+	if gc.Audience == "" {
+		// Derived from the command line or URL and the server's name, so
+		// stable across restarts and distinct between servers of the
+		// gateway even when their commands differ only in the environment.
+		gc.Audience = aud + "/" + sp.Name
+	}
+	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout, member: sl.m}
+	if sp.URL != "" {
+		cfg.LegacyUpstream, _, _ = g.transport(sp)
+	}
+	srv, err := NewServer(ctx, cfg)
+	if err != nil {
+		if p, ok := t.(*UpstreamPipe); ok {
+			p.close()
+		}
+		return nil, err
+	}
+	return srv, nil
+}
+
+// up makes srv the running server of sl and watches it.
+func (g *Gateway) up(sl *slot, srv *Server) {
+	g.mu.Lock()
+	sl.srv, sl.down = srv, ""
+	sl.gen++
+	gen := sl.gen
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		srv.Close()
+		return
+	}
+	g.wg.Add(1)
+	go g.watch(sl, srv, gen)
+}
+
+// watch restarts sl's upstream when its session ends, unless the slot
+// was replaced or the gateway closed meanwhile.
+func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
+	defer g.wg.Done()
+	ended := make(chan struct{})
+	go func() {
+		srv.Upstream.Wait()
+		close(ended)
+	}()
+	tick := time.NewTicker(g.opts.HealthInterval)
+	for alive := true; alive; {
+		select {
+		case <-ended:
+			alive = false
+		case <-tick.C:
+			go g.check(srv)
+		}
+	}
+	tick.Stop()
+	g.mu.Lock()
+	if sl.gen != gen || g.closed {
+		g.mu.Unlock()
+		return
+	}
+	sl.srv, sl.down = nil, "its upstream exited; restarting"
+	g.mu.Unlock()
+	g.log.Warn("proxy: gateway server went away; its tools are withdrawn until it is back", "server", sl.spec.Name)
+	srv.Close()
+	g.retry(sl, gen)
+}
+
+// retry starts sl again with backoff until it is up, replaced, or the
+// gateway is closed.
+func (g *Gateway) retry(sl *slot, gen int) {
+	delay := g.opts.RestartMin
+	for {
+		g.mu.Lock()
+		stop := sl.gen != gen || g.closed
+		g.mu.Unlock()
+		if stop {
+			return
+		}
+		select {
+		case <-time.After(delay):
+		case <-g.stop:
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		next, err := g.start(ctx, sl)
+		cancel()
+		if err == nil {
+			g.mu.Lock()
+			stale := sl.gen != gen || g.closed
+			g.mu.Unlock()
+			if stale {
+				next.Close()
+				return
+			}
+			g.log.Info("proxy: gateway server restarted", "server", sl.spec.Name)
+			g.up(sl, next)
+			return
+		}
+		g.mu.Lock()
+		sl.down = "it failed to restart: " + err.Error()
+		g.mu.Unlock()
+		g.log.Warn("proxy: gateway server failed to restart", "server", sl.spec.Name, "err", err, "retry_in", delay)
+		delay = min(delay*2, g.opts.RestartMax)
+	}
+}
+
+// check pings srv's upstream and ends its session when it does not
+// answer, which watch then handles as an exit.
+func (g *Gateway) check(srv *Server) {
+	if !srv.checking.CompareAndSwap(false, true) {
+		return
+	}
+	defer srv.checking.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.HealthInterval)
+	defer cancel()
+	if err := srv.Upstream.Ping(ctx, nil); err != nil {
+		g.log.Warn("proxy: gateway server does not answer; reconnecting", "server", srv.member.name, "err", err)
+		srv.Upstream.Close()
+	}
+}
+
+// Close stops every upstream and releases the shared stores.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	if !g.closed {
+		close(g.stop)
+	}
+	g.closed = true
+	var srvs []*Server
+	for _, sl := range g.slots {
+		sl.gen++
+		if sl.srv != nil {
+			srvs = append(srvs, sl.srv)
+			sl.srv = nil
+		}
+	}
+	g.mu.Unlock()
+	var errs []error
+	for _, s := range srvs {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	g.wg.Wait()
+	if g.conf != nil {
+		errs = append(errs, g.conf.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Server returns the running proxy Server of the named server, nil while
+// it is down.
+func (g *Gateway) Server(name string) *Server {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if sl := g.slots[name]; sl != nil {
+		return sl.srv
+	}
+	return nil
+}
+
+// HTTPHandler serves the gateway over streamable HTTP.
+func (g *Gateway) HTTPHandler(stateless bool) http.Handler {
+	return serverconf.HTTP{Stateful: !stateless}.MCPHandler(g.MCP)
+}
+
+// route finds the server a downstream tool or prompt name belongs to: by
+// its prefix, or by the names bare servers serve. srv is nil when that
+// server is down; sl is nil when no server has the name.
+func (g *Gateway) route(name string) (sl *slot, srv *Server) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if owner, ok := g.names[name]; ok {
+		sl = g.slots[owner]
+	} else if server, _, ok := strings.Cut(name, NameSeparator); ok && g.slots[server] != nil && !g.slots[server].spec.Bare {
+		sl = g.slots[server]
+	} else {
+		for _, s := range g.slots {
+			if s.known[name] {
+				sl = s
+				break
+			}
+		}
+	}
+	if sl == nil {
+		return nil, nil
+	}
+	return sl, sl.srv
+}
+
+func (g *Gateway) unavailable(sl *slot, what string) *mcp.CallToolResult {
+	g.mu.Lock()
+	why := sl.down
+	g.mu.Unlock()
+	if why == "" {
+		why = "it is not running"
+	}
+	r := &mcpsafe.Refusal{Reason: ReasonServerUnavailable,
+		Message: fmt.Sprintf("%s belongs to gateway server %s, which is down (%s); nothing was run, and no other server was asked", prompt.Quote(what), prompt.Quote(sl.spec.Name), why)}
+	return r.Result()
+}
+
+// running lists the servers that are up, by name.
+func (g *Gateway) running() []*Server {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	names := make([]string, 0, len(g.slots))
+	for n, sl := range g.slots {
+		if sl.srv != nil {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	out := make([]*Server, len(names))
+	for i, n := range names {
+		out[i] = g.slots[n].srv
+	}
+	return out
+}

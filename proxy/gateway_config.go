@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// NameSeparator joins a gateway server's name and an upstream tool or
+// prompt name: tool "write_file" of server "fs" is "fs__write_file" to
+// clients. Server names may not contain '_', so the first "__" in a name
+// always ends the server name and two prefixed names never collide.
+const NameSeparator = "__"
+
+var serverNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// GatewayFile is a parsed gateway configuration (`mcpsafe proxy --config`).
+type GatewayFile struct {
+	Source  string
+	Servers []*ServerSpec // sorted by name
+}
+
+// ServerSpec is one upstream of a gateway.
+type ServerSpec struct {
+	Name    string
+	Command []string          // stdio upstream: program and arguments
+	Env     map[string]string // added to the gateway's environment
+	Dir     string            // working directory of the command
+	URL     string            // streamable HTTP upstream
+	// Audience is bound into this server's approvals; empty: derived from
+	// the command line or URL (DefaultAudience).
+	Audience string
+	// Bare serves the upstream's names without the "NAME__" prefix. A
+	// bare name that collides with another server's is an error, at
+	// startup and whenever an upstream re-announces its tools.
+	Bare   bool
+	Policy *Policy
+
+	policyText string // what the policy was compiled from, to notice changes
+}
+
+type gatewayFileYAML struct {
+	Servers map[string]serverYAML `yaml:"servers"`
+}
+
+type serverYAML struct {
+	Command    []string          `yaml:"command"`
+	Env        map[string]string `yaml:"env"`
+	Dir        string            `yaml:"dir"`
+	URL        string            `yaml:"url"`
+	Audience   string            `yaml:"audience"`
+	Prefix     *bool             `yaml:"prefix"`
+	PolicyFile string            `yaml:"policy_file"`
+	Policy     yaml.Node         `yaml:"policy"`
+}
+
+// LoadGateway reads and checks a gateway configuration file. Policy files
+// it names are read relative to it.
+func LoadGateway(path string) (*GatewayFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGateway(path, data)
+}
+
+// ParseGateway parses a gateway configuration: unknown keys, a server
+// with no or two upstreams, a name that is not lower-case letters, digits
+// and '-', or a policy that does not compile are errors.
+func ParseGateway(source string, data []byte) (*GatewayFile, error) {
+	var f gatewayFileYAML
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty gateway configuration", source)
+		}
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if len(f.Servers) == 0 {
+		return nil, fmt.Errorf("%s: no servers", source)
+	}
+	out := &GatewayFile{Source: source}
+	var errs []error
+	names := make([]string, 0, len(f.Servers))
+	for n := range f.Servers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		sy := f.Servers[name]
+		at := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("%s: servers.%s: %s", source, name, fmt.Sprintf(format, args...)))
+		}
+		if !serverNameRE.MatchString(name) {
+			at("a server name is 1 to 32 lower-case letters, digits and '-' (no '_': %q separates it from tool names)", NameSeparator)
+			continue
+		}
+		sp := &ServerSpec{Name: name, Command: sy.Command, Env: sy.Env, Dir: sy.Dir, URL: sy.URL, Audience: sy.Audience,
+			Bare: sy.Prefix != nil && !*sy.Prefix}
+		switch {
+		case len(sy.Command) == 0 && sy.URL == "":
+			at("give command or url")
+		case len(sy.Command) > 0 && sy.URL != "":
+			at("give command or url, not both")
+		case sy.URL != "" && (len(sy.Env) > 0 || sy.Dir != ""):
+			at("env and dir are for a command")
+		}
+		var ptext []byte
+		psource := fmt.Sprintf("%s: servers.%s.policy", source, name)
+		switch {
+		case sy.PolicyFile != "" && !sy.Policy.IsZero():
+			at("give policy or policy_file, not both")
+			continue
+		case sy.PolicyFile != "":
+			p := sy.PolicyFile
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(source), p)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				at("policy_file: %v", err)
+				continue
+			}
+			ptext, psource = b, p
+		case !sy.Policy.IsZero():
+			b, err := yaml.Marshal(&sy.Policy)
+			if err != nil {
+				at("policy: %v", err)
+				continue
+			}
+			ptext = b
+		}
+		pol, err := ParsePolicy(psource, ptext)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sp.Policy, sp.policyText = pol, string(ptext)
+		out.Servers = append(out.Servers, sp)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// connKey is everything about a server that needs a new upstream session
+// (and a new gate) when it changes; a change in the policy's tools alone
+// is applied in place.
+func (sp *ServerSpec) connKey() string {
+	p := sp.Policy
+	b, _ := json.Marshal(struct {
+		Command  []string
+		Env      map[string]string
+		Dir, URL string
+		Audience string
+		Bare     bool
+		Mode     string
+		OptIns   any
+		UR       UpstreamRequests
+	}{sp.Command, sp.Env, sp.Dir, sp.URL, sp.Audience, sp.Bare, string(p.Mode), p.AllowTokenFor, p.UpstreamRequests})
+	return string(b)
+}
+
+func (sp *ServerSpec) prefix() string {
+	if sp.Bare {
+		return ""
+	}
+	return sp.Name + NameSeparator
+}
+
+// label is how messages name the server.
+func (sp *ServerSpec) label() string {
+	if len(sp.Command) > 0 {
+		return sp.Name + " (" + strings.Join(sp.Command, " ") + ")"
+	}
+	return sp.Name + " (" + sp.URL + ")"
+}

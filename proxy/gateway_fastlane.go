@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServeStdio serves the gateway on in/out with the stdio fast lane of
+// every server that runs as a command: a call to a tool that passes
+// through goes to its server as the client's line with only the tool's
+// name changed to the upstream's, and the response comes back as the
+// upstream's bytes. Every other line goes through the SDK path, as with a
+// single upstream (see fastlane.go).
+func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	var omu sync.Mutex
+	writeDown := func(line []byte) error {
+		omu.Lock()
+		defer omu.Unlock()
+		_, err := out.Write(line)
+		return err
+	}
+	g.mu.Lock()
+	g.down = writeDown
+	for _, sl := range g.slots {
+		if sl.srv != nil && sl.srv.pipe != nil {
+			sl.srv.pipe.setDown(writeDown)
+		}
+	}
+	g.mu.Unlock()
+	sdkIn, sdkFeed := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- g.MCP.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
+	}()
+	go func() {
+		defer sdkFeed.Close()
+		br := bufio.NewReaderSize(in, 64<<10)
+		ready := false
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				if !ready {
+					ready = bytes.Contains(line, []byte(`"notifications/initialized"`)) && initializedLine(line)
+				} else if g.fastLane(line) || g.fastCancel(line) {
+					continue
+				}
+				if _, werr := sdkFeed.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return <-errc
+}
+
+// fastLane forwards line when it is a call of a tool that passes through
+// on a running server with a pipe of the client's generation.
+func (g *Gateway) fastLane(line []byte) bool {
+	top, ok := strictObject(line)
+	if !ok || string(top["method"]) != `"tools/call"` {
+		return false
+	}
+	params, ok := strictObject(top["params"])
+	if !ok {
+		return false
+	}
+	var name string
+	if json.Unmarshal(params["name"], &name) != nil {
+		return false
+	}
+	_, srv := g.route(name)
+	if srv == nil || srv.pipe == nil || srv.Upstream.InitializeResult().ProtocolVersion >= modernProtocol {
+		return false
+	}
+	upName := srv.up(name)
+	// The same checks as the single proxy's, for the upstream's name: a
+	// strict read, and a tool that passes through.
+	c, ok := srv.fastCallOf(top, params, upName)
+	if !ok {
+		return false
+	}
+	if upName != name {
+		quoted, err := json.Marshal(upName)
+		if err != nil {
+			return false
+		}
+		params["name"] = quoted
+		p, err := json.Marshal(params)
+		if err != nil {
+			return false
+		}
+		top["params"] = p
+		if line, err = json.Marshal(top); err != nil {
+			return false
+		}
+		line = append(line, '\n')
+	}
+	if !srv.pipe.startFast(c) {
+		return false
+	}
+	if srv.pipe.writeUpstream(line) != nil {
+		srv.pipe.endFast(c)
+		return false
+	}
+	return true
+}
+
+// fastCancel forwards a cancellation to the server whose fast-lane call it
+// names.
+func (g *Gateway) fastCancel(line []byte) bool {
+	if !bytes.Contains(line, []byte(`notifications/cancelled`)) {
+		return false
+	}
+	for _, srv := range g.running() {
+		if srv.pipe != nil && srv.pipe.fastCancel(line) {
+			return true
+		}
+	}
+	return false
+}

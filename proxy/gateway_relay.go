@@ -1,0 +1,297 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// middleware sends each downstream request to the server it is for: tool
+// calls and prompts by name, resources by the server that listed the URI.
+// From there the server's own proxy middleware relays it. Lists are the
+// union over the servers that are up, with prompt names prefixed as tool
+// names are.
+func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			if r.Params == nil {
+				return next(ctx, method, req)
+			}
+			sl, srv := g.route(r.Params.Name)
+			switch {
+			case sl == nil:
+				return next(ctx, method, req) // the SDK reports an unknown tool
+			case srv == nil:
+				return g.unavailable(sl, r.Params.Name), nil
+			}
+			return srv.middleware(next)(ctx, method, req)
+		case *mcp.ListPromptsRequest:
+			return relayResult(g.listPrompts(ctx, r))
+		case *mcp.GetPromptRequest:
+			srv, name, err := g.promptServer(ctx, req, r.Params.Name)
+			if err != nil {
+				return nil, err
+			}
+			c, p := *r, *r.Params
+			p.Name, c.Params = name, &p
+			return srv.middleware(next)(ctx, method, &c)
+		case *mcp.ListResourcesRequest:
+			return g.listResources(ctx, r)
+		case *mcp.ListResourceTemplatesRequest:
+			return g.listTemplates(ctx, r)
+		case *mcp.ReadResourceRequest:
+			srv, err := g.resourceServer(r.Params.URI)
+			if err != nil {
+				return nil, err
+			}
+			return srv.middleware(next)(ctx, method, req)
+		case *mcp.CompleteRequest:
+			if r.Params == nil || r.Params.Ref == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: no ref"}
+			}
+			c, p, ref := *r, *r.Params, *r.Params.Ref
+			var srv *Server
+			var err error
+			if ref.Type == "ref/prompt" {
+				srv, ref.Name, err = g.promptServer(ctx, req, ref.Name)
+			} else {
+				srv, err = g.resourceServer(ref.URI)
+			}
+			if err != nil {
+				return nil, err
+			}
+			p.Ref, c.Params = &ref, &p
+			return srv.middleware(next)(ctx, method, &c)
+		}
+		if method == "logging/setLevel" {
+			p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
+			for _, srv := range g.running() {
+				if c := srv.Upstream.InitializeResult().Capabilities; c == nil || c.Logging == nil {
+					continue
+				}
+				leg, err := srv.legFor(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				if err := leg.SetLoggingLevel(ctx, p); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// promptServer finds the running server of a downstream prompt name and
+// the name its upstream knows it by.
+func (g *Gateway) promptServer(ctx context.Context, req mcp.Request, name string) (*Server, string, error) {
+	srv, up, err := g.promptOwner(name)
+	if !errors.Is(err, errUnknownPrompt) {
+		return srv, up, err
+	}
+	// A client may get a prompt it did not list through the gateway: the
+	// owners of bare names are learned from a fresh list.
+	if _, err := g.listPrompts(ctx, req); err != nil {
+		return nil, "", err
+	}
+	return g.promptOwner(name)
+}
+
+var errUnknownPrompt = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt"}
+
+func (g *Gateway) promptOwner(name string) (*Server, string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if server, rest, ok := strings.Cut(name, NameSeparator); ok {
+		if sl := g.slots[server]; sl != nil && !sl.spec.Bare {
+			if sl.srv == nil {
+				return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, server)
+			}
+			return sl.srv, rest, nil
+		}
+	}
+	if owner, ok := g.prompts[name]; ok {
+		if sl := g.slots[owner]; sl != nil && sl.srv != nil {
+			return sl.srv, name, nil
+		}
+		return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, owner)
+	}
+	return nil, "", fmt.Errorf("%w %q", errUnknownPrompt, name)
+}
+
+// resourceServer finds the running server that listed uri, or the only
+// server that offers resources at all.
+func (g *Gateway) resourceServer(uri string) (*Server, error) {
+	g.mu.Lock()
+	owner, ok := g.resources[uri]
+	g.mu.Unlock()
+	if ok {
+		if srv := g.Server(owner); srv != nil {
+			return srv, nil
+		}
+		return nil, invalid("resource %q belongs to gateway server %q, which is down", uri, owner)
+	}
+	var found *Server
+	for _, srv := range g.running() {
+		if c := srv.Upstream.InitializeResult().Capabilities; c != nil && c.Resources != nil {
+			if found != nil {
+				return nil, invalid("resource %q was not listed by any gateway server, and several offer resources", uri)
+			}
+			found = srv
+		}
+	}
+	if found == nil {
+		return nil, invalid("no gateway server offers resource %q", uri)
+	}
+	return found, nil
+}
+
+func offers(srv *Server, pick func(*mcp.ServerCapabilities) bool) bool {
+	c := srv.Upstream.InitializeResult().Capabilities
+	return c != nil && pick(c)
+}
+
+// collect pages through one list of every running server that offers it.
+// The cache hints are the strictest of all: the shortest TTL, and
+// private when any server says so.
+func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(*mcp.ServerCapabilities) bool,
+	page func(context.Context, *mcp.ClientSession, string) ([]T, string, mcp.Cacheable, error)) (map[*Server][]T, []*Server, mcp.Cacheable, error) {
+	out := map[*Server][]T{}
+	var order []*Server
+	cache := mcp.Cacheable{CacheScope: "public"}
+	first := true
+	for _, srv := range g.running() {
+		if !offers(srv, pick) {
+			continue
+		}
+		leg, err := srv.legFor(ctx, req)
+		if err != nil {
+			return nil, nil, cache, err
+		}
+		cursor := ""
+		for {
+			items, next, c, err := page(ctx, leg, cursor)
+			if err != nil {
+				return nil, nil, cache, protocolError(err)
+			}
+			if first || c.TTLMs < cache.TTLMs {
+				cache.TTLMs = c.TTLMs
+			}
+			first = false
+			if c.CacheScope == "private" {
+				cache.CacheScope = "private"
+			}
+			out[srv] = append(out[srv], items...)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		order = append(order, srv)
+	}
+	return out, order, cache, nil
+}
+
+func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPromptsResult, error) {
+	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Prompt, string, mcp.Cacheable, error) {
+			res, err := leg.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", mcp.Cacheable{}, err
+			}
+			return res.Prompts, res.NextCursor, res.Cacheable, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: cache}
+	owners := map[string]string{}
+	for _, srv := range order {
+		for _, p := range all[srv] {
+			c := *p
+			c.Name = srv.down(p.Name)
+			if o, dup := owners[c.Name]; dup {
+				g.log.Error("proxy: prompt withheld: two gateway servers serve the name", "prompt", c.Name, "servers", []string{o, srv.member.name})
+				continue
+			}
+			owners[c.Name] = srv.member.name
+			res.Prompts = append(res.Prompts, &c)
+		}
+	}
+	g.mu.Lock()
+	g.prompts = owners
+	g.mu.Unlock()
+	return res, nil
+}
+
+func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (mcp.Result, error) {
+	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, mcp.Cacheable, error) {
+			res, err := leg.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", mcp.Cacheable{}, err
+			}
+			return res.Resources, res.NextCursor, res.Cacheable, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: cache}
+	owners := map[string]string{}
+	for _, srv := range order {
+		for _, r := range all[srv] {
+			if o, dup := owners[r.URI]; dup && o != srv.member.name {
+				// Reads of it could not be routed without guessing.
+				g.log.Error("proxy: resource withheld: two gateway servers list the URI", "uri", r.URI, "servers", []string{o, srv.member.name})
+				owners[r.URI] = ""
+				continue
+			}
+			owners[r.URI] = srv.member.name
+			res.Resources = append(res.Resources, r)
+		}
+	}
+	kept := res.Resources[:0]
+	for _, r := range res.Resources {
+		if owners[r.URI] != "" {
+			kept = append(kept, r)
+		}
+	}
+	res.Resources = kept
+	g.mu.Lock()
+	for u, o := range owners {
+		if o == "" {
+			delete(owners, u)
+		}
+	}
+	g.resources = owners
+	g.mu.Unlock()
+	return res, nil
+}
+
+func (g *Gateway) listTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
+	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, mcp.Cacheable, error) {
+			res, err := leg.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", mcp.Cacheable{}, err
+			}
+			return res.ResourceTemplates, res.NextCursor, res.Cacheable, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Cacheable: cache}
+	for _, srv := range order {
+		res.ResourceTemplates = append(res.ResourceTemplates, all[srv]...)
+	}
+	return res, nil
+}

@@ -1,0 +1,155 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Reload applies a new configuration, or refuses it whole and leaves the
+// running one as it was. The new file must parse and compile (LoadGateway
+// does that), and each changed policy must fit its upstream's tools as
+// they are now. Then:
+//
+//   - a server whose policy changed only in its tools section keeps its
+//     upstream session; its tools are registered again under the new
+//     policy. The gate binds every approval to a hash of its tool's policy,
+//     so approvals and tokens of the tools whose entry changed are void,
+//     and those of every other tool stay good;
+//   - a server whose upstream, audience, mode, token opt-ins, prefix or
+//     upstream_requests changed is restarted (a new audience or mode voids
+//     all of its approvals), a removed one is stopped, an added one started.
+//
+// A restarted or added server that fails to start is reported and retried
+// with backoff, as after a crash; the others run on.
+func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return errors.New("proxy: gateway closed")
+	}
+	if err := checkAudiences(file, g.gateCfg.LedgerURL); err != nil {
+		g.mu.Unlock()
+		return fmt.Errorf("proxy: %s refused, the running configuration stays: %w", file.Source, err)
+	}
+	old := map[string]*slot{}
+	for n, sl := range g.slots {
+		old[n] = sl
+	}
+	g.mu.Unlock()
+
+	type inPlace struct {
+		srv *Server
+		sp  *ServerSpec
+	}
+	var retool []inPlace
+	var restart, add []*ServerSpec
+	keep := map[string]bool{}
+	var errs []error
+	for _, sp := range file.Servers {
+		keep[sp.Name] = true
+		sl := old[sp.Name]
+		switch {
+		case sl == nil:
+			add = append(add, sp)
+		case sl.spec.connKey() != sp.connKey():
+			restart = append(restart, sp)
+		case sl.spec.policyText != sp.policyText:
+			g.mu.Lock()
+			srv := sl.srv
+			g.mu.Unlock()
+			if srv == nil {
+				restart = append(restart, sp) // down: it starts with the new policy
+				continue
+			}
+			tools, err := srv.listUpstream(ctx)
+			if err == nil {
+				err = checkPolicy(sp.Policy, tools)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("server %s: %w", sp.Name, err))
+			}
+			retool = append(retool, inPlace{srv, sp})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("proxy: %s refused, the running configuration stays: %w", file.Source, err)
+	}
+	for _, r := range retool {
+		if err := r.srv.setPolicy(ctx, r.sp.Policy); err != nil {
+			errs = append(errs, fmt.Errorf("server %s: %w", r.sp.Name, err))
+		}
+		g.mu.Lock()
+		if sl := g.slots[r.sp.Name]; sl != nil {
+			sl.spec = r.sp
+		}
+		g.mu.Unlock()
+	}
+	for name, sl := range old {
+		if !keep[name] {
+			g.stopSlot(name, sl)
+		}
+	}
+	for _, sp := range restart {
+		g.stopSlot(sp.Name, old[sp.Name])
+		add = append(add, sp)
+	}
+	for _, sp := range add {
+		sl := g.newSlot(sp)
+		g.mu.Lock()
+		g.slots[sp.Name] = sl
+		g.mu.Unlock()
+		srv, err := g.start(ctx, sl)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("server %s (retrying): %w", sp.label(), err))
+			g.mu.Lock()
+			sl.down = "it failed to start: " + err.Error()
+			g.mu.Unlock()
+			g.wg.Add(1)
+			g.mu.Lock()
+			gen := sl.gen
+			g.mu.Unlock()
+			go func() {
+				defer g.wg.Done()
+				g.retry(sl, gen)
+			}()
+			continue
+		}
+		g.up(sl, srv)
+	}
+	g.mu.Lock()
+	g.source = file.Source
+	g.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// stopSlot stops a server and forgets it.
+func (g *Gateway) stopSlot(name string, sl *slot) {
+	g.mu.Lock()
+	sl.gen++
+	srv := sl.srv
+	sl.srv = nil
+	if g.slots[name] == sl {
+		delete(g.slots, name)
+	}
+	g.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// setPolicy re-registers every tool under pol, which fits the upstream's
+// tools (checked by the caller).
+func (s *Server) setPolicy(ctx context.Context, pol *Policy) error {
+	tools, err := s.listUpstream(ctx)
+	if err != nil {
+		return err
+	}
+	if err := checkPolicy(pol, tools); err != nil {
+		return err
+	}
+	s.policyP.Store(pol)
+	return s.apply(tools)
+}

@@ -1,0 +1,32 @@
+package proxy
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A rewrite with the same bytes is no change; new bytes are, once each.
+func TestWatchFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	writeFile(t, path, "one")
+	var n atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		WatchFile(ctx, path, 5*time.Millisecond, func() { n.Add(1) })
+		close(done)
+	}()
+	writeFile(t, path, "one")
+	writeFile(t, path, "two")
+	eventually(t, "the change seen", func() bool { return n.Load() > 0 })
+	writeFile(t, path, "three")
+	eventually(t, "the second change seen", func() bool { return n.Load() > 1 })
+	cancel()
+	<-done
+	if n.Load() != 2 {
+		t.Fatalf("changed called %d times for two changes", n.Load())
+	}
+}
