@@ -57,6 +57,7 @@ type options struct {
 	clock    func() time.Time
 	maxBatch int
 	maxBytes int64
+	ckpt     *Checkpoints
 	// fault hooks for tests: they stand in for the file's Write and Sync.
 	write func(f *os.File, b []byte) (int, error)
 	sync  func(f *os.File) error
@@ -115,8 +116,10 @@ type Journal struct {
 	outage   *outage // non-nil from a failed write until one succeeds
 	capNoted bool    // the size-limit note was written
 	buf      []byte
-	head     *os.File // the head file (HeadSuffix), rewritten after each commit
-	headErr  error    // the first failed head update, returned by Close
+	head     *os.File      // the head file (HeadSuffix), rewritten after each commit
+	headErr  error         // the first failed head update, returned by Close
+	first    string        // hash of line 1: the journal's id in checkpoints
+	ck       *checkpointer // nil without WithCheckpoints
 }
 
 // outage is what the writer remembers between a failed write and the next
@@ -156,19 +159,28 @@ func Open(path string, opts ...Option) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: creating %s: %w", dir, err)
 	}
+	var ck *checkpointer
+	if o.ckpt != nil {
+		var err error
+		if ck, err = newCheckpointer(path, *o.ckpt); err != nil {
+			return nil, err
+		}
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
+		ck.close()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j, err := open(path, f, o)
+	j, err := open(path, f, o, ck)
 	if err != nil {
 		f.Close()
+		ck.close()
 		return nil, err
 	}
 	return j, nil
 }
 
-func open(path string, f *os.File, o options) (_ *Journal, err error) {
+func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -204,7 +216,17 @@ func open(path string, f *os.File, o options) (_ *Journal, err error) {
 			hf.Close()
 		}
 	}()
-	res, verr := scanHead(f, head, nil)
+	var each func(int, *Record)
+	var ix *checkpointIndex
+	if ck != nil {
+		ix = newCheckpointIndex(ck.existing)
+		each = func(_ int, rec *Record) {
+			if rec.Seq > 1 {
+				ix.hash(rec.Seq-1, rec.Prev)
+			}
+		}
+	}
+	res, verr := scanHead(f, head, each)
 	var torn *TornError
 	switch {
 	case verr == nil:
@@ -218,6 +240,15 @@ func open(path string, f *os.File, o options) (_ *Journal, err error) {
 	if fi, err = f.Stat(); err != nil {
 		return fail(fmt.Errorf("journal: %w", err))
 	}
+	if ix != nil {
+		// A journal that contradicts its own signed checkpoints was
+		// rewritten or cut: signing its head now would bless that.
+		rep, err := ix.finish(res.sum)
+		if err != nil {
+			return fail(fmt.Errorf("journal: refusing to open %s: %w", path, err))
+		}
+		ck.lastSeq = rep.Latest.Seq
+	}
 	j := &Journal{
 		path:    path,
 		f:       f,
@@ -229,6 +260,10 @@ func open(path string, f *os.File, o options) (_ *Journal, err error) {
 		prev:    res.sum.LastHash,
 		size:    fi.Size(),
 		head:    hf,
+		ck:      ck,
+	}
+	if ix != nil {
+		j.first = ix.id
 	}
 	hf = nil // owned by j: Close closes it
 	// A journal from before head files, or whose head lags after a crash,
@@ -439,15 +474,33 @@ func (j *Journal) Close() error {
 	}
 	uerr := j.unlck()
 	cerr := j.f.Close()
-	return errors.Join(j.failure(), herr, uerr, cerr)
+	return errors.Join(j.failure(), j.ck.failure(), herr, uerr, cerr, j.ck.close())
 }
 
 // run is the single writer: it takes every request queued while the last
 // fsync ran and commits them with one write and one fsync (group commit).
 func (j *Journal) run() {
 	defer close(j.stopped)
+	var tick <-chan time.Time
+	if j.ck != nil {
+		t := time.NewTicker(j.ck.interval)
+		defer t.Stop()
+		tick = t.C
+	}
 	batch := make([]*request, 0, 64)
-	for req := range j.reqs {
+	for {
+		var req *request
+		select {
+		case r, ok := <-j.reqs:
+			if !ok {
+				j.drained()
+				return
+			}
+			req = r
+		case <-tick:
+			j.checkpoint()
+			continue
+		}
 		batch = append(batch[:0], req)
 	drain:
 		for len(batch) < j.opts.maxBatch {
@@ -463,12 +516,22 @@ func (j *Journal) run() {
 		}
 		j.commit(batch)
 		clear(batch)
+		if j.ck != nil && j.seq-j.ck.lastSeq >= j.ck.every {
+			j.checkpoint()
+		}
 	}
+}
+
+// drained runs once the queue is closed and empty.
+func (j *Journal) drained() {
 	if j.outage != nil {
 		// One last try, so that outcomes held back during an outage
 		// that has since ended are not lost with the process.
 		j.commit(nil)
 	}
+	// A cleanly closed journal has its head signed: nothing after the
+	// last checkpoint can be rewritten unnoticed.
+	j.checkpoint()
 }
 
 // commit writes one batch. After a failed write it first repairs the file
@@ -491,7 +554,7 @@ func (j *Journal) commit(batch []*request) {
 		pre = o.records(j.seq)
 	}
 	buf := j.buf[:0]
-	seq, prev := j.seq, j.prev
+	seq, prev, first := j.seq, j.prev, j.first
 	encode := func(rec *Record) ([]byte, error) {
 		rec.Seq = seq + 1
 		rec.Prev = prev
@@ -509,6 +572,9 @@ func (j *Journal) commit(batch []*request) {
 		sum := sha256.Sum256(line)
 		prev = hex.EncodeToString(sum[:])
 		seq++
+		if seq == 1 {
+			first = prev
+		}
 		buf = append(buf, line...)
 		buf = append(buf, '\n')
 	}
@@ -573,7 +639,7 @@ func (j *Journal) commit(batch []*request) {
 		j.failed(err, live)
 		return
 	}
-	j.seq, j.prev = seq, prev
+	j.seq, j.prev, j.first = seq, prev, first
 	j.size += int64(len(buf))
 	j.capNoted = j.capNoted || noted
 	if j.outage != nil {

@@ -425,6 +425,22 @@ mutant("gateway-shared-ledger-derived-audience", "./proxy", "a gateway on a shar
     [(GW, "\tif !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {", "\tif true || !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {")], run="TestGatewaySharedLedgerNeedsAudiences")
 mutant("gateway-down-names-taken-over", "./proxy", "while a bare server is down, another server's re-announcement takes over its tool names",
     [(GW, "\t\tif other != sl && other.known[down] {", "\t\tif false && other != sl && other.known[down] {")], run="TestGatewayLaterCollisionWithheld")
+# ---- h-audit: signed journal checkpoints (issue 15) ----------------------------
+CK = "journal/checkpoint.go"
+mutant("audit-ck-key-anywhere", "./journal", "the checkpoint key may sit in the journal's directory, where whoever rewrites the journal reads it",
+    [(CK, "\tif rel == \".\" || rel != \"..\" && !strings.HasPrefix(rel, \"..\"+string(filepath.Separator)) {", "\tif _ = rel; false {")], run="TestCheckpointKeyPlacement")
+mutant("audit-ck-hash-unchecked", "./journal", "verify --key compares only seq and journal id, so a rewritten chain with recomputed hashes passes",
+    [(CK, "\t\tif c.Hash != h {", "\t\tif false {")], run="TestRewrittenChainRefusedBySignedVerify")
+mutant("audit-ck-truncation-unchecked", "./journal", "a journal cut back to an earlier checkpoint verifies",
+    [(CK, "\tif rep.Latest.Seq > sum.LastSeq {", "\tif false {")], run="TestTruncationToAnEarlierCheckpointRefused")
+mutant("audit-ck-other-journal-unchecked", "./journal", "a checkpoint of another journal is not recognised as such",
+    [(CK, "\t\tif c.Journal != ix.id {", "\t\tif false {")], run="TestCheckpointFromAnotherJournalRefused")
+mutant("audit-ck-none-is-fine", "./journal", "a journal whose checkpoints were emptied verifies under --key",
+    [(CK, "\tif res.sum.Records > 0 && rep.Checkpoints == 0 {", "\tif false {")], run="TestSignedVerifyNeedsCheckpoints")
+mutant("audit-ck-open-signs-rewrite", "./journal", "Open accepts a journal that contradicts its checkpoints and goes on signing the rewritten head",
+    [("journal/journal.go", "\t\trep, err := ix.finish(res.sum)\n\t\tif err != nil {", "\t\trep, err := ix.finish(res.sum)\n\t\tif err != nil && false {")], run="TestRewrittenChainRefusedBySignedVerify")
+mutant("audit-ck-not-at-close", "./journal", "Close does not sign the head: the records after the last periodic checkpoint stay rewritable",
+    [("journal/journal.go", "\t// last checkpoint can be rewritten unnoticed.\n\tj.checkpoint()", "\t// last checkpoint can be rewritten unnoticed.")], run="TestCheckpointAtCloseAndOnInterval")
 
 def main():
     root = os.getcwd()

@@ -41,6 +41,9 @@ type Config struct {
 	// can run side by side.
 	Instance  string
 	NoJournal bool // run without an audit journal (tests and demos only)
+	// Checkpoints: signed checkpoints of the journal's head; off while
+	// Checkpoints.KeyFile is empty.
+	Checkpoints journal.Checkpoints
 
 	ApproverURL        string
 	ApproverSecretFile string
@@ -66,6 +69,10 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
 	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience)")
+	fl.StringVar(&c.Checkpoints.KeyFile, "journal-key", "", "checkpoint signer key (from `mcpsafe journal keygen`), outside the journal's directory: the journal signs its head with it")
+	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
+	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
+	fl.StringVar(&c.Checkpoints.Witness, "checkpoint-witness", "", "with --journal-key: a second file, outside the journal's directory, that receives every checkpoint")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
@@ -200,7 +207,13 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 				return nil, err
 			}
 		}
-		j, err := journal.Open(path)
+		var jopts []journal.Option
+		if cfg.Checkpoints.KeyFile != "" {
+			jopts = append(jopts, journal.WithCheckpoints(cfg.Checkpoints))
+		} else if cfg.Checkpoints.Witness != "" {
+			return nil, errors.New("--checkpoint-witness needs --journal-key")
+		}
+		j, err := journal.Open(path, jopts...)
 		if errors.Is(err, journal.ErrInUse) {
 			if cfg.JournalPath == "" {
 				return nil, fmt.Errorf("%w; another server with the same --audience (and upstream) is running: give this one its own --journal PATH or --audience NAME", err)

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -12,13 +14,18 @@ import (
 
 func init() {
 	register("journal", command{
-		summary: "verify or show an audit journal (journal verify|show [PATH])",
+		summary: "verify or show an audit journal (journal verify|show [PATH], journal keygen)",
 		run:     runJournal,
 	})
 }
 
 const journalUsage = `usage:
   mcpsafe journal verify [PATH]                       check the hash chain
+  mcpsafe journal verify [PATH] --key PUB [--checkpoints FILE]...
+                                                      also check it against signed checkpoints
+                                                      (default FILE: PATH.checkpoints; repeat for a witness copy)
+  mcpsafe journal keygen NAME SIGNER PUB              write a checkpoint key pair (SIGNER 0600,
+                                                      outside the journal's directory)
   mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, YYYY-MM-DD, 24h, 7d)
 PATH defaults to the only journal in $XDG_STATE_HOME/mcpsafe/ (each server
 keeps its own, journal-AUDIENCE[-HASH].jsonl); with several, name one.`
@@ -28,11 +35,17 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, journalUsage)
 		return 2
 	}
+	if args[0] == "keygen" {
+		return journalKeygen(args[1:], stderr)
+	}
 	var fs *flag.FlagSet
-	var tool, since *string
+	var tool, since, key *string
+	var ckFiles stringList
 	switch args[0] {
 	case "verify":
-		fs = newFlags("mcpsafe journal verify", "mcpsafe journal verify [PATH]   (check the hash chain and the head file; exit 1 on any damage)", stderr)
+		fs = newFlags("mcpsafe journal verify", "mcpsafe journal verify [PATH] [--key PUB [--checkpoints FILE]...]   (check the hash chain, the head file and, with --key, the signed checkpoints; exit 1 on any damage)", stderr)
+		key = fs.String("key", "", "public key of the checkpoints (from journal keygen)")
+		fs.Var(&ckFiles, "checkpoints", "with --key: a checkpoint file to check against (repeatable; default PATH.checkpoints)")
 	case "show":
 		fs = newFlags("mcpsafe journal show", "mcpsafe journal show [PATH] [--tool X] [--since T]   (print records; exit 1 if the journal is damaged)", stderr)
 		tool = fs.String("tool", "", "show only this tool")
@@ -89,7 +102,20 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "verify":
+		if *key == "" && len(ckFiles) > 0 {
+			fmt.Fprintln(stderr, "mcpsafe journal verify: --checkpoints needs --key")
+			return 2
+		}
 		sum, err := journal.VerifyFile(path)
+		var rep journal.CheckpointReport
+		if err == nil && *key != "" {
+			v, kerr := journal.LoadCheckpointVerifier(*key)
+			if kerr != nil {
+				fmt.Fprintln(stderr, "mcpsafe journal verify:", kerr)
+				return 1
+			}
+			sum, rep, err = journal.VerifySigned(path, v, ckFiles...)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", path, err)
 			var te *journal.TamperError
@@ -100,6 +126,9 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", path, sum)
+		if *key != "" {
+			fmt.Fprintf(stdout, "%s: %s\n", path, rep)
+		}
 		return 0
 	case "show":
 		var f journal.Filter
@@ -121,4 +150,38 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpsafe journal: unknown subcommand %q\n%s\n", args[0], journalUsage)
 		return 2
 	}
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// journalKeygen writes a checkpoint key pair. The signer file is created
+// exclusively with mode 0600: an existing key is never overwritten.
+func journalKeygen(args []string, stderr io.Writer) int {
+	if len(args) != 3 {
+		fmt.Fprintln(stderr, journalUsage)
+		return 2
+	}
+	skey, vkey, err := journal.GenerateCheckpointKey(args[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe journal keygen:", err)
+		return 1
+	}
+	for _, w := range []struct {
+		path, data string
+		mode       os.FileMode
+	}{{args[1], skey, 0o600}, {args[2], vkey, 0o644}} {
+		f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, w.mode)
+		if err == nil {
+			_, err = f.WriteString(w.data + "\n")
+			err = errors.Join(err, f.Sync(), f.Close())
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpsafe journal keygen:", err)
+			return 1
+		}
+	}
+	return 0
 }
