@@ -39,6 +39,9 @@ type Options struct {
 	// Journal receives the audit trail. Required: pass NoJournal to run
 	// without one on purpose.
 	Journal Journal
+	// Observer, if set, is told about every answered call and every
+	// approval decision, for metrics.
+	Observer Observer
 	// Approver is the out-of-band channel for ModeChannel.
 	Approver Approver
 	// AllowTokenFor names the irreversible tools that may use one-time

@@ -43,6 +43,7 @@ type call struct {
 func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, r := g.serve(ctx, t, req)
+		g.observe(t.Name, res, r)
 		if r != nil {
 			return r.Result(), nil
 		}
@@ -408,6 +409,9 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (*gran
 	}
 	if !ok {
 		return nil, refusal(ReasonTokenSpent, "this approval was already used or has expired")
+	}
+	if o := g.opts.Observer; o != nil {
+		o.HumanDecision(mode, k.now.Sub(time.UnixMilli(gr.IssuedAt)))
 	}
 	return gr, nil
 }

@@ -62,6 +62,10 @@ type ServiceOptions struct {
 	// Grants, when set, is the ledger the gated servers share: the page
 	// and the API list its live standing grants and revoke them.
 	Grants ledger.StandingStore
+	// OnDecided, if set, is called when a request leaves pending (status
+	// approved, denied or expired) with how long it waited: for metrics.
+	// It runs under the service's lock and must return quickly.
+	OnDecided func(status string, waited time.Duration)
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -232,6 +236,7 @@ func (s *Service) expireLocked(now time.Time) {
 		*e.rec = next
 		close(e.decided)
 		changed = true
+		s.decided(&next)
 	}
 	if changed {
 		s.notifyLocked()
@@ -650,9 +655,29 @@ func (s *Service) decide(id, by string, approve bool, grant string) (record, *ht
 	*e.rec = next
 	if next.Status != StatusPending {
 		close(e.decided)
+		s.decided(&next)
 	}
 	s.notifyLocked()
 	return next, nil
+}
+
+func (s *Service) decided(r *record) {
+	if s.opts.OnDecided != nil {
+		s.opts.OnDecided(r.Status, r.DecidedAt.Sub(r.Received))
+	}
+}
+
+// Pending is the number of requests waiting for a decision.
+func (s *Service) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.entries {
+		if e.rec.Status == StatusPending {
+			n++
+		}
+	}
+	return n
 }
 
 func voters(r *record) []string {

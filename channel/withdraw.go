@@ -194,6 +194,7 @@ func (s *Service) handleWithdraw(w http.ResponseWriter, sig string, body []byte)
 	*e.rec = next
 	if wasPending {
 		close(e.decided)
+		s.decided(&next)
 	}
 	s.notifyLocked()
 	writeJSON(w, http.StatusOK, map[string]any{"id": m.ID, "status": next.Status})

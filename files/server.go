@@ -84,6 +84,9 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.Gate, err = mcpsafe.New(opts); err != nil {
 		return nil, err
 	}
+	if conf.Metrics != nil {
+		conf.Metrics.SetPending(s.Gate.Pending)
+	}
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-files", Version: Version}, &mcp.ServerOptions{
 		Instructions: "File tools confined to: " + strings.Join(s.FS.Roots(), ", ") +
 			". delete_file and move_file need the user's approval of a plan first; show the plan to the user as given.",

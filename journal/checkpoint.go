@@ -636,3 +636,6 @@ func (j *Journal) checkpoint() {
 func (j *Journal) Health() error {
 	return errors.Join(j.failure(), j.ck.failure())
 }
+
+// CheckpointHealth is the failure of the last checkpoint write, or nil.
+func (j *Journal) CheckpointHealth() error { return j.ck.failure() }

@@ -441,6 +441,8 @@ mutant("audit-ck-open-signs-rewrite", "./journal", "Open accepts a journal that 
     [("journal/journal.go", "\t\trep, err := ix.finish(res.sum)\n\t\tif err != nil {", "\t\trep, err := ix.finish(res.sum)\n\t\tif err != nil && false {")], run="TestRewrittenChainRefusedBySignedVerify")
 mutant("audit-ck-not-at-close", "./journal", "Close does not sign the head: the records after the last periodic checkpoint stay rewritable",
     [("journal/journal.go", "\t// last checkpoint can be rewritten unnoticed.\n\tj.checkpoint()", "\t// last checkpoint can be rewritten unnoticed.")], run="TestCheckpointAtCloseAndOnInterval")
+mutant("audit-metrics-label-leaks-arguments", "./cmd/mcpsafe", "call metrics label a series with the call's arguments (privacy, unbounded cardinality)",
+    [(G, "\t\tg.observe(t.Name, res, r)", "\t\tg.observe(t.Name+fmt.Sprint(req.Params.Arguments), res, r)")], run="TestFilesMetricsCountTheCalls")
 
 def main():
     root = os.getcwd()

@@ -174,6 +174,11 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if s.Gate, err = mcpsafe.New(s.conf.Options); err != nil {
 			return nil, err
 		}
+		if s.conf.Metrics != nil {
+			// A gateway's servers share one metrics registry; the gauge
+			// then follows the gateway, not one of its gates.
+			s.conf.Metrics.SetPending(s.Gate.Pending)
+		}
 	}
 	s.JournalPath = s.conf.JournalPath
 	if err := s.cont.init(s.conf.Options.Ledger); err != nil {
@@ -767,7 +772,11 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 			params.SetProgressToken(up)
 		}
 	}
+	start := time.Now()
 	res, err := leg.CallTool(ctx, params)
+	if s.conf != nil && s.conf.Metrics != nil {
+		s.conf.Metrics.Upstream(time.Since(start), err)
+	}
 	if err != nil && s.member != nil && ctx.Err() == nil {
 		// -32005 is the SDK's "rejected by transport": the request never
 		// got an answer from the upstream.

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/metrics"
 )
 
 // Config is the gate-related part of a server's command line.
@@ -44,6 +46,9 @@ type Config struct {
 	// Checkpoints: signed checkpoints of the journal's head; off while
 	// Checkpoints.KeyFile is empty.
 	Checkpoints journal.Checkpoints
+	// MetricsAddr, when set, serves Prometheus metrics at
+	// http://MetricsAddr/metrics (see package metrics).
+	MetricsAddr string
 
 	ApproverURL        string
 	ApproverSecretFile string
@@ -73,6 +78,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
 	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
 	fl.StringVar(&c.Checkpoints.Witness, "checkpoint-witness", "", "with --journal-key: a second file, outside the journal's directory, that receives every checkpoint")
+	fl.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9464); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
@@ -134,6 +140,10 @@ func (c *Config) JournalName() string {
 type Gate struct {
 	Options     mcpsafe.Options
 	JournalPath string // empty when running without a journal
+	// Metrics is non-nil when MetricsAddr is set; the server points its
+	// pending gauge at the gate (Metrics.SetPending) once it has one.
+	Metrics     *metrics.Metrics
+	MetricsAddr net.Addr // where the metrics listen
 	closers     []func() error
 }
 
@@ -247,6 +257,22 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.ChannelTimeout = wait
 		opts.ChannelWait = cfg.ChannelWait
 		opts.ProgressInterval = cfg.ProgressInterval
+	}
+	if cfg.MetricsAddr != "" {
+		m := metrics.New()
+		if opts.Ledger != nil {
+			opts.Ledger = m.Ledger(opts.Ledger)
+		}
+		if opts.Journal != mcpsafe.NoJournal {
+			opts.Journal = m.Journal(opts.Journal)
+		}
+		opts.Observer = m
+		addr, stop, err := m.Serve(ctx, cfg.MetricsAddr)
+		if err != nil {
+			return nil, err
+		}
+		g.closers = append(g.closers, stop)
+		g.Metrics, g.MetricsAddr = m, addr
 	}
 	return g, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/metrics"
 	"github.com/mcpsafe/mcpsafe/serverconf"
 )
 
@@ -49,6 +50,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
 	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
 	grantsLedger := fl.String("ledger", "", "the gated servers' shared ledger (file:PATH, redis://..., postgres://...): list and revoke their standing grants in the page and the API")
+	metricsAddr := fl.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && wantsHelp(args[:1]) {
@@ -110,11 +112,25 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		}
 		opts.Grants = ss
 	}
+	var m *metrics.Metrics
+	if *metricsAddr != "" {
+		m = metrics.New()
+		opts.OnDecided = m.ChannelDecision
+	}
 	svc, err := channel.NewService(opts)
 	if err != nil {
 		return fail(err)
 	}
 	defer svc.Close()
+	if m != nil {
+		m.SetPending(svc.Pending)
+		addr, stopMetrics, err := m.Serve(context.Background(), *metricsAddr)
+		if err != nil {
+			return fail(err)
+		}
+		defer stopMetrics()
+		fmt.Fprintf(stdout, "mcpsafe approvals: metrics on http://%s/metrics\n", addr)
+	}
 
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -1,0 +1,229 @@
+// Package metrics exposes what an mcpsafe gate does as Prometheus metrics:
+// calls by tool and outcome, refusals by reason code, approvals pending, the
+// time people take to decide, and the latency and health of the ledger, the
+// journal and the upstream server.
+//
+// Label values are only ever tool names (registered by the server itself),
+// fixed outcome words, reason codes and store names: never argument
+// values, principals or sessions, which would leak into dashboards and let
+// any caller grow the series without bound.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds one registry; a process has one per server.
+type Metrics struct {
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	refusals *prometheus.CounterVec
+	human    *prometheus.HistogramVec
+	ledger   *prometheus.HistogramVec
+	journal  *prometheus.HistogramVec
+	upstream *prometheus.HistogramVec
+	up       *prometheus.GaugeVec
+	channel  *prometheus.CounterVec
+	pending  func() int
+}
+
+// latencyBuckets span a cached ledger hit to a slow fsync or upstream.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// humanBuckets span a click to a TTL.
+var humanBuckets = []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600}
+
+// New returns metrics registered in a fresh registry, with the Go and
+// process collectors.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpsafe_calls_total",
+		Help: "Gated tool calls answered, by tool and outcome (executed, failed, refused, approval_required, approval_pending, input_required).",
+	}, []string{"tool", "outcome"})
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpsafe_refusals_total",
+		Help: "Refused gated calls by reason code (see SECURITY-MODEL.md, Reason codes).",
+	}, []string{"reason"})
+	m.human = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcpsafe_human_decision_seconds",
+		Help:    "Time from an approval request being issued to its answer being redeemed, by path (elicit, token, channel).",
+		Buckets: humanBuckets,
+	}, []string{"path"})
+	m.ledger = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcpsafe_ledger_duration_seconds",
+		Help:    "Latency of single-use ledger operations, by op (issue, redeem) and result (ok, error).",
+		Buckets: latencyBuckets,
+	}, []string{"op", "result"})
+	m.journal = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcpsafe_journal_append_duration_seconds",
+		Help:    "Latency of durable journal appends (write and fsync), by result (ok, error).",
+		Buckets: latencyBuckets,
+	}, []string{"result"})
+	m.upstream = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcpsafe_upstream_duration_seconds",
+		Help:    "Latency of tools/call to the upstream server (mcpsafe proxy), by result (ok, error).",
+		Buckets: latencyBuckets,
+	}, []string{"result"})
+	m.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcpsafe_component_up",
+		Help: "1 when the component's last operation worked, 0 when it failed (component: journal, ledger, checkpoints).",
+	}, []string{"component"})
+	m.channel = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpsafe_channel_decisions_total",
+		Help: "Approval service (mcpsafe approvals serve): requests that left pending, by status (approved, denied, expired, withdrawn).",
+	}, []string{"status"})
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcpsafe_pending_approvals",
+		Help: "Approvals issued and not yet redeemed, expired or abandoned.",
+	}, func() float64 {
+		if m.pending == nil {
+			return 0
+		}
+		return float64(m.pending())
+	})
+	m.reg.MustRegister(m.calls, m.refusals, m.human, m.ledger, m.journal, m.upstream, m.up, m.channel, pending,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is the registry the metrics live in, for adding more.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Serve listens on addr and serves /metrics until ctx ends. It returns the
+// address it listens on (useful with port 0) once the listener is up.
+func (m *Metrics) Serve(ctx context.Context, addr string) (net.Addr, func() error, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	stop := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
+	return ln.Addr(), stop, nil
+}
+
+// SetPending sets where the pending-approvals gauge reads from (a Gate's
+// Pending method).
+func (m *Metrics) SetPending(f func() int) { m.pending = f }
+
+// CallDone implements mcpsafe.Observer.
+func (m *Metrics) CallDone(tool, outcome, reason string) {
+	m.calls.WithLabelValues(tool, outcome).Inc()
+	if outcome == mcpsafe.OutcomeRefused {
+		m.refusals.WithLabelValues(reason).Inc()
+	}
+}
+
+// HumanDecision implements mcpsafe.Observer.
+func (m *Metrics) HumanDecision(path string, d time.Duration) {
+	m.human.WithLabelValues(path).Observe(d.Seconds())
+}
+
+// ChannelDecision records one request of the approval service leaving
+// pending (channel.ServiceOptions.OnDecided). A person decided when the
+// status is approved or denied; those feed the human-decision histogram
+// under path "service".
+func (m *Metrics) ChannelDecision(status string, waited time.Duration) {
+	m.channel.WithLabelValues(status).Inc()
+	if status == "approved" || status == "denied" {
+		m.human.WithLabelValues("service").Observe(waited.Seconds())
+	}
+}
+
+// Upstream records one upstream call.
+func (m *Metrics) Upstream(d time.Duration, err error) {
+	m.upstream.WithLabelValues(result(err)).Observe(d.Seconds())
+}
+
+// Up sets a component's health gauge.
+func (m *Metrics) Up(component string, err error) {
+	v := 1.0
+	if err != nil {
+		v = 0
+	}
+	m.up.WithLabelValues(component).Set(v)
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// Journal wraps j so that every append is timed and sets the journal's
+// health. A capped refusal is not a failure of the journal.
+func (m *Metrics) Journal(j mcpsafe.Journal) mcpsafe.Journal {
+	m.Up("journal", nil)
+	return &timedJournal{m: m, j: j}
+}
+
+type timedJournal struct {
+	m *Metrics
+	j mcpsafe.Journal
+}
+
+func (t *timedJournal) Append(ctx context.Context, r journal.Record) error {
+	start := time.Now()
+	err := t.j.Append(ctx, r)
+	if errors.Is(err, journal.ErrRefusalsCapped) || ctx.Err() != nil {
+		t.m.journal.WithLabelValues("ok").Observe(time.Since(start).Seconds())
+		return err
+	}
+	t.m.journal.WithLabelValues(result(err)).Observe(time.Since(start).Seconds())
+	t.m.Up("journal", err)
+	if h, ok := t.j.(interface{ CheckpointHealth() error }); ok {
+		t.m.Up("checkpoints", h.CheckpointHealth())
+	}
+	return err
+}
+
+// Ledger wraps l so that every operation is timed and sets the ledger's
+// health.
+func (m *Metrics) Ledger(l mcpsafe.Ledger) mcpsafe.Ledger {
+	m.Up("ledger", nil)
+	return &timedLedger{m: m, l: l}
+}
+
+type timedLedger struct {
+	m *Metrics
+	l mcpsafe.Ledger
+}
+
+func (t *timedLedger) Issue(ctx context.Context, nonce string, expires time.Time) error {
+	start := time.Now()
+	err := t.l.Issue(ctx, nonce, expires)
+	t.m.ledger.WithLabelValues("issue", result(err)).Observe(time.Since(start).Seconds())
+	t.m.Up("ledger", err)
+	return err
+}
+
+func (t *timedLedger) Redeem(ctx context.Context, nonce string) (bool, error) {
+	start := time.Now()
+	ok, err := t.l.Redeem(ctx, nonce)
+	t.m.ledger.WithLabelValues("redeem", result(err)).Observe(time.Since(start).Seconds())
+	t.m.Up("ledger", err)
+	return ok, err
+}
