@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TokenField is the argument a client sends an approval token in. The gate
@@ -42,6 +43,11 @@ type Options struct {
 	// Observer, if set, is told about every answered call and every
 	// approval decision, for metrics.
 	Observer Observer
+	// TracerProvider, if set, receives a span per gated call and per step
+	// (decode, rules, resolve, preview, ask, redeem, recheck, journal,
+	// execute), joined to the caller's trace when _meta carries W3C trace
+	// context. Nil: no spans.
+	TracerProvider trace.TracerProvider
 	// Approver is the out-of-band channel for ModeChannel.
 	Approver Approver
 	// AllowTokenFor names the irreversible tools that may use one-time
@@ -107,6 +113,7 @@ type Gate struct {
 	standing   ledger.StandingStore
 	programs   sync.Map // CEL source -> cel.Program
 	grantCache grantCache
+	tracer     trace.Tracer
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool
@@ -178,6 +185,9 @@ func New(opts Options) (*Gate, error) {
 	if l == nil {
 		l = ledger.NewMemory(opts.MaxPending)
 	}
+	if opts.TracerProvider != nil {
+		opts.Journal = tracedJournal{j: opts.Journal, t: newTracer(opts.TracerProvider)}
+	}
 	for _, n := range opts.AllowGrantsFor {
 		if n == "" || n != trimName(n) {
 			return nil, fmt.Errorf("mcpsafe: AllowGrantsFor entry %q is not an exact tool name", n)
@@ -191,6 +201,7 @@ func New(opts Options) (*Gate, error) {
 		ledger:   l,
 		pending:  newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
 		tools:    map[string]*gatedTool{},
+		tracer:   newTracer(opts.TracerProvider),
 	}, nil
 }
 
@@ -336,6 +347,9 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
 	}
 	gt := &gatedTool{Tool: t, mode: mode, schema: resolved, minAssur: minA}
+	if g.opts.TracerProvider != nil {
+		gt.Execute = tracedExecute(g.tracer, gt.Execute)
+	}
 	for i := range g.opts.AllowTokenFor {
 		if g.opts.AllowTokenFor[i].Tool == t.Name {
 			gt.optIn = &g.opts.AllowTokenFor[i]

@@ -42,8 +42,10 @@ type call struct {
 
 func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, span := g.startCall(ctx, t.Name, req)
 		res, r := g.serve(ctx, t, req)
 		g.observe(t.Name, res, r)
+		endStep(span, r)
 		if r != nil {
 			return r.Result(), nil
 		}
@@ -55,12 +57,17 @@ func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
 // result or a refusal; every early return is a refusal, so nothing after a
 // failed step runs.
 func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, *Refusal) {
+	_, span := g.step(ctx, "decode")
 	k, r := g.decode(t, req)
+	endStep(span, r)
 	if r != nil {
 		g.journalRefusal(ctx, k, t.Name, r)
 		return nil, r
 	}
-	if r := g.checkRules(ctx, k); r != nil {
+	rctx, span := g.step(ctx, "rules")
+	r = g.checkRules(rctx, k)
+	endStep(span, r)
+	if r != nil {
 		if r.Reason != ReasonPolicyDenied && g.carriesGenuineApproval(k) {
 			// The approved target no longer resolves or previews (deleted,
 			// replaced by a directory, behind a swapped-in symlink).
@@ -188,6 +195,13 @@ func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {
 	if k.t.Resolve == nil {
 		return nil, nil
 	}
+	ctx, span := g.step(ctx, "resolve")
+	res, r := g.runResolve(ctx, k)
+	endStep(span, r)
+	return res, r
+}
+
+func (g *Gate) runResolve(ctx context.Context, k *call) (Resolved, *Refusal) {
 	var res Resolved
 	err := safely(func() error {
 		var err error
@@ -205,7 +219,9 @@ func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {
 
 // preview asks the tool for its plan and digests what the approval binds:
 // the resolved context and the targets with their state.
-func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) (Plan, string, *Refusal) {
+func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) (_ Plan, _ string, r *Refusal) {
+	ctx, span := g.step(ctx, "preview")
+	defer func() { endStep(span, r) }()
 	var plan Plan
 	err := safely(func() error {
 		var err error
@@ -365,7 +381,9 @@ func (g *Gate) issue(ctx context.Context, k *call, mode string) (*grant, string,
 	return gr, sealed, nil
 }
 
-func (g *Gate) issueToken(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *Refusal) {
+	ctx, span := g.step(ctx, "ask")
+	defer func() { endStep(span, r) }()
 	view := planView(k.plan)
 	shown := renderPlan(view) + "\n" + renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields))
 	if r := checkPromptSize(shown); r != nil {
@@ -397,7 +415,9 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (*mcp.CallToolResult, *R
 // openFor authenticates a sealed grant and checks every binding against
 // this call, then spends it in the ledger. The order matters: verify before
 // parse, bindings before redeem, and redeem before the answer is looked at.
-func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (*grant, *Refusal) {
+func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (_ *grant, r *Refusal) {
+	ctx, span := g.step(ctx, "redeem")
+	defer func() { endStep(span, r) }()
 	gr, r := g.checkGrant(k, sealed, mode)
 	if r != nil {
 		return nil, r
@@ -522,7 +542,9 @@ func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult
 	}
 	ectx, cancel := context.WithTimeout(ctx, g.opts.ElicitTimeout)
 	defer cancel()
+	ectx, span := g.step(ectx, "ask")
 	res, err := k.req.Session.Elicit(ectx, params)
+	span.End()
 	if err != nil {
 		g.spend(ctx, gr.Nonce)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ectx.Err(), context.DeadlineExceeded) {
@@ -656,16 +678,9 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	}
 	// What was approved may no longer resolve at all (deleted, replaced
 	// by a directory or a symlink): that too is a changed target.
-	res, r := g.resolve(ctx, k)
+	res, plan, r := g.recheck(ctx, k, approvedTarget)
 	if r != nil {
-		return nil, refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
-	}
-	plan, target, r := g.preview(ctx, k.t, k.c, res)
-	if r != nil {
-		return nil, refusal(ReasonTargetChanged, "the call can no longer be previewed as approved (%s: %s)", r.Reason, r.Message)
-	}
-	if target != approvedTarget {
-		return nil, refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
+		return nil, r
 	}
 	a.Resolved, a.Plan = res, plan
 	rec := g.record(k, a.Decision)
@@ -715,6 +730,25 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 		}, nil
 	}
 	return out, nil
+}
+
+// recheck resolves and previews the call again right before it runs and
+// compares the target with the approved one.
+func (g *Gate) recheck(ctx context.Context, k *call, approvedTarget string) (_ Resolved, _ Plan, r *Refusal) {
+	ctx, span := g.step(ctx, "recheck")
+	defer func() { endStep(span, r) }()
+	res, r := g.resolve(ctx, k)
+	if r != nil {
+		return nil, Plan{}, refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
+	}
+	plan, target, r := g.preview(ctx, k.t, k.c, res)
+	if r != nil {
+		return nil, Plan{}, refusal(ReasonTargetChanged, "the call can no longer be previewed as approved (%s: %s)", r.Reason, r.Message)
+	}
+	if target != approvedTarget {
+		return nil, Plan{}, refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
+	}
+	return res, plan, nil
 }
 
 func (g *Gate) record(k *call, decision string) journal.Record {

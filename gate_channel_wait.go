@@ -91,7 +91,10 @@ func (g *Gate) resumable() bool {
 }
 
 // askChannel sends the plan to the out-of-band approver and waits.
-func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+func (g *Gate) askChannel(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *Refusal) {
+	// The span covers the wait for the decision and what follows it.
+	ctx, span := g.step(ctx, "ask")
+	defer func() { endStep(span, r) }()
 	gr, sealed, r := g.issue(ctx, k, grantChannel)
 	if r != nil {
 		return nil, r

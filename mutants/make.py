@@ -443,6 +443,8 @@ mutant("audit-ck-not-at-close", "./journal", "Close does not sign the head: the 
     [("journal/journal.go", "\t// last checkpoint can be rewritten unnoticed.\n\tj.checkpoint()", "\t// last checkpoint can be rewritten unnoticed.")], run="TestCheckpointAtCloseAndOnInterval")
 mutant("audit-metrics-label-leaks-arguments", "./cmd/mcpsafe", "call metrics label a series with the call's arguments (privacy, unbounded cardinality)",
     [(G, "\t\tg.observe(t.Name, res, r)", "\t\tg.observe(t.Name+fmt.Sprint(req.Params.Arguments), res, r)")], run="TestFilesMetricsCountTheCalls")
+mutant("audit-trace-span-carries-arguments", ".", "the call span records the call's arguments: agent-supplied values (and secrets) leave in traces",
+    [("gate_trace.go", "\t\ttrace.WithAttributes(attribute.String(\"mcp.tool.name\", tool)))", "\t\ttrace.WithAttributes(attribute.String(\"mcp.tool.name\", tool), attribute.String(\"args\", string(req.Params.Arguments))))")], run="TestTraceJoinsCallersTrace")
 
 def main():
     root = os.getcwd()

@@ -772,6 +772,9 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 			params.SetProgressToken(up)
 		}
 	}
+	// The upstream's spans join the trace under the gate's span (for a
+	// gated call, its execute step) rather than the caller's.
+	params.Meta = mcpsafe.InjectTraceContext(ctx, params.Meta)
 	start := time.Now()
 	res, err := leg.CallTool(ctx, params)
 	if s.conf != nil && s.conf.Metrics != nil {

@@ -23,6 +23,11 @@ import (
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/metrics"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is the gate-related part of a server's command line.
@@ -49,6 +54,13 @@ type Config struct {
 	// MetricsAddr, when set, serves Prometheus metrics at
 	// http://MetricsAddr/metrics (see package metrics).
 	MetricsAddr string
+	// OTLPEndpoint, when set, exports the gate's spans over OTLP/HTTP to
+	// this URL (for example http://127.0.0.1:4318/v1/traces). Off when
+	// empty, unless TracerProvider is set.
+	OTLPEndpoint string
+	// TracerProvider receives the gate's spans when OTLPEndpoint is empty
+	// (tests, or a program with its own OpenTelemetry setup).
+	TracerProvider trace.TracerProvider
 
 	ApproverURL        string
 	ApproverSecretFile string
@@ -79,6 +91,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
 	fl.StringVar(&c.Checkpoints.Witness, "checkpoint-witness", "", "with --journal-key: a second file, outside the journal's directory, that receives every checkpoint")
 	fl.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9464); off when empty")
+	fl.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of gated calls over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
@@ -257,6 +270,21 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.ChannelTimeout = wait
 		opts.ChannelWait = cfg.ChannelWait
 		opts.ProgressInterval = cfg.ProgressInterval
+	}
+	opts.TracerProvider = cfg.TracerProvider
+	if cfg.OTLPEndpoint != "" {
+		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.OTLPEndpoint))
+		if err != nil {
+			return nil, fmt.Errorf("--otlp-endpoint: %w", err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", cfg.Audience))))
+		g.closers = append(g.closers, func() error {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			return tp.Shutdown(sctx)
+		})
+		opts.TracerProvider = tp
 	}
 	if cfg.MetricsAddr != "" {
 		m := metrics.New()
