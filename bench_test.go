@@ -80,7 +80,12 @@ func rawUngatedSession(b *testing.B, w *benchWork) *mcp.ClientSession {
 // gatedSession registers the same work behind the gate.
 func gatedSession(b *testing.B, w *benchWork, mode mcpsafe.Mode, j mcpsafe.Journal, auto bool, copts *mcp.ClientOptions) *mcp.ClientSession {
 	b.Helper()
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "bench", Journal: j, Mode: mode})
+	return gatedSessionWith(b, w, mcpsafe.Options{Audience: "bench", Journal: j, Mode: mode}, auto, copts)
+}
+
+func gatedSessionWith(b *testing.B, w *benchWork, opts mcpsafe.Options, auto bool, copts *mcp.ClientOptions) *mcp.ClientSession {
+	b.Helper()
+	g, err := mcpsafe.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
