@@ -445,6 +445,10 @@ mutant("audit-metrics-label-leaks-arguments", "./cmd/mcpsafe", "call metrics lab
     [(G, "\t\tg.observe(t.Name, res, r)", "\t\tg.observe(t.Name+fmt.Sprint(req.Params.Arguments), res, r)")], run="TestFilesMetricsCountTheCalls")
 mutant("audit-trace-span-carries-arguments", ".", "the call span records the call's arguments: agent-supplied values (and secrets) leave in traces",
     [("gate_trace.go", "\t\ttrace.WithAttributes(attribute.String(\"mcp.tool.name\", tool)))", "\t\ttrace.WithAttributes(attribute.String(\"mcp.tool.name\", tool), attribute.String(\"args\", string(req.Params.Arguments))))")], run="TestTraceJoinsCallersTrace")
+mutant("audit-export-no-redaction", "./journal", "journal export ships the arguments as stored: a secret in clear in a line leaves in the SIEM feed",
+    [("journal/export.go", "\t\tclean := Redact(rec.Args, nil)", "\t\tclean := rec.Args")], run="TestExportRedactsAgain")
+mutant("audit-export-unverified", "./journal", "journal export ships the verified prefix of a damaged journal as if it were whole",
+    [("journal/export.go", "\tsum, err := VerifyFile(path)\n\tif err != nil {", "\tsum, err := VerifyFile(path)\n\tif err != nil && false {")], run="TestExportRefusesDamagedJournal")
 
 def main():
     root = os.getcwd()

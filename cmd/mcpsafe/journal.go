@@ -24,6 +24,8 @@ const journalUsage = `usage:
   mcpsafe journal verify [PATH] --key PUB [--checkpoints FILE]...
                                                       also check it against signed checkpoints
                                                       (default FILE: PATH.checkpoints; repeat for a witness copy)
+  mcpsafe journal export [PATH] --format jsonl|ocsf [--out FILE]
+                                                      records for a SIEM (verified first; arguments redacted)
   mcpsafe journal keygen NAME SIGNER PUB              write a checkpoint key pair (SIGNER 0600,
                                                       outside the journal's directory)
   mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, YYYY-MM-DD, 24h, 7d)
@@ -39,13 +41,17 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		return journalKeygen(args[1:], stderr)
 	}
 	var fs *flag.FlagSet
-	var tool, since, key *string
+	var tool, since, key, format, out *string
 	var ckFiles stringList
 	switch args[0] {
 	case "verify":
 		fs = newFlags("mcpsafe journal verify", "mcpsafe journal verify [PATH] [--key PUB [--checkpoints FILE]...]   (check the hash chain, the head file and, with --key, the signed checkpoints; exit 1 on any damage)", stderr)
 		key = fs.String("key", "", "public key of the checkpoints (from journal keygen)")
 		fs.Var(&ckFiles, "checkpoints", "with --key: a checkpoint file to check against (repeatable; default PATH.checkpoints)")
+	case "export":
+		fs = newFlags("mcpsafe journal export", "mcpsafe journal export [PATH] --format jsonl|ocsf [--out FILE]   (verify, then write every record for a SIEM; exit 1 and nothing written if the journal is damaged)", stderr)
+		format = fs.String("format", "jsonl", "jsonl (the journal's lines) or ocsf (OCSF API Activity events)")
+		out = fs.String("out", "", "write to this new file instead of standard output")
 	case "show":
 		fs = newFlags("mcpsafe journal show", "mcpsafe journal show [PATH] [--tool X] [--since T]   (print records; exit 1 if the journal is damaged)", stderr)
 		tool = fs.String("tool", "", "show only this tool")
@@ -128,6 +134,18 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: %s\n", path, sum)
 		if *key != "" {
 			fmt.Fprintf(stdout, "%s: %s\n", path, rep)
+		}
+		return 0
+	case "export":
+		var err error
+		if *out != "" {
+			_, err = journal.ExportFile(*out, path, *format)
+		} else {
+			_, err = journal.Export(stdout, path, *format)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			return 1
 		}
 		return 0
 	case "show":

@@ -133,3 +133,24 @@ func rechainLines(b []byte) []byte {
 	}
 	return out
 }
+
+// `journal export` writes the verified journal (jsonl verifies again as a
+// journal; ocsf has one event per record) and refuses a damaged one.
+func TestJournalExportCommand(t *testing.T) {
+	td := filepath.Join("..", "..", "journal", "testdata")
+	out := filepath.Join(t.TempDir(), "export.jsonl")
+	if code, _, errs := journalCmd("export", filepath.Join(td, "good.jsonl"), "--format", "jsonl", "--out", out); code != 0 {
+		t.Fatalf("export: %s", errs)
+	}
+	if code, stdout, errs := journalCmd("verify", out); code != 0 || !strings.Contains(stdout, "intact: 6 records") {
+		t.Fatalf("exported jsonl does not verify: %s %s", stdout, errs)
+	}
+	code, stdout, _ := journalCmd("export", filepath.Join(td, "good.jsonl"), "--format", "ocsf")
+	if code != 0 || strings.Count(stdout, `"class_uid":6003`) != 6 {
+		t.Fatalf("ocsf export: %d %s", code, stdout)
+	}
+	code, stdout, errs := journalCmd("export", filepath.Join(td, "edited-summary-line3.jsonl"), "--format", "ocsf")
+	if code != 1 || stdout != "" || !strings.Contains(errs, "tampered") {
+		t.Fatalf("damaged journal exported: %d %q %s", code, stdout, errs)
+	}
+}
