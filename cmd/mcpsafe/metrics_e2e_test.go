@@ -12,6 +12,8 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -216,5 +218,52 @@ func TestApprovalsServeMetrics(t *testing.T) {
 	}
 	if approved != 1 {
 		t.Fatalf("%d approved, want 1", approved)
+	}
+}
+
+// The built `mcpsafe proxy --metrics` counts gated calls by outcome and
+// times every call it relays upstream (gated or passed through).
+func TestProxyBinaryMetrics(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "http-upstream"}, nil)
+	ok := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	}
+	up.AddTool(&mcp.Tool{Name: "drop_table", InputSchema: map[string]any{"type": "object"}}, ok)
+	up.AddTool(&mcp.Tool{Name: "count_rows", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, ok)
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(hs.Close)
+	addr := freeAddr(t)
+	answer := "accept"
+	cs := startProxy(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if answer == "accept" {
+			return acceptAll(ctx, r)
+		}
+		return &mcp.ElicitResult{Action: answer}, nil
+	}}, "--journal", filepath.Join(t.TempDir(), "j.jsonl"), "--upstream-url", hs.URL, "--metrics", addr)
+	if res := call(t, cs, "drop_table", map[string]any{"name": "users"}); res.IsError {
+		t.Fatalf("accepted drop_table: %v", res.Content)
+	}
+	if res := call(t, cs, "count_rows", map[string]any{}); res.IsError {
+		t.Fatalf("count_rows: %v", res.Content)
+	}
+	answer = "decline"
+	if res := call(t, cs, "drop_table", map[string]any{"name": "orders"}); !res.IsError {
+		t.Fatal("declined drop_table ran")
+	}
+	body := scrape(t, addr)
+	for series, v := range map[string]float64{
+		`mcpsafe_calls_total{outcome="executed",tool="drop_table"}`:  1,
+		`mcpsafe_calls_total{outcome="refused",tool="drop_table"}`:   1,
+		`mcpsafe_refusals_total{reason="declined"}`:                  1,
+		`mcpsafe_upstream_duration_seconds_count{result="ok"}`:       2,
+		`mcpsafe_human_decision_seconds_count{path="elicit"}`:        2,
+		`mcpsafe_journal_append_duration_seconds_count{result="ok"}`: 3,
+	} {
+		if got := sample(body, series); got != v {
+			t.Errorf("%s = %v, want %v", series, got, v)
+		}
+	}
+	if strings.Contains(body, "users") || strings.Contains(body, "orders") {
+		t.Error("metrics expose argument values")
 	}
 }
