@@ -23,7 +23,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"approvals", "--help"}, []string{"usage: mcpsafe approvals serve", "-secret-file"}, nil},
 		{[]string{"approvals", "serve", "--help"}, []string{"-approvers-file", "-require"}, nil},
 		{[]string{"journal", "--help"}, []string{"mcpsafe journal verify [PATH]", "mcpsafe journal show"}, nil},
-		{[]string{"journal", "verify", "--help"}, []string{"usage: mcpsafe journal verify [PATH]"}, []string{"-tool", "-since", "flags:"}},
+		{[]string{"journal", "verify", "--help"}, []string{"usage: mcpsafe journal verify [PATH]", "-key", "-checkpoints"}, []string{"-tool", "-since"}},
 		{[]string{"journal", "show", "--help"}, []string{"usage: mcpsafe journal show", "-tool", "-since"}, nil},
 		{[]string{"version", "--help"}, []string{"usage: mcpsafe version"}, nil},
 	} {
