@@ -163,7 +163,7 @@ func openFileWith(ctx context.Context, path string, o options) (*File, error) {
 func (f *File) init(ctx context.Context) error {
 	ctx, cancel := opContext(ctx, f.timeout)
 	defer cancel()
-	if _, err := f.db.ExecContext(ctx, fileSchema); err != nil {
+	if err := execRetryBusy(ctx, f.db, fileSchema); err != nil {
 		return unavailable("file", "create schema in "+f.path, err)
 	}
 	// Refuse a database whose grants table is not the one we create: a
@@ -407,4 +407,24 @@ func (f *File) RevokeStanding(ctx context.Context, id string) (bool, error) {
 		return false, unavailable("file", "revoke standing", err)
 	}
 	return live, nil
+}
+
+// execRetryBusy runs a schema statement, trying again while SQLite answers
+// SQLITE_BUSY, until ctx ends. Processes opening one new file at once
+// race to create its tables: a statement that read the schema and then
+// needs the write lock gets SQLITE_BUSY at once, without the busy
+// timeout (SQLite's deadlock avoidance), so waiting is ours to do.
+func execRetryBusy(ctx context.Context, db *sql.DB, stmt string) error {
+	for {
+		_, err := db.ExecContext(ctx, stmt)
+		var coded interface{ Code() int }
+		if err == nil || !errors.As(err, &coded) || coded.Code()&0xff != 5 { // 5: SQLITE_BUSY
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
