@@ -377,6 +377,14 @@ mutant("journal-head-hash-unchecked", "./journal ./cmd/mcpsafe", "an edit to the
 mutant("journal-head-shortened-ok", "./journal ./cmd/mcpsafe", "a journal that ends before its head file's seq verifies intact: removed last records go unnoticed",
     [("journal/verify.go", "\t\tif res.sum.LastSeq < head.Seq {\n\t\t\treturn res, headShortened(n+1", "\t\tif false {\n\t\t\treturn res, headShortened(n+1")],
     run="TestHead|TestJournalTailEdits")
+# ---- h-passkeys (issue 14): approvers prove who they are --------------------
+mutant("passwd-plaintext-accepted", "./channel ./cmd/mcpsafe", "an approvers file line holding a plain-text password is loaded as a token instead of refused",
+    [("channel/auth.go", "\t\tif !IsPasswordHash(token) {\n\t\t\treturn nil, fmt.Errorf(",
+      "\t\tif !IsPasswordHash(token) {\n\t\t\tout = append(out, Approver{Name: name, Token: token})\n\t\t\tcontinue\n\t\t}\n\t\tif false {\n\t\t\treturn nil, fmt.Errorf(")],
+    run="TestApproversFileRefusesPlainText|TestLoadApproversFile|TestApprovalsPasswd")
+mutant("argon2-any-password", "./channel", "the argon2id comparison compares nothing: any password logs in as any hashed approver",
+    [("channel/password.go", "return subtle.ConstantTimeCompare(got, h.key) == 1", "return subtle.ConstantTimeCompare(got[:0], h.key[:0]) == 1")],
+    run="TestPasswordHash|TestHashedApproverLogin")
 
 # --- h-grants (issue 13): bounded standing grants ---
 GS = "grant_standing.go"

@@ -35,10 +35,13 @@ func (r *requireList) String() string     { return strings.Join(*r, ",") }
 func (r *requireList) Set(v string) error { *r = append(*r, v); return nil }
 
 func runApprovals(args []string, stdout, stderr io.Writer) int {
-	fl := newFlags("mcpsafe approvals serve", "mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]", stderr)
+	if len(args) > 0 && args[0] == "passwd" {
+		return runApprovalsPasswd(args[1:], os.Stdin, stdout, stderr)
+	}
+	fl := newFlags("mcpsafe approvals serve", "mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]\nmcpsafe approvals passwd --approvers-file PATH NAME   (new password on stdin)\nmcpsafe approvals passwd --approvers-file PATH --convert", stderr)
 	listen := fl.String("listen", "127.0.0.1:8080", "address to listen on")
 	secretFile := fl.String("secret-file", "", "HMAC secret shared with the gated servers: one line, base64 of >= 32 bytes, mode 0600 (required)")
-	approversFile := fl.String("approvers-file", "", "approvers, one name:token per line, mode 0600 (required)")
+	approversFile := fl.String("approvers-file", "", "approvers, one name:argon2id-hash per line (mcpsafe approvals passwd), mode 0600 (required)")
 	store := fl.String("store", "memory", "where pending requests live: memory, or file:PATH (survives a restart)")
 	var require requireList
 	fl.Var(&require, "require", "TOOL=N: TOOL needs N distinct approvers (repeatable)")

@@ -26,8 +26,10 @@ func approvalsFiles(t *testing.T) (secretFile, approversFile string) {
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(approversFile, []byte("alice:alice-token-0123456789\nbob:bob-token-0123456789ab\n"), 0o600); err != nil {
-		t.Fatal(err)
+	for name, pw := range map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789ab"} {
+		if err := channel.SetPassword(approversFile, name, pw); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return secretFile, approversFile
 }
