@@ -212,7 +212,7 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 	if _, r := g.openFor(ctx, k, sealed, grantChannel); r != nil {
 		return nil, r
 	}
-	a := Approval{Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce}
+	a := Approval{Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce, Evidence: dec.Evidence}
 	if dec.Grant != "" {
 		if r := g.chooseStanding(ctx, k, &dec.Grant, &a, gr.Resolved); r != nil {
 			return nil, r

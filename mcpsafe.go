@@ -102,6 +102,8 @@ type Approval struct {
 	Plan      Plan      // as shown to the approver: secret values redacted
 	CallID    string
 	Grant     string // the standing grant the call ran under, if any
+	// Evidence is the approver side's proof, journaled with the approval.
+	Evidence json.RawMessage
 }
 
 // Rule is a named predicate over a call. Only an exact true with a nil
@@ -205,6 +207,9 @@ type ApprovalDecision struct {
 	// Grants; empty or OnceOffer approves this call alone. Any other value
 	// refuses the approval.
 	Grant string
+	// Evidence is the channel's proof of the decision as received (the
+	// approval service's signed statement), journaled with the approval.
+	Evidence json.RawMessage
 }
 
 // Approver asks a human somewhere else. Any error means not approved.

@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -66,6 +67,10 @@ type ServiceOptions struct {
 	// approved, denied or expired) with how long it waited: for metrics.
 	// It runs under the service's lock and must return quickly.
 	OnDecided func(status string, waited time.Duration)
+	// SigningKey, when set, signs every approval the service answers with
+	// (an attestation, see VerifyAttestation); gates configured with the
+	// public key refuse approvals without a valid one.
+	SigningKey ed25519.PrivateKey
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -366,6 +371,10 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	ans := answerFor(&next)
 	s.notifyLocked()
 	s.mu.Unlock()
+	if err := s.attest(&next, ans); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"approved": false, "error": "signing the decision failed"})
+		return
+	}
 	writeJSON(w, http.StatusOK, ans)
 }
 

@@ -3,6 +3,7 @@ package channel
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -97,6 +98,8 @@ type Webhook struct {
 	require   map[string]int
 	now       func() time.Time
 	allowHTTP bool
+	// serviceKey, when set, must have signed every approval.
+	serviceKey ed25519.PublicKey
 }
 
 var (
@@ -344,7 +347,11 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	if n := w.require[r.Tool]; n > 1 && len(ans.Approvers) < n {
 		return no, fmt.Errorf("%w: %s needs %d distinct approvers, the answer names %d", ErrBadResponse, r.Tool, n, len(ans.Approvers))
 	}
-	return mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers, Grant: ans.Grant}, nil
+	evidence, err := w.checkAttestation(r, ans)
+	if err != nil {
+		return no, err
+	}
+	return mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers, Grant: ans.Grant, Evidence: evidence}, nil
 }
 
 // fitsService checks a request against the limits the approval service
@@ -411,6 +418,8 @@ type answer struct {
 	Approvers []string
 	Reason    string
 	Grant     string // the standing grant chosen, checked again by the gate
+	// Attestation is the service's signed statement, unverified.
+	Attestation json.RawMessage
 }
 
 // parseAnswer reads the response strictly: one JSON object, no duplicate
@@ -456,6 +465,9 @@ func parseAnswer(raw []byte) (answer, error) {
 		if err := json.Unmarshal(v, &a.Grant); err != nil {
 			return a, fmt.Errorf("%w: \"grant\" is not a string", ErrBadResponse)
 		}
+	}
+	if v, ok := fields["attestation"]; ok {
+		a.Attestation = v
 	}
 	if v, ok := fields["reason"]; ok {
 		_ = json.Unmarshal(v, &a.Reason) // informational only

@@ -385,6 +385,12 @@ mutant("passwd-plaintext-accepted", "./channel ./cmd/mcpsafe", "an approvers fil
 mutant("argon2-any-password", "./channel", "the argon2id comparison compares nothing: any password logs in as any hashed approver",
     [("channel/password.go", "return subtle.ConstantTimeCompare(got, h.key) == 1", "return subtle.ConstantTimeCompare(got[:0], h.key[:0]) == 1")],
     run="TestPasswordHash|TestHashedApproverLogin")
+mutant("attestation-unchecked", "./channel ./serverconf", "a gate configured with the service's public key accepts approvals without checking their signature",
+    [("channel/attestation.go", "\tif w.serviceKey == nil {\n\t\treturn ans.Attestation, nil", "\tif true {\n\t\treturn ans.Attestation, nil")],
+    run="TestSignedDecisionThroughService|TestForgedAttestationsRefused|TestApproverPublicKeyFlag")
+mutant("attestation-not-bound-to-call", "./channel", "a validly signed statement is accepted for any call (the statement's id, tool, arguments are not compared)",
+    [("channel/attestation.go", "if err := st.checkApproval(r, ans.Approvers); err != nil {", "if err := st.checkApproval(r, ans.Approvers); false && err != nil {")],
+    run="TestForgedAttestationsRefused")
 
 # --- h-grants (issue 13): bounded standing grants ---
 GS = "grant_standing.go"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,9 @@ func (r *requireList) String() string     { return strings.Join(*r, ",") }
 func (r *requireList) Set(v string) error { *r = append(*r, v); return nil }
 
 func runApprovals(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "keygen" {
+		return runApprovalsKeygen(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "passwd" {
 		return runApprovalsPasswd(args[1:], os.Stdin, stdout, stderr)
 	}
@@ -54,6 +58,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
 	grantsLedger := fl.String("ledger", "", "the gated servers' shared ledger (file:PATH, redis://..., postgres://...): list and revoke their standing grants in the page and the API")
 	metricsAddr := fl.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
+	signingKey := fl.String("signing-key-file", "", "Ed25519 key that signs every approval (mcpsafe approvals keygen); gates check it with --approver-public-key")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && wantsHelp(args[:1]) {
@@ -99,8 +104,15 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	var key ed25519.PrivateKey
+	if *signingKey != "" {
+		if key, err = channel.LoadSigningKeyFile(*signingKey); err != nil {
+			return fail(err)
+		}
+	}
 	opts := channel.ServiceOptions{
-		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
+		SigningKey: key,
+		Secret:     secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...),
 	}
 	if *grantsLedger != "" {

@@ -1,0 +1,14 @@
+package mcpsafe
+
+import "strconv"
+
+// String is the level's name as journal records spell it.
+func (a Assurance) String() string {
+	switch a {
+	case AssuranceClientRelayed:
+		return "client_relayed"
+	case AssuranceChannel:
+		return "channel"
+	}
+	return "assurance(" + strconv.Itoa(int(a)) + ")"
+}
