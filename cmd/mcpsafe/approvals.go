@@ -42,7 +42,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "passwd" {
 		return runApprovalsPasswd(args[1:], os.Stdin, stdout, stderr)
 	}
-	fl := newFlags("mcpsafe approvals serve", "mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]\nmcpsafe approvals passwd --approvers-file PATH NAME   (new password on stdin)\nmcpsafe approvals passwd --approvers-file PATH --convert", stderr)
+	fl := newFlags("mcpsafe approvals serve", "mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]\nmcpsafe approvals passwd --approvers-file PATH NAME   (new password on stdin)\nmcpsafe approvals passwd --approvers-file PATH --convert\nmcpsafe approvals keygen --signing-key-file PATH", stderr)
 	listen := fl.String("listen", "127.0.0.1:8080", "address to listen on")
 	secretFile := fl.String("secret-file", "", "HMAC secret shared with the gated servers: one line, base64 of >= 32 bytes, mode 0600 (required)")
 	approversFile := fl.String("approvers-file", "", "approvers, one name:argon2id-hash per line (mcpsafe approvals passwd), mode 0600 (required)")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -11,11 +10,10 @@ import (
 // runApprovalsKeygen creates the service's signing key and prints the
 // public key the gates are given.
 func runApprovalsKeygen(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("mcpsafe approvals keygen", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlags("mcpsafe approvals keygen", "mcpsafe approvals keygen --signing-key-file PATH   (prints the public key for --approver-public-key)", stderr)
 	file := fl.String("signing-key-file", "", "where to write the new key (must not exist; mode 0600)")
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fl, args, stdout); done {
+		return code
 	}
 	if *file == "" || fl.NArg() != 0 {
 		fmt.Fprintln(stderr, "usage: mcpsafe approvals keygen --signing-key-file PATH")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -14,12 +13,11 @@ import (
 // never shows in the process list or shell history) or converts a
 // plain-text approvers file to argon2id hashes.
 func runApprovalsPasswd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("mcpsafe approvals passwd", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlags("mcpsafe approvals passwd", "mcpsafe approvals passwd --approvers-file PATH NAME   (new password on stdin)\nmcpsafe approvals passwd --approvers-file PATH --convert", stderr)
 	file := fl.String("approvers-file", "", "the approvers file to update (created with mode 0600 if missing)")
 	convert := fl.Bool("convert", false, "hash every plain-text password in the file in place")
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fl, args, stdout); done {
+		return code
 	}
 	if *file == "" {
 		fmt.Fprintln(stderr, "mcpsafe approvals passwd: --approvers-file is required")
