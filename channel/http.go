@@ -40,6 +40,10 @@ func (s *Service) routes() {
 	m.HandleFunc("GET /ui/events", s.withSession(false, s.events))
 	m.HandleFunc("POST /ui/requests/{id}/{action}", s.withSession(true, s.uiDecide))
 
+	if s.oidc != nil {
+		m.HandleFunc("GET /oidc/login", s.oidcStart)
+		m.HandleFunc("GET /oidc/callback", s.oidcCallback)
+	}
 	m.HandleFunc("GET /api/requests", s.withBearer(s.apiList))
 	m.HandleFunc("GET /api/requests/{id}", s.withBearer(s.apiGet))
 	m.HandleFunc("POST /api/requests/{id}/{action}", s.withBearer(s.apiDecide))
@@ -187,6 +191,7 @@ type pageData struct {
 	GrantsOn  bool
 	Grants    []mcpsafe.GrantInfo
 	GrantsErr string
+	SSO       bool // the login page offers single sign-on
 }
 
 func (s *Service) view(viewer, csrf string) pageData {
@@ -335,6 +340,10 @@ func (s *Service) withSession(mutating bool, h func(http.ResponseWriter, *http.R
 func (s *Service) render(w http.ResponseWriter, code int, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
+	if d, ok := data.(pageData); ok && name == "login.html" {
+		d.SSO = s.oidc != nil
+		data = d
+	}
 	if err := tmpl.ExecuteTemplate(w, name, data); err != nil {
 		fmt.Fprintf(w, "<p>template error</p>")
 	}

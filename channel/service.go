@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -71,6 +72,10 @@ type ServiceOptions struct {
 	// (an attestation, see VerifyAttestation); gates configured with the
 	// public key refuse approvals without a valid one.
 	SigningKey ed25519.PrivateKey
+	// OIDC, when set, adds single sign-on for approvers (alongside the
+	// local Approvers, or instead of them: Approvers may then be empty).
+	// It needs Origin (the redirect URL is Origin/oidc/callback).
+	OIDC *OIDCConfig
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -82,6 +87,7 @@ type Service struct {
 	mux      *http.ServeMux
 	hosts    map[string]bool
 	throttle *throttle
+	oidc     *oidcLogin // nil without single sign-on
 
 	mu       sync.Mutex
 	entries  map[string]*entry
@@ -108,15 +114,21 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if len(opts.Secret) < MinSecretLen {
 		return nil, fmt.Errorf("channel: service secret is %d bytes, need at least %d", len(opts.Secret), MinSecretLen)
 	}
-	if err := checkApprovers(opts.Approvers); err != nil {
-		return nil, err
+	if len(opts.Approvers) > 0 || opts.OIDC == nil {
+		if err := checkApprovers(opts.Approvers); err != nil {
+			return nil, err
+		}
+	}
+	people := len(opts.Approvers)
+	if opts.OIDC != nil {
+		people += len(opts.OIDC.Users)
 	}
 	for tool, n := range opts.Require {
 		if tool == "" || n < 1 {
 			return nil, fmt.Errorf("channel: require %q=%d: need a tool name and N >= 1", tool, n)
 		}
-		if n > len(opts.Approvers) {
-			return nil, fmt.Errorf("channel: %s requires %d approvers but only %d are configured", tool, n, len(opts.Approvers))
+		if n > people {
+			return nil, fmt.Errorf("channel: %s requires %d approvers but only %d are configured", tool, n, people)
 		}
 	}
 	if opts.Origin != "" && !regexp.MustCompile(`^https?://[^/]+$`).MatchString(opts.Origin) {
@@ -133,6 +145,15 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1000
 	}
+	var sso *oidcLogin
+	if opts.OIDC != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sso, err = newOIDCLogin(ctx, *opts.OIDC, opts.Origin)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	st, err := openStore(opts.Store)
 	if err != nil {
 		return nil, err
@@ -143,6 +164,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		hosts:    hosts,
 		throttle: newThrottle(failBurst, failRefill, failDelay),
 		auth:     newAuthenticator(opts.Approvers, opts.SessionTTL),
+		oidc:     sso,
 		entries:  map[string]*entry{},
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),

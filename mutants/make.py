@@ -391,6 +391,24 @@ mutant("attestation-unchecked", "./channel ./serverconf", "a gate configured wit
 mutant("attestation-not-bound-to-call", "./channel", "a validly signed statement is accepted for any call (the statement's id, tool, arguments are not compared)",
     [("channel/attestation.go", "if err := st.checkApproval(r, ans.Approvers); err != nil {", "if err := st.checkApproval(r, ans.Approvers); false && err != nil {")],
     run="TestForgedAttestationsRefused")
+mutant("oidc-state-not-bound-to-browser", "./channel", "the SSO callback does not compare the state with the browser's cookie: an attacker's callback URL logs the victim in as the attacker",
+    [("channel/oidc.go", "if state == \"\" || err != nil || ctCompare([]byte(c.Value), []byte(state)) != 1 {", "if state == \"\" || c == nil && err == nil {")],
+    run="TestOIDCCallbackBoundToBrowser")
+mutant("oidc-nonce-unchecked", "./channel", "the ID token's nonce is not compared with the sign-in's: a token minted for another sign-in is accepted",
+    [("channel/oidc.go", "if ctCompare([]byte(id.Nonce), []byte(flow.nonce)) != 1 {", "if false {")],
+    run="TestOIDCLogin")
+mutant("oidc-audience-unchecked", "./channel", "an ID token issued to another client (aud) signs an approver in",
+    [("channel/oidc.go", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipClientIDCheck: true})")],
+    run="TestOIDCLogin")
+mutant("oidc-expiry-unchecked", "./channel", "an expired ID token signs an approver in",
+    [("channel/oidc.go", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipExpiryCheck: true})")],
+    run="TestOIDCLogin")
+mutant("oidc-issuer-unchecked", "./channel", "an ID token from another issuer signs an approver in",
+    [("channel/oidc.go", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipIssuerCheck: true})")],
+    run="TestOIDCLogin")
+mutant("oidc-unverified-email", "./channel", "an email address the provider has not verified names an approver",
+    [("channel/oidc.go", "if cl.Verified == nil || !*cl.Verified {", "if false {")],
+    run="TestOIDCLogin")
 
 # --- h-grants (issue 13): bounded standing grants ---
 GS = "grant_standing.go"

@@ -58,6 +58,11 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
 	grantsLedger := fl.String("ledger", "", "the gated servers' shared ledger (file:PATH, redis://..., postgres://...): list and revoke their standing grants in the page and the API")
 	metricsAddr := fl.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
+	oidcIssuer := fl.String("oidc-issuer", "", "single sign-on: the OpenID provider's issuer URL (needs --origin, --oidc-client-id, --oidc-users-file)")
+	oidcClient := fl.String("oidc-client-id", "", "single sign-on: this service's client id at the provider")
+	oidcSecret := fl.String("oidc-client-secret-file", "", "single sign-on: file holding the client secret (one line, mode 0600); omit for a public client")
+	oidcClaim := fl.String("oidc-claim", "email", "single sign-on: the ID token claim that names the person: email (must be verified) or sub")
+	oidcUsers := fl.String("oidc-users-file", "", "single sign-on: VALUE NAME lines mapping a claim value to the approver name it signs in as (mode 0600)")
 	signingKey := fl.String("signing-key-file", "", "Ed25519 key that signs every approval (mcpsafe approvals keygen); gates check it with --approver-public-key")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
@@ -80,8 +85,8 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
 		return 1
 	}
-	if *secretFile == "" || *approversFile == "" {
-		fmt.Fprintln(stderr, "mcpsafe approvals serve: --secret-file and --approvers-file are required")
+	if *secretFile == "" || (*approversFile == "" && *oidcIssuer == "") {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --secret-file and --approvers-file (or single sign-on: --oidc-issuer) are required")
 		return 2
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
@@ -100,9 +105,27 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	approvers, err := channel.LoadApproversFile(*approversFile)
-	if err != nil {
-		return fail(err)
+	var approvers []channel.Approver
+	if *approversFile != "" {
+		if approvers, err = channel.LoadApproversFile(*approversFile); err != nil {
+			return fail(err)
+		}
+	}
+	var sso *channel.OIDCConfig
+	if *oidcIssuer != "" {
+		if *oidcClient == "" || *oidcUsers == "" || *origin == "" {
+			fmt.Fprintln(stderr, "mcpsafe approvals serve: --oidc-issuer needs --oidc-client-id, --oidc-users-file and --origin (the redirect URL is ORIGIN/oidc/callback)")
+			return 2
+		}
+		sso = &channel.OIDCConfig{Issuer: *oidcIssuer, ClientID: *oidcClient, Claim: *oidcClaim}
+		if sso.Users, err = channel.LoadOIDCUsersFile(*oidcUsers); err != nil {
+			return fail(err)
+		}
+		if *oidcSecret != "" {
+			if sso.ClientSecret, err = channel.LoadClientSecretFile(*oidcSecret); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	var key ed25519.PrivateKey
 	if *signingKey != "" {
@@ -111,8 +134,8 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	opts := channel.ServiceOptions{
-		SigningKey: key,
-		Secret:     secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
+		SigningKey: key, OIDC: sso,
+		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...),
 	}
 	if *grantsLedger != "" {

@@ -29,7 +29,11 @@ func startApprovals(t *testing.T, sf, af string, extra ...string) string {
 	var errb bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		args := append([]string{"approvals", "serve", "--listen", "127.0.0.1:0", "--secret-file", sf, "--approvers-file", af}, extra...)
+		args := []string{"approvals", "serve", "--listen", "127.0.0.1:0", "--secret-file", sf}
+		if af != "" {
+			args = append(args, "--approvers-file", af)
+		}
+		args = append(args, extra...) // a later --listen wins
 		code := run(args, pw, &errb)
 		pw.Close()
 		done <- code
