@@ -9,6 +9,8 @@ func (a Assurance) String() string {
 		return "client_relayed"
 	case AssuranceChannel:
 		return "channel"
+	case AssurancePasskey:
+		return "passkey"
 	}
 	return "assurance(" + strconv.Itoa(int(a)) + ")"
 }

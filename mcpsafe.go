@@ -60,6 +60,10 @@ const (
 	AssuranceClientRelayed Assurance = iota + 1
 	// AssuranceChannel: an approver authenticated by an out-of-band channel.
 	AssuranceChannel
+	// AssurancePasskey: each approver signed this exact call with a
+	// registered passkey (WebAuthn, user verified), checked by the gate
+	// against the approver's public key, not taken from the channel's word.
+	AssurancePasskey
 )
 
 // Call is one tools/call as the gate sees it. Arguments never contain
@@ -197,6 +201,9 @@ type ApprovalRequest struct {
 	// Grants are the standing grants the approver may choose instead of
 	// this call alone (empty: none offered).
 	Grants []GrantOffer `json:"grants,omitempty"`
+	// MinAssurance is the tool's: an approver that cannot meet it must not
+	// answer yes.
+	MinAssurance Assurance `json:"min_assurance,omitempty"`
 }
 
 // ApprovalDecision is an Approver's answer.
@@ -207,6 +214,11 @@ type ApprovalDecision struct {
 	// Grants; empty or OnceOffer approves this call alone. Any other value
 	// refuses the approval.
 	Grant string
+	// Assurance is what the approver could verify of the decision:
+	// AssurancePasskey when every required approver's passkey assertion
+	// checked out; 0 means as the approvers imply (AssuranceChannel when
+	// named).
+	Assurance Assurance
 	// Evidence is the channel's proof of the decision as received (the
 	// approval service's signed statement), journaled with the approval.
 	Evidence json.RawMessage

@@ -44,6 +44,10 @@ type Statement struct {
 	// the service).
 	Assurance string    `json:"assurance"`
 	DecidedAt time.Time `json:"decided_at"`
+	// TargetsDigest (TargetsDigest) and Passkeys let an auditor re-derive
+	// each passkey challenge and re-check the assertions.
+	TargetsDigest string         `json:"targets_digest,omitempty"`
+	Passkeys      []PasskeyProof `json:"passkeys,omitempty"`
 }
 
 // Attestation travels in the service's answer ("attestation") and in the
@@ -267,11 +271,13 @@ func GenerateSigningKeyFile(path string) (ed25519.PublicKey, error) {
 }
 
 // CheckJournal re-checks every channel approval in a journal (JSON lines)
-// with the service's public key and reports how many it checked. The first
+// with the service's public key and reports how many it checked. With a
+// passkey registry (nil: none) it also re-checks the passkey assertions of
+// every record that claims the passkey level. The first
 // record that fails (no evidence, a bad signature, a statement about
 // another call) is the error, naming its line. The hash chain is
 // journal.Verify's job; run it too.
-func CheckJournal(r io.Reader, pub ed25519.PublicKey) (int, error) {
+func CheckJournal(r io.Reader, pub ed25519.PublicKey, passkeys *PasskeyRegistry) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), journal.MaxLineBytes+1)
 	line, n := 0, 0
@@ -284,8 +290,17 @@ func CheckJournal(r io.Reader, pub ed25519.PublicKey) (int, error) {
 		if rec.Decision != journal.ChannelApproved {
 			continue
 		}
-		if _, err := CheckJournalRecord(pub, rec); err != nil {
+		st, err := CheckJournalRecord(pub, rec)
+		if err != nil {
 			return n, fmt.Errorf("journal line %d (call %s): %w", line, clip(rec.Call), err)
+		}
+		if rec.Assurance == AssurancePasskeyName || st.Assurance == AssurancePasskeyName {
+			if passkeys == nil {
+				return n, fmt.Errorf("journal line %d (call %s): a passkey approval, and no passkeys file to re-check it with", line, clip(rec.Call))
+			}
+			if err := passkeys.CheckStatementPasskeys(st, 1); err != nil {
+				return n, fmt.Errorf("journal line %d (call %s): %w", line, clip(rec.Call), err)
+			}
 		}
 		n++
 	}

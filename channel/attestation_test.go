@@ -193,7 +193,7 @@ func TestJournalCarriesSignedDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := CheckJournal(bytes.NewReader(data), pub)
+	n, err := CheckJournal(bytes.NewReader(data), pub, nil)
 	if err != nil || n != 2 {
 		t.Fatalf("control: %d records checked, %v", n, err)
 	}
@@ -227,7 +227,7 @@ func TestJournalCarriesSignedDecision(t *testing.T) {
 	if _, err := CheckJournalRecord(pub, bare); !errors.Is(err, ErrAttestation) {
 		t.Errorf("record without evidence: %v", err)
 	}
-	if _, err := CheckJournal(bytes.NewReader(bytes.Replace(data, []byte(`"signature":"`), []byte(`"signature":"A`), 1)), pub); err == nil {
+	if _, err := CheckJournal(bytes.NewReader(bytes.Replace(data, []byte(`"signature":"`), []byte(`"signature":"A`), 1)), pub, nil); err == nil {
 		t.Error("an edited signature in the file passed")
 	}
 }

@@ -76,6 +76,10 @@ type ServiceOptions struct {
 	// local Approvers, or instead of them: Approvers may then be empty).
 	// It needs Origin (the redirect URL is Origin/oidc/callback).
 	OIDC *OIDCConfig
+	// Passkeys, when set, lets approvers register passkeys and approve with
+	// them; requests that require one can be approved no other way. It
+	// needs Origin (the WebAuthn relying party).
+	Passkeys *PasskeyOptions
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -88,6 +92,7 @@ type Service struct {
 	hosts    map[string]bool
 	throttle *throttle
 	oidc     *oidcLogin // nil without single sign-on
+	pk       *passkeys  // nil without passkeys
 
 	mu       sync.Mutex
 	entries  map[string]*entry
@@ -145,6 +150,12 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1000
 	}
+	var pk *passkeys
+	if opts.Passkeys != nil {
+		if pk, err = newPasskeys(*opts.Passkeys, opts.Origin); err != nil {
+			return nil, err
+		}
+	}
 	var sso *oidcLogin
 	if opts.OIDC != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -165,6 +176,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		throttle: newThrottle(failBurst, failRefill, failDelay),
 		auth:     newAuthenticator(opts.Approvers, opts.SessionTTL),
 		oidc:     sso,
+		pk:       pk,
 		entries:  map[string]*entry{},
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -408,8 +420,15 @@ func answerFor(r *record) map[string]any {
 	var names []string
 	switch r.Status {
 	case StatusApproved:
+		var proofs []PasskeyProof
 		for _, v := range r.Approvals {
 			names = append(names, v.By)
+			if v.Passkey != nil {
+				proofs = append(proofs, *v.Passkey)
+			}
+		}
+		if proofs != nil {
+			ans["passkeys"] = proofs
 		}
 	case StatusDenied:
 		if r.DeniedBy != nil {
@@ -629,6 +648,14 @@ func offered(req WireRequest, grant string) bool {
 }
 
 func (s *Service) decide(id, by string, approve bool, grant string) (record, *httpError) {
+	return s.decideVote(id, vote{By: by}, approve, grant)
+}
+
+// decideVote records v (its time is set here). An approval of a request
+// that needs a passkey must carry one (already verified by the caller),
+// and approves that call alone: the passkey signed this call, not a grant.
+func (s *Service) decideVote(id string, v vote, approve bool, grant string) (record, *httpError) {
+	by := v.By
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -667,12 +694,19 @@ func (s *Service) decide(id, by string, approve bool, grant string) (record, *ht
 		if mcpsafe.SameIdentity(by, cur.Req.Principal) {
 			return cur, fail(http.StatusForbidden, "%s asked for this call (as %q) and cannot approve it; another approver must", by, cur.Req.Principal)
 		}
+		if s.needsPasskey(&cur) && v.Passkey == nil {
+			return cur, fail(http.StatusForbidden, "%s requires a passkey approval of this exact call; a login alone cannot approve it", cur.Req.Tool)
+		}
+		if s.needsPasskey(&cur) && grant != "" {
+			return cur, fail(http.StatusBadRequest, "%s requires a passkey on each call; a standing grant cannot be chosen for it", cur.Req.Tool)
+		}
 		for _, v := range cur.Approvals {
 			if mcpsafe.SameIdentity(v.By, by) {
 				return cur, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
 			}
 		}
-		next.Approvals = append(next.Approvals, vote{By: by, At: now})
+		v.At = now
+		next.Approvals = append(next.Approvals, v)
 		if len(next.Approvals) >= next.Required {
 			next.Status, next.DecidedAt = StatusApproved, now
 		}

@@ -8,13 +8,22 @@ func (s *Service) attest(r *record, ans map[string]any) error {
 		return nil
 	}
 	names := []string{}
+	var proofs []PasskeyProof
 	for _, v := range r.Approvals {
 		names = append(names, v.By)
+		if v.Passkey != nil {
+			proofs = append(proofs, *v.Passkey)
+		}
+	}
+	assurance := "channel"
+	if len(proofs) > 0 && len(proofs) == len(r.Approvals) {
+		assurance = AssurancePasskeyName
 	}
 	a, err := signStatement(s.opts.SigningKey, Statement{
 		Version: 1, ID: r.Req.ID, Tool: r.Req.Tool, ArgsDigest: r.Req.ArgsDigest,
 		Principal: r.Req.Principal, Audience: r.Req.Audience, ExpiresAt: r.Req.ExpiresAt.UTC(),
-		Approved: true, Approvers: names, Assurance: "channel", DecidedAt: r.DecidedAt.UTC(),
+		Approved: true, Approvers: names, Assurance: assurance, DecidedAt: r.DecidedAt.UTC(),
+		TargetsDigest: TargetsDigest(r.Req.Targets), Passkeys: proofs,
 	})
 	if err != nil {
 		return err

@@ -409,6 +409,21 @@ mutant("oidc-issuer-unchecked", "./channel", "an ID token from another issuer si
 mutant("oidc-unverified-email", "./channel", "an email address the provider has not verified names an approver",
     [("channel/oidc.go", "if cl.Verified == nil || !*cl.Verified {", "if false {")],
     run="TestOIDCLogin")
+mutant("passkey-gate-skips-user-verification", "./channel", "the gate accepts a passkey assertion made without user verification",
+    [("channel/passkey.go", "protocol.TopOriginImplicitVerificationMode, false, true, true, pub,", "protocol.TopOriginImplicitVerificationMode, false, false, true, pub,")],
+    run="TestPasskeyNeedsUserVerificationAndNotAPassword")
+mutant("passkey-challenge-ignores-id-and-targets", "./channel", "the passkey challenge does not cover the request id and targets: an assertion for call A approves call B",
+    [("channel/passkey.go", "b, _ := json.Marshal([]string{\"mcpsafe passkey approval v1\", id, tool, argsDigest, targetsDigest,", "b, _ := json.Marshal([]string{\"mcpsafe passkey approval v1\", tool, argsDigest,")],
+    run="TestPasskeyAssertionBoundToCall")
+mutant("passkey-login-approves", "./channel", "a password (or SSO) login alone approves a request that requires a passkey",
+    [("channel/service.go", "if s.needsPasskey(&cur) && v.Passkey == nil {", "if false && v.Passkey == nil {")],
+    run="TestPasskeyNeedsUserVerificationAndNotAPassword|TestPasskeyTwoOfM")
+mutant("passkey-n-of-m-counts-one", "./channel", "N-of-M with passkeys is satisfied by one approver's passkey",
+    [("channel/passkey.go", "if len(ok) < need {\n\t\treturn fmt.Errorf(\"%w: %d approver(s) proved this call", "if len(ok) < 1 {\n\t\treturn fmt.Errorf(\"%w: %d approver(s) proved this call")],
+    run="TestPasskeyTwoOfM")
+mutant("passkey-required-unchecked-without-registry", "./channel", "a webhook with no passkey registry approves a request whose tool requires passkeys",
+    [("channel/webhook.go", "if r.MinAssurance >= mcpsafe.AssurancePasskey || (w.passkeys != nil && len(ans.Passkeys) > 0) {", "if w.passkeys != nil && len(ans.Passkeys) > 0 {")],
+    run="TestPasskeyRequiredFailsClosed")
 
 # --- h-grants (issue 13): bounded standing grants ---
 GS = "grant_standing.go"

@@ -63,6 +63,9 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	oidcSecret := fl.String("oidc-client-secret-file", "", "single sign-on: file holding the client secret (one line, mode 0600); omit for a public client")
 	oidcClaim := fl.String("oidc-claim", "email", "single sign-on: the ID token claim that names the person: email (must be verified) or sub")
 	oidcUsers := fl.String("oidc-users-file", "", "single sign-on: VALUE NAME lines mapping a claim value to the approver name it signs in as (mode 0600)")
+	passkeysFile := fl.String("passkeys-file", "", "turn on passkeys: approvers register them here (needs --origin; gates get a copy via --approver-passkeys-file)")
+	var requirePasskey requireList
+	fl.Var(&requirePasskey, "require-passkey", "TOOL: approving TOOL takes each approver's passkey on the call (repeatable; needs --passkeys-file)")
 	signingKey := fl.String("signing-key-file", "", "Ed25519 key that signs every approval (mcpsafe approvals keygen); gates check it with --approver-public-key")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
@@ -127,6 +130,17 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	var pkOpts *channel.PasskeyOptions
+	switch {
+	case *passkeysFile != "" && *origin == "":
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --passkeys-file needs --origin (passkeys are bound to the origin they were made on)")
+		return 2
+	case *passkeysFile != "":
+		pkOpts = &channel.PasskeyOptions{File: *passkeysFile, Tools: requirePasskey}
+	case len(requirePasskey) > 0:
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --require-passkey needs --passkeys-file")
+		return 2
+	}
 	var key ed25519.PrivateKey
 	if *signingKey != "" {
 		if key, err = channel.LoadSigningKeyFile(*signingKey); err != nil {
@@ -134,7 +148,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	opts := channel.ServiceOptions{
-		SigningKey: key, OIDC: sso,
+		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...),
 	}

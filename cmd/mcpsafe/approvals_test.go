@@ -56,6 +56,8 @@ func TestApprovalsFlags(t *testing.T) {
 		{"public plain http", []string{"serve", "--secret-file", sf, "--approvers-file", af, "--listen", "0.0.0.0:0"}, 1, "not a loopback address"},
 		{"readable secret", []string{"serve", "--secret-file", loose, "--approvers-file", af}, 1, "must not be readable"},
 		{"bad store", []string{"serve", "--secret-file", sf, "--approvers-file", af, "--store", "redis://x"}, 1, "unknown store"},
+		{"passkeys without origin", []string{"serve", "--secret-file", sf, "--approvers-file", af, "--passkeys-file", "pk.json"}, 2, "--passkeys-file needs --origin"},
+		{"require-passkey without passkeys", []string{"serve", "--secret-file", sf, "--approvers-file", af, "--require-passkey", "drop_table"}, 2, "--require-passkey needs --passkeys-file"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

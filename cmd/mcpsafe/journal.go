@@ -44,7 +44,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		return journalKeygen(args[1:], stderr)
 	}
 	var fs *flag.FlagSet
-	var tool, since, key, format, out, serviceKey *string
+	var tool, since, key, format, out, serviceKey, passkeysFile *string
 	var ckFiles stringList
 	switch args[0] {
 	case "verify":
@@ -52,6 +52,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		key = fs.String("key", "", "public key of the checkpoints (from journal keygen)")
 		fs.Var(&ckFiles, "checkpoints", "with --key: a checkpoint file to check against (repeatable; default PATH.checkpoints)")
 		serviceKey = fs.String("service-key", "", "the approval service's Ed25519 public key (base64): re-check the signed statement of every channel approval")
+		passkeysFile = fs.String("passkeys", "", "with --service-key: the approval service's passkeys file, to re-check every stored passkey assertion")
 	case "export":
 		fs = newFlags("mcpsafe journal export", "mcpsafe journal export [PATH] --format jsonl|ocsf [--out FILE]   (verify, then write every record for a SIEM; exit 1 and nothing written if the journal is damaged)", stderr)
 		format = fs.String("format", "jsonl", "jsonl (the journal's lines) or ocsf (OCSF API Activity events)")
@@ -140,7 +141,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s: %s\n", path, rep)
 		}
 		if *serviceKey != "" {
-			return checkEvidence(path, *serviceKey, stdout, stderr)
+			return checkEvidence(path, *serviceKey, *passkeysFile, stdout, stderr)
 		}
 		return 0
 	case "export":
@@ -212,7 +213,7 @@ func journalKeygen(args []string, stderr io.Writer) int {
 }
 
 // checkEvidence re-checks the signed statements of channel approvals.
-func checkEvidence(path, key string, stdout, stderr io.Writer) int {
+func checkEvidence(path, key, passkeysFile string, stdout, stderr io.Writer) int {
 	pub, err := channel.ParsePublicKey(key)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe journal verify: --service-key:", err)
@@ -224,7 +225,14 @@ func checkEvidence(path, key string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer f.Close()
-	n, err := channel.CheckJournal(f, pub)
+	var reg *channel.PasskeyRegistry
+	if passkeysFile != "" {
+		if reg, err = channel.LoadPasskeyRegistry(passkeysFile); err != nil {
+			fmt.Fprintln(stderr, "mcpsafe journal verify:", err)
+			return 1
+		}
+	}
+	n, err := channel.CheckJournal(f, pub, reg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return 1
