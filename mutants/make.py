@@ -424,6 +424,13 @@ mutant("passkey-n-of-m-counts-one", "./channel", "N-of-M with passkeys is satisf
 mutant("passkey-required-unchecked-without-registry", "./channel", "a webhook with no passkey registry approves a request whose tool requires passkeys",
     [("channel/webhook.go", "if r.MinAssurance >= mcpsafe.AssurancePasskey || (w.passkeys != nil && len(ans.Passkeys) > 0) {", "if w.passkeys != nil && len(ans.Passkeys) > 0 {")],
     run="TestPasskeyRequiredFailsClosed")
+mutant("journal-evidence-not-bound-to-record", "./channel", "journal verify accepts a record whose signed statement is about another call",
+    [("channel/attestation.go", "\tcase st.ID != rec.Call:\n", "\tcase false:\n"),
+     ("channel/attestation.go", "\tcase st.Tool != rec.Tool || st.ArgsDigest != rec.ArgsDigest || st.Principal != rec.Principal:\n", "\tcase false:\n")],
+    run="TestJournalCarriesSignedDecision")
+mutant("journal-passkeys-unchecked", "./channel", "journal verify does not re-check the passkey assertions of a passkey-level record",
+    [("channel/attestation.go", "if rec.Assurance == AssurancePasskeyName || st.Assurance == AssurancePasskeyName {", "if false {")],
+    run="TestPasskeyApprovalRuns")
 
 # --- h-grants (issue 13): bounded standing grants ---
 GS = "grant_standing.go"
