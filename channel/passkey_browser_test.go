@@ -435,3 +435,38 @@ func TestPasskeyRequiredFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// A service that cannot take passkeys refuses a passkey request at once
+// (nobody there could approve it), and an assurance word it does not know
+// is refused, not ignored. Control: the same request without the demand.
+func TestServiceRefusesPasskeyRequestsItCannotMeet(t *testing.T) {
+	e := newEnv(t, ServiceOptions{})
+	if d, err := e.hook.Approve(context.Background(), passkeyRequest("pk-none")); !errors.Is(err, ErrUnavailable) || d.Approved || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("passkey request to a service without passkeys: %+v, %v", d, err)
+	}
+	for _, tc := range []struct {
+		assurance string
+		code      int
+	}{{"hardware-key", 400}, {"PASSKEY", 400}, {"", 0}} {
+		var m map[string]any
+		json.Unmarshal(wireBody(t, "pk-word-"+strings.ToLower(tc.assurance), time.Now().Add(time.Minute)), &m)
+		if tc.assurance != "" {
+			m["min_assurance"] = tc.assurance
+		}
+		body, _ := json.Marshal(m)
+		if tc.code == 0 { // control: accepted and pending (202 after the wait)
+			req, _ := http.NewRequest("POST", e.srv.URL+"/webhook", bytes.NewReader(body))
+			req.Header.Set(SignatureHeader, Sign(testSecret, body, time.Now()))
+			req.Header.Set("Prefer", "wait=1")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != 202 {
+				t.Fatalf("control: %v %v", resp, err)
+			}
+			resp.Body.Close()
+			continue
+		}
+		if code, out := e.postSigned(body, Sign(testSecret, body, time.Now())); code != tc.code || !strings.Contains(out, "min_assurance") {
+			t.Errorf("min_assurance %q: HTTP %d %s", tc.assurance, code, out)
+		}
+	}
+}

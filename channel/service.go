@@ -463,6 +463,10 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "%v", err)
 	}
+	if req.MinAssurance == AssurancePasskeyName && s.pk == nil {
+		// Nobody here could ever approve it: say so now, not at the expiry.
+		return nil, fail(http.StatusBadRequest, "%s requires passkey approvals, and this service has no passkeys configured (--passkeys-file)", Visible(clip(req.Tool)))
+	}
 	// Identify the request by its decoded content without the nonce, so a
 	// re-sent copy with a fresh signature matches.
 	same := req
@@ -555,6 +559,9 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 		return req, errors.New("min_approvers must not be negative")
 	case len(req.Grants) > maxGrantOffers:
 		return req, fmt.Errorf("at most %d grant offers", maxGrantOffers)
+	case req.MinAssurance != "" && req.MinAssurance != AssurancePasskeyName:
+		// An assurance this service does not know could not be met.
+		return req, fmt.Errorf("min_assurance %q not supported (want %q or none)", clip(req.MinAssurance), AssurancePasskeyName)
 	}
 	for _, o := range req.Grants {
 		switch {

@@ -431,6 +431,9 @@ mutant("journal-evidence-not-bound-to-record", "./channel", "journal verify acce
 mutant("journal-passkeys-unchecked", "./channel", "journal verify does not re-check the passkey assertions of a passkey-level record",
     [("channel/attestation.go", "if rec.Assurance == AssurancePasskeyName || st.Assurance == AssurancePasskeyName {", "if false {")],
     run="TestPasskeyApprovalRuns")
+mutant("service-ignores-unknown-assurance", "./channel", "the approval service ignores a min_assurance it does not know instead of refusing the request",
+    [("channel/service.go", "\tcase req.MinAssurance != \"\" && req.MinAssurance != AssurancePasskeyName:\n", "\tcase false:\n")],
+    run="TestServiceRefusesPasskeyRequestsItCannotMeet")
 
 # --- h-grants (issue 13): bounded standing grants ---
 GS = "grant_standing.go"
