@@ -48,6 +48,9 @@ type Statement struct {
 	// each passkey challenge and re-check the assertions.
 	TargetsDigest string         `json:"targets_digest,omitempty"`
 	Passkeys      []PasskeyProof `json:"passkeys,omitempty"`
+	// Grant is the standing grant the approvers chose; empty: this call
+	// alone.
+	Grant string `json:"grant,omitempty"`
 }
 
 // Attestation travels in the service's answer ("attestation") and in the
@@ -243,6 +246,9 @@ func (w *Webhook) checkAttestation(r mcpsafe.ApprovalRequest, ans answer) (json.
 	}
 	if err := st.checkApproval(r, ans.Approvers); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadResponse, err)
+	}
+	if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == "") {
+		return nil, fmt.Errorf("%w: %w: the answer chooses grant %q, the signed statement %q", ErrBadResponse, ErrAttestation, clip(g), clip(st.Grant))
 	}
 	return ans.Attestation, nil
 }

@@ -100,6 +100,10 @@ func TestForgedAttestationsRefused(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"id": req.ID, "approved": true, "approvers": approvers, "attestation": a})
 		return string(b)
 	}
+	withGrant := func(a any, grant string) string {
+		b, _ := json.Marshal(map[string]any{"id": req.ID, "approved": true, "approvers": []string{"alice"}, "attestation": a, "grant": grant})
+		return string(b)
+	}
 	altered := sign(priv, nil)
 	altered.Statement = bytes.Replace(altered.Statement, []byte(req.ArgsDigest), []byte(strings.Repeat("0", 64)), 1)
 	unknownField := sign(priv, nil)
@@ -110,6 +114,10 @@ func TestForgedAttestationsRefused(t *testing.T) {
 	}{
 		{"control: signed statement for this call", answer(sign(priv, nil)), ""},
 		{"no attestation", `{"id":"forge-1","approved":true,"approvers":["alice"]}`, "no signed statement"},
+		{"answer adds a standing grant", withGrant(sign(priv, nil), "tmp-15m"), "chooses grant"},
+		{"answer swaps the signed grant", withGrant(sign(priv, func(s *Statement) { s.Grant = "tmp-15m" }), "all-forever"), "chooses grant"},
+		{"control: the signed grant", withGrant(sign(priv, func(s *Statement) { s.Grant = "tmp-15m" }), "tmp-15m"), ""},
+		{"control: once is this call alone", withGrant(sign(priv, nil), "once"), ""},
 		{"signed by another key", answer(sign(otherPriv, nil)), "does not match the service's public key"},
 		{"statement altered after signing", answer(altered), "does not match the service's public key"},
 		{"signed for another request", answer(sign(priv, func(s *Statement) { s.ID = "forge-0" })), "signed for request"},

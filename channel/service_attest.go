@@ -23,7 +23,7 @@ func (s *Service) attest(r *record, ans map[string]any) error {
 		Version: 1, ID: r.Req.ID, Tool: r.Req.Tool, ArgsDigest: r.Req.ArgsDigest,
 		Principal: r.Req.Principal, Audience: r.Req.Audience, ExpiresAt: r.Req.ExpiresAt.UTC(),
 		Approved: true, Approvers: names, Assurance: assurance, DecidedAt: r.DecidedAt.UTC(),
-		TargetsDigest: TargetsDigest(r.Req.Targets), Passkeys: proofs,
+		TargetsDigest: TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant,
 	})
 	if err != nil {
 		return err

@@ -513,6 +513,9 @@ mutant("passkey-tool-offered-grants", ".", "a tool that requires passkeys is off
 mutant("passkey-grant-choice-accepted", ".", "a passkey approval that chooses a standing grant is accepted",
     [("gate_channel_wait.go", "if k.t.minAssur >= AssurancePasskey && dec.Grant != \"\" && dec.Grant != OnceOffer {", "if false {")],
     run="TestPasskeyToolGetsNoStandingGrants")
+mutant("attestation-grant-unchecked", "./channel", "an answer may choose a standing grant the signed statement does not name",
+    [("channel/attestation.go", "if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {", "if g := ans.Grant; false && g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {")],
+    run="TestForgedAttestationsRefused")
 
 def main():
     root = os.getcwd()
