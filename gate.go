@@ -327,7 +327,7 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 	if minA == 0 {
 		minA = AssuranceClientRelayed
 	}
-	if minA > AssuranceChannel || minA < AssuranceClientRelayed {
+	if minA > AssurancePasskey || minA < AssuranceClientRelayed {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown MinAssurance %d", t.Name, minA)
 	}
 	if minA >= AssuranceChannel && mode != ModeChannel {

@@ -127,13 +127,19 @@ func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
 		Targets: k.plan.Targets, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
 		ArgsDigest: k.digest, Principal: k.c.Principal,
 		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
-		Grants: g.channelOffers(k),
+		Grants:       g.channelOffers(k),
+		MinAssurance: k.t.minAssur,
 	}
 }
 
 // channelOffers are the standing grants offered through the channel; a
 // scope that fails to derive offers none rather than failing the request.
 func (g *Gate) channelOffers(k *call) []GrantOffer {
+	if k.t.minAssur >= AssurancePasskey {
+		// A passkey signs one call; a standing grant would let later
+		// calls run on it unsigned.
+		return nil
+	}
 	offers, err := g.offers(k, AssuranceChannel)
 	if err != nil {
 		g.opts.Logger.Warn("grant scopes failed; offering none", "tool", k.t.Name, "err", err)
@@ -203,6 +209,12 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 	assurance := AssuranceClientRelayed
 	if len(dec.Approvers) > 0 {
 		assurance = AssuranceChannel
+		if dec.Assurance == AssurancePasskey {
+			assurance = AssurancePasskey
+		}
+	}
+	if k.t.minAssur == AssurancePasskey && assurance < AssurancePasskey {
+		return nil, refusal(ReasonAssuranceTooLow, "%s requires each approver's passkey on this exact call, and the approval carried none the gate could verify", k.t.Name)
 	}
 	if assurance < k.t.minAssur {
 		return nil, refusal(ReasonAssuranceTooLow, "the channel approved without naming an authenticated approver, and %s requires one", k.t.Name)
@@ -212,7 +224,10 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 	if _, r := g.openFor(ctx, k, sealed, grantChannel); r != nil {
 		return nil, r
 	}
-	a := Approval{Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce}
+	a := Approval{Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce, Evidence: dec.Evidence}
+	if k.t.minAssur >= AssurancePasskey && dec.Grant != "" && dec.Grant != OnceOffer {
+		return nil, refusal(ReasonAssuranceTooLow, "%s requires a passkey on each call; the approval chose a standing grant, which no passkey signed", k.t.Name)
+	}
 	if dec.Grant != "" {
 		if r := g.chooseStanding(ctx, k, &dec.Grant, &a, gr.Resolved); r != nil {
 			return nil, r

@@ -60,6 +60,10 @@ const (
 	AssuranceClientRelayed Assurance = iota + 1
 	// AssuranceChannel: an approver authenticated by an out-of-band channel.
 	AssuranceChannel
+	// AssurancePasskey: each approver signed this exact call with a
+	// registered passkey (WebAuthn, user verified), checked by the gate
+	// against the approver's public key, not taken from the channel's word.
+	AssurancePasskey
 )
 
 // Call is one tools/call as the gate sees it. Arguments never contain
@@ -102,6 +106,8 @@ type Approval struct {
 	Plan      Plan      // as shown to the approver: secret values redacted
 	CallID    string
 	Grant     string // the standing grant the call ran under, if any
+	// Evidence is the approver side's proof, journaled with the approval.
+	Evidence json.RawMessage
 }
 
 // Rule is a named predicate over a call. Only an exact true with a nil
@@ -195,6 +201,9 @@ type ApprovalRequest struct {
 	// Grants are the standing grants the approver may choose instead of
 	// this call alone (empty: none offered).
 	Grants []GrantOffer `json:"grants,omitempty"`
+	// MinAssurance is the tool's: an approver that cannot meet it must not
+	// answer yes.
+	MinAssurance Assurance `json:"min_assurance,omitempty"`
 }
 
 // ApprovalDecision is an Approver's answer.
@@ -205,6 +214,14 @@ type ApprovalDecision struct {
 	// Grants; empty or OnceOffer approves this call alone. Any other value
 	// refuses the approval.
 	Grant string
+	// Assurance is what the approver could verify of the decision:
+	// AssurancePasskey when every required approver's passkey assertion
+	// checked out; 0 means as the approvers imply (AssuranceChannel when
+	// named).
+	Assurance Assurance
+	// Evidence is the channel's proof of the decision as received (the
+	// approval service's signed statement), journaled with the approval.
+	Evidence json.RawMessage
 }
 
 // Approver asks a human somewhere else. Any error means not approved.

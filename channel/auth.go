@@ -17,11 +17,15 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 )
 
-// Approver is one person or bot allowed to decide. Token is its password
-// for the login form and its bearer token for the JSON API.
+// Approver is one person or bot allowed to decide. Its secret is the
+// password for the login form and the bearer token for the JSON API, given
+// either as Hash (argon2id, HashPassword; what an approvers file holds) or
+// as Token (the secret itself, for approvers built in code). Exactly one
+// of the two is set.
 type Approver struct {
 	Name  string
 	Token string
+	Hash  string
 }
 
 // MinTokenLen is the shortest approver token accepted.
@@ -29,10 +33,12 @@ const MinTokenLen = 16
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$`)
 
-// LoadApproversFile reads approvers, one "name:token" per line; blank lines
-// and lines starting with # are ignored. Like the secret file it must not
-// be readable by group or others. Names and tokens must be unique, tokens
-// at least MinTokenLen characters.
+// LoadApproversFile reads approvers, one "name:hash" per line, the hash an
+// argon2id PHC string (HashPassword, `mcpsafe approvals passwd`); blank
+// lines and lines starting with # are ignored. Like the secret file it
+// must not be readable by group or others. Names must be unique. A line
+// holding a plain-text password refuses the whole file (ErrPlainPassword):
+// a copy of the file must never be a copy of the logins.
 func LoadApproversFile(path string) ([]Approver, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -61,7 +67,11 @@ func LoadApproversFile(path string) ([]Approver, error) {
 		if !ok {
 			return nil, fmt.Errorf("channel: approvers file %s line %d: want name:token", path, line)
 		}
-		out = append(out, Approver{Name: name, Token: token})
+		if !IsPasswordHash(token) {
+			return nil, fmt.Errorf("%w: approvers file %s line %d (%s) holds a plain-text password; store argon2id hashes instead: run `mcpsafe approvals passwd --approvers-file %s --convert` to hash every plain-text entry in place, or `mcpsafe approvals passwd --approvers-file %s NAME` to set one (it reads the password on stdin)",
+				ErrPlainPassword, path, line, Visible(clip(name)), path, path)
+		}
+		out = append(out, Approver{Name: name, Hash: token})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("channel: approvers file %s: %w", path, err)
@@ -82,7 +92,14 @@ func checkApprovers(list []Approver) error {
 		if !nameRE.MatchString(a.Name) {
 			return fmt.Errorf("channel: approver name %q: use letters, digits and ._@+- (at most 64)", a.Name)
 		}
-		if len(a.Token) < MinTokenLen {
+		switch {
+		case a.Hash != "" && a.Token != "":
+			return fmt.Errorf("channel: approver %s: give a token or a hash, not both", a.Name)
+		case a.Hash != "":
+			if _, err := parseHash(a.Hash); err != nil {
+				return fmt.Errorf("channel: approver %s: %v", a.Name, err)
+			}
+		case len(a.Token) < MinTokenLen:
 			return fmt.Errorf("channel: approver %s: token shorter than %d characters", a.Name, MinTokenLen)
 		}
 		k, err := mcpsafe.IdentityKey(a.Name)
@@ -92,7 +109,7 @@ func checkApprovers(list []Approver) error {
 		if names[k] {
 			return fmt.Errorf("channel: approver %s listed twice", a.Name)
 		}
-		if tokens[a.Token] {
+		if a.Token != "" && tokens[a.Token] {
 			return fmt.Errorf("channel: approver %s shares a token with another approver", a.Name)
 		}
 		names[k], tokens[a.Token] = true, true
@@ -103,9 +120,15 @@ func checkApprovers(list []Approver) error {
 // authenticator checks credentials and keeps browser sessions.
 type authenticator struct {
 	approvers []Approver
+	hashes    []*argonHash // parsed Hash of approver i; nil for a Token
 	// digests of the approvers' tokens, computed once: hashing a stored
 	// token at each comparison would take time that depends on its length.
+	// For a hashed approver the digest is filled in (known[i]) once its
+	// password has been verified with argon2id, so the JSON API does not
+	// pay an argon2id run per request; it lives in memory only.
+	pwMu     sync.Mutex
 	digests  [][sha256.Size]byte
+	known    []bool
 	mu       sync.Mutex
 	sessions map[string]*session // key: SHA-256 of the cookie value
 	ttl      time.Duration
@@ -125,21 +148,50 @@ func (a *authenticator) byToken(name, token string) (string, bool) {
 	found := ""
 	want, nameErr := mcpsafe.IdentityKey(name)
 	presented := sha256.Sum256([]byte(token))
+	a.pwMu.Lock()
+	defer a.pwMu.Unlock()
 	for i, ap := range a.approvers {
-		tokOK := ctCompare(a.digests[i][:], presented[:]) == 1
+		tokOK := a.known[i] && ctCompare(a.digests[i][:], presented[:]) == 1
 		have, _ := mcpsafe.IdentityKey(ap.Name) // checked by checkApprovers
 		nameOK := name == "" || (nameErr == nil && have == want)
 		if tokOK && nameOK {
 			found = ap.Name
 		}
 	}
-	return found, found != ""
+	if found != "" {
+		return found, true
+	}
+	// Not seen yet: run argon2id against the hashed approvers that could
+	// match (the named one, or for a bearer token each unverified one).
+	for i, ap := range a.approvers {
+		if a.hashes[i] == nil || a.known[i] {
+			continue
+		}
+		have, _ := mcpsafe.IdentityKey(ap.Name)
+		if name != "" && (nameErr != nil || have != want) {
+			continue
+		}
+		if a.hashes[i].matches(token) {
+			a.digests[i], a.known[i] = presented, true
+			return ap.Name, true
+		}
+	}
+	return "", false
 }
 
 func newAuthenticator(approvers []Approver, ttl time.Duration) *authenticator {
 	a := &authenticator{approvers: approvers, sessions: map[string]*session{}, ttl: ttl}
 	for _, ap := range approvers {
+		if ap.Hash != "" {
+			h, _ := parseHash(ap.Hash) // checked by checkApprovers
+			a.hashes = append(a.hashes, &h)
+			a.digests = append(a.digests, [sha256.Size]byte{})
+			a.known = append(a.known, false)
+			continue
+		}
+		a.hashes = append(a.hashes, nil)
 		a.digests = append(a.digests, sha256.Sum256([]byte(ap.Token)))
+		a.known = append(a.known, true)
 	}
 	return a
 }

@@ -43,9 +43,10 @@ func TestLoadApproversFile(t *testing.T) {
 		os.Chmod(p, mode)
 		return p
 	}
-	good := "# approvers\nalice:alice-token-0123456789\n\n  bob:bob-token-0123456789ab  \n"
+	ha, hb := mustHash(t, "alice-token-0123456789"), mustHash(t, "bob-token-0123456789ab")
+	good := "# approvers\nalice:" + ha + "\n\n  bob:" + hb + "  \n"
 	list, err := LoadApproversFile(write("good", good, 0o600))
-	if err != nil || len(list) != 2 || list[1].Name != "bob" || list[1].Token != "bob-token-0123456789ab" {
+	if err != nil || len(list) != 2 || list[1].Name != "bob" || list[1].Hash != hb || list[1].Token != "" {
 		t.Fatalf("got %+v, %v", list, err)
 	}
 	for name, tc := range map[string]struct {
@@ -56,10 +57,10 @@ func TestLoadApproversFile(t *testing.T) {
 		"world readable": {good, 0o644, "must not be readable"},
 		"group readable": {good, 0o640, "must not be readable"},
 		"no colon":       {"alice alice-token-0123456789\n", 0o600, "want name:token"},
-		"short token":    {"alice:short\n", 0o600, "shorter than 16"},
-		"duplicate":      {"alice:alice-token-0123456789\nAlice:other-token-0123456789\n", 0o600, "listed twice"},
-		"shared token":   {"alice:alice-token-0123456789\nbob:alice-token-0123456789\n", 0o600, "shares a token"},
-		"bad name":       {"<alice>:alice-token-0123456789\n", 0o600, "approver name"},
+		"plain text":     {"alice:alice-token-0123456789\n", 0o600, "plain-text password"},
+		"bad hash":       {"alice:$argon2id$v=19$m=1,t=1,p=1$AAAA$AAAA\n", 0o600, "argon2id"},
+		"duplicate":      {"alice:" + ha + "\nAlice:" + hb + "\n", 0o600, "listed twice"},
+		"bad name":       {"<alice>:" + ha + "\n", 0o600, "approver name"},
 		"empty":          {"# nobody\n", 0o600, "no approvers"},
 	} {
 		if _, err := LoadApproversFile(write(name, tc.content, tc.mode)); err == nil || !strings.Contains(err.Error(), tc.msg) {

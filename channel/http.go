@@ -40,6 +40,13 @@ func (s *Service) routes() {
 	m.HandleFunc("GET /ui/events", s.withSession(false, s.events))
 	m.HandleFunc("POST /ui/requests/{id}/{action}", s.withSession(true, s.uiDecide))
 
+	if s.pk != nil {
+		s.passkeyRoutes(m)
+	}
+	if s.oidc != nil {
+		m.HandleFunc("GET /oidc/login", s.oidcStart)
+		m.HandleFunc("GET /oidc/callback", s.oidcCallback)
+	}
 	m.HandleFunc("GET /api/requests", s.withBearer(s.apiList))
 	m.HandleFunc("GET /api/requests/{id}", s.withBearer(s.apiGet))
 	m.HandleFunc("POST /api/requests/{id}/{action}", s.withBearer(s.apiDecide))
@@ -70,8 +77,9 @@ type Item struct {
 	DecidedAt    time.Time        `json:"decided_at,omitzero"`
 	Withdrawn    string           `json:"withdrawn,omitempty"` // why the gate took it back
 	// Grants are the standing grants offered; Grant the one chosen.
-	Grants []mcpsafe.GrantOffer `json:"grants,omitempty"`
-	Grant  string               `json:"grant,omitempty"`
+	Grants       []mcpsafe.GrantOffer `json:"grants,omitempty"`
+	Grant        string               `json:"grant,omitempty"`
+	NeedsPasskey bool                 `json:"needs_passkey"` // approving takes a passkey on this call
 
 	// For the viewer.
 	Mine        bool     `json:"-"` // the viewer asked for this call
@@ -157,6 +165,7 @@ func itemOf(r record, viewer string) Item {
 		DecidedAt: r.DecidedAt, DeadlineMS: r.Deadline.UnixMilli(), Withdrawn: r.Withdrawn,
 		Arguments: r.Req.Arguments, Args: argRows(r.Req.Arguments),
 		Grants: r.Req.Grants, Grant: r.Grant,
+		NeedsPasskey: r.Req.MinAssurance == AssurancePasskeyName,
 	}
 	it.FirstDetail = it.Details
 	if len(it.Details) > cardDetails {
@@ -187,6 +196,9 @@ type pageData struct {
 	GrantsOn  bool
 	Grants    []mcpsafe.GrantInfo
 	GrantsErr string
+	SSO       bool // the login page offers single sign-on
+	// Passkeys: the page offers passkey registration and approval.
+	Passkeys bool
 }
 
 func (s *Service) view(viewer, csrf string) pageData {
@@ -335,6 +347,10 @@ func (s *Service) withSession(mutating bool, h func(http.ResponseWriter, *http.R
 func (s *Service) render(w http.ResponseWriter, code int, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
+	if d, ok := data.(pageData); ok {
+		d.SSO, d.Passkeys = s.oidc != nil, s.pk != nil
+		data = d
+	}
 	if err := tmpl.ExecuteTemplate(w, name, data); err != nil {
 		fmt.Fprintf(w, "<p>template error</p>")
 	}

@@ -2,6 +2,8 @@ package channel
 
 import (
 	"bytes"
+	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -66,6 +68,18 @@ type ServiceOptions struct {
 	// approved, denied or expired) with how long it waited: for metrics.
 	// It runs under the service's lock and must return quickly.
 	OnDecided func(status string, waited time.Duration)
+	// SigningKey, when set, signs every approval the service answers with
+	// (an attestation, see VerifyAttestation); gates configured with the
+	// public key refuse approvals without a valid one.
+	SigningKey ed25519.PrivateKey
+	// OIDC, when set, adds single sign-on for approvers (alongside the
+	// local Approvers, or instead of them: Approvers may then be empty).
+	// It needs Origin (the redirect URL is Origin/oidc/callback).
+	OIDC *OIDCConfig
+	// Passkeys, when set, lets approvers register passkeys and approve with
+	// them; requests that require one can be approved no other way. It
+	// needs Origin (the WebAuthn relying party).
+	Passkeys *PasskeyOptions
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -77,6 +91,8 @@ type Service struct {
 	mux      *http.ServeMux
 	hosts    map[string]bool
 	throttle *throttle
+	oidc     *oidcLogin // nil without single sign-on
+	pk       *passkeys  // nil without passkeys
 
 	mu       sync.Mutex
 	entries  map[string]*entry
@@ -103,15 +119,21 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if len(opts.Secret) < MinSecretLen {
 		return nil, fmt.Errorf("channel: service secret is %d bytes, need at least %d", len(opts.Secret), MinSecretLen)
 	}
-	if err := checkApprovers(opts.Approvers); err != nil {
-		return nil, err
+	if len(opts.Approvers) > 0 || opts.OIDC == nil {
+		if err := checkApprovers(opts.Approvers); err != nil {
+			return nil, err
+		}
+	}
+	people := len(opts.Approvers)
+	if opts.OIDC != nil {
+		people += len(opts.OIDC.Users)
 	}
 	for tool, n := range opts.Require {
 		if tool == "" || n < 1 {
 			return nil, fmt.Errorf("channel: require %q=%d: need a tool name and N >= 1", tool, n)
 		}
-		if n > len(opts.Approvers) {
-			return nil, fmt.Errorf("channel: %s requires %d approvers but only %d are configured", tool, n, len(opts.Approvers))
+		if n > people {
+			return nil, fmt.Errorf("channel: %s requires %d approvers but only %d are configured", tool, n, people)
 		}
 	}
 	if opts.Origin != "" && !regexp.MustCompile(`^https?://[^/]+$`).MatchString(opts.Origin) {
@@ -128,6 +150,21 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1000
 	}
+	var pk *passkeys
+	if opts.Passkeys != nil {
+		if pk, err = newPasskeys(*opts.Passkeys, opts.Origin); err != nil {
+			return nil, err
+		}
+	}
+	var sso *oidcLogin
+	if opts.OIDC != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sso, err = newOIDCLogin(ctx, *opts.OIDC, opts.Origin)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	st, err := openStore(opts.Store)
 	if err != nil {
 		return nil, err
@@ -138,6 +175,8 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		hosts:    hosts,
 		throttle: newThrottle(failBurst, failRefill, failDelay),
 		auth:     newAuthenticator(opts.Approvers, opts.SessionTTL),
+		oidc:     sso,
+		pk:       pk,
 		entries:  map[string]*entry{},
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -366,6 +405,10 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	ans := answerFor(&next)
 	s.notifyLocked()
 	s.mu.Unlock()
+	if err := s.attest(&next, ans); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"approved": false, "error": "signing the decision failed"})
+		return
+	}
 	writeJSON(w, http.StatusOK, ans)
 }
 
@@ -377,8 +420,15 @@ func answerFor(r *record) map[string]any {
 	var names []string
 	switch r.Status {
 	case StatusApproved:
+		var proofs []PasskeyProof
 		for _, v := range r.Approvals {
 			names = append(names, v.By)
+			if v.Passkey != nil {
+				proofs = append(proofs, *v.Passkey)
+			}
+		}
+		if proofs != nil {
+			ans["passkeys"] = proofs
 		}
 	case StatusDenied:
 		if r.DeniedBy != nil {
@@ -412,6 +462,10 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 	req, err := decodeWireRequest(body)
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "%v", err)
+	}
+	if req.MinAssurance == AssurancePasskeyName && s.pk == nil {
+		// Nobody here could ever approve it: say so now, not at the expiry.
+		return nil, fail(http.StatusBadRequest, "%s requires passkey approvals, and this service has no passkeys configured (--passkeys-file)", Visible(clip(req.Tool)))
 	}
 	// Identify the request by its decoded content without the nonce, so a
 	// re-sent copy with a fresh signature matches.
@@ -505,6 +559,9 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 		return req, errors.New("min_approvers must not be negative")
 	case len(req.Grants) > maxGrantOffers:
 		return req, fmt.Errorf("at most %d grant offers", maxGrantOffers)
+	case req.MinAssurance != "" && req.MinAssurance != AssurancePasskeyName:
+		// An assurance this service does not know could not be met.
+		return req, fmt.Errorf("min_assurance %q not supported (want %q or none)", clip(req.MinAssurance), AssurancePasskeyName)
 	}
 	for _, o := range req.Grants {
 		switch {
@@ -598,6 +655,14 @@ func offered(req WireRequest, grant string) bool {
 }
 
 func (s *Service) decide(id, by string, approve bool, grant string) (record, *httpError) {
+	return s.decideVote(id, vote{By: by}, approve, grant)
+}
+
+// decideVote records v (its time is set here). An approval of a request
+// that needs a passkey must carry one (already verified by the caller),
+// and approves that call alone: the passkey signed this call, not a grant.
+func (s *Service) decideVote(id string, v vote, approve bool, grant string) (record, *httpError) {
+	by := v.By
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -636,12 +701,19 @@ func (s *Service) decide(id, by string, approve bool, grant string) (record, *ht
 		if mcpsafe.SameIdentity(by, cur.Req.Principal) {
 			return cur, fail(http.StatusForbidden, "%s asked for this call (as %q) and cannot approve it; another approver must", by, cur.Req.Principal)
 		}
+		if s.needsPasskey(&cur) && v.Passkey == nil {
+			return cur, fail(http.StatusForbidden, "%s requires a passkey approval of this exact call; a login alone cannot approve it", cur.Req.Tool)
+		}
+		if s.needsPasskey(&cur) && grant != "" {
+			return cur, fail(http.StatusBadRequest, "%s requires a passkey on each call; a standing grant cannot be chosen for it", cur.Req.Tool)
+		}
 		for _, v := range cur.Approvals {
 			if mcpsafe.SameIdentity(v.By, by) {
 				return cur, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
 			}
 		}
-		next.Approvals = append(next.Approvals, vote{By: by, At: now})
+		v.At = now
+		next.Approvals = append(next.Approvals, v)
 		if len(next.Approvals) >= next.Required {
 			next.Status, next.DecidedAt = StatusApproved, now
 		}

@@ -49,6 +49,9 @@ type vote struct {
 	By   string    `json:"by"`
 	At   time.Time `json:"at"`
 	Note string    `json:"note,omitempty"`
+	// Passkey is the approver's verified assertion for this call, when the
+	// approval was made with one.
+	Passkey *PasskeyProof `json:"passkey,omitempty"`
 }
 
 // store persists records and seen signatures. Every change to a record is

@@ -3,6 +3,7 @@ package channel
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -81,6 +82,9 @@ type WireRequest struct {
 	// Grants are the standing grants the approver may choose instead of
 	// this call alone; the answer names one by ID in "grant".
 	Grants []mcpsafe.GrantOffer `json:"grants,omitempty"`
+	// MinAssurance is "passkey" when the tool requires each approver's
+	// passkey on the call; empty otherwise.
+	MinAssurance string `json:"min_assurance,omitempty"`
 	// Nonce is fresh for every POST, so two sends of the same request in
 	// the same second still carry different signatures: a receiver can
 	// then treat a repeated signature as a replay, always.
@@ -97,6 +101,10 @@ type Webhook struct {
 	require   map[string]int
 	now       func() time.Time
 	allowHTTP bool
+	// serviceKey, when set, must have signed every approval.
+	serviceKey ed25519.PublicKey
+	// passkeys verifies passkey proofs; nil: none can be verified.
+	passkeys *PasskeyRegistry
 }
 
 var (
@@ -245,6 +253,9 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 		Irreversible: r.Irreversible, ExpiresAt: r.ExpiresAt.UTC(),
 		MinApprovers: w.require[r.Tool], Nonce: newNonce(), Grants: r.Grants,
 	}
+	if r.MinAssurance >= mcpsafe.AssurancePasskey {
+		wire.MinAssurance = AssurancePasskeyName
+	}
 	if len(r.Arguments) > 0 {
 		// The gate redacted them with the tool's own names already; this
 		// is where a plan leaves the process, so the common names again.
@@ -344,7 +355,21 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	if n := w.require[r.Tool]; n > 1 && len(ans.Approvers) < n {
 		return no, fmt.Errorf("%w: %s needs %d distinct approvers, the answer names %d", ErrBadResponse, r.Tool, n, len(ans.Approvers))
 	}
-	return mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers, Grant: ans.Grant}, nil
+	evidence, err := w.checkAttestation(r, ans)
+	if err != nil {
+		return no, err
+	}
+	dec := mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers, Grant: ans.Grant, Evidence: evidence}
+	if r.MinAssurance >= mcpsafe.AssurancePasskey || (w.passkeys != nil && len(ans.Passkeys) > 0) {
+		if w.passkeys == nil {
+			return no, fmt.Errorf("%w: %w: %s requires passkeys, and this webhook has no passkey registry to check them with (WithPasskeys)", ErrBadResponse, ErrPasskey, r.Tool)
+		}
+		if err := w.passkeys.checkPasskeys(r, ans.Approvers, ans.Passkeys, max(1, w.require[r.Tool])); err != nil {
+			return no, fmt.Errorf("%w: %w", ErrBadResponse, err)
+		}
+		dec.Assurance = mcpsafe.AssurancePasskey
+	}
+	return dec, nil
 }
 
 // fitsService checks a request against the limits the approval service
@@ -411,6 +436,10 @@ type answer struct {
 	Approvers []string
 	Reason    string
 	Grant     string // the standing grant chosen, checked again by the gate
+	// Attestation is the service's signed statement, unverified.
+	Attestation json.RawMessage
+	// Passkeys are the approvers' assertions, unverified.
+	Passkeys []PasskeyProof
 }
 
 // parseAnswer reads the response strictly: one JSON object, no duplicate
@@ -455,6 +484,14 @@ func parseAnswer(raw []byte) (answer, error) {
 	if v, ok := fields["grant"]; ok {
 		if err := json.Unmarshal(v, &a.Grant); err != nil {
 			return a, fmt.Errorf("%w: \"grant\" is not a string", ErrBadResponse)
+		}
+	}
+	if v, ok := fields["attestation"]; ok {
+		a.Attestation = v
+	}
+	if v, ok := fields["passkeys"]; ok {
+		if err := json.Unmarshal(v, &a.Passkeys); err != nil {
+			return a, fmt.Errorf("%w: \"passkeys\" is not a list of proofs", ErrBadResponse)
 		}
 	}
 	if v, ok := fields["reason"]; ok {

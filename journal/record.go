@@ -48,6 +48,12 @@ type Record struct {
 	Grant      string          `json:"grant,omitempty"` // the standing grant a record is about
 	Reason     string          `json:"reason,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	// Assurance names what the approval proved (client_relayed, channel).
+	Assurance string `json:"assurance,omitempty"`
+	// Evidence is what the approver side handed over as proof, kept as
+	// received so an auditor can re-check it: for a channel approval, the
+	// approval service's signed statement (channel.CheckJournalRecord).
+	Evidence json.RawMessage `json:"evidence,omitempty"`
 
 	// SecretFields names extra argument fields to redact; not written.
 	SecretFields []string `json:"-"`

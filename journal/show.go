@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,7 +142,40 @@ func detail(rec *Record) string {
 	if rec.Error != "" {
 		parts = append(parts, "error: "+rec.Error)
 	}
+	switch rec.Assurance {
+	case "channel":
+		parts = append(parts, "assurance channel")
+	case "passkey":
+		parts = append(parts, "assurance passkey"+credentials(rec.Evidence))
+	}
 	return strings.Join(parts, "; ")
+}
+
+// credentials names the passkeys in a channel approval's evidence (the
+// approval service's signed statement), for a person reading the journal.
+// It is display only: `mcpsafe journal verify --service-key --passkeys`
+// checks them.
+func credentials(evidence []byte) string {
+	var ev struct {
+		Statement struct {
+			Passkeys []struct {
+				Approver     string `json:"approver"`
+				CredentialID string `json:"credential_id"`
+			} `json:"passkeys"`
+		} `json:"statement"`
+	}
+	if json.Unmarshal(evidence, &ev) != nil || len(ev.Statement.Passkeys) == 0 {
+		return ""
+	}
+	var ids []string
+	for _, p := range ev.Statement.Passkeys {
+		id := p.CredentialID
+		if len(id) > 8 { // enough to tell an approver's keys apart by eye
+			id = id[:8]
+		}
+		ids = append(ids, p.Approver+":"+id)
+	}
+	return " [" + strings.Join(ids, " ") + "]"
 }
 
 // oneLine renders an untrusted string on one line: invalid UTF-8, control

@@ -450,6 +450,73 @@ mutant("audit-export-no-redaction", "./journal", "journal export ships the argum
 mutant("audit-export-unverified", "./journal", "journal export ships the verified prefix of a damaged journal as if it were whole",
     [("journal/export.go", "\tsum, err := VerifyFile(path)\n\tif err != nil {", "\tsum, err := VerifyFile(path)\n\tif err != nil && false {")], run="TestExportRefusesDamagedJournal")
 
+# ---- h-passkeys (issue 14): approvers prove who they are --------------------
+mutant("passwd-plaintext-accepted", "./channel ./cmd/mcpsafe", "an approvers file line holding a plain-text password is loaded as a token instead of refused",
+    [("channel/auth.go", "\t\tif !IsPasswordHash(token) {\n\t\t\treturn nil, fmt.Errorf(",
+      "\t\tif !IsPasswordHash(token) {\n\t\t\tout = append(out, Approver{Name: name, Token: token})\n\t\t\tcontinue\n\t\t}\n\t\tif false {\n\t\t\treturn nil, fmt.Errorf(")],
+    run="TestApproversFileRefusesPlainText|TestLoadApproversFile|TestApprovalsPasswd")
+mutant("argon2-any-password", "./channel", "the argon2id comparison compares nothing: any password logs in as any hashed approver",
+    [("channel/password.go", "return subtle.ConstantTimeCompare(got, h.key) == 1", "return subtle.ConstantTimeCompare(got[:0], h.key[:0]) == 1")],
+    run="TestPasswordHash|TestHashedApproverLogin")
+mutant("attestation-unchecked", "./channel ./serverconf", "a gate configured with the service's public key accepts approvals without checking their signature",
+    [("channel/attestation.go", "\tif w.serviceKey == nil {\n\t\treturn ans.Attestation, nil", "\tif true {\n\t\treturn ans.Attestation, nil")],
+    run="TestSignedDecisionThroughService|TestForgedAttestationsRefused|TestApproverPublicKeyFlag")
+mutant("attestation-not-bound-to-call", "./channel", "a validly signed statement is accepted for any call (the statement's id, tool, arguments are not compared)",
+    [("channel/attestation.go", "if err := st.checkApproval(r, ans.Approvers); err != nil {", "if err := st.checkApproval(r, ans.Approvers); false && err != nil {")],
+    run="TestForgedAttestationsRefused")
+mutant("oidc-state-not-bound-to-browser", "./channel", "the SSO callback does not compare the state with the browser's cookie: an attacker's callback URL logs the victim in as the attacker",
+    [("channel/oidc.go", "if state == \"\" || err != nil || ctCompare([]byte(c.Value), []byte(state)) != 1 {", "if state == \"\" || c == nil && err == nil {")],
+    run="TestOIDCCallbackBoundToBrowser")
+mutant("oidc-nonce-unchecked", "./channel", "the ID token's nonce is not compared with the sign-in's: a token minted for another sign-in is accepted",
+    [("channel/oidc.go", "if ctCompare([]byte(id.Nonce), []byte(flow.nonce)) != 1 {", "if false {")],
+    run="TestOIDCLogin")
+mutant("oidc-audience-unchecked", "./channel", "an ID token issued to another client (aud) signs an approver in",
+    [("channel/oidc.go", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipClientIDCheck: true})")],
+    run="TestOIDCLogin")
+mutant("oidc-expiry-unchecked", "./channel", "an expired ID token signs an approver in",
+    [("channel/oidc.go", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipExpiryCheck: true})")],
+    run="TestOIDCLogin")
+mutant("oidc-issuer-unchecked", "./channel", "an ID token from another issuer signs an approver in",
+    [("channel/oidc.go", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})", "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipIssuerCheck: true})")],
+    run="TestOIDCLogin")
+mutant("oidc-unverified-email", "./channel", "an email address the provider has not verified names an approver",
+    [("channel/oidc.go", "if cl.Verified == nil || !*cl.Verified {", "if false {")],
+    run="TestOIDCLogin")
+mutant("passkey-gate-skips-user-verification", "./channel", "the gate accepts a passkey assertion made without user verification",
+    [("channel/passkey.go", "protocol.TopOriginImplicitVerificationMode, false, true, true, pub,", "protocol.TopOriginImplicitVerificationMode, false, false, true, pub,")],
+    run="TestPasskeyNeedsUserVerificationAndNotAPassword")
+mutant("passkey-challenge-ignores-id-and-targets", "./channel", "the passkey challenge does not cover the request id and targets: an assertion for call A approves call B",
+    [("channel/passkey.go", "b, _ := json.Marshal([]string{\"mcpsafe passkey approval v1\", id, tool, argsDigest, targetsDigest,", "b, _ := json.Marshal([]string{\"mcpsafe passkey approval v1\", tool, argsDigest,")],
+    run="TestPasskeyAssertionBoundToCall")
+mutant("passkey-login-approves", "./channel", "a password (or SSO) login alone approves a request that requires a passkey",
+    [("channel/service.go", "if s.needsPasskey(&cur) && v.Passkey == nil {", "if false && v.Passkey == nil {")],
+    run="TestPasskeyNeedsUserVerificationAndNotAPassword|TestPasskeyTwoOfM")
+mutant("passkey-n-of-m-counts-one", "./channel", "N-of-M with passkeys is satisfied by one approver's passkey",
+    [("channel/passkey.go", "if len(ok) < need {\n\t\treturn fmt.Errorf(\"%w: %d approver(s) proved this call", "if len(ok) < 1 {\n\t\treturn fmt.Errorf(\"%w: %d approver(s) proved this call")],
+    run="TestPasskeyTwoOfM")
+mutant("passkey-required-unchecked-without-registry", "./channel", "a webhook with no passkey registry approves a request whose tool requires passkeys",
+    [("channel/webhook.go", "if r.MinAssurance >= mcpsafe.AssurancePasskey || (w.passkeys != nil && len(ans.Passkeys) > 0) {", "if w.passkeys != nil && len(ans.Passkeys) > 0 {")],
+    run="TestPasskeyRequiredFailsClosed")
+mutant("journal-evidence-not-bound-to-record", "./channel", "journal verify accepts a record whose signed statement is about another call",
+    [("channel/attestation.go", "\tcase st.ID != rec.Call:\n", "\tcase false:\n"),
+     ("channel/attestation.go", "\tcase st.Tool != rec.Tool || st.ArgsDigest != rec.ArgsDigest || st.Principal != rec.Principal:\n", "\tcase false:\n")],
+    run="TestJournalCarriesSignedDecision")
+mutant("journal-passkeys-unchecked", "./channel", "journal verify does not re-check the passkey assertions of a passkey-level record",
+    [("channel/attestation.go", "if rec.Assurance == AssurancePasskeyName || st.Assurance == AssurancePasskeyName {", "if false {")],
+    run="TestPasskeyApprovalRuns")
+mutant("service-ignores-unknown-assurance", "./channel", "the approval service ignores a min_assurance it does not know instead of refusing the request",
+    [("channel/service.go", "\tcase req.MinAssurance != \"\" && req.MinAssurance != AssurancePasskeyName:\n", "\tcase false:\n")],
+    run="TestServiceRefusesPasskeyRequestsItCannotMeet")
+mutant("passkey-tool-offered-grants", ".", "a tool that requires passkeys is offered standing grants, which later calls would run on unsigned",
+    [("gate_channel_wait.go", "\tif k.t.minAssur >= AssurancePasskey {\n\t\t// A passkey signs one call;", "\tif false {\n\t\t// A passkey signs one call;")],
+    run="TestPasskeyToolGetsNoStandingGrants")
+mutant("passkey-grant-choice-accepted", ".", "a passkey approval that chooses a standing grant is accepted",
+    [("gate_channel_wait.go", "if k.t.minAssur >= AssurancePasskey && dec.Grant != \"\" && dec.Grant != OnceOffer {", "if false {")],
+    run="TestPasskeyToolGetsNoStandingGrants")
+mutant("attestation-grant-unchecked", "./channel", "an answer may choose a standing grant the signed statement does not name",
+    [("channel/attestation.go", "if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {", "if g := ans.Grant; false && g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {")],
+    run="TestForgedAttestationsRefused")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])

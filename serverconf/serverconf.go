@@ -64,9 +64,15 @@ type Config struct {
 
 	ApproverURL        string
 	ApproverSecretFile string
-	ApproverTimeout    time.Duration // 0: as long as TTL; never longer
-	ChannelWait        time.Duration // 0: the gate's default (45s)
-	ProgressInterval   time.Duration // 0: the gate's default (10s)
+	// ApproverPublicKey is the approval service's Ed25519 public key
+	// (base64); when set, every channel approval must carry its signature.
+	ApproverPublicKey string
+	// ApproverPasskeysFile is a copy of the approval service's passkeys
+	// file: passkey approvals are verified against its public keys.
+	ApproverPasskeysFile string
+	ApproverTimeout      time.Duration // 0: as long as TTL; never longer
+	ChannelWait          time.Duration // 0: the gate's default (45s)
+	ProgressInterval     time.Duration // 0: the gate's default (10s)
 
 	// CheckJournalPath, when set, vets the journal's absolute path (for
 	// example: not inside a directory the agent can write).
@@ -95,6 +101,8 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
+	fl.StringVar(&c.ApproverPasskeysFile, "approver-passkeys-file", "", "a copy of the approval service's passkeys file: passkey approvals are checked against its public keys (tools with MinAssurance passkey need it)")
+	fl.StringVar(&c.ApproverPublicKey, "approver-public-key", "", "the approval service's Ed25519 public key (base64, printed by `mcpsafe approvals keygen`): every channel approval must carry its signature")
 	positive(fl, &c.ApproverTimeout, "approver-timeout", 0, "how long one call waits for a channel decision (default and maximum: --ttl, since the request expires with its approval)")
 	positive(fl, &c.ChannelWait, "channel-wait", 0, "mode channel: a client that sent no progress token gets an approval_pending answer with a handle after this long, and calls again with it (default 45s, or the whole wait when that is shorter)")
 	positive(fl, &c.ProgressInterval, "progress-interval", 10*time.Second, "mode channel: how often a waiting call sends a progress notification (clients that reset their timeout on progress keep waiting)")
@@ -262,7 +270,22 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if err != nil {
 			return nil, err
 		}
-		w, err := channel.NewWebhook(cfg.ApproverURL, secret, channel.WithTimeout(wait))
+		wopts := []channel.WebhookOption{channel.WithTimeout(wait)}
+		if cfg.ApproverPublicKey != "" {
+			pub, err := channel.ParsePublicKey(cfg.ApproverPublicKey)
+			if err != nil {
+				return nil, fmt.Errorf("--approver-public-key: %w", err)
+			}
+			wopts = append(wopts, channel.WithServiceKey(pub))
+		}
+		if cfg.ApproverPasskeysFile != "" {
+			reg, err := channel.LoadPasskeyRegistry(cfg.ApproverPasskeysFile)
+			if err != nil {
+				return nil, fmt.Errorf("--approver-passkeys-file: %w", err)
+			}
+			wopts = append(wopts, channel.WithPasskeys(reg))
+		}
+		w, err := channel.NewWebhook(cfg.ApproverURL, secret, wopts...)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -35,10 +36,16 @@ func (r *requireList) String() string     { return strings.Join(*r, ",") }
 func (r *requireList) Set(v string) error { *r = append(*r, v); return nil }
 
 func runApprovals(args []string, stdout, stderr io.Writer) int {
-	fl := newFlags("mcpsafe approvals serve", "mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]", stderr)
+	if len(args) > 0 && args[0] == "keygen" {
+		return runApprovalsKeygen(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "passwd" {
+		return runApprovalsPasswd(args[1:], os.Stdin, stdout, stderr)
+	}
+	fl := newFlags("mcpsafe approvals serve", "mcpsafe approvals serve --secret-file PATH --approvers-file PATH [--listen 127.0.0.1:8080] [--store file:PATH] [--require TOOL=N ...]\nmcpsafe approvals passwd --approvers-file PATH NAME   (new password on stdin)\nmcpsafe approvals passwd --approvers-file PATH --convert\nmcpsafe approvals keygen --signing-key-file PATH", stderr)
 	listen := fl.String("listen", "127.0.0.1:8080", "address to listen on")
 	secretFile := fl.String("secret-file", "", "HMAC secret shared with the gated servers: one line, base64 of >= 32 bytes, mode 0600 (required)")
-	approversFile := fl.String("approvers-file", "", "approvers, one name:token per line, mode 0600 (required)")
+	approversFile := fl.String("approvers-file", "", "approvers, one name:argon2id-hash per line (mcpsafe approvals passwd), mode 0600 (required)")
 	store := fl.String("store", "memory", "where pending requests live: memory, or file:PATH (survives a restart)")
 	var require requireList
 	fl.Var(&require, "require", "TOOL=N: TOOL needs N distinct approvers (repeatable)")
@@ -51,6 +58,15 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
 	grantsLedger := fl.String("ledger", "", "the gated servers' shared ledger (file:PATH, redis://..., postgres://...): list and revoke their standing grants in the page and the API")
 	metricsAddr := fl.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
+	oidcIssuer := fl.String("oidc-issuer", "", "single sign-on: the OpenID provider's issuer URL (needs --origin, --oidc-client-id, --oidc-users-file)")
+	oidcClient := fl.String("oidc-client-id", "", "single sign-on: this service's client id at the provider")
+	oidcSecret := fl.String("oidc-client-secret-file", "", "single sign-on: file holding the client secret (one line, mode 0600); omit for a public client")
+	oidcClaim := fl.String("oidc-claim", "email", "single sign-on: the ID token claim that names the person: email (must be verified) or sub")
+	oidcUsers := fl.String("oidc-users-file", "", "single sign-on: VALUE NAME lines mapping a claim value to the approver name it signs in as (mode 0600)")
+	passkeysFile := fl.String("passkeys-file", "", "turn on passkeys: approvers register them here (needs --origin; gates get a copy via --approver-passkeys-file)")
+	var requirePasskey requireList
+	fl.Var(&requirePasskey, "require-passkey", "TOOL: approving TOOL takes each approver's passkey on the call (repeatable; needs --passkeys-file)")
+	signingKey := fl.String("signing-key-file", "", "Ed25519 key that signs every approval (mcpsafe approvals keygen); gates check it with --approver-public-key")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && wantsHelp(args[:1]) {
@@ -72,8 +88,8 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
 		return 1
 	}
-	if *secretFile == "" || *approversFile == "" {
-		fmt.Fprintln(stderr, "mcpsafe approvals serve: --secret-file and --approvers-file are required")
+	if *secretFile == "" || (*approversFile == "" && *oidcIssuer == "") {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --secret-file and --approvers-file (or single sign-on: --oidc-issuer) are required")
 		return 2
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
@@ -92,11 +108,47 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	approvers, err := channel.LoadApproversFile(*approversFile)
-	if err != nil {
-		return fail(err)
+	var approvers []channel.Approver
+	if *approversFile != "" {
+		if approvers, err = channel.LoadApproversFile(*approversFile); err != nil {
+			return fail(err)
+		}
+	}
+	var sso *channel.OIDCConfig
+	if *oidcIssuer != "" {
+		if *oidcClient == "" || *oidcUsers == "" || *origin == "" {
+			fmt.Fprintln(stderr, "mcpsafe approvals serve: --oidc-issuer needs --oidc-client-id, --oidc-users-file and --origin (the redirect URL is ORIGIN/oidc/callback)")
+			return 2
+		}
+		sso = &channel.OIDCConfig{Issuer: *oidcIssuer, ClientID: *oidcClient, Claim: *oidcClaim}
+		if sso.Users, err = channel.LoadOIDCUsersFile(*oidcUsers); err != nil {
+			return fail(err)
+		}
+		if *oidcSecret != "" {
+			if sso.ClientSecret, err = channel.LoadClientSecretFile(*oidcSecret); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	var pkOpts *channel.PasskeyOptions
+	switch {
+	case *passkeysFile != "" && *origin == "":
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --passkeys-file needs --origin (passkeys are bound to the origin they were made on)")
+		return 2
+	case *passkeysFile != "":
+		pkOpts = &channel.PasskeyOptions{File: *passkeysFile, Tools: requirePasskey}
+	case len(requirePasskey) > 0:
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --require-passkey needs --passkeys-file")
+		return 2
+	}
+	var key ed25519.PrivateKey
+	if *signingKey != "" {
+		if key, err = channel.LoadSigningKeyFile(*signingKey); err != nil {
+			return fail(err)
+		}
 	}
 	opts := channel.ServiceOptions{
+		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...),
 	}

@@ -26,8 +26,10 @@ func approvalsFiles(t *testing.T) (secretFile, approversFile string) {
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(approversFile, []byte("alice:alice-token-0123456789\nbob:bob-token-0123456789ab\n"), 0o600); err != nil {
-		t.Fatal(err)
+	for name, pw := range map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789ab"} {
+		if err := channel.SetPassword(approversFile, name, pw); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return secretFile, approversFile
 }
@@ -54,6 +56,8 @@ func TestApprovalsFlags(t *testing.T) {
 		{"public plain http", []string{"serve", "--secret-file", sf, "--approvers-file", af, "--listen", "0.0.0.0:0"}, 1, "not a loopback address"},
 		{"readable secret", []string{"serve", "--secret-file", loose, "--approvers-file", af}, 1, "must not be readable"},
 		{"bad store", []string{"serve", "--secret-file", sf, "--approvers-file", af, "--store", "redis://x"}, 1, "unknown store"},
+		{"passkeys without origin", []string{"serve", "--secret-file", sf, "--approvers-file", af, "--passkeys-file", "pk.json"}, 2, "--passkeys-file needs --origin"},
+		{"require-passkey without passkeys", []string{"serve", "--secret-file", sf, "--approvers-file", af, "--require-passkey", "drop_table"}, 2, "--require-passkey needs --passkeys-file"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

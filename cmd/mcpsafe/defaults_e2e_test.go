@@ -358,17 +358,26 @@ umask 077
 mkdir -p ~/.config/mcpsafe && cd ~/.config/mcpsafe
 head -c 32 /dev/urandom | base64 > channel.secret
 chmod 600 channel.secret
-printf 'alice:%s\nbob:%s\n' "$(head -c 18 /dev/urandom | base64)" "$(head -c 18 /dev/urandom | base64)" > approvers
-chmod 600 approvers
+for who in alice bob; do
+  pw=$(head -c 18 /dev/urandom | base64)
+  echo "$who: $pw"     # hand each person their password, once
+  printf '%s\n' "$pw" | mcpsafe approvals passwd --approvers-file approvers "$who"
+done
 `
 	sh := exec.Command("bash", "-c", steps)
 	sh.Env = env
-	if out, err := sh.CombinedOutput(); err != nil {
+	out, err := sh.CombinedOutput()
+	if err != nil {
 		t.Fatalf("steps 1-2: %v: %s", err, out)
 	}
-	b, err := os.ReadFile(filepath.Join(cfg, "approvers"))
-	must(t, err)
-	alice := strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "alice:")
+	m := regexp.MustCompile(`(?m)^alice: (\S+)$`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("step 2 printed no password for alice:\n%s", out)
+	}
+	alice := string(m[1])
+	if b, err := os.ReadFile(filepath.Join(cfg, "approvers")); err != nil || strings.Contains(string(b), alice) || !strings.Contains(string(b), "alice:$argon2id$") {
+		t.Fatalf("the approvers file holds %q (%v), want argon2id hashes only", b, err)
+	}
 
 	// Step 3, on a free port instead of 8080.
 	state := filepath.Join(home, ".local", "state", "mcpsafe")

@@ -23,7 +23,9 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"approvals", "--help"}, []string{"usage: mcpsafe approvals serve", "-secret-file"}, nil},
 		{[]string{"approvals", "serve", "--help"}, []string{"-approvers-file", "-require"}, nil},
 		{[]string{"journal", "--help"}, []string{"mcpsafe journal verify [PATH]", "mcpsafe journal show"}, nil},
-		{[]string{"journal", "verify", "--help"}, []string{"usage: mcpsafe journal verify [PATH]", "-key", "-checkpoints"}, []string{"-tool", "-since"}},
+		{[]string{"journal", "verify", "--help"}, []string{"usage: mcpsafe journal verify [PATH]", "-key", "-checkpoints", "-service-key"}, []string{"-tool", "-since"}},
+		{[]string{"approvals", "passwd", "--help"}, []string{"usage: mcpsafe approvals passwd", "-convert"}, nil},
+		{[]string{"approvals", "keygen", "--help"}, []string{"usage: mcpsafe approvals keygen", "-signing-key-file"}, nil},
 		{[]string{"journal", "show", "--help"}, []string{"usage: mcpsafe journal show", "-tool", "-since"}, nil},
 		{[]string{"version", "--help"}, []string{"usage: mcpsafe version"}, nil},
 	} {

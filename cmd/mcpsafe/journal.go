@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
@@ -21,6 +22,8 @@ func init() {
 
 const journalUsage = `usage:
   mcpsafe journal verify [PATH]                       check the hash chain
+  mcpsafe journal verify [PATH] --service-key K       also re-check the approval service's signed
+                                                      statement of every channel approval
   mcpsafe journal verify [PATH] --key PUB [--checkpoints FILE]...
                                                       also check it against signed checkpoints
                                                       (default FILE: PATH.checkpoints; repeat for a witness copy)
@@ -41,13 +44,15 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		return journalKeygen(args[1:], stderr)
 	}
 	var fs *flag.FlagSet
-	var tool, since, key, format, out *string
+	var tool, since, key, format, out, serviceKey, passkeysFile *string
 	var ckFiles stringList
 	switch args[0] {
 	case "verify":
 		fs = newFlags("mcpsafe journal verify", "mcpsafe journal verify [PATH] [--key PUB [--checkpoints FILE]...]   (check the hash chain, the head file and, with --key, the signed checkpoints; exit 1 on any damage)", stderr)
 		key = fs.String("key", "", "public key of the checkpoints (from journal keygen)")
 		fs.Var(&ckFiles, "checkpoints", "with --key: a checkpoint file to check against (repeatable; default PATH.checkpoints)")
+		serviceKey = fs.String("service-key", "", "the approval service's Ed25519 public key (base64): re-check the signed statement of every channel approval")
+		passkeysFile = fs.String("passkeys", "", "with --service-key: the approval service's passkeys file, to re-check every stored passkey assertion")
 	case "export":
 		fs = newFlags("mcpsafe journal export", "mcpsafe journal export [PATH] --format jsonl|ocsf [--out FILE]   (verify, then write every record for a SIEM; exit 1 and nothing written if the journal is damaged)", stderr)
 		format = fs.String("format", "jsonl", "jsonl (the journal's lines) or ocsf (OCSF API Activity events)")
@@ -135,6 +140,9 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		if *key != "" {
 			fmt.Fprintf(stdout, "%s: %s\n", path, rep)
 		}
+		if *serviceKey != "" {
+			return checkEvidence(path, *serviceKey, *passkeysFile, stdout, stderr)
+		}
 		return 0
 	case "export":
 		var err error
@@ -201,5 +209,34 @@ func journalKeygen(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
+	return 0
+}
+
+// checkEvidence re-checks the signed statements of channel approvals.
+func checkEvidence(path, key, passkeysFile string, stdout, stderr io.Writer) int {
+	pub, err := channel.ParsePublicKey(key)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe journal verify: --service-key:", err)
+		return 2
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe journal verify:", err)
+		return 1
+	}
+	defer f.Close()
+	var reg *channel.PasskeyRegistry
+	if passkeysFile != "" {
+		if reg, err = channel.LoadPasskeyRegistry(passkeysFile); err != nil {
+			fmt.Fprintln(stderr, "mcpsafe journal verify:", err)
+			return 1
+		}
+	}
+	n, err := channel.CheckJournal(f, pub, reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: %d channel approvals carry a valid signature of the approval service\n", path, n)
 	return 0
 }
