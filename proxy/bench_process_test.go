@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpsafe/mcpsafe/serverconf"
 	"io"
 	"net"
 	"net/http"
@@ -117,7 +118,9 @@ func serveHTTPProxy(upstream string, stateful bool) int {
 		return 1
 	}
 	fmt.Printf("http://%s/mcp\n", l.Addr())
-	http.Serve(l, s.HTTPHandler(!stateful))
+	// The idle-session measurement opens 65 sessions from one address:
+	// above the default per-caller cap, which is not what it measures.
+	http.Serve(l, serverconf.HTTP{Stateful: stateful, MaxSessionsPerClient: 1000}.MCPHandler(s.MCP))
 	return 0
 }
 
