@@ -108,18 +108,31 @@ func TestGrantChosenInBrowser(t *testing.T) {
 	if err != nil || !strings.Contains(label, "paths under tmp/") || !strings.Contains(label, "for 15m, 3 uses") {
 		t.Fatalf("the offer reads %q (%v)", label, err)
 	}
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(sel), "grant-2-1")); err != nil {
-		t.Fatal(err)
-	}
+	choose(t, ctx, sel, "grant-2-1")
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
 	artifact(t, "grant-offer.png", png)
+
+	// A call the grant would not cover arrives while alice is choosing: the
+	// live update that shows it replaces every card, and must keep her
+	// choice rather than quietly put it back to "just this call".
+	other := call("other/x.txt")
+	waitCards(t, ctx, 2)
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).value`, sel))); err != nil || got != "grant-2-1" {
+		t.Fatalf("after a live update the grant choice reads %q (%v), want grant-2-1", got, err)
+	}
 	click(t, ctx, `article.req:not(.stale) button.approve`)
 	if res := result(first); res.IsError {
 		t.Fatalf("approved call refused: %v", res.Content)
 	}
+	waitCards(t, ctx, 1)
+	click(t, ctx, `article.req:not(.stale) button.deny`)
+	if res := result(other); !res.IsError {
+		t.Fatal("the call outside the grant ran after being denied")
+	}
+	waitCards(t, ctx, 0)
 
 	// 2. Two more calls under the grant: no request reaches the page.
 	for _, p := range []string{"tmp/b.txt", "tmp/c.txt"} {
@@ -127,9 +140,9 @@ func TestGrantChosenInBrowser(t *testing.T) {
 			t.Fatalf("%s under the grant: %v", p, res.Content)
 		}
 	}
-	if p, h, _, _ := e.svc.snapshot(); len(p)+len(h) != 1 {
+	if p, h, _, _ := e.svc.snapshot(); len(p)+len(h) != 2 {
 		n := len(p) + len(h)
-		t.Fatalf("the service saw %d requests, want only the first", n)
+		t.Fatalf("the service saw %d requests, want only the first and the one outside the grant", n)
 	}
 	mu.Lock()
 	if len(written) != 3 {
@@ -140,12 +153,11 @@ func TestGrantChosenInBrowser(t *testing.T) {
 	// 3. The fourth asks again: a new request appears in the page. Alice
 	// approves it with the one-hour grant, and it runs.
 	fourth := call("tmp/d.txt")
+	waitCards(t, ctx, 1)
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
 		t.Fatalf("the fourth call did not ask: %v", err)
 	}
-	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(sel), "grant-2-2")); err != nil {
-		t.Fatal(err)
-	}
+	choose(t, ctx, sel, "grant-2-2")
 	click(t, ctx, `article.req:not(.stale) button.approve`)
 	if res := result(fourth); res.IsError {
 		t.Fatalf("fourth call refused: %v", res.Content)
@@ -186,4 +198,38 @@ func TestGrantChosenInBrowser(t *testing.T) {
 	if rec, ok := jr.find(journal.GrantCreated); !ok || rec.By != "alice" || !strings.Contains(rec.Summary, "3 uses") {
 		t.Fatalf("grant record: %+v (found %v)", rec, ok)
 	}
+}
+
+// choose selects value in the select sel, retrying while a live update
+// swaps the node out from under chromedp, and checks the page took it.
+func choose(t *testing.T, ctx context.Context, sel, value string) {
+	t.Helper()
+	read := fmt.Sprintf(`(function(){var s=document.querySelector(%q);return s?s.value:"";})()`, sel)
+	var err error
+	for i := 0; i < 5; i++ {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = chromedp.Do(cctx, chromedp.SetValue(chromedp.CSS(sel), value))
+		cancel()
+		if err == nil {
+			if got, rerr := chromedp.Run(ctx, chromedp.Evaluate[string](read)); rerr == nil && got == value {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("choose %s in %s: %v", value, sel, err)
+}
+
+// waitCards waits until the page shows n requests still waiting.
+func waitCards(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	count := `document.querySelectorAll("article.req:not(.stale)").length`
+	var got int
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var err error
+		if got, err = chromedp.Run(ctx, chromedp.Evaluate[int](count)); err == nil && got == n {
+			return
+		}
+	}
+	t.Fatalf("the page shows %d waiting requests, want %d", got, n)
 }

@@ -90,6 +90,12 @@
         repl.querySelectorAll('details[data-k]').forEach(function (d) {
           if (Object.prototype.hasOwnProperty.call(open, d.dataset.k)) { d.open = open[d.dataset.k]; }
         });
+        // Keep what the approver chose (a grant offered with this request):
+        // a live update must never quietly put a choice back to its default.
+        card.querySelectorAll('select[name]').forEach(function (sel) {
+          var twin = repl.querySelector('select[name="' + CSS.escape(sel.name) + '"]');
+          if (twin && twin.querySelector('option[value="' + CSS.escape(sel.value) + '"]')) { twin.value = sel.value; }
+        });
         card.replaceWith(repl); // same place; the server's newer state
       } else if (!card.classList.contains('stale')) {
         markStale(card, fresh);
