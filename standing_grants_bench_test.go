@@ -14,8 +14,12 @@ import (
 // policy; with grant set, the first call is approved through elicitation
 // with the largest grant offered, so that every later call runs under it.
 func grantBenchSession(b *testing.B, w *benchWork, store mcpsafe.Ledger, grant bool) *mcp.ClientSession {
+	return grantBenchSessionJournal(b, w, store, mcpsafe.NoJournal, grant)
+}
+
+func grantBenchSessionJournal(b *testing.B, w *benchWork, store mcpsafe.Ledger, j mcpsafe.Journal, grant bool) *mcp.ClientSession {
 	b.Helper()
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "bench", Journal: mcpsafe.NoJournal, Ledger: store})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "bench", Journal: j, Ledger: store})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,3 +107,64 @@ func BenchmarkGrantCoveredRedis(b *testing.B) { benchGrant(b, benchRedis(b), tru
 
 // BenchmarkGrantAutoApprovedRedis: auto-approved, on the same kind of ledger.
 func BenchmarkGrantAutoApprovedRedis(b *testing.B) { benchGrant(b, benchRedis(b), false) }
+
+// BenchmarkGrantCost runs the covered call and the auto-approved call
+// alternating call by call in one loop (so that drift on a shared machine
+// hits both alike) and reports the ratio of their total times
+// (scripts/bench-grants: goal <= 1.20). "nojournal" is the worst case for
+// the ratio: the cheapest call there is, in memory, with nothing written;
+// "journal" is how the gate runs in production, with a real fsync'd journal
+// written before each call runs (and a grant-used record for each use).
+func BenchmarkGrantCost(b *testing.B) {
+	stores := []struct {
+		name string
+		open func(b *testing.B) mcpsafe.Ledger
+	}{
+		{"memory", func(*testing.B) mcpsafe.Ledger { return ledger.NewMemory(0) }},
+		{"redis", benchRedis},
+	}
+	for _, st := range stores {
+		for _, journaled := range []bool{false, true} {
+			name := st.name + "/nojournal"
+			if journaled {
+				name = st.name + "/journal"
+			}
+			b.Run(name, func(b *testing.B) {
+				jr := func(n string) mcpsafe.Journal {
+					if !journaled {
+						return mcpsafe.NoJournal
+					}
+					return benchJournal(b, n)
+				}
+				store := st.open(b)
+				wCov, wAuto := &benchWork{}, &benchWork{}
+				cov := grantBenchSessionJournal(b, wCov, store, jr("covered.jsonl"), true)
+				auto := grantBenchSessionJournal(b, wAuto, store, jr("auto.jsonl"), false)
+				var tCov, tAuto time.Duration
+				one := func(cs *mcp.ClientSession) time.Duration {
+					start := time.Now()
+					if res := benchCall(b, cs, benchParams()); res.IsError {
+						b.Fatal(text(res))
+					}
+					return time.Since(start)
+				}
+				b.ResetTimer()
+				for i := range b.N {
+					if i%2 == 0 {
+						tCov += one(cov)
+						tAuto += one(auto)
+					} else {
+						tAuto += one(auto)
+						tCov += one(cov)
+					}
+				}
+				b.StopTimer()
+				mustRun(b, wCov, int64(b.N))
+				mustRun(b, wAuto, int64(b.N))
+				b.ReportMetric(float64(tCov.Nanoseconds())/float64(b.N), "covered-ns/call")
+				b.ReportMetric(float64(tAuto.Nanoseconds())/float64(b.N), "auto-ns/call")
+				b.ReportMetric(float64(tCov)/float64(tAuto), "ratio")
+			})
+		}
+	}
+}
