@@ -2,7 +2,7 @@
 
 package safefs
 
-// Coverage additions: each test drives a real failure through real system
+// System failures: each test drives a real failure through real system
 // calls (kernel pseudo file systems whose files lie about their size or
 // refuse reads, read-only and bind mounts, a cgroup file system without
 // RENAME_NOREPLACE, names over NAME_MAX, a root deleted or renamed after
@@ -45,7 +45,7 @@ func mustMount(t *testing.T, src, dst string, flags uintptr) {
 	}
 }
 
-func TestNewRootRefusals2(t *testing.T) {
+func TestNewRootRefusesUnusableRoots(t *testing.T) {
 	base := t.TempDir()
 	mustWrite(t, filepath.Join(base, "file"), "x")
 	for _, r := range []string{"", "a\x00b"} {
@@ -483,7 +483,7 @@ func TestLastLookMountedOver(t *testing.T) {
 func TestNoReplaceUnsupported(t *testing.T) {
 	mnt, err := cgroupMount()
 	needEnv(t, err, "a writable cgroup file system")
-	dir := filepath.Join(mnt, fmt.Sprintf("mcpsafe-cover2-%d", os.Getpid()))
+	dir := filepath.Join(mnt, fmt.Sprintf("mcpsafe-bindmount-%d", os.Getpid()))
 	needEnv(t, os.Mkdir(dir, 0o755), "creating a cgroup")
 	defer os.Remove(dir)
 	f, err := New(dir)
