@@ -65,20 +65,6 @@ func grantBenchSessionJournal(b *testing.B, w *benchWork, store mcpsafe.Ledger, 
 	return cs
 }
 
-func benchGrant(b *testing.B, store mcpsafe.Ledger, grant bool) {
-	w := &benchWork{}
-	cs := grantBenchSession(b, w, store, grant)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if res := benchCall(b, cs, benchParams()); res.IsError {
-			b.Fatal(text(res))
-		}
-	}
-	b.StopTimer()
-	mustRun(b, w, int64(b.N))
-}
-
 func benchRedis(b *testing.B) mcpsafe.Ledger {
 	b.Helper()
 	prefix := "mcpsafe:bench-grants:" + uniqueName() + ":"
@@ -94,19 +80,6 @@ func benchRedis(b *testing.B) mcpsafe.Ledger {
 	})
 	return store
 }
-
-// BenchmarkGrantCoveredMemory: a call covered by a standing grant (scope,
-// policy and expiry checked, one use taken in the ledger), in-memory ledger.
-func BenchmarkGrantCoveredMemory(b *testing.B) { benchGrant(b, ledger.NewMemory(0), true) }
-
-// BenchmarkGrantAutoApprovedMemory: the same call auto-approved by a rule.
-func BenchmarkGrantAutoApprovedMemory(b *testing.B) { benchGrant(b, ledger.NewMemory(0), false) }
-
-// BenchmarkGrantCoveredRedis: a covered call, the use taken in real Redis.
-func BenchmarkGrantCoveredRedis(b *testing.B) { benchGrant(b, benchRedis(b), true) }
-
-// BenchmarkGrantAutoApprovedRedis: auto-approved, on the same kind of ledger.
-func BenchmarkGrantAutoApprovedRedis(b *testing.B) { benchGrant(b, benchRedis(b), false) }
 
 // BenchmarkGrantCost runs the covered call and the auto-approved call
 // alternating call by call in one loop (so that drift on a shared machine
