@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +47,8 @@ func runBenchProcess(mode string) int {
 		return minimalRelay(up)
 	case "http-proxy", "http-proxy-stateful":
 		return serveHTTPProxy(os.Getenv(benchUpstreamEnv), mode == "http-proxy-stateful")
+	case "http-relay":
+		return serveHTTPRelay(os.Getenv(benchUpstreamEnv))
 	}
 	fmt.Fprintln(os.Stderr, "unknown bench mode", mode)
 	return 2
@@ -121,6 +125,28 @@ func serveHTTPProxy(upstream string, stateful bool) int {
 	// The idle-session measurement opens 65 sessions from one address:
 	// above the default per-caller cap, which is not what it measures.
 	http.Serve(l, serverconf.HTTP{Stateful: stateful, MaxSessionsPerClient: 1000}.MCPHandler(s.MCP))
+	return 0
+}
+
+// serveHTTPRelay is the floor an HTTP proxy process cannot go below: the
+// standard library's reverse proxy, forwarding each request and streaming
+// each response as bytes, parsing no JSON at all (so it could not gate or
+// route anything). It pays what every proxy in its own process pays: one
+// more HTTP server and client, and a hop through the kernel each way.
+func serveHTTPRelay(upstream string) int {
+	target, err := url.Parse(upstream)
+	if err != nil {
+		return 2
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = UpstreamHTTPClient().Transport
+	rp.FlushInterval = -1 // SSE responses stream as they come
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 1
+	}
+	fmt.Printf("http://%s%s\n", l.Addr(), target.Path)
+	http.Serve(l, rp)
 	return 0
 }
 
@@ -290,25 +316,31 @@ func BenchmarkProxyProcessHTTP(b *testing.B) {
 		&mcp.StreamableHTTPOptions{Stateless: true}))
 	b.Cleanup(hs.Close)
 	_, proxyURL := startHTTPChild(b, "http-proxy", hs.URL)
+	_, relayURL := startHTTPChild(b, "http-relay", hs.URL)
 	hc := httpClients()
 	for range b.N { // b.N rounds of every concurrency; the figures are the last round's
 		for _, n := range []int{1, 8, 64} {
-			var direct, via []*mcp.ClientSession
+			var direct, via, relay []*mcp.ClientSession
 			for range n {
 				direct = append(direct, httpSession(b, hc, hs.URL, nil))
 				via = append(via, httpSession(b, hc, proxyURL, nil))
+				relay = append(relay, httpSession(b, hc, relayURL, nil))
 			}
 			calls := max(400, 20*n)
-			var d, p []float64
+			var d, p, r []float64
 			for range 3 {
 				d = append(d, throughput(b, direct, calls))
 				p = append(p, throughput(b, via, calls))
+				r = append(r, throughput(b, relay, calls))
 			}
 			slices.Sort(d)
 			slices.Sort(p)
+			slices.Sort(r)
 			b.ReportMetric(p[1]/d[1], fmt.Sprintf("c%d_ratio", n))
+			b.ReportMetric(r[1]/d[1], fmt.Sprintf("c%d_relay_ratio", n))
 			fmt.Printf("BENCH proxy_http_throughput_c%d_vs_direct ratio=%.2f proxy=%.0f/s direct=%.0f/s\n", n, p[1]/d[1], p[1], d[1])
-			for _, cs := range append(direct, via...) {
+			fmt.Printf("BENCH reverse_proxy_floor_http_throughput_c%d_vs_direct ratio=%.2f relay=%.0f/s\n", n, r[1]/d[1], r[1])
+			for _, cs := range slices.Concat(direct, via, relay) {
 				cs.Close()
 			}
 		}
