@@ -54,12 +54,18 @@ const (
 // Register adds the four file tools to server: the two that change files
 // through gate, the two read-only ones directly.
 func Register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS) error {
+	return register(server, gate, fsys, Grants{})
+}
+
+func register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS, grants Grants) error {
 	t := &tools{fs: fsys}
 	rand.Read(t.printKey[:]) // never fails (crypto/rand crashes the program instead)
-	if err := gate.Register(server, t.deleteTool()); err != nil {
+	del, move := t.deleteTool(), t.moveTool()
+	del.Grants, move.Grants = grants.policy(DeleteFile), grants.policy(MoveFile)
+	if err := gate.Register(server, del); err != nil {
 		return err
 	}
-	if err := gate.Register(server, t.moveTool()); err != nil {
+	if err := gate.Register(server, move); err != nil {
 		return err
 	}
 	// Reading twice changes nothing: idempotent too (the SDK would send

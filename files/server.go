@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -18,6 +19,8 @@ import (
 // roots, and the gate options every gated server shares.
 type Config struct {
 	Roots []string
+	// Grants makes delete_file and move_file offer standing grants.
+	Grants Grants
 	// Gate configures the gate, keys, ledger, journal and channel. An empty
 	// Audience means "mcpsafe-files". The journal must lie outside the roots.
 	Gate serverconf.Config
@@ -48,6 +51,9 @@ func (s *Server) Close() error {
 func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if len(cfg.Roots) == 0 {
 		return nil, errors.New("no --root given: name the directories the agent may touch (nothing defaults to / or the working directory)")
+	}
+	if err := cfg.Grants.check(); err != nil {
+		return nil, err
 	}
 	s := &Server{}
 	defer func() {
@@ -81,6 +87,10 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.closers = append(s.closers, conf.Close)
 	s.JournalPath = conf.JournalPath
 	opts := conf.Options
+	if slices.Contains(cfg.Grants.Tools, DeleteFile) {
+		// Irreversible: offered only because the operator named it.
+		opts.AllowGrantsFor = append(opts.AllowGrantsFor, DeleteFile)
+	}
 	if s.Gate, err = mcpsafe.New(opts); err != nil {
 		return nil, err
 	}
@@ -91,7 +101,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Instructions: "File tools confined to: " + strings.Join(s.FS.Roots(), ", ") +
 			". delete_file and move_file need the user's approval of a plan first; show the plan to the user as given.",
 	})
-	if err := Register(s.MCP, s.Gate, s.FS); err != nil {
+	if err := register(s.MCP, s.Gate, s.FS, cfg.Grants); err != nil {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {

@@ -517,6 +517,15 @@ mutant("attestation-grant-unchecked", "./channel", "an answer may choose a stand
     [("channel/attestation.go", "if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {", "if g := ans.Grant; false && g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {")],
     run="TestForgedAttestationsRefused")
 
+
+# files: standing grants for delete_file and move_file (issue 13, lead)
+mutant("files-grant-scope-pattern", "./files", "a directory name becomes a regular expression: a grant for a.b/ covers aXb/",
+    [("files/grants.go", "re := \"^\" + regexp.QuoteMeta(prefix) + \"[^/]+$\"", "re := \"^\" + regexp.QuoteMeta(\"\") + prefix + \"[^/]+$\"")],
+    run="TestGrantScopeIsTheLiteralDirectory")
+mutant("files-grant-covers-subdirectories", "./files", "\"files directly in tmp/\" also covers tmp/sub/",
+    [("files/grants.go", "re := \"^\" + regexp.QuoteMeta(prefix) + \"[^/]+$\"", "re := \"^\" + regexp.QuoteMeta(prefix) + \".+$\"")],
+    run="TestDeleteGrantCoversTheDirectory")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])

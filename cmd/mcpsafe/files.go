@@ -34,6 +34,11 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	fl.Var(&roots, "root", "a directory the tools may touch (repeatable; required)")
 	fl.Var(&optIns, "allow-token-for", "let this irreversible tool use one-time tokens when the client cannot elicit: TOOL or TOOL@YYYY-MM-DD (repeatable; exact names only)")
 	mode := fl.String("mode", "auto", "approval path: auto, elicit, token or channel")
+	var grants strList
+	fl.Var(&grants, "grants", "let approvers of this tool choose a standing grant (calls like it in the same directory, bounded in time and uses): delete_file or move_file (repeatable; naming delete_file is its opt-in)")
+	grantTTL := fl.Duration("grant-max-ttl", 0, "with --grants: the longest grant an approver may choose (default 1h)")
+	grantUses := fl.Int("grant-max-uses", 0, "with --grants: the most uses an approver may grant, the approving call included (default 20)")
+	grantRelayed := fl.Bool("grants-client-relayed", false, "with --grants: an elicitation answer (relayed by the client) may create a grant; without it only the approval channel's authenticated approvers can")
 	var web serverconf.HTTP
 	web.RegisterFlags(fl)
 	cfg := files.Config{Gate: serverconf.Config{Audience: "mcpsafe-files"}}
@@ -50,6 +55,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Roots = roots
+	cfg.Grants = files.Grants{Tools: grants, MaxTTL: *grantTTL, MaxUses: *grantUses, ClientRelayed: *grantRelayed}
 	cfg.Gate.Mode = mcpsafe.Mode(*mode)
 	cfg.Gate.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for _, v := range optIns {

@@ -367,6 +367,9 @@ func TestFilesStartupErrors(t *testing.T) {
 		{[]string{"files", "--root", w.root, "--journal", w.path("journal.jsonl")}, "inside a root"},
 		{[]string{"files", "--root", w.root, "--journal", w.journal, "--ledger", "file:" + filepath.Join(w.base, "l.db")}, "key-file"},
 		{[]string{"files", "--root", w.root, "--journal", w.journal, "--mode", "yolo"}, "mode"},
+		{[]string{"files", "--root", w.root, "--journal", w.journal, "--grants", "list_directory"}, "only delete_file and move_file"},
+		{[]string{"files", "--root", w.root, "--journal", w.journal, "--grant-max-uses", "5"}, "no tool offers grants"},
+		{[]string{"files", "--root", w.root, "--journal", w.journal, "--grants", "move_file", "--grant-max-uses", "1"}, "--grant-max-uses 1"},
 	}
 	for _, tc := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -441,4 +444,47 @@ func TestFilesProtocolsOverStdio(t *testing.T) {
 			t.Fatal("a refused call touched a file")
 		}
 	})
+}
+
+// TestFilesStandingGrantOverStdio: `mcpsafe files --grants delete_file`
+// over stdio. The person approves one delete choosing "files directly in
+// d/, 3 uses"; the next delete in d/ runs without asking, a delete
+// elsewhere is asked (and declined), and the journal records the grant and
+// its use.
+func TestFilesStandingGrantOverStdio(t *testing.T) {
+	w := newWorkspace(t)
+	w.write("d/a.txt", "a")
+	w.write("d/b.txt", "b")
+	asked := 0
+	var offer string
+	cs := w.serve(&mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		if asked > 1 {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+		b, _ := json.Marshal(r.Params.RequestedSchema)
+		offer = string(b)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "grant": "grant-2-1"}}, nil
+	}}, "--mode", "elicit", "--grants", "delete_file", "--grant-max-ttl", "15m", "--grant-max-uses", "3", "--grants-client-relayed")
+	if res := call(t, cs, "delete_file", map[string]any{"path": "d/a.txt"}); res.IsError || content(t, w.path("d/a.txt")) != "<missing>" {
+		t.Fatalf("the approved delete did not run: %v", res.Content)
+	}
+	if !strings.Contains(offer, "files directly in "+w.path("d")+"/") {
+		t.Fatalf("the elicitation offers no grant for d/: %s", offer)
+	}
+	if res := call(t, cs, "delete_file", map[string]any{"path": "d/b.txt"}); res.IsError || asked != 1 || content(t, w.path("d/b.txt")) != "<missing>" {
+		t.Fatalf("the covered delete: asked %d times, %v", asked, res.Content)
+	}
+	if res := call(t, cs, "delete_file", map[string]any{"path": "cache.txt"}); reasonOf(t, res) != "declined" || asked != 2 || content(t, w.path("cache.txt")) != "cache" {
+		t.Fatalf("a delete outside the grant: asked %d times, %v", asked, res.Content)
+	}
+	cs.Close()
+	raw, err := os.ReadFile(w.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := string(raw)
+	if !strings.Contains(j, `"grant-created"`) || strings.Count(j, `"grant-used"`) != 1 {
+		t.Fatalf("the journal lacks the grant's creation or its one use:\n%s", j)
+	}
 }
