@@ -333,7 +333,7 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 	if minA >= AssuranceChannel && mode != ModeChannel {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q requires channel assurance but its mode is %s", t.Name, mode)
 	}
-	schemaMap, err := withTokenField(t.InputSchema)
+	schemaMap, err := withTokenField(t.InputSchema, !t.OwnsTokenField)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: %w", t.Name, err)
 	}
@@ -395,9 +395,10 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 }
 
 // withTokenField returns the schema as a JSON object with an optional string
-// property approval_token. Schemas with additionalProperties:false would
-// otherwise reject the token.
-func withTokenField(schema any) (map[string]any, error) {
+// property approval_token (when add). Schemas with additionalProperties:false
+// would otherwise reject the token. Without add, the schema must declare
+// approval_token itself.
+func withTokenField(schema any, add bool) (map[string]any, error) {
 	if schema == nil {
 		return nil, errors.New("input schema is nil")
 	}
@@ -419,18 +420,26 @@ func withTokenField(schema any) (map[string]any, error) {
 		}
 		props = map[string]any{}
 	}
-	if _, taken := props[TokenField]; taken {
-		return nil, fmt.Errorf("input schema already has a property %q", TokenField)
+	if _, taken := props[TokenField]; taken && add {
+		return nil, fmt.Errorf("input schema already has a property %q (a tool whose own argument it is sets OwnsTokenField)", TokenField)
+	} else if !taken && !add {
+		return nil, fmt.Errorf("OwnsTokenField is set but the input schema has no property %q", TokenField)
 	}
 	// The gate refuses arguments with two names equal under case folding,
 	// and any case variant of the token field: a schema that needs one
 	// could never be called.
-	folded := map[string]string{canon.FoldKey(TokenField): TokenField}
+	folded := map[string]string{}
+	if add {
+		folded[canon.FoldKey(TokenField)] = TokenField
+	}
 	for _, name := range slices.Sorted(maps.Keys(props)) {
 		if other, dup := folded[canon.FoldKey(name)]; dup {
 			return nil, fmt.Errorf("input schema properties %q and %q differ only in letter case; the gate refuses such arguments", other, name)
 		}
 		folded[canon.FoldKey(name)] = name
+	}
+	if !add {
+		return m, nil
 	}
 	props[TokenField] = map[string]any{
 		"type":        "string",
@@ -504,6 +513,9 @@ type grantPolicyHash struct {
 
 // tokenAllowed reports whether t may use a one-time token now.
 func (g *Gate) tokenAllowed(t *gatedTool, now time.Time) bool {
+	if t.OwnsTokenField {
+		return false // approval_token is the tool's own argument
+	}
 	if !t.Irreversible {
 		return true
 	}

@@ -1,6 +1,7 @@
 package mcpsafe
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -128,6 +129,14 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 	}
 	if err != nil {
 		return k, refusal(ReasonArgumentsInvalid, "arguments are not a valid JSON object: %v", err)
+	}
+	if t.OwnsTokenField {
+		// approval_token is the tool's own argument (checked above for
+		// case variants all the same): it stays in the call and its digest.
+		if rest = bytes.TrimSpace(req.Params.Arguments); len(rest) == 0 || string(rest) == "null" {
+			rest = []byte("{}")
+		}
+		tok = nil
 	}
 	if tok != nil {
 		var s string
@@ -312,6 +321,9 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		}
 		return g.askElicitation(ctx, k)
 	case ModeToken:
+		if t.OwnsTokenField {
+			return nil, refusal(ReasonPolicyDenied, "%s takes its own approval_token argument, so this server has no one-time token path for it: approve it by elicitation or the channel", t.Name)
+		}
 		if !g.tokenAllowed(t, k.now) {
 			return nil, refusal(ReasonPolicyDenied, "%s is irreversible and the operator has not allowed approval tokens for it", t.Name)
 		}
@@ -322,6 +334,9 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		}
 		if g.tokenAllowed(t, k.now) {
 			return g.issueToken(ctx, k)
+		}
+		if t.OwnsTokenField {
+			return nil, refusal(ReasonElicitationUnsupported, "%s takes its own approval_token argument, so this server has no one-time token path for it, and it needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
 		}
 		return nil, refusal(ReasonElicitationUnsupported, "%s is irreversible and needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
 	}

@@ -125,8 +125,15 @@ type Tool struct {
 	Title       string
 	Description string
 	// InputSchema is the tool's JSON schema (type object). The gate adds an
-	// optional string property approval_token to it.
+	// optional string property approval_token to it (see OwnsTokenField).
 	InputSchema any
+	// OwnsTokenField says that approval_token is one of the tool's own
+	// arguments, as for a tool of a server behind its own mcpsafe gate
+	// fronted by a proxy. The gate then adds nothing to the schema, passes
+	// approval_token on to Execute as an ordinary argument (bound into the
+	// approval like every other), and has no one-time token path for the
+	// tool: it is approved by elicitation or the channel, or refused.
+	OwnsTokenField bool
 	// OutputSchema is advertised only in ModeElicit, and in ModeChannel
 	// when the Approver cannot answer "pending" (is not a
 	// ResumableApprover). Otherwise the first call can answer with an

@@ -111,7 +111,7 @@ mutant("token-in-elicit-mode", ".", "a token is redeemed for a tool in elicit-on
 mutant("irreversible-token-without-optin", ".", "auto mode hands an irreversible tool a token when the client cannot elicit",
     [(G, "\t\tif g.tokenAllowed(t, k.now) {\n\t\t\treturn g.issueToken(ctx, k)", "\t\tif true {\n\t\t\treturn g.issueToken(ctx, k)")])
 mutant("token-mode-ignores-optin", ".", "token mode issues tokens to irreversible tools that are not opted in",
-    [(G, "\tcase ModeToken:\n\t\tif !g.tokenAllowed(t, k.now) {", "\tcase ModeToken:\n\t\tif false {")])
+    [(G, "\t\tif !g.tokenAllowed(t, k.now) {\n\t\t\treturn nil, refusal(ReasonPolicyDenied, \"%s is irreversible and the operator", "\t\tif false {\n\t\t\treturn nil, refusal(ReasonPolicyDenied, \"%s is irreversible and the operator")])
 mutant("optin-prefix", ".", "the opt-in list matches by prefix (delete allows delete_note)",
     [("gate.go", "if g.opts.AllowTokenFor[i].Tool == t.Name {", "if strings.HasPrefix(t.Name, g.opts.AllowTokenFor[i].Tool) {"),
      ("gate.go", "\t\"slices\"\n", "\t\"slices\"\n\t\"strings\"\n")])
@@ -525,6 +525,13 @@ mutant("files-grant-scope-pattern", "./files", "a directory name becomes a regul
 mutant("files-grant-covers-subdirectories", "./files", "\"files directly in tmp/\" also covers tmp/sub/",
     [("files/grants.go", "re := \"^\" + regexp.QuoteMeta(prefix) + \"[^/]+$\"", "re := \"^\" + regexp.QuoteMeta(prefix) + \".+$\"")],
     run="TestDeleteGrantCoversTheDirectory")
+
+mutant("owned-token-field-gets-token-path", ".", "a tool whose approval_token is its own argument gets one-time tokens (which would then be swallowed instead of reaching the tool)",
+    [("gate.go", "	if t.OwnsTokenField {\n		return false // approval_token is the tool's own argument\n	}\n", "")],
+    run="TestOwnedTokenFieldHasNoTokenPath")
+mutant("owned-token-field-stripped", ".", "the gate takes the tool's own approval_token out of the call: the upstream never gets it",
+    [("gate_call.go", "		tok = nil\n	}\n	if tok != nil {", "		tok = nil\n		rest, _, _ = canon.SplitMember(rest, TokenField)\n	}\n	if tok != nil {")],
+    run="TestOwnedTokenFieldIsAnArgument")
 
 def main():
     root = os.getcwd()

@@ -522,6 +522,10 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		Irreversible: s.sticky.irreversibleNow(t.Name, tp != nil && tp.Irreversible != nil, irreversible(t, tp)),
 		Preview:      s.previewFor(t.Name, tp),
 		Execute:      s.execute,
+		// An upstream behind its own mcpsafe gate (mcpsafe files, say)
+		// already takes approval_token: it stays the upstream's argument,
+		// and this gate approves the call without a token path of its own.
+		OwnsTokenField: schemaHasProperty(t.InputSchema, mcpsafe.TokenField),
 	}
 	if tp != nil {
 		gt.Mode = tp.Mode
@@ -984,4 +988,21 @@ func quoteJSON(v json.RawMessage) string {
 // and their spaces are left alone.
 func oneLine(s string) string {
 	return strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
+}
+
+// schemaHasProperty reports whether a JSON schema declares the top-level
+// property name.
+func schemaHasProperty(schema any, name string) bool {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return false
+	}
+	var m struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, ok := m.Properties[name]
+	return ok
 }

@@ -177,3 +177,41 @@ func TestProxyBinaryServesHTTP(t *testing.T) {
 		t.Fatalf("pass-through over HTTP: %+v", res)
 	}
 }
+
+// TestProxyFrontsMcpsafeFiles: the proxy in front of the built `mcpsafe
+// files`, whose gated tools already take approval_token. The proxy asks
+// first; a decline there never reaches files. Accepted, the call reaches
+// files, which hands out its own one-time token (files runs in token
+// mode); the second call carries that token through the proxy, which asks
+// again (the token is part of the call it approves) and files redeems it.
+func TestProxyFrontsMcpsafeFiles(t *testing.T) {
+	w := newWorkspace(t)
+	var answer atomic.Value
+	answer.Store("decline")
+	var asked atomic.Int32
+	cs := startProxy(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		if answer.Load().(string) == "accept" {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		}
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}}, "--journal", filepath.Join(w.base, "proxy.jsonl"), "--",
+		binary, "files", "--root", w.root, "--journal", w.journal, "--mode", "token", "--allow-token-for", "delete_file")
+
+	args := map[string]any{"path": "cache.txt"}
+	if res := call(t, cs, "delete_file", args); reasonOf(t, res) != "declined" || asked.Load() != 1 || content(t, w.path("cache.txt")) != "cache" {
+		t.Fatalf("declined at the proxy: asked %d, %v", asked.Load(), res.Content)
+	}
+	answer.Store("accept")
+	tok := tokenOf(t, call(t, cs, "delete_file", args)) // files' own token, through the proxy
+	if content(t, w.path("cache.txt")) != "cache" {
+		t.Fatal("the file went before files' token was redeemed")
+	}
+	args["approval_token"] = tok
+	if res := call(t, cs, "delete_file", args); res.IsError || content(t, w.path("cache.txt")) != "<missing>" {
+		t.Fatalf("the call with files' token through the proxy: %v", res.Content)
+	}
+	if n := asked.Load(); n != 3 {
+		t.Fatalf("the proxy asked %d times, want 3 (one decline, then each call)", n)
+	}
+}
