@@ -223,7 +223,7 @@ func newStandingSQL(table string) standingSQL {
 			WHERE ($1 = '' OR scope = $1) AND expires_at > now() AND uses > 0 ORDER BY expires_at, id`,
 		// Row locking serializes concurrent UPDATEs of one row: each sees
 		// the count the previous one left, so K uses succeed exactly K times.
-		use:    `UPDATE ` + t + ` SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now() RETURNING uses`,
+		use: `UPDATE ` + t + ` SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now() RETURNING uses`,
 		// A revocation takes every use left, which is what a use checks,
 		// and keeps why and by whom for the gate that claims the end.
 		revoke: `UPDATE ` + t + ` SET uses = 0, ended = $2, ended_by = $3, ended_at = now()
