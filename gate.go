@@ -1,6 +1,7 @@
 package mcpsafe
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -82,6 +83,14 @@ type Options struct {
 	MaxPending             int
 	MaxPendingPerPrincipal int
 
+	// GrantEndSweep is how often the gate looks in the ledger for standing
+	// grants of this server that ended unseen (expired, or revoked from the
+	// approval service or `mcpsafe grants revoke`) and journals their end
+	// (default 30 seconds; negative: never in the background, only when a
+	// call finds a grant ended, or when JournalGrantEnds is called). The
+	// sweep runs while the ledger keeps standing grants, until Close.
+	GrantEndSweep time.Duration
+
 	// Clock returns the current time (default time.Now). Tests inject one.
 	Clock func() time.Time
 	// Principal names the caller of a request. The default is the
@@ -117,6 +126,10 @@ type Gate struct {
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool
+
+	stopSweep chan struct{} // closed by Close
+	sweepDone chan struct{} // closed when the sweep has stopped
+	closeOnce sync.Once
 }
 
 type gatedTool struct {
@@ -193,16 +206,65 @@ func New(opts Options) (*Gate, error) {
 			return nil, fmt.Errorf("mcpsafe: AllowGrantsFor entry %q is not an exact tool name", n)
 		}
 	}
+	setDefault(&opts.GrantEndSweep, 30*time.Second)
 	standing, _ := l.(ledger.StandingStore)
-	return &Gate{
-		standing: standing,
-		opts:     opts,
-		ring:     ring,
-		ledger:   l,
-		pending:  newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
-		tools:    map[string]*gatedTool{},
-		tracer:   newTracer(opts.TracerProvider),
-	}, nil
+	g := &Gate{
+		standing:  standing,
+		opts:      opts,
+		ring:      ring,
+		ledger:    l,
+		pending:   newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
+		tools:     map[string]*gatedTool{},
+		tracer:    newTracer(opts.TracerProvider),
+		stopSweep: make(chan struct{}),
+		sweepDone: make(chan struct{}),
+	}
+	if standing != nil && opts.GrantEndSweep > 0 {
+		go g.sweepEnds(opts.GrantEndSweep)
+	} else {
+		close(g.sweepDone)
+	}
+	return g, nil
+}
+
+// Close stops the gate's background work (the sweep that journals grants'
+// ends) and waits for it. It closes neither the ledger nor the journal,
+// which belong to the caller. Calls may still be served afterwards.
+func (g *Gate) Close() error {
+	g.closeOnce.Do(func() { close(g.stopSweep) })
+	<-g.sweepDone
+	return nil
+}
+
+// sweepEnds journals unseen ends at once (what ended while no gate ran)
+// and then every interval, until Close or until the ledger is closed.
+func (g *Gate) sweepEnds(every time.Duration) {
+	defer close(g.sweepDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), max(every, 10*time.Second))
+		go func() {
+			select {
+			case <-g.stopSweep:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		_, err := g.JournalGrantEnds(ctx)
+		cancel()
+		if errors.Is(err, ledger.ErrClosed) {
+			return
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			g.opts.Logger.Warn("ledger: could not look for ended standing grants; trying again later", "err", err)
+		}
+		select {
+		case <-g.stopSweep:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func setDefault[T comparable](p *T, v T) {

@@ -74,7 +74,7 @@ func benchRedis(b *testing.B) mcpsafe.Ledger {
 	}
 	b.Cleanup(func() {
 		if ss, ok := store.(ledger.StandingStore); ok {
-			mcpsafe.RevokeGrants(context.Background(), ss, func(mcpsafe.GrantInfo) bool { return true })
+			mcpsafe.RevokeGrants(context.Background(), ss, "the benchmark", func(mcpsafe.GrantInfo) bool { return true })
 		}
 		store.Close()
 	})

@@ -269,7 +269,7 @@ func TestStandingGrantRevoked(t *testing.T) {
 				t.Fatalf("Grants = %+v, %v", list, err)
 			}
 			if revoke {
-				ended, err := mcpsafe.RevokeGrants(context.Background(), e.store, func(g mcpsafe.GrantInfo) bool { return g.Principal == "client:alice" })
+				ended, err := mcpsafe.RevokeGrants(context.Background(), e.store, "admin via the test", func(g mcpsafe.GrantInfo) bool { return g.Principal == "client:alice" })
 				if err != nil || len(ended) != 1 {
 					t.Fatalf("RevokeGrants = %+v, %v", ended, err)
 				}
@@ -543,7 +543,7 @@ func TestStandingGrantForgedInLedger(t *testing.T) {
 			}
 			s := real[0]
 			if forge != "none (control)" {
-				if ok, err := e.store.RevokeStanding(ctx, s.ID); !ok || err != nil {
+				if ok, err := e.store.RevokeStanding(ctx, s.ID, ledger.Revocation{By: "the test"}); !ok || err != nil {
 					t.Fatal(err)
 				}
 				fake := ledger.Standing{ID: "0000000000000000000000000000beef", Scope: s.Scope, Expires: s.Expires, Uses: 100, Data: s.Data}

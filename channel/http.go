@@ -228,26 +228,27 @@ func (s *Service) liveGrants() ([]mcpsafe.GrantInfo, error) {
 }
 
 // revokeGrant ends one standing grant in the shared ledger: every replica
-// stops honouring it before this returns.
-func (s *Service) revokeGrant(id, who string) (mcpsafe.GrantInfo, *httpError) {
+// stops honouring it before this returns. The ledger keeps who revoked it
+// and through what, and a gate sharing the ledger journals the end with
+// them (the service keeps no journal of its own).
+func (s *Service) revokeGrant(id, who, via string) (mcpsafe.GrantInfo, *httpError) {
 	if s.opts.Grants == nil {
 		return mcpsafe.GrantInfo{}, fail(http.StatusNotFound, "this service was not given the servers' ledger")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ended, err := mcpsafe.RevokeGrants(ctx, s.opts.Grants, func(g mcpsafe.GrantInfo) bool { return g.ID == id })
+	ended, err := mcpsafe.RevokeGrants(ctx, s.opts.Grants, who+" via "+via, func(g mcpsafe.GrantInfo) bool { return g.ID == id })
 	if err != nil {
 		return mcpsafe.GrantInfo{}, fail(http.StatusServiceUnavailable, "the ledger could not be reached; nothing was revoked")
 	}
 	if len(ended) != 1 {
 		return mcpsafe.GrantInfo{}, fail(http.StatusNotFound, "no live grant %s", id)
 	}
-	_ = who // the service keeps no journal of its own; the caller knows who asked
 	return ended[0], nil
 }
 
 func (s *Service) uiRevokeGrant(w http.ResponseWriter, r *http.Request, sess *session) {
-	g, herr := s.revokeGrant(r.PathValue("id"), sess.name)
+	g, herr := s.revokeGrant(r.PathValue("id"), sess.name, "the approval service page")
 	if !strings.Contains(r.Header.Get("Accept"), "application/json") {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
@@ -276,7 +277,7 @@ func (s *Service) apiGrants(w http.ResponseWriter, r *http.Request, _ string) {
 }
 
 func (s *Service) apiRevokeGrant(w http.ResponseWriter, r *http.Request, who string) {
-	g, herr := s.revokeGrant(r.PathValue("id"), who)
+	g, herr := s.revokeGrant(r.PathValue("id"), who, "the approval service API")
 	if herr != nil {
 		writeJSON(w, herr.code, map[string]any{"error": herr.msg})
 		return

@@ -94,6 +94,8 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.Gate, err = mcpsafe.New(opts); err != nil {
 		return nil, err
 	}
+	// Closed before the journal and ledger: its sweep journals into them.
+	s.closers = append(s.closers, s.Gate.Close)
 	if conf.Metrics != nil {
 		conf.Metrics.SetPending(s.Gate.Pending)
 	}

@@ -398,14 +398,14 @@ func standingConformance(t *testing.T, newBackend backend) {
 		scope := newNonce()
 		id := put(t, a, scope, 5, hour())
 		other := put(t, a, scope, 5, hour())
-		if ok, err := b.RevokeStanding(ctx, id); !ok || err != nil {
+		if ok, err := b.RevokeStanding(ctx, id, Revocation{By: "alice via the test"}); !ok || err != nil {
 			t.Fatalf("RevokeStanding via b = %v, %v; want true, nil", ok, err)
 		}
 		// Effective on the other store at once.
 		if _, ok, err := a.UseStanding(ctx, id); ok || err != nil {
 			t.Fatalf("use after revoke = %v, %v; want false, nil", ok, err)
 		}
-		if ok, err := a.RevokeStanding(ctx, id); ok || err != nil {
+		if ok, err := a.RevokeStanding(ctx, id, Revocation{}); ok || err != nil {
 			t.Fatalf("second revoke = %v, %v; want false, nil", ok, err)
 		}
 		if _, ok, err := a.UseStanding(ctx, other); !ok || err != nil {
@@ -470,6 +470,160 @@ func standingConformance(t *testing.T, newBackend backend) {
 		wg.Wait()
 		if wins.Load() != k || errs.Load() != 0 {
 			t.Fatalf("wins = %d, errors = %d; want exactly %d, 0", wins.Load(), errs.Load(), k)
+		}
+	})
+
+	t.Run("ends kept until claimed, claimed once", func(t *testing.T) {
+		open := newBackend(t)
+		a, b := standingOf(t, open(t)), standingOf(t, open(t))
+		scope := newNonce()
+		expired := put(t, a, scope, 5, time.Now().Add(40*time.Millisecond))
+		usedUp := put(t, a, scope, 1, hour())
+		revoked := put(t, a, scope, 5, hour())
+		live := put(t, a, scope, 5, hour())
+		if _, ok, err := a.UseStanding(ctx, usedUp); !ok || err != nil {
+			t.Fatalf("the one use = %v, %v", ok, err)
+		}
+		before := time.Now()
+		if ok, err := b.RevokeStanding(ctx, revoked, Revocation{By: "alice via the test"}); !ok || err != nil {
+			t.Fatalf("RevokeStanding = %v, %v", ok, err)
+		}
+		time.Sleep(80 * time.Millisecond)
+		want := map[string]string{expired: EndExpired, usedUp: EndUsedUp, revoked: EndRevoked}
+		ends, err := b.EndedStanding(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]StandingEnd{}
+		for _, e := range ends {
+			got[e.ID] = e
+		}
+		if _, ok := got[live]; ok {
+			t.Fatalf("a live grant is listed as ended: %+v", got[live])
+		}
+		for id, reason := range want {
+			e, ok := got[id]
+			if !ok || e.Reason != reason || e.Scope != scope || string(e.Data) != "d:"+id {
+				t.Fatalf("end of %s = %+v (listed %v); want reason %s with its scope and data", id, e, ok, reason)
+			}
+		}
+		if e := got[revoked]; e.By != "alice via the test" || e.At.Before(before.Add(-time.Second)) || e.At.After(time.Now().Add(time.Second)) {
+			t.Fatalf("revocation end = %+v; want who and when", e)
+		}
+		// Tombstones are never usable nor listed as live.
+		for id := range want {
+			if _, ok, err := a.UseStanding(ctx, id); ok || err != nil {
+				t.Fatalf("use of ended %s = %v, %v; want false, nil", want[id], ok, err)
+			}
+		}
+		if l, _ := a.StandingFor(ctx, scope); len(l) != 1 || l[0].ID != live {
+			t.Fatalf("StandingFor = %+v; want only the live grant", l)
+		}
+		// Control: claiming a live grant fails and leaves it whole.
+		if _, ok, err := a.ClaimStandingEnd(ctx, live); ok || err != nil {
+			t.Fatalf("claim of a live grant = %v, %v; want false, nil", ok, err)
+		}
+		if left, ok, err := a.UseStanding(ctx, live); !ok || err != nil || left != 4 {
+			t.Fatalf("use of live after a claim attempt = %d, %v, %v; want 4, true", left, ok, err)
+		}
+		for id, reason := range want {
+			e, ok, err := a.ClaimStandingEnd(ctx, id)
+			if !ok || err != nil || e.Reason != reason || e.ID != id || string(e.Data) != "d:"+id {
+				t.Fatalf("claim of %s = %+v, %v, %v", reason, e, ok, err)
+			}
+			if _, ok, err := b.ClaimStandingEnd(ctx, id); ok || err != nil {
+				t.Fatalf("second claim of %s = %v, %v; want false, nil", reason, ok, err)
+			}
+			// A claim gives nothing back: no use, no re-put, no revoke.
+			if _, ok, err := b.UseStanding(ctx, id); ok || err != nil {
+				t.Fatalf("use of claimed %s = %v, %v", reason, ok, err)
+			}
+			if err := b.PutStanding(ctx, Standing{ID: id, Scope: scope, Expires: hour(), Uses: 9}); !errors.Is(err, ErrExists) {
+				t.Fatalf("re-put of claimed %s = %v; want ErrExists", reason, err)
+			}
+			if ok, err := b.RevokeStanding(ctx, id, Revocation{}); ok || err != nil {
+				t.Fatalf("revoke of claimed %s = %v, %v", reason, ok, err)
+			}
+		}
+		if ends, err := a.EndedStanding(ctx); err != nil || len(ends) != 0 {
+			t.Fatalf("EndedStanding after claims = %+v, %v; want none", ends, err)
+		}
+		if _, ok, err := a.ClaimStandingEnd(ctx, newNonce()); ok || err != nil {
+			t.Fatalf("claim of unknown = %v, %v", ok, err)
+		}
+	})
+
+	t.Run("revoke leaves an end as it was", func(t *testing.T) {
+		s := standingOf(t, newBackend(t)(t))
+		id := put(t, s, newNonce(), 1, hour())
+		if _, ok, _ := s.UseStanding(ctx, id); !ok {
+			t.Fatal("control: the use failed")
+		}
+		if ok, err := s.RevokeStanding(ctx, id, Revocation{By: "late"}); ok || err != nil {
+			t.Fatalf("revoke of a used-up grant = %v, %v; want false, nil", ok, err)
+		}
+		e, ok, err := s.ClaimStandingEnd(ctx, id)
+		if !ok || err != nil || e.Reason != EndUsedUp || e.By != "" {
+			t.Fatalf("claim = %+v, %v, %v; want used-up by nobody", e, ok, err)
+		}
+	})
+
+	t.Run("invalid revocations", func(t *testing.T) {
+		s := standingOf(t, newBackend(t)(t))
+		id := put(t, s, newNonce(), 2, hour())
+		for name, r := range map[string]Revocation{
+			"unknown reason": {Reason: EndExpired},
+			"by too long":    {By: string(make([]byte, MaxRevokedBy+1))},
+		} {
+			if ok, err := s.RevokeStanding(ctx, id, r); ok || !errors.Is(err, ErrInvalidStanding) {
+				t.Errorf("%s: RevokeStanding = %v, %v; want ErrInvalidStanding", name, ok, err)
+			}
+		}
+		if ok, err := s.RevokeStanding(ctx, id, Revocation{Reason: EndPolicyChanged, By: "mcpsafe"}); !ok || err != nil {
+			t.Fatalf("control: policy-changed revocation = %v, %v", ok, err)
+		}
+		if e, ok, err := s.ClaimStandingEnd(ctx, id); !ok || err != nil || e.Reason != EndPolicyChanged {
+			t.Fatalf("claim = %+v, %v, %v; want policy-changed", e, ok, err)
+		}
+	})
+
+	t.Run("claims raced over two stores", func(t *testing.T) {
+		open := newBackend(t)
+		stores := []StandingStore{standingOf(t, open(t)), standingOf(t, open(t))}
+		const grants, claimers = 10, 16
+		ids := make([]string, grants)
+		for i := range ids {
+			ids[i] = put(t, stores[0], newNonce(), 3, hour())
+			if ok, err := stores[1].RevokeStanding(ctx, ids[i], Revocation{By: "racer"}); !ok || err != nil {
+				t.Fatalf("revoke: %v, %v", ok, err)
+			}
+		}
+		wins := make([]atomic.Int64, grants)
+		var errs atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for c := 0; c < claimers; c++ {
+			wg.Add(1)
+			go func(s StandingStore) {
+				defer wg.Done()
+				<-start
+				for i, id := range ids {
+					_, ok, err := s.ClaimStandingEnd(ctx, id)
+					if err != nil {
+						errs.Add(1)
+					}
+					if ok {
+						wins[i].Add(1)
+					}
+				}
+			}(stores[c%2])
+		}
+		close(start)
+		wg.Wait()
+		for i := range wins {
+			if wins[i].Load() != 1 || errs.Load() != 0 {
+				t.Fatalf("grant %d claimed %d times (errors %d); want exactly once", i, wins[i].Load(), errs.Load())
+			}
 		}
 	})
 

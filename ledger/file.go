@@ -32,6 +32,8 @@ type File struct {
 	stUse   *sql.Stmt
 	stRev   *sql.Stmt
 	stSwp   *sql.Stmt
+	stEnded *sql.Stmt
+	stClaim *sql.Stmt
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -48,9 +50,20 @@ CREATE TABLE IF NOT EXISTS standing (
 	scope      TEXT NOT NULL,
 	expires_at INTEGER NOT NULL,
 	uses       INTEGER NOT NULL,
-	data       BLOB NOT NULL
+	data       BLOB NOT NULL,
+	ended      TEXT NOT NULL DEFAULT '',
+	ended_by   TEXT NOT NULL DEFAULT '',
+	ended_at   INTEGER NOT NULL DEFAULT 0,
+	claimed_at INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 CREATE INDEX IF NOT EXISTS standing_scope ON standing(scope)`
+
+// fileStandingEndColumns are added to a standing table made before grants'
+// ends were kept.
+const fileStandingEndColumns = `ALTER TABLE standing ADD COLUMN ended TEXT NOT NULL DEFAULT '';
+ALTER TABLE standing ADD COLUMN ended_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE standing ADD COLUMN ended_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE standing ADD COLUMN claimed_at INTEGER NOT NULL DEFAULT 0`
 
 // filePath extracts the path from file:PATH, file:///PATH or
 // file://localhost/PATH, and the ledger's own query parameters.
@@ -177,6 +190,19 @@ func (f *File) init(ctx context.Context) error {
 	if cols != 2 {
 		return unavailable("file", "check schema in "+f.path, errors.New("table grants has an unexpected shape"))
 	}
+	if err := f.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('standing') WHERE name = 'claimed_at'`).Scan(&cols); err != nil {
+		return unavailable("file", "check schema in "+f.path, err)
+	}
+	if cols == 0 {
+		// One transaction: another process upgrading the same file at
+		// once fails on the duplicate column and finds it there.
+		if err := execRetryBusy(ctx, f.db, "BEGIN IMMEDIATE; "+fileStandingEndColumns+"; COMMIT"); err != nil {
+			_, _ = f.db.ExecContext(ctx, "ROLLBACK")
+			if f.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('standing') WHERE name = 'claimed_at'`).Scan(&cols) != nil || cols == 0 {
+				return unavailable("file", "upgrade schema in "+f.path, err)
+			}
+		}
+	}
 	var err2 error
 	if f.issue, err2 = f.db.PrepareContext(ctx,
 		// An expired row may be replaced, as an expired Redis key would be.
@@ -195,16 +221,26 @@ func (f *File) init(ctx context.Context) error {
 		st  **sql.Stmt
 		sql string
 	}{
+		// An ended grant's row stays until its tombstone is swept: its ID
+		// stays taken, so a put cannot bring it back.
 		{&f.stPut, `INSERT INTO standing(id, scope, expires_at, uses, data) VALUES (?1, ?2, ?3, ?4, ?5)
-			ON CONFLICT(id) DO UPDATE SET scope = excluded.scope, expires_at = excluded.expires_at,
-			uses = excluded.uses, data = excluded.data WHERE standing.expires_at <= ?6 OR standing.uses <= 0`},
+			ON CONFLICT(id) DO NOTHING`},
 		{&f.stList, `SELECT id, scope, expires_at, uses, data FROM standing
 			WHERE (?1 = '' OR scope = ?1) AND expires_at > ?2 AND uses > 0 ORDER BY expires_at, id`},
 		// One statement: SQLite's write lock makes the check and the
 		// decrement one step for every process sharing the file.
 		{&f.stUse, `UPDATE standing SET uses = uses - 1 WHERE id = ?1 AND uses > 0 AND expires_at > ?2 RETURNING uses`},
-		{&f.stRev, `DELETE FROM standing WHERE id = ?1 RETURNING expires_at > ?2 AND uses > 0`},
-		{&f.stSwp, `DELETE FROM standing WHERE expires_at <= ?1 OR uses <= 0`},
+		// A revocation takes every use left, which is what a use checks,
+		// and keeps why and by whom for the gate that claims the end.
+		{&f.stRev, `UPDATE standing SET uses = 0, ended = ?3, ended_by = ?4, ended_at = ?2
+			WHERE id = ?1 AND uses > 0 AND expires_at > ?2 RETURNING 1`},
+		{&f.stEnded, `SELECT id, scope, expires_at, uses, data, ended, ended_by, ended_at FROM standing
+			WHERE claimed_at = 0 AND (uses <= 0 OR expires_at <= ?1) ORDER BY expires_at, id LIMIT ?2`},
+		{&f.stClaim, `UPDATE standing SET claimed_at = ?2
+			WHERE id = ?1 AND claimed_at = 0 AND (uses <= 0 OR expires_at <= ?2)
+			RETURNING scope, expires_at, uses, data, ended, ended_by, ended_at`},
+		// ?1: claimed before this is swept; ?2: unclaimed and expired before this.
+		{&f.stSwp, `DELETE FROM standing WHERE (claimed_at > 0 AND claimed_at <= ?1) OR expires_at <= ?2`},
 	} {
 		if *p.st, err2 = f.db.PrepareContext(ctx, p.sql); err2 != nil {
 			return unavailable("file", "prepare", err2)
@@ -279,7 +315,7 @@ func (f *File) sweeper(every time.Duration) {
 			// A failed sweep only delays cleanup; redemption checks
 			// expiry itself, so an expired row is never honoured.
 			_, _ = f.sweep.ExecContext(ctx, time.Now().UnixNano())
-			_, _ = f.stSwp.ExecContext(ctx, time.Now().UnixNano())
+			_ = f.sweepStanding(ctx, time.Now())
 			cancel()
 		}
 	}
@@ -386,9 +422,12 @@ func (f *File) UseStanding(ctx context.Context, id string) (int, bool, error) {
 	return left, true, nil
 }
 
-// RevokeStanding deletes a standing grant.
-func (f *File) RevokeStanding(ctx context.Context, id string) (bool, error) {
+// RevokeStanding ends a live standing grant in one UPDATE statement.
+func (f *File) RevokeStanding(ctx context.Context, id string, r Revocation) (bool, error) {
 	if err := checkNonce(id); err != nil {
+		return false, err
+	}
+	if err := checkRevocation(&r); err != nil {
 		return false, err
 	}
 	f.mu.RLock()
@@ -398,15 +437,82 @@ func (f *File) RevokeStanding(ctx context.Context, id string) (bool, error) {
 	}
 	ctx, cancel := opContext(ctx, f.timeout)
 	defer cancel()
-	var live bool
-	err := f.stRev.QueryRowContext(ctx, id, time.Now().UnixNano()).Scan(&live)
+	var one int
+	err := f.stRev.QueryRowContext(ctx, id, time.Now().UnixNano(), r.Reason, r.By).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, unavailable("file", "revoke standing", err)
 	}
-	return live, nil
+	return true, nil
+}
+
+// EndedStanding lists unclaimed ends.
+func (f *File) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	rows, err := f.stEnded.QueryContext(ctx, time.Now().UnixNano(), MaxEndedListed)
+	if err != nil {
+		return nil, unavailable("file", "list ended standing", err)
+	}
+	defer rows.Close()
+	var out []StandingEnd
+	for rows.Next() {
+		var e StandingEnd
+		var exp, at int64
+		if err := rows.Scan(&e.ID, &e.Scope, &exp, &e.Uses, &e.Data, &e.Reason, &e.By, &at); err != nil {
+			return nil, unavailable("file", "list ended standing", err)
+		}
+		out = append(out, fileEnd(e, exp, at))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable("file", "list ended standing", err)
+	}
+	return out, nil
+}
+
+func fileEnd(e StandingEnd, exp, at int64) StandingEnd {
+	e.Expires = time.Unix(0, exp)
+	e.Reason = endReason(e.Reason, e.Uses)
+	e.At = endAt(e.Reason, e.Expires, time.Unix(0, at))
+	return e
+}
+
+// ClaimStandingEnd claims an end in one UPDATE ... RETURNING statement:
+// SQLite's write lock lets exactly one process change claimed_at from 0.
+func (f *File) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error) {
+	if err := checkNonce(id); err != nil {
+		return StandingEnd{}, false, err
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return StandingEnd{}, false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, f.timeout)
+	defer cancel()
+	e := StandingEnd{Standing: Standing{ID: id}}
+	var exp, at int64
+	err := f.stClaim.QueryRowContext(ctx, id, time.Now().UnixNano()).Scan(&e.Scope, &exp, &e.Uses, &e.Data, &e.Reason, &e.By, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return StandingEnd{}, false, nil
+	}
+	if err != nil {
+		return StandingEnd{}, false, unavailable("file", "claim standing end", err)
+	}
+	return fileEnd(e, exp, at), true, nil
+}
+
+// sweepStanding forgets tombstones past their retention, judged at now.
+func (f *File) sweepStanding(ctx context.Context, now time.Time) error {
+	_, err := f.stSwp.ExecContext(ctx, now.Add(-StandingClaimedRetention).UnixNano(), now.Add(-StandingEndHorizon).UnixNano())
+	return err
 }
 
 // execRetryBusy runs a schema statement, trying again while SQLite answers

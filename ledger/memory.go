@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -16,7 +17,7 @@ const DefaultCapacity = 100_000
 type Memory struct {
 	mu        sync.Mutex
 	grants    map[string]time.Time
-	standing  map[string]*Standing
+	standing  map[string]*memStanding
 	capacity  int
 	closed    bool
 	lastSweep time.Time
@@ -146,14 +147,42 @@ func (m *Memory) PutStanding(ctx context.Context, s Standing) error {
 		return ErrClosed
 	}
 	if m.standing == nil {
-		m.standing = map[string]*Standing{}
+		m.standing = map[string]*memStanding{}
 	}
-	if old, ok := m.standing[s.ID]; ok && now.Before(old.Expires) {
+	// An ended grant is kept until its end is claimed and then some: its
+	// ID stays taken, so a put cannot bring it back.
+	if _, ok := m.standing[s.ID]; ok {
 		return ErrExists
 	}
 	s.Data = append([]byte(nil), s.Data...)
-	m.standing[s.ID] = &s
+	m.standing[s.ID] = &memStanding{Standing: s}
 	return nil
+}
+
+// memStanding is a standing grant and, once it ended, its tombstone.
+type memStanding struct {
+	Standing
+	ended   string // recorded reason (revocations); "" otherwise
+	by      string
+	endedAt time.Time
+	claimed time.Time // zero until the end is claimed
+}
+
+func (s *memStanding) live(now time.Time) bool { return now.Before(s.Expires) && s.Uses > 0 }
+
+// gone reports whether the store may forget the tombstone.
+func (s *memStanding) gone(now time.Time) bool {
+	if !s.claimed.IsZero() {
+		return !now.Before(s.claimed.Add(StandingClaimedRetention))
+	}
+	return !now.Before(s.Expires.Add(StandingEndHorizon))
+}
+
+func (s *memStanding) end() StandingEnd {
+	r := endReason(s.ended, s.Uses)
+	e := StandingEnd{Standing: s.Standing, Reason: r, By: s.by, At: endAt(r, s.Expires, s.endedAt)}
+	e.Data = append([]byte(nil), s.Data...)
+	return e
 }
 
 // StandingFor lists live standing grants of scope, or all when scope is "".
@@ -172,12 +201,14 @@ func (m *Memory) StandingFor(ctx context.Context, scope string) ([]Standing, err
 	}
 	var out []Standing
 	for id, s := range m.standing {
-		if !now.Before(s.Expires) || s.Uses <= 0 {
-			delete(m.standing, id)
+		if !s.live(now) {
+			if s.gone(now) {
+				delete(m.standing, id)
+			}
 			continue
 		}
 		if scope == "" || s.Scope == scope {
-			c := *s
+			c := s.Standing
 			c.Data = append([]byte(nil), s.Data...)
 			out = append(out, c)
 		}
@@ -207,12 +238,16 @@ func (m *Memory) UseStanding(ctx context.Context, id string) (int, bool, error) 
 	return s.Uses, true, nil
 }
 
-// RevokeStanding removes a standing grant.
-func (m *Memory) RevokeStanding(ctx context.Context, id string) (bool, error) {
+// RevokeStanding ends a live standing grant: no use is left, and the
+// tombstone says why and by whom.
+func (m *Memory) RevokeStanding(ctx context.Context, id string, r Revocation) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, unavailable("memory", "revoke standing", err)
 	}
 	if err := checkNonce(id); err != nil {
+		return false, err
+	}
+	if err := checkRevocation(&r); err != nil {
 		return false, err
 	}
 	now := m.now()
@@ -222,6 +257,72 @@ func (m *Memory) RevokeStanding(ctx context.Context, id string) (bool, error) {
 		return false, ErrClosed
 	}
 	s, ok := m.standing[id]
-	delete(m.standing, id)
-	return ok && now.Before(s.Expires) && s.Uses > 0, nil
+	if !ok || !s.live(now) {
+		return false, nil
+	}
+	s.Uses, s.ended, s.by, s.endedAt = 0, r.Reason, r.By, now
+	return true, nil
+}
+
+// EndedStanding lists unclaimed ends, and forgets tombstones past their
+// retention.
+func (m *Memory) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, unavailable("memory", "list ended standing", err)
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	var out []StandingEnd
+	for id, s := range m.standing {
+		switch {
+		case s.live(now):
+		case s.gone(now):
+			delete(m.standing, id)
+		case s.claimed.IsZero():
+			out = append(out, s.end())
+		}
+	}
+	slices.SortFunc(out, func(a, b StandingEnd) int { return a.Expires.Compare(b.Expires) })
+	if len(out) > MaxEndedListed {
+		out = out[:MaxEndedListed]
+	}
+	return out, nil
+}
+
+// ClaimStandingEnd claims an unclaimed end under the store's lock.
+func (m *Memory) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return StandingEnd{}, false, unavailable("memory", "claim standing end", err)
+	}
+	if err := checkNonce(id); err != nil {
+		return StandingEnd{}, false, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return StandingEnd{}, false, ErrClosed
+	}
+	s, ok := m.standing[id]
+	if !ok || s.live(now) || !s.claimed.IsZero() {
+		return StandingEnd{}, false, nil
+	}
+	s.claimed = now
+	return s.end(), true, nil
+}
+
+// sweepStanding forgets tombstones past their retention, judged at now.
+func (m *Memory) sweepStanding(_ context.Context, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, s := range m.standing {
+		if !s.live(now) && s.gone(now) {
+			delete(m.standing, id)
+		}
+	}
+	return nil
 }

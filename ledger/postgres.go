@@ -173,7 +173,7 @@ func (p *Postgres) sweeper(every time.Duration) {
 			// A failed sweep only delays cleanup: Redeem checks expiry
 			// itself, so an expired row is never honoured.
 			_, _ = p.pool.Exec(ctx, p.sqlSwp)
-			_, _ = p.pool.Exec(ctx, p.st.sweep)
+			_ = p.sweepStanding(ctx, time.Now())
 			cancel()
 		}
 	}
@@ -194,7 +194,7 @@ func (p *Postgres) Close() error {
 
 // standingSQL holds the statements on the standing grants table, named
 // after the ledger table with the suffix _standing.
-type standingSQL struct{ schema, put, list, use, revoke, sweep string }
+type standingSQL struct{ schema, put, list, use, revoke, ended, claim, sweep string }
 
 // StandingTable names the table of standing grants that goes with a ledger
 // table.
@@ -210,17 +210,33 @@ func newStandingSQL(table string) standingSQL {
 			expires_at timestamptz NOT NULL,
 			uses       integer NOT NULL,
 			data       bytea NOT NULL
-		); CREATE INDEX IF NOT EXISTS ` + idx + ` ON ` + t + ` (scope)`,
-		put: `INSERT INTO ` + t + ` AS s (id, scope, expires_at, uses, data) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (id) DO UPDATE SET scope = EXCLUDED.scope, expires_at = EXCLUDED.expires_at,
-			uses = EXCLUDED.uses, data = EXCLUDED.data WHERE s.expires_at <= now() OR s.uses <= 0`,
+		); CREATE INDEX IF NOT EXISTS ` + idx + ` ON ` + t + ` (scope);
+		ALTER TABLE ` + t + ` ADD COLUMN IF NOT EXISTS ended text NOT NULL DEFAULT '',
+			ADD COLUMN IF NOT EXISTS ended_by text NOT NULL DEFAULT '',
+			ADD COLUMN IF NOT EXISTS ended_at timestamptz,
+			ADD COLUMN IF NOT EXISTS claimed_at timestamptz`,
+		// An ended grant's row stays until its tombstone is swept: its ID
+		// stays taken, so a put cannot bring it back.
+		put: `INSERT INTO ` + t + ` (id, scope, expires_at, uses, data) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (id) DO NOTHING`,
 		list: `SELECT id, scope, expires_at, uses, data FROM ` + t + `
 			WHERE ($1 = '' OR scope = $1) AND expires_at > now() AND uses > 0 ORDER BY expires_at, id`,
 		// Row locking serializes concurrent UPDATEs of one row: each sees
 		// the count the previous one left, so K uses succeed exactly K times.
-		use:    `UPDATE ` + t + ` SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now() RETURNING uses`,
-		revoke: `DELETE FROM ` + t + ` WHERE id = $1 RETURNING expires_at > now() AND uses > 0`,
-		sweep:  `DELETE FROM ` + t + ` WHERE expires_at <= now() OR uses <= 0`,
+		use: `UPDATE ` + t + ` SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now() RETURNING uses`,
+		// A revocation takes every use left, which is what a use checks,
+		// and keeps why and by whom for the gate that claims the end.
+		revoke: `UPDATE ` + t + ` SET uses = 0, ended = $2, ended_by = $3, ended_at = now()
+			WHERE id = $1 AND uses > 0 AND expires_at > now() RETURNING 1`,
+		ended: `SELECT id, scope, expires_at, uses, data, ended, ended_by, ended_at FROM ` + t + `
+			WHERE claimed_at IS NULL AND (uses <= 0 OR expires_at <= now()) ORDER BY expires_at, id LIMIT $1`,
+		// Row locking serializes concurrent claims of one row: the second
+		// sees claimed_at set and updates nothing.
+		claim: `UPDATE ` + t + ` SET claimed_at = now()
+			WHERE id = $1 AND claimed_at IS NULL AND (uses <= 0 OR expires_at <= now())
+			RETURNING scope, expires_at, uses, data, ended, ended_by, ended_at`,
+		// $1: claimed before this is swept; $2: unclaimed and expired before this.
+		sweep: `DELETE FROM ` + t + ` WHERE claimed_at <= $1 OR expires_at <= $2`,
 	}
 }
 
@@ -304,9 +320,12 @@ func (p *Postgres) UseStanding(ctx context.Context, id string) (int, bool, error
 	return left, true, nil
 }
 
-// RevokeStanding deletes a standing grant.
-func (p *Postgres) RevokeStanding(ctx context.Context, id string) (bool, error) {
+// RevokeStanding ends a live standing grant in one UPDATE statement.
+func (p *Postgres) RevokeStanding(ctx context.Context, id string, r Revocation) (bool, error) {
 	if err := checkNonce(id); err != nil {
+		return false, err
+	}
+	if err := checkRevocation(&r); err != nil {
 		return false, err
 	}
 	p.mu.RLock()
@@ -316,13 +335,83 @@ func (p *Postgres) RevokeStanding(ctx context.Context, id string) (bool, error) 
 	}
 	ctx, cancel := opContext(ctx, p.timeout)
 	defer cancel()
-	var live bool
-	err := p.pool.QueryRow(ctx, p.st.revoke, id).Scan(&live)
+	var one int
+	err := p.pool.QueryRow(ctx, p.st.revoke, id, r.Reason, r.By).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, unavailable("postgres", "revoke standing", err)
 	}
-	return live, nil
+	return true, nil
+}
+
+// EndedStanding lists unclaimed ends.
+func (p *Postgres) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	rows, err := p.pool.Query(ctx, p.st.ended, MaxEndedListed)
+	if err != nil {
+		return nil, unavailable("postgres", "list ended standing", err)
+	}
+	defer rows.Close()
+	var out []StandingEnd
+	for rows.Next() {
+		var e StandingEnd
+		var at *time.Time
+		if err := rows.Scan(&e.ID, &e.Scope, &e.Expires, &e.Uses, &e.Data, &e.Reason, &e.By, &at); err != nil {
+			return nil, unavailable("postgres", "list ended standing", err)
+		}
+		out = append(out, postgresEnd(e, at))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable("postgres", "list ended standing", err)
+	}
+	return out, nil
+}
+
+func postgresEnd(e StandingEnd, at *time.Time) StandingEnd {
+	e.Reason = endReason(e.Reason, e.Uses)
+	var revoked time.Time
+	if at != nil {
+		revoked = *at
+	}
+	e.At = endAt(e.Reason, e.Expires, revoked)
+	return e
+}
+
+// ClaimStandingEnd claims an end in one UPDATE ... RETURNING statement.
+func (p *Postgres) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error) {
+	if err := checkNonce(id); err != nil {
+		return StandingEnd{}, false, err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return StandingEnd{}, false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, p.timeout)
+	defer cancel()
+	e := StandingEnd{Standing: Standing{ID: id}}
+	var at *time.Time
+	err := p.pool.QueryRow(ctx, p.st.claim, id).Scan(&e.Scope, &e.Expires, &e.Uses, &e.Data, &e.Reason, &e.By, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return StandingEnd{}, false, nil
+	}
+	if err != nil {
+		return StandingEnd{}, false, unavailable("postgres", "claim standing end", err)
+	}
+	return postgresEnd(e, at), true, nil
+}
+
+// sweepStanding forgets tombstones past their retention, judged at now
+// (this process's clock: a skew only moves when a dead row goes).
+func (p *Postgres) sweepStanding(ctx context.Context, now time.Time) error {
+	_, err := p.pool.Exec(ctx, p.st.sweep, now.Add(-StandingClaimedRetention), now.Add(-StandingEndHorizon))
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,20 +162,20 @@ func (r *Redis) Close() error {
 	return r.client.Close()
 }
 
-// Standing grants live in a hash per grant (prefix+"standing:"+id, with
-// Redis expiry at the grant's expiry) and are indexed by two sets, one per
-// scope and one of all. Scripts make each step atomic in Redis: a use checks
-// expiry and count and decrements in one script, so K uses raced from any
-// number of replicas succeed exactly K times.
+// Standing grants live in a hash per grant (prefix+"standing:"+id) and are
+// indexed by two sets, one per scope and one of all. Scripts make each step
+// atomic in Redis: a use checks expiry and count and decrements in one
+// script, so K uses raced from any number of replicas succeed exactly K
+// times. Expiry is judged from the stored time, never from the key's TTL:
+// the key outlives the grant by StandingEndHorizon, so that its end can be
+// journaled, and is shortened to StandingClaimedRetention once claimed. A
+// revocation sets the uses to 0 (what a use checks) and leaves the key in
+// the set of all until the end is claimed.
 var (
 	redisPutStanding = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local v = redis.call('HMGET', KEYS[1], 'exp', 'uses')
-  if v[1] and tonumber(v[1]) > tonumber(ARGV[6]) and tonumber(v[2]) > 0 then return 0 end
-  redis.call('DEL', KEYS[1])
-end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'scope', ARGV[2], 'exp', ARGV[3], 'uses', ARGV[4], 'data', ARGV[5])
-redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(ARGV[3]) / 1000000) + 1)
+redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(ARGV[3]) / 1000000) + 1 + tonumber(ARGV[6]))
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[1])
 return 1`)
@@ -185,12 +186,21 @@ if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end
 return redis.call('HINCRBY', KEYS[1], 'uses', -1)`)
 	redisRevokeStanding = redis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[1])
-if v[3] then redis.call('SREM', ARGV[3] .. v[3], ARGV[1]) end
 if not v[1] or not v[2] then return 0 end
 if tonumber(v[1]) <= tonumber(ARGV[2]) or tonumber(v[2]) <= 0 then return 0 end
+redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[4], 'by', ARGV[5], 'at', ARGV[2])
+if v[3] then redis.call('SREM', ARGV[3] .. v[3], ARGV[1]) end
 return 1`)
+	redisClaimStanding = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'claimed', 'scope', 'data', 'ended', 'by', 'at')
+if not v[1] or not v[2] or v[3] then return false end
+if tonumber(v[1]) > tonumber(ARGV[2]) and tonumber(v[2]) > 0 then return false end
+redis.call('HSET', KEYS[1], 'claimed', ARGV[2])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 or ttl > tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+redis.call('SREM', KEYS[2], ARGV[1])
+if v[4] then redis.call('SREM', ARGV[3] .. v[4], ARGV[1]) end
+return {v[1], v[2], v[4] or '', v[5] or '', v[6] or '', v[7] or '', v[8] or '0'}`)
 )
 
 func (r *Redis) standingKey(id string) string  { return r.prefix + "standing:" + id }
@@ -213,7 +223,7 @@ func (r *Redis) PutStanding(ctx context.Context, s Standing) error {
 	n, err := redisPutStanding.Run(ctx, r.client,
 		[]string{r.standingKey(s.ID), r.standingScope(s.Scope), r.standingAll()},
 		s.ID, s.Scope, strconv.FormatInt(s.Expires.UnixNano(), 10), s.Uses, string(s.Data),
-		strconv.FormatInt(now.UnixNano(), 10)).Int()
+		StandingEndHorizon.Milliseconds()).Int()
 	if err != nil {
 		return unavailable("redis", "put standing", err)
 	}
@@ -308,9 +318,13 @@ func (r *Redis) UseStanding(ctx context.Context, id string) (int, bool, error) {
 	return left, true, nil
 }
 
-// RevokeStanding deletes a standing grant and its index entries.
-func (r *Redis) RevokeStanding(ctx context.Context, id string) (bool, error) {
+// RevokeStanding ends a live standing grant in one script and takes it out
+// of its scope's index.
+func (r *Redis) RevokeStanding(ctx context.Context, id string, rev Revocation) (bool, error) {
 	if err := checkNonce(id); err != nil {
+		return false, err
+	}
+	if err := checkRevocation(&rev); err != nil {
 		return false, err
 	}
 	r.mu.RLock()
@@ -320,10 +334,122 @@ func (r *Redis) RevokeStanding(ctx context.Context, id string) (bool, error) {
 	}
 	ctx, cancel := opContext(ctx, r.timeout)
 	defer cancel()
-	n, err := redisRevokeStanding.Run(ctx, r.client, []string{r.standingKey(id), r.standingAll()},
-		id, strconv.FormatInt(time.Now().UnixNano(), 10), r.prefix+"standing-scope:").Int()
+	n, err := redisRevokeStanding.Run(ctx, r.client, []string{r.standingKey(id)},
+		id, strconv.FormatInt(time.Now().UnixNano(), 10), r.prefix+"standing-scope:", rev.Reason, rev.By).Int()
 	if err != nil {
 		return false, unavailable("redis", "revoke standing", err)
 	}
 	return n == 1, nil
+}
+
+// EndedStanding lists unclaimed ends from the set of all grants, and drops
+// index entries whose key is gone.
+func (r *Redis) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, r.timeout)
+	defer cancel()
+	ids, err := r.client.SMembers(ctx, r.standingAll()).Result()
+	if err != nil {
+		return nil, unavailable("redis", "list ended standing", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := r.client.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, r.standingKey(id), "exp", "uses", "scope", "data", "ended", "by", "at", "claimed")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("redis", "list ended standing", err)
+	}
+	now := time.Now().UnixNano()
+	var out []StandingEnd
+	var gone []any
+	for i, cmd := range cmds {
+		v, err := cmd.Result()
+		if err != nil || len(v) != 8 || v[0] == nil || v[1] == nil {
+			gone = append(gone, ids[i])
+			continue
+		}
+		if v[7] != nil {
+			continue // claimed
+		}
+		strs := make([]string, 7)
+		for j := range strs {
+			strs[j], _ = v[j].(string)
+		}
+		e, err := redisEnd(ids[i], strs)
+		if err != nil {
+			return nil, unavailable("redis", "list ended standing", err)
+		}
+		if e.Expires.UnixNano() > now && e.Uses > 0 {
+			continue // live
+		}
+		out = append(out, e)
+	}
+	if len(gone) > 0 {
+		// Best effort: an index entry without its grant is skipped anyway.
+		r.client.SRem(ctx, r.standingAll(), gone...)
+	}
+	slices.SortFunc(out, func(a, b StandingEnd) int { return a.Expires.Compare(b.Expires) })
+	if len(out) > MaxEndedListed {
+		out = out[:MaxEndedListed]
+	}
+	return out, nil
+}
+
+// redisEnd parses exp, uses, scope, data, ended, by and at.
+func redisEnd(id string, v []string) (StandingEnd, error) {
+	exp, err1 := strconv.ParseInt(v[0], 10, 64)
+	uses, err2 := strconv.Atoi(v[1])
+	at := int64(0)
+	var err3 error
+	if v[6] != "" {
+		at, err3 = strconv.ParseInt(v[6], 10, 64)
+	}
+	if err1 != nil || err2 != nil || err3 != nil {
+		return StandingEnd{}, fmt.Errorf("standing grant %s is malformed", id)
+	}
+	e := StandingEnd{Standing: Standing{ID: id, Scope: v[2], Expires: time.Unix(0, exp), Uses: uses, Data: []byte(v[3])}}
+	e.Reason = endReason(v[4], uses)
+	e.By = v[5]
+	e.At = endAt(e.Reason, e.Expires, time.Unix(0, at))
+	return e, nil
+}
+
+// ClaimStandingEnd claims an end in one script: it sets the claimed field
+// only where none is, so exactly one client sees it succeed.
+func (r *Redis) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error) {
+	if err := checkNonce(id); err != nil {
+		return StandingEnd{}, false, err
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return StandingEnd{}, false, ErrClosed
+	}
+	ctx, cancel := opContext(ctx, r.timeout)
+	defer cancel()
+	v, err := redisClaimStanding.Run(ctx, r.client, []string{r.standingKey(id), r.standingAll()},
+		id, strconv.FormatInt(time.Now().UnixNano(), 10), r.prefix+"standing-scope:",
+		StandingClaimedRetention.Milliseconds()).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return StandingEnd{}, false, nil
+	}
+	if err != nil {
+		return StandingEnd{}, false, unavailable("redis", "claim standing end", err)
+	}
+	if len(v) != 7 {
+		return StandingEnd{}, false, unavailable("redis", "claim standing end", fmt.Errorf("script answered %d values", len(v)))
+	}
+	e, err := redisEnd(id, v)
+	if err != nil {
+		return StandingEnd{}, false, unavailable("redis", "claim standing end", err)
+	}
+	return e, true, nil
 }

@@ -28,15 +28,107 @@ type StandingStore interface {
 	// than MaxStandingUses, and Data over MaxStandingData bytes.
 	PutStanding(ctx context.Context, s Standing) error
 	// StandingFor lists the live grants of scope ("" lists every live
-	// grant): unexpired, not revoked, with uses left.
+	// grant): unexpired, not revoked, with uses left. Ended grants the
+	// store still keeps (see StandingEnd) are never listed.
 	StandingFor(ctx context.Context, scope string) ([]Standing, error)
 	// UseStanding takes one use. It reports ok with the uses left after
 	// this one, or ok false with a nil error when the grant is unknown,
 	// revoked, expired or used up. Any error means not approved.
 	UseStanding(ctx context.Context, id string) (left int, ok bool, err error)
-	// RevokeStanding ends a grant for every client of the store before it
-	// returns. It reports whether a live grant was removed.
-	RevokeStanding(ctx context.Context, id string) (bool, error)
+	// RevokeStanding ends a live grant for every client of the store
+	// before it returns, and keeps why and by whom until the end is
+	// claimed. It reports whether a live grant was ended; a grant already
+	// ended (by expiry, its last use or a revocation) is left as it is.
+	RevokeStanding(ctx context.Context, id string, r Revocation) (bool, error)
+	// EndedStanding lists ended grants whose end nobody has claimed yet,
+	// at most MaxEndedListed of them, oldest expiry first.
+	EndedStanding(ctx context.Context) ([]StandingEnd, error)
+	// ClaimStandingEnd claims the end of grant id so that one gate journals
+	// it: over every client of the store, exactly one claim of an ended
+	// grant succeeds. It reports ok false with a nil error when the grant is
+	// unknown, still live or already claimed. A claim changes nothing a use
+	// looks at: it cannot make a grant live again or longer.
+	ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error)
+}
+
+// Why a standing grant ended.
+const (
+	EndExpired       = "expired"
+	EndUsedUp        = "used-up"
+	EndRevoked       = "revoked"
+	EndPolicyChanged = "policy-changed"
+)
+
+// Revocation says why and by whom a live grant is ended before its time.
+type Revocation struct {
+	Reason string // EndRevoked (also when empty) or EndPolicyChanged
+	By     string // who ended it, and through what; at most MaxRevokedBy bytes
+}
+
+// StandingEnd is an ended grant as the store keeps it (a tombstone), so that
+// a gate can journal its end, possibly long after: the end of a grant nobody
+// watched expire or revoked from another process is journaled by the next
+// gate that looks. A use never sees it.
+type StandingEnd struct {
+	Standing           // as last kept; Uses is 0 once used up or revoked
+	Reason   string    // EndExpired, EndUsedUp, EndRevoked or EndPolicyChanged
+	By       string    // the Revocation's By; empty for expiry and last use
+	At       time.Time // when it was revoked, or its expiry; zero when used up
+}
+
+const (
+	// MaxRevokedBy bounds a Revocation's By.
+	MaxRevokedBy = 512
+	// MaxEndedListed bounds one EndedStanding answer; a gate lists again
+	// after claiming.
+	MaxEndedListed = 1000
+	// StandingEndHorizon is how long after its expiry a store keeps an
+	// ended grant whose end nobody claimed (no gate of its server ran
+	// meanwhile): the store does not grow without bound, and that end is
+	// then never journaled.
+	StandingEndHorizon = 7 * 24 * time.Hour
+	// StandingClaimedRetention is how long a store keeps an ended grant
+	// after its end was claimed.
+	StandingClaimedRetention = time.Hour
+)
+
+func checkRevocation(r *Revocation) error {
+	switch r.Reason {
+	case "":
+		r.Reason = EndRevoked
+	case EndRevoked, EndPolicyChanged:
+	default:
+		return fmt.Errorf("%w: revocation reason %q", ErrInvalidStanding, r.Reason)
+	}
+	if len(r.By) > MaxRevokedBy {
+		return fmt.Errorf("%w: revoked by %d bytes, at most %d", ErrInvalidStanding, len(r.By), MaxRevokedBy)
+	}
+	return nil
+}
+
+// endReason is the reason of an end the store did not record: a grant with
+// no uses left was used up, otherwise it expired.
+func endReason(recorded string, uses int) string {
+	switch {
+	case recorded != "":
+		return recorded
+	case uses <= 0:
+		return EndUsedUp
+	default:
+		return EndExpired
+	}
+}
+
+// endAt is when an end happened as far as the store knows.
+func endAt(reason string, expires, revoked time.Time) time.Time {
+	switch reason {
+	case EndExpired:
+		return expires
+	case EndUsedUp:
+		return time.Time{}
+	default:
+		return revoked
+	}
 }
 
 const (

@@ -403,7 +403,7 @@ mutant("standing-irreversible-unnamed", ".", "an irreversible tool offers standi
 mutant("standing-client-relayed-always", ".", "a client-relayed approval creates a grant where the policy does not allow it",
     [(GS, "\tif assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {", "\tif false {")], run="TestStandingGrantClientRelayedOnlyWhenAllowed")
 mutant("standing-redis-revoke-noop", "./ledger", "a revocation in Redis leaves the grant usable by the replicas",
-    [("ledger/redis.go", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')\nredis.call('DEL', KEYS[1])", "local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')")], run="TestConformance/redis/standing")
+    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[4], 'by', ARGV[5], 'at', ARGV[2])\n", "")], run="TestConformance/redis/standing")
 mutant("standing-service-unlisted-grant", "./channel", "the approval service accepts a grant choice the request did not offer",
     [("channel/service.go", "\tif approve && !offered(cur.Req, grant) {", "\tif false {")], run="TestServiceGrantChoice")
 
@@ -532,6 +532,37 @@ mutant("owned-token-field-gets-token-path", ".", "a tool whose approval_token is
 mutant("owned-token-field-stripped", ".", "the gate takes the tool's own approval_token out of the call: the upstream never gets it",
     [("gate_call.go", "		tok = nil\n	}\n	if tok != nil {", "		tok = nil\n		rest, _, _ = canon.SplitMember(rest, TokenField)\n	}\n	if tok != nil {")],
     run="TestOwnedTokenFieldIsAnArgument")
+# ---- h-grantends (issue 13): every end of a standing grant journaled once ----
+mutant("grant-end-claimed-twice", "./ledger", "two gates may both claim one grant's end and journal it twice",
+    [("ledger/memory.go", "if !ok || s.live(now) || !s.claimed.IsZero() {", "if !ok || s.live(now) {")],
+    run="TestConformance/memory/standing")
+mutant("grant-end-claimed-twice-redis", "./ledger", "two gates sharing Redis may both claim one grant's end",
+    [("ledger/redis.go", "if not v[1] or not v[2] or v[3] then return false end", "if not v[1] or not v[2] then return false end")],
+    run="TestConformance/redis/standing")
+mutant("grant-end-claimed-twice-postgres", "./ledger", "two gates sharing PostgreSQL may both claim one grant's end",
+    [("ledger/postgres.go", "WHERE id = $1 AND claimed_at IS NULL AND (uses <= 0 OR expires_at <= now())", "WHERE id = $1 AND (uses <= 0 OR expires_at <= now())")],
+    run="TestConformance/postgres/standing")
+mutant("grant-end-live-claimable", "./ledger", "a live grant's end may be claimed (and journaled as ended while it still covers calls)",
+    [("ledger/memory.go", "if !ok || s.live(now) || !s.claimed.IsZero() {", "if !ok || !s.claimed.IsZero() {")],
+    run="TestConformance/memory/standing")
+mutant("tombstone-still-usable", "./ledger", "a revoked grant keeps its uses, so its tombstone still covers calls",
+    [("ledger/memory.go", "s.Uses, s.ended, s.by, s.endedAt = 0, r.Reason, r.By, now", "s.ended, s.by, s.endedAt = r.Reason, r.By, now")],
+    run="TestConformance/memory/standing")
+mutant("tombstone-still-usable-redis", "./ledger", "a grant revoked in Redis keeps its uses",
+    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[4]", "redis.call('HSET', KEYS[1], 'ended', ARGV[4]")],
+    run="TestConformance/redis/standing")
+mutant("tombstone-resurrected-by-put", "./ledger", "a put of an ended grant's ID replaces its tombstone with a live grant",
+    [("ledger/memory.go", "\tif _, ok := m.standing[s.ID]; ok {\n\t\treturn ErrExists", "\tif old, ok := m.standing[s.ID]; ok && old.live(now) {\n\t\treturn ErrExists")],
+    run="TestConformance/memory/standing")
+mutant("tombstones-unbounded", "./ledger", "unclaimed ends are never swept from a file ledger",
+    [("ledger/file.go", "WHERE (claimed_at > 0 AND claimed_at <= ?1) OR expires_at <= ?2`", "WHERE (claimed_at > 0 AND claimed_at <= ?1)`")],
+    run="TestStandingTombstonesBounded")
+mutant("grant-end-used-up-unclaimed", ".", "the last use journals used-up without claiming, so a sweep journals it again",
+    [("grant_standing.go", "\t\tif left == 0 {\n\t\t\tg.journalEnd(ctx, sg.ID)\n\t\t}", "\t\tif left == 0 {\n\t\t\tg.opts.Journal.Append(ctx, journal.Record{Tool: sg.Tool, Principal: sg.Principal, Decision: journal.GrantEnded, Grant: sg.ID, Reason: ledger.EndUsedUp})\n\t\t}")],
+    run="TestGrantEndJournaledOnceAcrossReplicas/memory")
+mutant("grant-revoker-not-kept", "./channel", "a revocation from the approval service does not say who revoked",
+    [("channel/http.go", "s.opts.Grants, who+\" via \"+via, func", "s.opts.Grants, \"the approval service\", func")],
+    run="TestServiceRevocationJournaledByGate")
 
 def main():
     root = os.getcwd()

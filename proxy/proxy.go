@@ -306,6 +306,10 @@ func (s *Server) Close() error {
 	if s.pipe != nil {
 		s.pipe.close()
 	}
+	if s.Gate != nil {
+		// Before the journal and ledger close: its sweep journals into them.
+		errs = append(errs, s.Gate.Close())
+	}
 	s.relay.legacyOnce.Do(func() {}) // no legacy leg from now on
 	if s.relay.legacy != nil {
 		if err := s.relay.legacy.Close(); err != nil && !errors.Is(err, context.Canceled) {

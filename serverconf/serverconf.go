@@ -39,9 +39,11 @@ type Config struct {
 	AllowGrantsFor []string
 	TTL            time.Duration
 	ElicitTimeout  time.Duration
-	KeyFile        string // empty: a random key for this process
-	LedgerURL      string // empty or memory:...: in this process only
-	JournalPath    string // empty: journal.DefaultPathFor(Audience, or Audience-hash(Instance))
+	// GrantEndSweep is mcpsafe.Options.GrantEndSweep.
+	GrantEndSweep time.Duration
+	KeyFile       string // empty: a random key for this process
+	LedgerURL     string // empty or memory:...: in this process only
+	JournalPath   string // empty: journal.DefaultPathFor(Audience, or Audience-hash(Instance))
 	// Instance tells apart servers that share an audience but not a
 	// journal (the proxy sets the upstream's command line or URL): it keys
 	// the default journal path, so that two servers on default settings
@@ -89,6 +91,7 @@ type Config struct {
 func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	positive(fl, &c.TTL, "ttl", 5*time.Minute, "how long an approval stays valid")
 	positive(fl, &c.ElicitTimeout, "elicit-timeout", 2*time.Minute, "how long to wait for the user's answer")
+	positive(fl, &c.GrantEndSweep, "grant-end-sweep", 30*time.Second, "how often to journal the end of standing grants that expired or were revoked from elsewhere (the approval service, mcpsafe grants revoke)")
 	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
 	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience)")
@@ -191,6 +194,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		AllowGrantsFor: cfg.AllowGrantsFor,
 		TTL:            cfg.TTL,
 		ElicitTimeout:  cfg.ElicitTimeout,
+		GrantEndSweep:  cfg.GrantEndSweep,
 		Logger:         cfg.Logger,
 
 		MaxPending:             cfg.MaxPending,

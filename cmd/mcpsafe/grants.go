@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"text/tabwriter"
 	"time"
 
@@ -27,8 +29,11 @@ const grantsUsage = `usage:
   mcpsafe grants revoke --ledger URL [--journal PATH] (ID | --principal P | --tool T)
 The ledger is the one the servers share (file:PATH, redis://..., postgres://...).
 A revocation is effective on every replica sharing it before the command returns.
---journal appends a grant-ended record per revoked grant to a journal no
-server holds open (a server's own journal is locked while it runs).`
+A server sharing the ledger journals each revocation (grant-ended, revoked,
+by this user via mcpsafe grants revoke) within its sweep interval, or when it
+next starts. --journal, for when no server will run again, journals it here
+instead, into a journal no server holds open (a server's journal is locked
+while it runs); an end a server already journaled is not journaled twice.`
 
 func runGrants(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "revoke") {
@@ -100,7 +105,7 @@ func runGrants(args []string, stdout, stderr io.Writer) int {
 		}
 		defer j.Close()
 	}
-	ended, err := mcpsafe.RevokeGrants(ctx, ss, func(g mcpsafe.GrantInfo) bool {
+	ended, err := mcpsafe.RevokeGrants(ctx, ss, revoker()+" via mcpsafe grants revoke", func(g mcpsafe.GrantInfo) bool {
 		switch {
 		case len(ids) == 1:
 			return g.ID == ids[0]
@@ -113,9 +118,7 @@ func runGrants(args []string, stdout, stderr io.Writer) int {
 	for _, g := range ended {
 		fmt.Fprintf(stdout, "revoked %s (%s for %s, %d of %d uses left)\n", g.ID, prompt.Quote(g.Tool), prompt.Quote(g.Principal), g.UsesLeft, g.Uses)
 		if j != nil {
-			rec := journal.Record{Tool: g.Tool, Principal: g.Principal, Decision: journal.GrantEnded, Grant: g.ID,
-				Reason: "revoked", Summary: "revoked with mcpsafe grants revoke"}
-			if jerr := j.Append(ctx, rec); jerr != nil {
+			if jerr := journalRevocation(ctx, ss, j, g); jerr != nil {
 				fmt.Fprintln(stderr, "mcpsafe grants revoke: journal:", jerr)
 				err = jerr
 			}
@@ -130,6 +133,29 @@ func runGrants(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// journalRevocation journals a revocation if no server has: the end is
+// claimed in the ledger first, as a server's sweep claims it.
+func journalRevocation(ctx context.Context, ss ledger.StandingStore, j *journal.Journal, g mcpsafe.GrantInfo) error {
+	e, won, err := ss.ClaimStandingEnd(ctx, g.ID)
+	if err != nil || !won {
+		return err // !won: a server sharing the ledger claimed it to journal it
+	}
+	return j.Append(ctx, journal.Record{Tool: g.Tool, Principal: g.Principal, Decision: journal.GrantEnded, Grant: g.ID,
+		Reason: e.Reason, By: e.By, Summary: "revoked with mcpsafe grants revoke"})
+}
+
+// revoker names who runs the command, as the ledger will keep it.
+func revoker() string {
+	u, err := user.Current()
+	if err != nil || u.Username == "" {
+		return "an unknown user"
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return u.Username + "@" + h
+	}
+	return u.Username
 }
 
 func printGrants(w io.Writer, list []mcpsafe.GrantInfo, asJSON bool) int {
