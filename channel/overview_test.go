@@ -2,6 +2,8 @@ package channel
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -425,5 +427,40 @@ func TestPercentile(t *testing.T) {
 		if got := percentile(tc.in, tc.p); got != tc.want {
 			t.Errorf("p%d of %v = %v, want %v", tc.p, tc.in, got, tc.want)
 		}
+	}
+}
+
+// A journal from before redaction (or edited by hand, chain and all) may
+// hold a secret in clear: the record view redacts again, as an export does.
+func TestRecordViewRedactsAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.jsonl")
+	now := time.Now().UTC()
+	var file []byte
+	prev := journal.Genesis
+	for i, args := range []string{`{"path":"a.txt","password":"hunter2-in-clear"}`, `{"path":"b.txt"}`} {
+		line, err := json.Marshal(journal.Record{Seq: uint64(i + 1), Prev: prev, Time: now.Add(-time.Hour), Call: fmt.Sprint("c", i),
+			Tool: "login", Decision: journal.Executed, Args: json.RawMessage(args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(line)
+		prev = hex.EncodeToString(sum[:])
+		file = append(append(file, line...), '\n')
+	}
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, ServiceOptions{Journals: []string{path}})
+	since, until := window(time.Now())
+	_, page := e.login("alice").get(journalLink(kindExecuted, "", since, until))
+	if c := countRE.FindStringSubmatch(page); c == nil || c[1] != "2" {
+		t.Fatalf("the hand-made journal does not verify: %v\n%s", c, page)
+	}
+	if strings.Contains(page, "hunter2") {
+		t.Error("the record view shows a secret the journal held in clear")
+	}
+	// Control: the rest of the arguments are shown.
+	if !strings.Contains(page, `&#34;path&#34;:&#34;a.txt&#34;,&#34;password&#34;:&#34;[redacted]&#34;`) || !strings.Contains(page, `&#34;path&#34;:&#34;b.txt&#34;`) {
+		t.Error("the record view does not show the redacted arguments")
 	}
 }
