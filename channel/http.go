@@ -23,8 +23,18 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
 	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"short": func(t time.Time) string { return t.UTC().Format("Jan 2 15:04:05") },
+	"dur":   duration,
 	"fold":  func(n int) bool { return n > cardArgs },
 }).ParseFS(webFS, "web/*.html"))
+
+// duration is a wait as a person reads it: tenths of a second under ten
+// seconds, whole seconds above.
+func duration(d time.Duration) string {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
 
 func (s *Service) routes() {
 	m := http.NewServeMux()
@@ -52,6 +62,7 @@ func (s *Service) routes() {
 	m.HandleFunc("POST /api/requests/{id}/{action}", s.withBearer(s.apiDecide))
 	m.HandleFunc("POST /ui/grants/{id}/revoke", s.withSession(true, s.uiRevokeGrant))
 	m.HandleFunc("GET /api/grants", s.withBearer(s.apiGrants))
+	s.overviewRoutes(m)
 	m.HandleFunc("POST /api/grants/{id}/revoke", s.withBearer(s.apiRevokeGrant))
 	s.mux = m
 }
@@ -319,7 +330,7 @@ func (s *Service) withSession(mutating bool, h func(http.ResponseWriter, *http.R
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess, ok := s.auth.session(r)
 		if !ok {
-			if r.Method == http.MethodGet && r.URL.Path == "/" {
+			if r.Method == http.MethodGet && (r.URL.Path == "/" || pages[r.URL.Path]) {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
 			}

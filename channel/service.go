@@ -80,6 +80,9 @@ type ServiceOptions struct {
 	// them; requests that require one can be approved no other way. It
 	// needs Origin (the WebAuthn relying party).
 	Passkeys *PasskeyOptions
+	// Journals are gate journals (mcpsafe files/proxy --journal) the
+	// overview charts and lists, read only, while their gates write them.
+	Journals []string
 }
 
 // Service is the approval service: a signed webhook endpoint that

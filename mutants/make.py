@@ -563,6 +563,25 @@ mutant("grant-end-used-up-unclaimed", ".", "the last use journals used-up withou
 mutant("grant-revoker-not-kept", "./channel", "a revocation from the approval service does not say who revoked",
     [("channel/http.go", "s.opts.Grants, who+\" via \"+via, func", "s.opts.Grants, \"the approval service\", func")],
     run="TestServiceRevocationJournaledByGate")
+# --- approvals overview and journal reading (issue 15: h-overview) ---
+mutant("journal-read-hands-over-edited-record", "./journal", "a reader hands over the record whose edit only the next line reveals",
+    [("journal/read.go", "te.Line <= heldLine", "te.Line <= heldLine-1")],
+    run="TestReadFile")
+mutant("overview-journal-summary-unescaped", "./channel", "the record view shows a journal summary without making its control and bidi characters visible",
+    [("channel/web/journal.html", "{{vis .Rec.Summary}}", "{{.Rec.Summary}}")],
+    run="TestOverviewEscapesHostileJournal")
+mutant("overview-reason-label-raw", "./channel", "the refusal chart shows a reason code from the journal as it is (bidi and invisible characters included)",
+    [("channel/web/overview.html", 'text-anchor="end">{{vis .Label}}</text>', 'text-anchor="end">{{.Label}}</text>')],
+    run="TestOverviewEscapesHostileJournal")
+mutant("overview-args-not-redacted-again", "./channel", "the record view shows journal arguments as stored, a secret held in clear included",
+    [("channel/overview.go", "if clean := journal.Redact(rec.Args, nil); len(clean) > 0 {", "if clean := rec.Args; len(clean) > 0 {")],
+    run="TestRecordViewRedactsAgain")
+mutant("overview-records-without-session", "./channel", "the journal record view answers without a signed-in session",
+    [("channel/overview.go", 'm.HandleFunc("GET /journal", s.withSession(false, s.journalRecords))', 'm.HandleFunc("GET /journal", func(w http.ResponseWriter, r *http.Request) { s.journalRecords(w, r, &session{}) })')],
+    run="TestOverviewNeedsSignIn")
+mutant("gateway-pending-gauge-unset", "./cmd/mcpsafe", "the gateway's pending-approvals gauge reads 0 whatever its gates issued",
+    [("proxy/gateway.go", "\t\tg.conf.Metrics.SetPending(g.Pending)\n", "")],
+    run="TestGatewayBinaryMetricsPending")
 
 def main():
     root = os.getcwd()

@@ -146,6 +146,11 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 		return nil, err
 	}
 	g.JournalPath = g.conf.JournalPath
+	if g.conf.Metrics != nil {
+		// Each server's gate keeps its own pending approvals; the one
+		// gauge the gateway exposes is their sum.
+		g.conf.Metrics.SetPending(g.Pending)
+	}
 	g.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-gateway", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and " + NameSeparator + ".",
 		Capabilities: &mcp.ServerCapabilities{
@@ -505,6 +510,16 @@ func (g *Gateway) unavailable(sl *slot, what string) *mcp.CallToolResult {
 	r := &mcpsafe.Refusal{Reason: ReasonServerUnavailable,
 		Message: fmt.Sprintf("%s belongs to gateway server %s, which is down (%s); nothing was run, and no other server was asked", prompt.Quote(what), prompt.Quote(sl.spec.Name), why)}
 	return r.Result()
+}
+
+// Pending is the number of approvals issued and not yet redeemed, expired
+// or abandoned, over the servers that are up.
+func (g *Gateway) Pending() int {
+	n := 0
+	for _, srv := range g.running() {
+		n += srv.Gate.Pending()
+	}
+	return n
 }
 
 // running lists the servers that are up, by name.

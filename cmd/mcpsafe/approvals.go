@@ -67,6 +67,8 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	var requirePasskey requireList
 	fl.Var(&requirePasskey, "require-passkey", "TOOL: approving TOOL takes each approver's passkey on the call (repeatable; needs --passkeys-file)")
 	signingKey := fl.String("signing-key-file", "", "Ed25519 key that signs every approval (mcpsafe approvals keygen); gates check it with --approver-public-key")
+	var journals requireList
+	fl.Var(&journals, "journal", "a gate's journal (mcpsafe files/proxy --journal) for the overview page to chart and list, read only (repeatable)")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && wantsHelp(args[:1]) {
@@ -150,7 +152,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	opts := channel.ServiceOptions{
 		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
-		Hosts: append(listenHost(*listen), hosts...),
+		Hosts: append(listenHost(*listen), hosts...), Journals: journals,
 	}
 	if *grantsLedger != "" {
 		l, err := ledger.Open(context.Background(), *grantsLedger)

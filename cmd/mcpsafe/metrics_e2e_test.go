@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"time"
@@ -265,5 +267,48 @@ func TestProxyBinaryMetrics(t *testing.T) {
 	}
 	if strings.Contains(body, "users") || strings.Contains(body, "orders") {
 		t.Error("metrics expose argument values")
+	}
+}
+
+// The built gateway (`mcpsafe proxy --config`) exposes one pending gauge
+// for all its servers: the approvals each server's gate issued and that
+// were not redeemed yet, summed.
+func TestGatewayBinaryMetricsPending(t *testing.T) {
+	aURL, aTouched := goHTTPUpstream(t)
+	bURL, _ := goHTTPUpstream(t)
+	config := filepath.Join(t.TempDir(), "gateway.yaml")
+	must(t, os.WriteFile(config, []byte(fmt.Sprintf(`servers:
+  a:
+    url: %s
+    policy: {mode: token, allow_token_for: [touch]}
+  b:
+    url: %s
+    policy: {mode: token, allow_token_for: [touch]}
+`, aURL, bURL)), 0o644))
+	maddr := freeAddr(t)
+	url := startHTTPGateway(t, config, "--metrics", maddr)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	must(t, err)
+	defer cs.Close()
+	if got := sample(scrape(t, maddr), "mcpsafe_pending_approvals"); got != 0 {
+		t.Fatalf("pending before any call %v, want 0", got)
+	}
+	tokens := map[string]string{}
+	for _, tool := range []string{"a__touch", "b__touch"} {
+		m := sc(t, call(t, cs, tool, map[string]any{}))
+		tok, _ := m["approval_token"].(string)
+		if m["status"] != "approval_required" || tok == "" {
+			t.Fatalf("%s: %v", tool, m)
+		}
+		tokens[tool] = tok
+	}
+	if got := sample(scrape(t, maddr), "mcpsafe_pending_approvals"); got != 2 {
+		t.Fatalf("pending with one token out per server %v, want 2", got)
+	}
+	if res := call(t, cs, "a__touch", map[string]any{"approval_token": tokens["a__touch"]}); res.IsError || aTouched.Load() != 1 {
+		t.Fatalf("redeeming a's token: %+v", res)
+	}
+	if got := sample(scrape(t, maddr), "mcpsafe_pending_approvals"); got != 1 {
+		t.Fatalf("pending after one redeem %v, want 1", got)
 	}
 }
