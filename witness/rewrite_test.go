@@ -105,15 +105,22 @@ func TestReplacedJournalShowsAtTheWitness(t *testing.T) {
 	must(t, os.WriteFile(path, rechain(edited), 0o600))
 	must(t, os.Remove(path+journal.HeadSuffix))
 	must(t, os.Remove(journal.CheckpointsPath(path)))
+	// The server restarts on it without the witness and signs it locally.
+	local := c
+	local.WitnessURL, local.WitnessTokenFile = "", ""
+	must(t, writeJournal(t, path, local, nil))
+	if _, _, err := journal.VerifySigned(path, k.verifier); err != nil {
+		t.Fatalf("the local check was expected to be fooled: %v", err)
+	}
 	_, _, _, err = journal.VerifyWitnessed(context.Background(), path, k.verifier, wc)
 	var ce *journal.CheckpointError
 	if !errors.As(err, &ce) || ce.Kind != journal.CheckpointMissing {
 		t.Fatalf("a replaced journal with nothing at the witness: %v", err)
 	}
-	// The server restarts on it and its checkpoint reaches the witness.
-	must(t, writeJournal(t, path, c, nil))
+	// Restarted with the witness, its next checkpoint reaches it.
+	must(t, writeJournal(t, path, c, records()[:2]))
 	_, _, wr, err := journal.VerifyWitnessed(context.Background(), path, k.verifier, wc)
-	if err != nil || len(wr.Others) != 1 || wr.Others[0].Journal != oldID || wr.Others[0].LatestSeq != 6 {
+	if err != nil || wr.Latest.Seq != 8 || len(wr.Others) != 1 || wr.Others[0].Journal != oldID || wr.Others[0].LatestSeq != 6 {
 		t.Fatalf("the replaced journal is not named: %+v %v", wr, err)
 	}
 	contains(t, "report", wr.String(), "it was replaced")

@@ -51,8 +51,12 @@ func TestWitnessDownJournalKeepsWorking(t *testing.T) {
 		WitnessURL: "http://" + addr, WitnessTokenFile: tokFile, Logger: slog.New(slog.DiscardHandler)}))
 	must(t, err)
 	recs := records()
+	// The bound only turns a journal stalled by the witness into a failure
+	// instead of a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for _, r := range recs[:4] {
-		if err := j.Append(context.Background(), r); err != nil {
+		if err := j.Append(ctx, r); err != nil {
 			t.Fatalf("a record refused while the witness is down: %v", err)
 		}
 	}

@@ -123,8 +123,12 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "verify":
-		if *key == "" && (len(ckFiles) > 0 || *witnessURL != "") {
-			fmt.Fprintln(stderr, "mcpsafe journal verify: --checkpoints and --witness-url need --key")
+		if *key == "" && len(ckFiles) > 0 {
+			fmt.Fprintln(stderr, "mcpsafe journal verify: --checkpoints needs --key")
+			return 2
+		}
+		if *key == "" && *witnessURL != "" {
+			fmt.Fprintln(stderr, "mcpsafe journal verify: --witness-url needs --key (the witness's checkpoints are checked with it)")
 			return 2
 		}
 		if (*witnessURL == "") != (*witnessToken == "") {
