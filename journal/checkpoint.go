@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,6 +57,18 @@ type Checkpoints struct {
 	// must be outside the journal's directory: an attacker who rewrites
 	// the journal and its checkpoint file then still has to reach it.
 	Witness string
+	// WitnessURL, if set, is an HTTP witness (`mcpsafe journal witness
+	// serve`, see witness.go) that receives every checkpoint, sent in the
+	// background: a witness that is down never slows or stops the journal.
+	WitnessURL string
+	// WitnessTokenFile holds the bearer token for WitnessURL (a file, not
+	// a flag value, so that it stays out of process listings).
+	WitnessTokenFile string
+	// WitnessCloseWait bounds how long Close tries to deliver the last
+	// checkpoints to WitnessURL (DefaultWitnessCloseWait when 0).
+	WitnessCloseWait time.Duration
+	// Logger receives the witness's delivery failures (slog.Default when nil).
+	Logger *slog.Logger
 }
 
 // WithCheckpoints makes the journal sign its head every c.Every records,
@@ -456,21 +469,36 @@ func VerifySigned(path string, key note.Verifier, files ...string) (Summary, Che
 	if len(files) == 0 {
 		files = []string{CheckpointsPath(path)}
 	}
-	var all []Checkpoint
-	var torn []string
+	all, torn, err := readCheckpointFiles(key, files)
+	if err != nil {
+		return Summary{}, CheckpointReport{}, err
+	}
+	return verifyCheckpoints(path, all, torn, strings.Join(files, ", "))
+}
+
+// readCheckpointFiles reads every named file (each must exist), checking
+// every signature with key.
+func readCheckpointFiles(key note.Verifier, files []string) (all []Checkpoint, torn []string, err error) {
 	for _, name := range files {
 		if _, err := os.Stat(name); err != nil {
-			return Summary{}, CheckpointReport{}, fmt.Errorf("journal: checkpoints: %w", err)
+			return nil, nil, fmt.Errorf("journal: checkpoints: %w", err)
 		}
 		cps, t, err := readCheckpointFile(name, key)
 		if err != nil {
-			return Summary{}, CheckpointReport{}, err
+			return nil, nil, err
 		}
 		if t >= 0 {
 			torn = append(torn, name)
 		}
 		all = append(all, cps...)
 	}
+	return all, torn, nil
+}
+
+// verifyCheckpoints verifies the journal at path and checks it against
+// all, checkpoints whose signatures were already checked; from names where
+// they came from, for the error when there are none.
+func verifyCheckpoints(path string, all []Checkpoint, torn []string, from string) (Summary, CheckpointReport, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Summary{}, CheckpointReport{}, fmt.Errorf("journal: %w", err)
@@ -495,7 +523,7 @@ func VerifySigned(path string, key note.Verifier, files ...string) (Summary, Che
 		return res.sum, rep, err
 	}
 	if res.sum.Records > 0 && rep.Checkpoints == 0 {
-		return res.sum, rep, &CheckpointError{Kind: CheckpointMissing, Reason: fmt.Sprintf("%d records and no signed checkpoint in %s", res.sum.Records, strings.Join(files, ", "))}
+		return res.sum, rep, &CheckpointError{Kind: CheckpointMissing, Reason: fmt.Sprintf("%d records and no signed checkpoint in %s", res.sum.Records, from)}
 	}
 	return res.sum, rep, nil
 }
@@ -510,7 +538,8 @@ type checkpointer struct {
 	files    []*os.File
 	existing []Checkpoint // read at Open, checked against the journal
 	lastSeq  uint64
-	err      error // the last failed checkpoint write, until one succeeds
+	sender   *witnessSender // nil without Checkpoints.WitnessURL
+	err      error          // the last failed checkpoint write, until one succeeds
 	errMu    sync.Mutex
 }
 
@@ -546,6 +575,13 @@ func newCheckpointer(path string, c Checkpoints) (_ *checkpointer, err error) {
 			ck.close()
 		}
 	}()
+	if c.WitnessURL != "" {
+		if ck.sender, err = newWitnessSender(c); err != nil {
+			return nil, err
+		}
+	} else if c.WitnessTokenFile != "" {
+		return nil, errors.New("journal: a witness token file without a witness URL")
+	}
 	for _, name := range ck.names {
 		cps, torn, err := readCheckpointFile(name, key.verifier)
 		if err != nil {
@@ -575,6 +611,9 @@ func (ck *checkpointer) close() error {
 		errs = append(errs, f.Close())
 	}
 	ck.files = nil
+	// Last, so that the final checkpoint is already queued.
+	errs = append(errs, ck.sender.close())
+	ck.sender = nil
 	return errors.Join(errs...)
 }
 
@@ -627,6 +666,12 @@ func (j *Journal) checkpoint() {
 	ck.setErr(err)
 	if err == nil {
 		ck.lastSeq = j.seq
+	}
+	if msg != nil {
+		// Even when the local files failed: the witness may then hold
+		// the only copy. A later checkpoint of the same head is a
+		// duplicate the witness accepts.
+		ck.sender.send(c.Seq, msg)
 	}
 }
 

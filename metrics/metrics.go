@@ -197,6 +197,9 @@ func (t *timedJournal) Append(ctx context.Context, r journal.Record) error {
 	if h, ok := t.j.(interface{ CheckpointHealth() error }); ok {
 		t.m.Up("checkpoints", h.CheckpointHealth())
 	}
+	if h, ok := t.j.(interface{ WitnessHealth() error }); ok {
+		t.m.Up("witness", h.WitnessHealth())
+	}
 	return err
 }
 

@@ -582,6 +582,34 @@ mutant("overview-records-without-session", "./channel", "the journal record view
 mutant("gateway-pending-gauge-unset", "./cmd/mcpsafe", "the gateway's pending-approvals gauge reads 0 whatever its gates issued",
     [("proxy/gateway.go", "\t\tg.conf.Metrics.SetPending(g.Pending)\n", "")],
     run="TestGatewayBinaryMetricsPending")
+# ---- journal checkpoints: the HTTP witness (issue 15) ------------------------
+WJ = "journal/witness.go"
+WS = "witness/witness.go"
+mutant("witness-accepts-unsigned", "./witness", "the witness stores a checkpoint whose signature does not verify (unsigned, or forged with another key)",
+    [(WJ, "\tif err != nil {\n\t\treturn Checkpoint{}, &CheckpointError{Kind: CheckpointBadSignature, Reason: fmt.Sprintf(\"not a note signed by a trusted key: %v\", err)}\n\t}\n",
+          "\tif err != nil {\n\t\ttext, _, _ := strings.Cut(string(msg), \"\\n\\n\")\n\t\tn = &note.Note{Text: text + \"\\n\", Sigs: []note.Signature{{Name: keys[0].Name()}}}\n\t}\n")],
+    run="TestWitnessRefusesBadSubmissions")
+mutant("witness-accepts-rollback", "./witness", "the witness takes a checkpoint below the latest seq it holds for the journal",
+    [(WS, "\tif c.Seq < h.latest.Seq {\n", "\tif false {\n")],
+    run="TestWitnessRefusesBadSubmissions|TestWitnessHistorySurvivesRestart")
+mutant("witness-accepts-fork", "./witness", "the witness takes another hash at a seq it already holds (a rewritten journal's head)",
+    [(WS, "\tif hash, ok := h.bySeq[c.Seq]; ok {\n\t\tif hash == c.Hash {", "\tif hash, ok := h.bySeq[c.Seq]; ok && hash == c.Hash {\n\t\tif hash == c.Hash {")],
+    run="TestWitnessRefusesBadSubmissions|TestRewriteBehindWitnessRefused")
+mutant("witness-any-token", "./witness", "the witness takes any bearer token",
+    [(WS, "\tif match != 1 {\n", "\tif match != 1 && tok == \"\" {\n")],
+    run="TestWitnessRefusesBadSubmissions")
+mutant("witness-no-body-cap", "./witness", "the witness reads a submission's whole body, however large",
+    [("witness/http.go", "io.ReadAll(http.MaxBytesReader(w, r.Body, journal.MaxCheckpointNote))", "io.ReadAll(r.Body)")],
+    run="TestWitnessRefusesBadSubmissions")
+mutant("verify-ignores-witness", "./witness", "journal verify --witness-url fetches the witness's checkpoints but does not check the journal against them",
+    [(WJ, "verifyCheckpoints(path, append(all, witnessed...), torn, from)", "verifyCheckpoints(path, all, torn, from)")],
+    run="TestRewriteBehindWitnessRefused")
+mutant("verify-witness-missing-ok", "./witness", "journal verify --witness-url passes a journal of which the witness holds nothing (a replaced journal)",
+    [(WJ, "\tif sum.Records > 0 && wr.Checkpoints == 0 {\n", "\tif false {\n")],
+    run="TestReplacedJournalShowsAtTheWitness")
+mutant("witness-send-blocks-journal", "./witness", "a checkpoint waits for the witness's answer: a down witness stalls the journal",
+    [(WJ, "\ts.mu.Unlock()\n\tselect {\n\tcase s.wake <- struct{}{}:\n\tdefault:\n\t}\n", "\ts.mu.Unlock()\n\tfor { if _, ok := s.front(); !ok { break }; if s.closing() { break }; time.Sleep(time.Millisecond); select { case s.wake <- struct{}{}: default: } }\n")],
+    run="TestWitnessDownJournalKeepsWorking")
 
 def main():
     root = os.getcwd()

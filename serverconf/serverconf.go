@@ -99,6 +99,8 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
 	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
 	fl.StringVar(&c.Checkpoints.Witness, "checkpoint-witness", "", "with --journal-key: a second file, outside the journal's directory, that receives every checkpoint")
+	fl.StringVar(&c.Checkpoints.WitnessURL, "journal-witness-url", "", "with --journal-key: an HTTP witness (mcpsafe journal witness serve, on another machine) that receives every checkpoint, in the background")
+	fl.StringVar(&c.Checkpoints.WitnessTokenFile, "journal-witness-token-file", "", "with --journal-witness-url: `FILE` holding the witness's bearer token")
 	fl.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9464); off when empty")
 	fl.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of gated calls over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
@@ -244,9 +246,13 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		}
 		var jopts []journal.Option
 		if cfg.Checkpoints.KeyFile != "" {
-			jopts = append(jopts, journal.WithCheckpoints(cfg.Checkpoints))
-		} else if cfg.Checkpoints.Witness != "" {
-			return nil, errors.New("--checkpoint-witness needs --journal-key")
+			ck := cfg.Checkpoints
+			if ck.Logger == nil {
+				ck.Logger = cfg.Logger
+			}
+			jopts = append(jopts, journal.WithCheckpoints(ck))
+		} else if cfg.Checkpoints.Witness != "" || cfg.Checkpoints.WitnessURL != "" || cfg.Checkpoints.WitnessTokenFile != "" {
+			return nil, errors.New("--checkpoint-witness, --journal-witness-url and --journal-witness-token-file need --journal-key")
 		}
 		j, err := journal.Open(path, jopts...)
 		if errors.Is(err, journal.ErrInUse) {

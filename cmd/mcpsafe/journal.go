@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 
 func init() {
 	register("journal", command{
-		summary: "verify or show an audit journal (journal verify|show [PATH], journal keygen)",
+		summary: "verify or show an audit journal (journal verify|show [PATH], journal keygen, journal witness serve)",
 		run:     runJournal,
 	})
 }
@@ -27,6 +28,10 @@ const journalUsage = `usage:
   mcpsafe journal verify [PATH] --key PUB [--checkpoints FILE]...
                                                       also check it against signed checkpoints
                                                       (default FILE: PATH.checkpoints; repeat for a witness copy)
+  mcpsafe journal verify [PATH] --key PUB --witness-url URL --witness-token-file F
+                                                      also check it against what an HTTP witness holds
+  mcpsafe journal witness serve --dir D --key PUB --token-file F [--listen ADDR]
+                                                      keep the checkpoints journals send (another machine)
   mcpsafe journal export [PATH] --format jsonl|ocsf [--out FILE]
                                                       records for a SIEM (verified first; arguments redacted)
   mcpsafe journal keygen NAME SIGNER PUB              write a checkpoint key pair (SIGNER 0600,
@@ -43,8 +48,11 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	if args[0] == "keygen" {
 		return journalKeygen(args[1:], stderr)
 	}
+	if args[0] == "witness" {
+		return journalWitness(args[1:], stdout, stderr)
+	}
 	var fs *flag.FlagSet
-	var tool, since, key, format, out, serviceKey, passkeysFile *string
+	var tool, since, key, format, out, serviceKey, passkeysFile, witnessURL, witnessToken *string
 	var ckFiles stringList
 	switch args[0] {
 	case "verify":
@@ -53,6 +61,8 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fs.Var(&ckFiles, "checkpoints", "with --key: a checkpoint file to check against (repeatable; default PATH.checkpoints)")
 		serviceKey = fs.String("service-key", "", "the approval service's Ed25519 public key (base64): re-check the signed statement of every channel approval")
 		passkeysFile = fs.String("passkeys", "", "with --service-key: the approval service's passkeys file, to re-check every stored passkey assertion")
+		witnessURL = fs.String("witness-url", "", "with --key: also check against the checkpoints this HTTP witness holds (mcpsafe journal witness serve)")
+		witnessToken = fs.String("witness-token-file", "", "with --witness-url: file holding the witness's bearer token")
 	case "export":
 		fs = newFlags("mcpsafe journal export", "mcpsafe journal export [PATH] --format jsonl|ocsf [--out FILE]   (verify, then write every record for a SIEM; exit 1 and nothing written if the journal is damaged)", stderr)
 		format = fs.String("format", "jsonl", "jsonl (the journal's lines) or ocsf (OCSF API Activity events)")
@@ -117,6 +127,16 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "mcpsafe journal verify: --checkpoints needs --key")
 			return 2
 		}
+		if *key == "" && *witnessURL != "" {
+			fmt.Fprintln(stderr, "mcpsafe journal verify: --witness-url needs --key (the witness's checkpoints are checked with it)")
+			return 2
+		}
+		if (*witnessURL == "") != (*witnessToken == "") {
+			fmt.Fprintln(stderr, "mcpsafe journal verify: --witness-url and --witness-token-file go together")
+			return 2
+		}
+		var wc *journal.WitnessClient
+		var wrep journal.WitnessReport
 		sum, err := journal.VerifyFile(path)
 		var rep journal.CheckpointReport
 		if err == nil && *key != "" {
@@ -125,7 +145,17 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, "mcpsafe journal verify:", kerr)
 				return 1
 			}
-			sum, rep, err = journal.VerifySigned(path, v, ckFiles...)
+			if *witnessURL != "" {
+				tok, terr := journal.LoadWitnessToken(*witnessToken)
+				if terr != nil {
+					fmt.Fprintln(stderr, "mcpsafe journal verify:", terr)
+					return 1
+				}
+				wc = &journal.WitnessClient{URL: *witnessURL, Token: tok}
+				sum, rep, wrep, err = journal.VerifyWitnessed(context.Background(), path, v, wc, ckFiles...)
+			} else {
+				sum, rep, err = journal.VerifySigned(path, v, ckFiles...)
+			}
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", path, err)
@@ -139,6 +169,9 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: %s\n", path, sum)
 		if *key != "" {
 			fmt.Fprintf(stdout, "%s: %s\n", path, rep)
+		}
+		if wc != nil {
+			fmt.Fprintf(stdout, "%s: %s\n", path, wrep)
 		}
 		if *serviceKey != "" {
 			return checkEvidence(path, *serviceKey, *passkeysFile, stdout, stderr)
