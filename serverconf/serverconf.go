@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -51,6 +52,9 @@ type Config struct {
 	// Checkpoints: signed checkpoints of the journal's head; off while
 	// Checkpoints.KeyFile is empty.
 	Checkpoints journal.Checkpoints
+	// Rotation seals the journal's active file into a segment by size or
+	// age; off when zero.
+	Rotation journal.Rotation
 	// MetricsAddr, when set, serves Prometheus metrics at
 	// http://MetricsAddr/metrics (see package metrics).
 	MetricsAddr string
@@ -96,6 +100,15 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
 	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
 	fl.StringVar(&c.Checkpoints.Witness, "checkpoint-witness", "", "with --journal-key: a second file, outside the journal's directory, that receives every checkpoint")
+	fl.Func("journal-max-size", "rotate the journal: seal the active file into a segment PATH.FIRST-LAST once it reaches this `SIZE` (e.g. 64MiB); off when unset", func(v string) error {
+		n, err := humanize.ParseBytes(v)
+		if err != nil || n == 0 || n > 1<<62 {
+			return errors.New("not a positive size (e.g. 64MiB, 1GiB)")
+		}
+		c.Rotation.MaxBytes = int64(n)
+		return nil
+	})
+	positive(fl, &c.Rotation.MaxAge, "journal-max-age", 0, "rotate the journal: seal the active file once its first record is this old (e.g. 24h); off when unset")
 	fl.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9464); off when empty")
 	fl.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of gated calls over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
@@ -243,6 +256,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			jopts = append(jopts, journal.WithCheckpoints(cfg.Checkpoints))
 		} else if cfg.Checkpoints.Witness != "" {
 			return nil, errors.New("--checkpoint-witness needs --journal-key")
+		}
+		if cfg.Rotation != (journal.Rotation{}) {
+			jopts = append(jopts, journal.WithRotation(cfg.Rotation))
 		}
 		j, err := journal.Open(path, jopts...)
 		if errors.Is(err, journal.ErrInUse) {
