@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // rotatedJournal writes n sample-style records to a journal that rotates
@@ -184,6 +186,10 @@ func TestRotatedSetAttacks(t *testing.T) {
 			lines[2] = bytes.Replace(lines[2], []byte(`"c3"`), []byte(`"c9"`), 1)
 			os.WriteFile(f[0], joinLines(lines), 0o600)
 		}, want: "line 3 of j.jsonl.000000000001-000000000003 was edited", file: 0},
+		{name: "newline of a segment's last line removed", attack: func(t *testing.T, _ string, f []string) {
+			b, _ := os.ReadFile(f[0])
+			os.WriteFile(f[0], bytes.TrimSuffix(b, []byte("\n")), 0o600)
+		}, want: "the last line of a sealed segment has no newline", file: 0},
 		{name: "segment rewritten, chain recomputed over the whole set", attack: func(t *testing.T, path string, f []string) {
 			var all [][]byte
 			var counts []int
@@ -268,6 +274,23 @@ func TestPrunedSetNeedsAVouchingCheckpoint(t *testing.T) {
 	os.WriteFile(CheckpointsPath(path), nil, 0o600)
 	_, _, err := VerifySignedSet(path, v, nil, AllowPruned())
 	wantCheckpointErr(t, err, CheckpointMissing)
+	// A checkpoint that covers only pruned records vouches for nothing
+	// that remains.
+	key, err := loadSigner(keyFile, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Checkpoint{Journal: Genesis, Seq: 2, Hash: Genesis, Time: time.Now()}
+	msg, err := note.Sign(&note.Note{Text: old.text()}, key.signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(CheckpointsPath(path), msg, 0o600)
+	_, _, err = VerifySignedSet(path, v, nil, AllowPruned())
+	wantCheckpointErr(t, err, CheckpointMissing)
+	if !strings.Contains(err.Error(), "nothing vouches") {
+		t.Fatal(err)
+	}
 	_, err = Open(path, WithCheckpoints(Checkpoints{KeyFile: keyFile}))
 	wantCheckpointErr(t, err, CheckpointMissing)
 
@@ -489,4 +512,25 @@ func rotateCrashChild(step, path string) int {
 	j.Append(context.Background(), Record{Call: "a", Tool: "rm", Decision: ClientAccepted})
 	j.Append(context.Background(), Record{Call: "a", Tool: "rm", Decision: Executed})
 	return 2 // not reached: the first rotation exits
+}
+
+// TestSecondWriterRefusedAfterRotation: the active file is a new file after
+// a rotation; a second process still cannot open the journal.
+func TestSecondWriterRefusedAfterRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	j, err := Open(path, WithRotation(Rotation{MaxBytes: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.Append(context.Background(), Record{Tool: "rm", Decision: Refused})
+	if segs, _ := Segments(path); len(segs) != 1 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	if j2, err := Open(path); !errors.Is(err, ErrInUse) {
+		if err == nil {
+			j2.Close()
+		}
+		t.Fatalf("second writer after rotation: %v", err)
+	}
 }

@@ -217,15 +217,15 @@ func (s *setScan) file(r io.Reader, fi int, sealed bool) error {
 		}
 		rec, perr := parseLine(raw)
 		end := last && !sealed // the last line of the set
+		if !complete && sealed {
+			return s.tamper(at, "the last line of a sealed segment has no newline: rotation seals only complete, durable lines")
+		}
 		// A crash tears only a line that was never acknowledged; the head
 		// file names the last acknowledged one.
 		if s.head != nil && s.head.Seq > sum.LastSeq && (!complete || perr != nil && end) {
 			return s.headShortened(at)
 		}
 		if !complete {
-			if sealed {
-				return s.tamper(at, "the last line of a sealed segment has no newline: rotation seals only complete, durable lines")
-			}
 			// No newline: the write of this line never finished. A line
 			// that parses but breaks the chain is not a torn write, though.
 			if perr != nil || rec.Seq == sum.LastSeq+1 && rec.Prev == s.prevHash {
