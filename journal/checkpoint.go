@@ -384,12 +384,20 @@ type CheckpointReport struct {
 	// has none).
 	Uncovered int
 	TornFiles []string // checkpoint files whose final checkpoint was cut short
+	// Start is set for a pruned journal (Summary.FirstSeq > 1): the
+	// earliest checkpoint the chain was held against, which vouches for
+	// every record from where the journal now begins up to its seq.
+	Start *Checkpoint
 }
 
 // String is the line `mcpsafe journal verify --key` adds.
 func (r CheckpointReport) String() string {
 	s := fmt.Sprintf("signed: %d checkpoint(s) by %s agree with the chain; latest seq %d at %s; %d record(s) after it not covered",
 		r.Checkpoints, r.Latest.Key, r.Latest.Seq, r.Latest.Time.UTC().Format(time.RFC3339), r.Uncovered)
+	if r.Start != nil {
+		s += fmt.Sprintf("; the oldest segments were pruned: the checkpoint signed at %s for seq %d vouches for where the journal now begins",
+			r.Start.Time.UTC().Format(time.RFC3339), r.Start.Seq)
+	}
 	for _, f := range r.TornFiles {
 		s += fmt.Sprintf("; %s ends in a checkpoint cut short by a crash (ignored)", f)
 	}
@@ -401,10 +409,12 @@ func (r CheckpointReport) String() string {
 // of line k is the prev of line k+1, or the summary's LastHash for the
 // last line.
 type checkpointIndex struct {
-	bySeq map[uint64][]int
-	cps   []Checkpoint
-	id    string
-	err   error
+	bySeq   map[uint64][]int
+	cps     []Checkpoint
+	id      string
+	err     error
+	checked int        // checkpoints held against a line of the chain
+	first   Checkpoint // the first of them
 }
 
 func newCheckpointIndex(cps []Checkpoint) *checkpointIndex {
@@ -425,6 +435,16 @@ func (ix *checkpointIndex) hash(seq uint64, h string) {
 	}
 	for _, i := range ix.bySeq[seq] {
 		c := ix.cps[i]
+		if ix.id == "" && c.Hash == h {
+			// A pruned journal no longer has its line 1: its identity is
+			// the one named by the first checkpoint that matches the
+			// chain where it now begins or later.
+			ix.id = c.Journal
+		}
+		if ix.checked == 0 {
+			ix.first = c
+		}
+		ix.checked++
 		if c.Journal != ix.id {
 			ix.err = &CheckpointError{Kind: CheckpointOtherJournal, Reason: fmt.Sprintf("the checkpoint signed at %s for seq %d names journal %s, but this journal's first line hashes to %s: it belongs to another journal, or line 1 was rewritten", c.Time.UTC().Format(time.RFC3339), c.Seq, c.Journal, ix.id)}
 			return
@@ -466,14 +486,7 @@ func (ix *checkpointIndex) finish(sum Summary) (CheckpointReport, error) {
 // with records and no checkpoint fails (CheckpointMissing): deleting the
 // checkpoints must not be a way to escape them.
 func VerifySigned(path string, key note.Verifier, files ...string) (Summary, CheckpointReport, error) {
-	if len(files) == 0 {
-		files = []string{CheckpointsPath(path)}
-	}
-	all, torn, err := readCheckpointFiles(key, files)
-	if err != nil {
-		return Summary{}, CheckpointReport{}, err
-	}
-	return verifyCheckpoints(path, all, torn, strings.Join(files, ", "))
+	return VerifySignedSet(path, key, files)
 }
 
 // readCheckpointFiles reads every named file (each must exist), checking
@@ -493,39 +506,6 @@ func readCheckpointFiles(key note.Verifier, files []string) (all []Checkpoint, t
 		all = append(all, cps...)
 	}
 	return all, torn, nil
-}
-
-// verifyCheckpoints verifies the journal at path and checks it against
-// all, checkpoints whose signatures were already checked; from names where
-// they came from, for the error when there are none.
-func verifyCheckpoints(path string, all []Checkpoint, torn []string, from string) (Summary, CheckpointReport, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Summary{}, CheckpointReport{}, fmt.Errorf("journal: %w", err)
-	}
-	defer f.Close()
-	head, err := ReadHead(path)
-	if err != nil {
-		return Summary{}, CheckpointReport{}, err
-	}
-	ix := newCheckpointIndex(all)
-	res, err := scanHead(f, head, func(_ int, rec *Record) {
-		if rec.Seq > 1 {
-			ix.hash(rec.Seq-1, rec.Prev)
-		}
-	})
-	if err != nil {
-		return res.sum, CheckpointReport{}, err
-	}
-	rep, err := ix.finish(res.sum)
-	rep.TornFiles = torn
-	if err != nil {
-		return res.sum, rep, err
-	}
-	if res.sum.Records > 0 && rep.Checkpoints == 0 {
-		return res.sum, rep, &CheckpointError{Kind: CheckpointMissing, Reason: fmt.Sprintf("%d records and no signed checkpoint in %s", res.sum.Records, from)}
-	}
-	return res.sum, rep, nil
 }
 
 // checkpointer is the writer's side of checkpoints; the writer goroutine
@@ -676,10 +656,11 @@ func (j *Journal) checkpoint() {
 }
 
 // Health reports why the journal is not fully working: the failure of the
-// last write (records are being refused) or of the last checkpoint (records
-// are written but not being signed). Nil when both work.
+// last write (records are being refused), of the last checkpoint (records
+// are written but not being signed) or of the last rotation (the active
+// file grows past its limits). Nil when all work.
 func (j *Journal) Health() error {
-	return errors.Join(j.failure(), j.ck.failure())
+	return errors.Join(j.failure(), j.ck.failure(), j.rotationFailure())
 }
 
 // CheckpointHealth is the failure of the last checkpoint write, or nil.

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 }
 
 func crashChild(mode, path string) int {
+	if step, ok := strings.CutPrefix(mode, "rotate-die-at-"); ok {
+		return rotateCrashChild(step, path)
+	}
 	j, err := Open(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -84,9 +84,20 @@
 // 1 GiB), refusal-class records are no longer written: the first one is
 // replaced by a single note saying so, and Append returns ErrRefusalsCapped.
 // Approvals and outcomes are still written, because a journal that cannot
-// take an approval runs nothing. The journal does not rotate itself; to
-// start a new file, stop the server, move the file away (keep it: its last
-// hash anchors what it held) and start again.
+// take an approval runs nothing. With WithRotation the limit applies to the
+// active file.
+//
+// # Rotation
+//
+// With WithRotation the active file is sealed by size or age: renamed to
+// PATH.FIRST-LAST (SegmentPath), the directory fsynced, and a new file
+// started at PATH. The files form one chain: seq continues and the first
+// record of a new file links to the last record of the segment before it.
+// With checkpoints the head is signed before each seal. Open, VerifyFile,
+// VerifySignedSet, ShowFile and Export read the whole set (SetFiles) and
+// name the file an error is in; a set whose oldest segments were deleted
+// is accepted by Open but by the readers only with AllowPruned (and, with
+// a key, only if a checkpoint vouches for what remains).
 //
 // # What Verify proves, and what it does not
 //

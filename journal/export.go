@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,8 +17,9 @@ const (
 )
 
 // Export writes the journal at path for a SIEM. It verifies the whole
-// journal first (chain and head file, as VerifyFile) and writes nothing if
-// that fails: a damaged journal must not be shipped as if it were intact.
+// journal first (chain and head file, as VerifyFile; every segment of a
+// rotated journal, in order) and writes nothing if that fails: a damaged
+// journal must not be shipped as if it were intact.
 //
 // Arguments pass through Redact again on the way out, so a record that
 // somehow holds a secret in clear (a journal written by an older version,
@@ -25,21 +27,34 @@ const (
 // unchanged is written byte for byte, so the export verifies as a journal;
 // a line that had to be redacted again is re-encoded (and then breaks the
 // chain at that line, which is the honest result).
-func Export(w io.Writer, path, format string) (Summary, error) {
+func Export(w io.Writer, path, format string, opts ...SetOption) (Summary, error) {
 	if format != FormatJSONL && format != FormatOCSF {
 		return Summary{}, fmt.Errorf("journal: unknown export format %q (jsonl or ocsf)", format)
 	}
-	sum, err := VerifyFile(path)
+	sum, err := VerifyFile(path, opts...)
 	if err != nil {
 		return sum, err
 	}
-	f, err := os.Open(path)
+	names, err := SetFiles(path)
 	if err != nil {
-		return sum, fmt.Errorf("journal: %w", err)
+		return sum, err
 	}
-	defer f.Close()
+	// Every file of a verified set ends in a newline, so the files read
+	// one after the other are the journal's lines in order.
+	var readers []io.Reader
+	for _, name := range names {
+		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) && name == path && len(names) > 1 {
+			continue // a crash mid-rotation: the set ends with its last segment
+		}
+		if err != nil {
+			return sum, fmt.Errorf("journal: %w", err)
+		}
+		defer f.Close()
+		readers = append(readers, f)
+	}
 	bw := bufio.NewWriter(w)
-	lr := &lineReader{br: bufio.NewReaderSize(f, 64<<10)}
+	lr := &lineReader{br: bufio.NewReaderSize(io.MultiReader(readers...), 64<<10)}
 	for n := 0; n < sum.Records; n++ {
 		raw, _, _, _, err := lr.next()
 		if err != nil {
@@ -71,12 +86,12 @@ func Export(w io.Writer, path, format string) (Summary, error) {
 }
 
 // ExportFile is Export to a new file (never overwriting one).
-func ExportFile(out, path, format string) (Summary, error) {
+func ExportFile(out, path, format string, opts ...SetOption) (Summary, error) {
 	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return Summary{}, fmt.Errorf("journal: %w", err)
 	}
-	sum, err := Export(f, path, format)
+	sum, err := Export(f, path, format, opts...)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

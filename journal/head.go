@@ -113,14 +113,3 @@ func (j *Journal) writeHead(seq uint64, hash string) {
 		j.headErr = fmt.Errorf("journal: updating head file: %w", err)
 	}
 }
-
-// headMismatch is the error for a line at the head's seq whose hash is not
-// the head's.
-func headMismatch(line int, h *Head) *TamperError {
-	return &TamperError{Line: line, Reason: fmt.Sprintf("its SHA-256 differs from the one the head file recorded for seq %d when it was written: line %d was edited", h.Seq, line)}
-}
-
-// headShortened is the error for a journal that ends before its head.
-func headShortened(line int, last uint64, h *Head) *TamperError {
-	return &TamperError{Line: line, Reason: fmt.Sprintf("the journal ends at seq %d but its head file records seq %d (hash %s) as written: %d record(s) removed or cut from the end", last, h.Seq, h.Hash, h.Seq-last)}
-}

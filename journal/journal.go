@@ -58,9 +58,13 @@ type options struct {
 	maxBatch int
 	maxBytes int64
 	ckpt     *Checkpoints
+	rotation Rotation
 	// fault hooks for tests: they stand in for the file's Write and Sync.
 	write func(f *os.File, b []byte) (int, error)
 	sync  func(f *os.File) error
+	// rotateStep, for tests, runs at each step of a rotation (see rotate);
+	// an error fails that step, and a call to os.Exit is a crash there.
+	rotateStep func(step string) error
 }
 
 // WithClock sets the clock that stamps records (default time.Now).
@@ -120,6 +124,10 @@ type Journal struct {
 	headErr  error         // the first failed head update, returned by Close
 	first    string        // hash of line 1: the journal's id in checkpoints
 	ck       *checkpointer // nil without WithCheckpoints
+	segFirst uint64        // seq of the active file's first record; 0 while it has none
+	since    time.Time     // time of that record: the active file's age
+	stuck    error         // a rotation that could not be undone: nothing more is written
+	rotErr   error         // the last failed rotation, until one succeeds (under errMu)
 }
 
 // outage is what the writer remembers between a failed write and the next
@@ -154,6 +162,9 @@ func Open(path string, opts ...Option) (*Journal, error) {
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.rotation.MaxBytes < 0 || o.rotation.MaxAge < 0 {
+		return nil, errors.New("journal: rotation limits must not be negative")
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -216,17 +227,28 @@ func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err
 			hf.Close()
 		}
 	}()
+	// The head file keeps its name when the journal rotates, unlike the
+	// active file: its lock is the one that keeps a second writer out
+	// across rotations. Closing it releases the lock.
+	if _, err := lockFile(hf); err != nil {
+		return fail(fmt.Errorf("journal: %s is %w: its head file is locked: %w", path, ErrInUse, err))
+	}
 	var each func(int, *Record)
 	var ix *checkpointIndex
 	if ck != nil {
 		ix = newCheckpointIndex(ck.existing)
-		each = func(_ int, rec *Record) {
-			if rec.Seq > 1 {
-				ix.hash(rec.Seq-1, rec.Prev)
-			}
-		}
+		each = ix.each
 	}
-	res, verr := scanHead(f, head, each)
+	// The whole set is verified, sealed segments included: Open refuses a
+	// journal whose past was rewritten, and an approval sealed into a
+	// segment before its outcome was written still becomes ambiguous.
+	// Pruned segments are accepted here (deleting old segments is how an
+	// operator keeps the journal's size down); verify reports them.
+	set, verr := readSet(path, f, head, setOptions{pruned: true}, each)
+	if set == nil {
+		return fail(fmt.Errorf("journal: refusing to open %s: %w", path, verr))
+	}
+	res := set.res
 	var torn *TornError
 	switch {
 	case verr == nil:
@@ -247,6 +269,11 @@ func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err
 		if err != nil {
 			return fail(fmt.Errorf("journal: refusing to open %s: %w", path, err))
 		}
+		if res.sum.FirstSeq > 1 && ix.id == "" {
+			// Its line 1 is gone, so only a checkpoint can name it.
+			return fail(fmt.Errorf("journal: refusing to open %s: %w", path, &CheckpointError{Kind: CheckpointMissing, Reason: fmt.Sprintf(
+				"the journal begins at seq %d (its oldest segments were pruned) and no signed checkpoint matches what remains: its identity, which new checkpoints must name, is unknown", res.sum.FirstSeq)}))
+		}
 		ck.lastSeq = rep.Latest.Seq
 	}
 	j := &Journal{
@@ -261,6 +288,9 @@ func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err
 		size:    fi.Size(),
 		head:    hf,
 		ck:      ck,
+	}
+	if set.fileRecords > 0 {
+		j.segFirst, j.since = set.fileFirst.Seq, set.fileFirst.Time
 	}
 	if ix != nil {
 		j.first = ix.id
@@ -481,11 +511,17 @@ func (j *Journal) Close() error {
 // fsync ran and commits them with one write and one fsync (group commit).
 func (j *Journal) run() {
 	defer close(j.stopped)
-	var tick <-chan time.Time
+	var tick, ageTick <-chan time.Time
 	if j.ck != nil {
 		t := time.NewTicker(j.ck.interval)
 		defer t.Stop()
 		tick = t.C
+	}
+	if age := j.opts.rotation.MaxAge; age > 0 {
+		// An idle journal is sealed on age too, not only at its next record.
+		t := time.NewTicker(min(age, time.Minute))
+		defer t.Stop()
+		ageTick = t.C
 	}
 	batch := make([]*request, 0, 64)
 	for {
@@ -499,6 +535,9 @@ func (j *Journal) run() {
 			req = r
 		case <-tick:
 			j.checkpoint()
+			continue
+		case <-ageTick:
+			j.maybeRotate()
 			continue
 		}
 		batch = append(batch[:0], req)
@@ -519,6 +558,7 @@ func (j *Journal) run() {
 		if j.ck != nil && j.seq-j.ck.lastSeq >= j.ck.every {
 			j.checkpoint()
 		}
+		j.maybeRotate()
 	}
 }
 
@@ -553,12 +593,20 @@ func (j *Journal) commit(batch []*request) {
 		}
 		pre = o.records(j.seq)
 	}
+	if j.stuck != nil {
+		for _, r := range batch {
+			r.done <- j.stuck
+		}
+		return
+	}
 	buf := j.buf[:0]
 	seq, prev, first := j.seq, j.prev, j.first
+	var firstTime, stamped time.Time // the batch's first record's time; the last one encoded
 	encode := func(rec *Record) ([]byte, error) {
 		rec.Seq = seq + 1
 		rec.Prev = prev
 		rec.Time = j.opts.clock().UTC()
+		stamped = rec.Time
 		line, err := json.Marshal(rec)
 		if err == nil && len(line) > MaxLineBytes {
 			err = fmt.Errorf("record is %d bytes, over the %d-byte line limit", len(line), MaxLineBytes)
@@ -569,6 +617,9 @@ func (j *Journal) commit(batch []*request) {
 		return line, err
 	}
 	add := func(line []byte) {
+		if len(buf) == 0 {
+			firstTime = stamped
+		}
 		sum := sha256.Sum256(line)
 		prev = hex.EncodeToString(sum[:])
 		seq++
@@ -638,6 +689,9 @@ func (j *Journal) commit(batch []*request) {
 	if err != nil {
 		j.failed(err, live)
 		return
+	}
+	if j.segFirst == 0 {
+		j.segFirst, j.since = j.seq+1, firstTime
 	}
 	j.seq, j.prev, j.first = seq, prev, first
 	j.size += int64(len(buf))

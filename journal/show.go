@@ -37,40 +37,50 @@ const (
 // rendered on one line with control and format characters escaped, so a
 // tool name or summary cannot forge rows or drive the terminal.
 func Show(w io.Writer, r io.Reader, f Filter) error {
-	return show(w, r, nil, f)
+	return show(w, func(each func(int, *Record)) (Summary, error) {
+		res, err := scan(r, each)
+		return res.sum, err
+	}, f)
 }
 
-// ShowFile is Show on a file, also held against its head file (see
-// HeadSuffix) as VerifyFile is.
-func ShowFile(w io.Writer, path string, f Filter) error {
-	file, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+// ShowFile is Show on the journal at path, also held against its head file
+// (see HeadSuffix) as VerifyFile is. A rotated journal is shown whole, its
+// sealed segments first (see Segments).
+func ShowFile(w io.Writer, path string, f Filter, opts ...SetOption) error {
+	if _, err := os.Stat(path); err != nil {
+		if segs, _ := Segments(path); len(segs) == 0 {
+			return fmt.Errorf("journal: %w", err)
+		}
 	}
-	defer file.Close()
 	head, err := ReadHead(path)
 	if err != nil {
 		fmt.Fprintf(w, "!! JOURNAL NOT INTACT: %s\n", oneLine(err.Error(), 0))
 		return err
 	}
-	return show(w, file, head, f)
+	return show(w, func(each func(int, *Record)) (Summary, error) {
+		s, err := readSet(path, nil, head, setOpts(opts), each)
+		if s == nil {
+			return Summary{}, err
+		}
+		return s.res.sum, err
+	}, f)
 }
 
-func show(w io.Writer, r io.Reader, head *Head, f Filter) error {
+func show(w io.Writer, read func(each func(int, *Record)) (Summary, error), f Filter) error {
 	type row struct {
-		line int
-		rec  Record
+		ord int
+		rec Record
 	}
 	var rows []row
-	res, verr := scanHead(r, head, func(line int, rec *Record) {
+	sum, verr := read(func(ord int, rec *Record) {
 		rec.Args = nil // not shown; no need to hold it
-		rows = append(rows, row{line, *rec})
+		rows = append(rows, row{ord, *rec})
 	})
 	// A line named by a TamperError may already have been read as good
 	// (its edit shows only in the next line's prev): never print it.
 	var te *TamperError
 	if errors.As(verr, &te) {
-		for len(rows) > 0 && rows[len(rows)-1].line >= te.Line {
+		for len(rows) > 0 && rows[len(rows)-1].ord >= te.ord {
 			rows = rows[:len(rows)-1]
 		}
 	}
@@ -108,6 +118,9 @@ func show(w io.Writer, r io.Reader, head *Head, f Filter) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	fmt.Fprintf(w, "%d of %d records shown.\n", shown, len(rows))
+	if sum.FirstSeq > 1 && verr == nil {
+		fmt.Fprintf(w, "Pruned: seq 1..%d are no longer in the journal (their segments were deleted).\n", sum.FirstSeq-1)
+	}
 	if ambShown > 0 {
 		fmt.Fprintf(w, "!! %d AMBIGUOUS call(s): approved, outcome unknown (the server stopped before recording it); check by hand whether they ran: seq %s\n",
 			ambShown, strings.Join(ambSeqs, ", "))
@@ -115,14 +128,14 @@ func show(w io.Writer, r io.Reader, head *Head, f Filter) error {
 	if ambHidden > 0 {
 		fmt.Fprintf(w, "!! %d more AMBIGUOUS call(s) outside the filter.\n", ambHidden)
 	}
-	if n := res.sum.Unresolved; n > 0 && verr == nil {
+	if n := sum.Unresolved; n > 0 && verr == nil {
 		fmt.Fprintf(w, "%d approved call(s) without an outcome yet: in flight, or the server stopped (its next start marks them ambiguous).\n", n)
 	}
 	var torn *TornError
 	switch {
 	case verr == nil:
 	case errors.As(verr, &torn):
-		fmt.Fprintf(w, "!! final line %d is torn (a crash mid-write); the server cuts it and records the cut at its next start.\n", torn.Line)
+		fmt.Fprintf(w, "!! final line %d%s is torn (a crash mid-write); the server cuts it and records the cut at its next start.\n", torn.Line, inFile(torn.File))
 	default:
 		fmt.Fprintf(w, "!! JOURNAL NOT INTACT: %s\n", oneLine(verr.Error(), 0))
 	}
@@ -236,4 +249,11 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("journal: --since %q: the duration must be positive", s)
 	}
 	return now.Add(-d), nil
+}
+
+func inFile(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " of " + oneLine(name, 0)
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
@@ -39,23 +38,40 @@ type Summary struct {
 	// HeadSeq is the seq the journal's head file recorded and the chain
 	// was checked against; 0 when there was no head file.
 	HeadSeq uint64
+	// FirstSeq is the seq of the first record: 1, or more when the oldest
+	// segments of a rotated journal were pruned (AllowPruned); 0 when empty.
+	FirstSeq uint64
+	// Base is the prev of the first record: Genesis, or for a pruned set
+	// the hash of the last record pruned.
+	Base string
+	// Files counts the files read: sealed segments and the active file.
+	Files int
 }
 
 // TamperError says a line was edited, removed, reordered, duplicated or
 // inserted: something a crash cannot produce.
 type TamperError struct {
-	Line   int // 1-based
+	// File names the file of a rotated journal the line is in (a sealed
+	// segment or the active file); empty for a journal that never rotated.
+	File   string
+	Line   int // 1-based, within File
 	Reason string
+
+	ord int // 1-based position in the whole set
 }
 
 func (e *TamperError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("journal: %s: line %d: tampered: %s", e.File, e.Line, e.Reason)
+	}
 	return fmt.Sprintf("journal: line %d: tampered: %s", e.Line, e.Reason)
 }
 
 // TornError says only the final line is incomplete, as left by a crash in
 // the middle of a write. The lines before it verified.
 type TornError struct {
-	Line   int // 1-based
+	File   string // as in TamperError
+	Line   int    // 1-based
 	Offset int64
 	Bytes  int
 	Reason string
@@ -64,6 +80,9 @@ type TornError struct {
 }
 
 func (e *TornError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("journal: %s: line %d: torn (incomplete final line, %d bytes, as a crash mid-write leaves): %s", e.File, e.Line, e.Bytes, e.Reason)
+	}
 	return fmt.Sprintf("journal: line %d: torn (incomplete final line, %d bytes, as a crash mid-write leaves): %s", e.Line, e.Bytes, e.Reason)
 }
 
@@ -81,21 +100,21 @@ func Verify(r io.Reader) (Summary, error) {
 	return res.sum, err
 }
 
-// VerifyFile is Verify on a file, also held against its head file (see
-// HeadSuffix): an edited last line or lines removed from the end are
-// reported as tampering.
-func VerifyFile(path string) (Summary, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Summary{}, fmt.Errorf("journal: %w", err)
-	}
-	defer f.Close()
+// VerifyFile is Verify on the journal at path, also held against its head
+// file (see HeadSuffix): an edited last line or lines removed from the end
+// are reported as tampering. A rotated journal is verified as a whole: its
+// sealed segments in order, then path (see Segments); an error names the
+// file it is in.
+func VerifyFile(path string, opts ...SetOption) (Summary, error) {
 	head, err := ReadHead(path)
 	if err != nil {
 		return Summary{}, err
 	}
-	res, err := scanHead(f, head, nil)
-	return res.sum, err
+	s, err := readSet(path, nil, head, setOpts(opts), nil)
+	if s == nil {
+		return Summary{}, err
+	}
+	return s.res.sum, err
 }
 
 // approval reports whether a decision lets a call run.
@@ -184,124 +203,33 @@ type pendingLink struct {
 	line int
 	seq  uint64
 	hash string
+	at   pos
 }
 
 // scan verifies r and calls each (if not nil) for each verified record.
-func scan(r io.Reader, each func(line int, rec *Record)) (scanResult, error) {
+func scan(r io.Reader, each func(ord int, rec *Record)) (scanResult, error) {
 	return scanHead(r, nil, each)
 }
 
 // scanHead is scan that also holds the chain against the head the writer
 // recorded (nil: none): the line at the head's seq must have the head's
 // hash, and the journal must reach that seq.
-func scanHead(r io.Reader, head *Head, each func(line int, rec *Record)) (scanResult, error) {
-	res := scanResult{openIdx: map[string]int{}}
-	res.sum.LastHash = Genesis
-	lr := &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
-	prevHash := Genesis
-	var pending *pendingLink
-	n := 0
-	// before is the summary as it was before the last accepted line, for
-	// when that line turns out to be the edited one.
-	before := res.sum
-	undo := func(err error) error {
-		var te *TamperError
-		if errors.As(err, &te) && te.Line <= res.sum.Records {
-			res.sum = before
-		}
-		return err
+func scanHead(r io.Reader, head *Head, each func(ord int, rec *Record)) (scanResult, error) {
+	s := newSetScan(head, each)
+	err := s.file(r, 0, false)
+	if err == nil {
+		err = s.finish()
 	}
-	for {
-		raw, complete, last, tooLong, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return res, fmt.Errorf("journal: reading line %d: %w", n+1, err)
-		}
-		n++
-		if pending != nil {
-			return res, undo(blame(pending, raw, tooLong))
-		}
-		if tooLong {
-			return res, &TamperError{Line: n, Reason: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
-		}
-		rec, perr := parseLine(raw)
-		// A crash tears only a line that was never acknowledged; the head
-		// file names the last acknowledged one.
-		if head != nil && head.Seq > res.sum.LastSeq && (!complete || perr != nil && last) {
-			return res, headShortened(n, res.sum.LastSeq, head)
-		}
-		if !complete {
-			// No newline: the write of this line never finished. A line
-			// that parses but breaks the chain is not a torn write, though.
-			if perr != nil || rec.Seq == res.sum.LastSeq+1 && rec.Prev == prevHash {
-				return res, torn(n, res.size, raw, "no trailing newline")
-			}
-		} else if perr != nil {
-			if last {
-				return res, torn(n, res.size, raw, "invalid JSON: "+perr.Error())
-			}
-			return res, &TamperError{Line: n, Reason: "invalid JSON in a line that is not the last: " + perr.Error()}
-		}
-		if want := res.sum.LastSeq + 1; rec.Seq != want {
-			return res, &TamperError{Line: n, Reason: fmt.Sprintf("seq %d where %d was expected: a line was removed, duplicated, reordered or edited", rec.Seq, want)}
-		}
-		h := hashLine(raw)
-		if rec.Prev != prevHash {
-			switch {
-			case n == 1:
-				return res, &TamperError{Line: 1, Reason: "prev of the first line is not the genesis hash: line 1 was edited or the journal's beginning was removed"}
-			case last:
-				return res, undo(&TamperError{Line: n - 1, Reason: fmt.Sprintf("line %d's prev does not match the SHA-256 of line %d: line %d was edited (or line %d's prev was)", n, n-1, n-1, n)})
-			}
-			pending = &pendingLink{line: n, seq: rec.Seq, hash: h}
-			continue
-		}
-		if head != nil && rec.Seq == head.Seq && h != head.Hash {
-			return res, headMismatch(n, head)
-		}
-		prevHash = h
-		before = res.sum
-		res.accept(n, &rec, h, int64(len(raw)+1))
-		if each != nil {
-			each(n, &rec)
-		}
-	}
-	if head != nil {
-		if res.sum.LastSeq < head.Seq {
-			return res, headShortened(n+1, res.sum.LastSeq, head)
-		}
-		res.sum.HeadSeq = head.Seq
-	}
-	return res, nil
-}
-
-func blame(p *pendingLink, raw []byte, tooLong bool) error {
-	var next Record
-	var err error = errors.New("line too long")
-	if !tooLong {
-		next, err = parseLine(raw)
-	}
-	switch {
-	case err != nil:
-		// The line after gives no evidence: name the earlier of the two.
-		return &TamperError{Line: p.line - 1, Reason: fmt.Sprintf("line %d's prev does not match the SHA-256 of line %d: line %d was edited (or line %d's prev was)", p.line, p.line-1, p.line-1, p.line)}
-	case next.Prev == p.hash && next.Seq == p.seq+1:
-		return &TamperError{Line: p.line - 1, Reason: fmt.Sprintf("its SHA-256 no longer matches the prev of line %d, which line %d still chains to: line %d was edited", p.line, p.line+1, p.line-1)}
-	default:
-		return &TamperError{Line: p.line, Reason: fmt.Sprintf("its prev does not match line %d and line %d does not chain to it: line %d was edited", p.line-1, p.line+1, p.line)}
-	}
-}
-
-func torn(line int, offset int64, raw []byte, why string) *TornError {
-	return &TornError{Line: line, Offset: offset, Bytes: len(raw), Reason: why}
+	s.res.sum.Files = 1
+	return s.res, err
 }
 
 func (res *scanResult) accept(n int, rec *Record, h string, size int64) {
 	s := &res.sum
 	if s.Records == 0 {
 		s.First = rec.Time
+		s.FirstSeq = rec.Seq
+		s.Base = rec.Prev
 	}
 	s.Records++
 	s.LastSeq = rec.Seq
@@ -348,7 +276,15 @@ func (s Summary) String() string {
 	if s.HeadSeq > 0 {
 		head = fmt.Sprintf("matches its head file (seq %d)", s.HeadSeq)
 	}
-	return fmt.Sprintf("intact: %d records, seq 1..%d, %s to %s, %d ambiguous, %d approved without outcome; last hash %s; %s",
-		s.Records, s.LastSeq, s.First.UTC().Format(time.RFC3339), s.Last.UTC().Format(time.RFC3339),
+	files := ""
+	if s.Files > 1 {
+		files = fmt.Sprintf(" in %d files (%d sealed segment(s) and the active file)", s.Files, s.Files-1)
+	}
+	out := fmt.Sprintf("intact: %d records, seq %d..%d%s, %s to %s, %d ambiguous, %d approved without outcome; last hash %s; %s",
+		s.Records, s.FirstSeq, s.LastSeq, files, s.First.UTC().Format(time.RFC3339), s.Last.UTC().Format(time.RFC3339),
 		s.Ambiguous, s.Unresolved, s.LastHash, head)
+	if s.FirstSeq > 1 {
+		out += fmt.Sprintf("; PRUNED: seq 1..%d are not in the set (their segments were deleted), so nothing here proves what they held; the first record links to hash %s", s.FirstSeq-1, s.Base)
+	}
+	return out
 }

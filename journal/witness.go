@@ -471,7 +471,16 @@ func (w *WitnessClient) Journals(ctx context.Context) ([]WitnessedJournal, error
 // JournalID is the id checkpoints give the journal at path: the SHA-256
 // of its first line; "" while it has no complete line.
 func JournalID(path string) (string, error) {
-	f, err := os.Open(path)
+	files, err := SetFiles(path)
+	if err != nil {
+		return "", err
+	}
+	// Line 1 is in the oldest file of a rotated set; a set whose oldest
+	// segment holds a later seq was pruned and has no line 1 ("").
+	if segs, _ := Segments(path); len(segs) > 0 && segs[0].First != 1 {
+		return "", nil
+	}
+	f, err := os.Open(files[0])
 	if err != nil {
 		return "", fmt.Errorf("journal: %w", err)
 	}
@@ -522,20 +531,31 @@ func (r WitnessReport) String() string {
 // exists: the witness is the copy that counts. A journal with records of
 // which the witness holds no checkpoint fails (CheckpointMissing): a
 // rewritten first line gives the journal a new id, unknown to the witness.
-func VerifyWitnessed(ctx context.Context, path string, key note.Verifier, w *WitnessClient, files ...string) (Summary, CheckpointReport, WitnessReport, error) {
+func VerifyWitnessed(ctx context.Context, path string, key note.Verifier, w *WitnessClient, files []string, opts ...SetOption) (Summary, CheckpointReport, WitnessReport, error) {
 	wr := WitnessReport{URL: w.URL}
 	if len(files) == 0 {
 		if _, err := os.Stat(CheckpointsPath(path)); err == nil {
 			files = []string{CheckpointsPath(path)}
 		}
 	}
+	all, torn, err := readCheckpointFiles(key, files)
+	if err != nil {
+		return Summary{}, CheckpointReport{}, wr, err
+	}
 	id, err := JournalID(path)
 	if err != nil {
 		return Summary{}, CheckpointReport{}, wr, err
 	}
-	all, torn, err := readCheckpointFiles(key, files)
-	if err != nil {
-		return Summary{}, CheckpointReport{}, wr, err
+	if id == "" {
+		// A pruned set has lost its line 1: its identity is the one its
+		// own checkpoints name, if they agree (verify then checks them).
+		for _, c := range all {
+			if id != "" && c.Journal != id {
+				id = ""
+				break
+			}
+			id = c.Journal
+		}
 	}
 	var witnessed []Checkpoint
 	if id != "" {
@@ -550,7 +570,7 @@ func VerifyWitnessed(ctx context.Context, path string, key note.Verifier, w *Wit
 	}
 	wr.Checkpoints = len(witnessed)
 	from := strings.Join(append(files, w.URL), ", ")
-	sum, rep, err := verifyCheckpoints(path, append(all, witnessed...), torn, from)
+	sum, rep, err := verifySetAgainst(path, append(all, witnessed...), torn, from, opts...)
 	if err != nil {
 		return sum, rep, wr, err
 	}

@@ -372,10 +372,10 @@ mutant("chanwait-http-cancel-not-propagated", "./cmd/mcpsafe", "over stateless -
 
 # ---- h-newuser: journal head file (issue 17, Broken 6) -----------------------
 mutant("journal-head-hash-unchecked", "./journal ./cmd/mcpsafe", "an edit to the last journal line is not compared with the head file: a changed last record verifies intact",
-    [("journal/verify.go", "if head != nil && rec.Seq == head.Seq && h != head.Hash {", "if head != nil && rec.Seq == head.Seq && h != head.Hash && false {")],
+    [("journal/set.go", "if s.head != nil && rec.Seq == s.head.Seq && h != s.head.Hash {", "if s.head != nil && rec.Seq == s.head.Seq && h != s.head.Hash && false {")],
     run="TestHead|TestJournalTailEdits")
 mutant("journal-head-shortened-ok", "./journal ./cmd/mcpsafe", "a journal that ends before its head file's seq verifies intact: removed last records go unnoticed",
-    [("journal/verify.go", "\t\tif res.sum.LastSeq < head.Seq {\n\t\t\treturn res, headShortened(n+1", "\t\tif false {\n\t\t\treturn res, headShortened(n+1")],
+    [("journal/set.go", "\t\tif s.res.sum.LastSeq < s.head.Seq {", "\t\tif false {")],
     run="TestHead|TestJournalTailEdits")
 
 # --- h-grants (issue 13): bounded standing grants ---
@@ -436,7 +436,7 @@ mutant("audit-ck-truncation-unchecked", "./journal", "a journal cut back to an e
 mutant("audit-ck-other-journal-unchecked", "./journal", "a checkpoint of another journal is not recognised as such",
     [(CK, "\t\tif c.Journal != ix.id {", "\t\tif false {")], run="TestCheckpointFromAnotherJournalRefused")
 mutant("audit-ck-none-is-fine", "./journal", "a journal whose checkpoints were emptied verifies under --key",
-    [(CK, "\tif res.sum.Records > 0 && rep.Checkpoints == 0 {", "\tif false {")], run="TestSignedVerifyNeedsCheckpoints")
+    [("journal/set.go", "\tif sum.Records > 0 && rep.Checkpoints == 0 {", "\tif false {")], run="TestSignedVerifyNeedsCheckpoints")
 mutant("audit-ck-open-signs-rewrite", "./journal", "Open accepts a journal that contradicts its checkpoints and goes on signing the rewritten head",
     [("journal/journal.go", "\t\trep, err := ix.finish(res.sum)\n\t\tif err != nil {", "\t\trep, err := ix.finish(res.sum)\n\t\tif err != nil && false {")], run="TestRewrittenChainRefusedBySignedVerify")
 mutant("audit-ck-not-at-close", "./journal", "Close does not sign the head: the records after the last periodic checkpoint stay rewritable",
@@ -448,7 +448,7 @@ mutant("audit-trace-span-carries-arguments", ".", "the call span records the cal
 mutant("audit-export-no-redaction", "./journal", "journal export ships the arguments as stored: a secret in clear in a line leaves in the SIEM feed",
     [("journal/export.go", "\t\tclean := Redact(rec.Args, nil)", "\t\tclean := rec.Args")], run="TestExportRedactsAgain")
 mutant("audit-export-unverified", "./journal", "journal export ships the verified prefix of a damaged journal as if it were whole",
-    [("journal/export.go", "\tsum, err := VerifyFile(path)\n\tif err != nil {", "\tsum, err := VerifyFile(path)\n\tif err != nil && false {")], run="TestExportRefusesDamagedJournal")
+    [("journal/export.go", "\tsum, err := VerifyFile(path, opts...)\n\tif err != nil {", "\tsum, err := VerifyFile(path, opts...)\n\tif err != nil && false {")], run="TestExportRefusesDamagedJournal")
 
 # ---- h-passkeys (issue 14): approvers prove who they are --------------------
 mutant("passwd-plaintext-accepted", "./channel ./cmd/mcpsafe", "an approvers file line holding a plain-text password is loaded as a token instead of refused",
@@ -602,7 +602,7 @@ mutant("witness-no-body-cap", "./witness", "the witness reads a submission's who
     [("witness/http.go", "io.ReadAll(http.MaxBytesReader(w, r.Body, journal.MaxCheckpointNote))", "io.ReadAll(r.Body)")],
     run="TestWitnessRefusesBadSubmissions")
 mutant("verify-ignores-witness", "./witness", "journal verify --witness-url fetches the witness's checkpoints but does not check the journal against them",
-    [(WJ, "verifyCheckpoints(path, append(all, witnessed...), torn, from)", "verifyCheckpoints(path, all, torn, from)")],
+    [(WJ, "verifySetAgainst(path, append(all, witnessed...), torn, from, opts...)", "verifySetAgainst(path, all, torn, from, opts...)")],
     run="TestRewriteBehindWitnessRefused")
 mutant("verify-witness-missing-ok", "./witness", "journal verify --witness-url passes a journal of which the witness holds nothing (a replaced journal)",
     [(WJ, "\tif sum.Records > 0 && wr.Checkpoints == 0 {\n", "\tif false {\n")],
@@ -610,6 +610,32 @@ mutant("verify-witness-missing-ok", "./witness", "journal verify --witness-url p
 mutant("witness-send-blocks-journal", "./witness", "a checkpoint waits for the witness's answer: a down witness stalls the journal",
     [(WJ, "\ts.mu.Unlock()\n\tselect {\n\tcase s.wake <- struct{}{}:\n\tdefault:\n\t}\n", "\ts.mu.Unlock()\n\tfor { if _, ok := s.front(); !ok { break }; if s.closing() { break }; time.Sleep(time.Millisecond); select { case s.wake <- struct{}{}: default: } }\n")],
     run="TestWitnessDownJournalKeepsWorking")
+# ---- h-rotation (issue 15): journal rotation, a set of files one chain ---------
+ROT, SET = "journal/rotation.go", "journal/set.go"
+mutant("rotation-chain-restarts", "./journal", "the file started at a rotation begins a new chain (prev Genesis) instead of linking to the sealed segment's last record",
+    [(ROT, "\tj.size, j.segFirst, j.since, j.capNoted = 0, 0, time.Time{}, false", "\tj.size, j.segFirst, j.since, j.capNoted = 0, 0, time.Time{}, false\n\tj.prev = Genesis")],
+    run="TestRotation")
+mutant("rotation-unsigned", "./journal", "no checkpoint is signed when a segment is sealed: its last records are covered only if a later checkpoint happens to come",
+    [(ROT, "\tj.checkpoint()\n\tseg := SegmentPath", "\tseg := SegmentPath")],
+    run="TestCheckpointSignedAtEachRotation")
+mutant("rotation-writes-into-sealed-segment", "./journal", "a rotation whose new file cannot be created is not undone: records go on into a file named as sealed",
+    [(ROT, "\t\trerr := j.step(stepRollback)\n\t\tif rerr == nil {\n\t\t\trerr = os.Rename(seg, j.path)\n\t\t}", "\t\trerr := error(nil)")],
+    run="TestRotationFailures")
+mutant("verify-trusts-each-segment-start", "./journal ./cmd/mcpsafe", "verify takes each file's first record as the chain's new start: a deleted middle segment goes unnoticed",
+    [(SET, "\t\tif s.ord == 1 && rec.Seq > 1 {\n", "\t\tif n == 1 && fi > 0 {\n\t\t\tsum.LastSeq, s.prevHash = rec.Seq-1, rec.Prev\n\t\t}\n\t\tif s.ord == 1 && rec.Seq > 1 {\n")],
+    run="TestRotatedSetAttacks|TestFilesRotatedJournalEndToEnd")
+mutant("verify-skips-segment-names", "./journal", "a segment whose name claims other seqs than it holds (renamed, swapped) verifies",
+    [(SET, "\tif firstSeq != seg.First || lastSeq != seg.Last {", "\tif false {")],
+    run="TestRotatedSetAttacks")
+mutant("verify-pruned-silently", "./journal ./cmd/mcpsafe", "a set whose oldest segments were deleted verifies without --pruned",
+    [(SET, "\ts.pruned = o.pruned", "\ts.pruned = true")],
+    run="TestRotatedSetAttacks|TestFilesRotatedJournalEndToEnd")
+mutant("verify-pruned-unvouched", "./journal", "verify --key --pruned accepts a pruned set that no checkpoint covers",
+    [(SET, "\t\tif ix.checked == 0 {", "\t\tif false {")],
+    run="TestPrunedSetNeedsAVouchingCheckpoint")
+mutant("verify-sealed-torn-ok", "./journal", "a sealed segment whose last line lost its newline is taken for a crash's torn line",
+    [(SET, "\t\tif !complete && sealed {", "\t\tif false {")],
+    run="TestRotatedSetAttacks")
 
 def main():
     root = os.getcwd()

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -53,6 +54,9 @@ type Config struct {
 	// Checkpoints: signed checkpoints of the journal's head; off while
 	// Checkpoints.KeyFile is empty.
 	Checkpoints journal.Checkpoints
+	// Rotation seals the journal's active file into a segment by size or
+	// age; off when zero.
+	Rotation journal.Rotation
 	// MetricsAddr, when set, serves Prometheus metrics at
 	// http://MetricsAddr/metrics (see package metrics).
 	MetricsAddr string
@@ -101,6 +105,15 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.Checkpoints.Witness, "checkpoint-witness", "", "with --journal-key: a second file, outside the journal's directory, that receives every checkpoint")
 	fl.StringVar(&c.Checkpoints.WitnessURL, "journal-witness-url", "", "with --journal-key: an HTTP witness (mcpsafe journal witness serve, on another machine) that receives every checkpoint, in the background")
 	fl.StringVar(&c.Checkpoints.WitnessTokenFile, "journal-witness-token-file", "", "with --journal-witness-url: `FILE` holding the witness's bearer token")
+	fl.Func("journal-max-size", "rotate the journal: seal the active file into a segment PATH.FIRST-LAST once it reaches this `SIZE` (e.g. 64MiB); off when unset", func(v string) error {
+		n, err := humanize.ParseBytes(v)
+		if err != nil || n == 0 || n > 1<<62 {
+			return errors.New("not a positive size (e.g. 64MiB, 1GiB)")
+		}
+		c.Rotation.MaxBytes = int64(n)
+		return nil
+	})
+	positive(fl, &c.Rotation.MaxAge, "journal-max-age", 0, "rotate the journal: seal the active file once its first record is this old (e.g. 24h); off when unset")
 	fl.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9464); off when empty")
 	fl.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of gated calls over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
@@ -253,6 +266,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			jopts = append(jopts, journal.WithCheckpoints(ck))
 		} else if cfg.Checkpoints.Witness != "" || cfg.Checkpoints.WitnessURL != "" || cfg.Checkpoints.WitnessTokenFile != "" {
 			return nil, errors.New("--checkpoint-witness, --journal-witness-url and --journal-witness-token-file need --journal-key")
+		}
+		if cfg.Rotation != (journal.Rotation{}) {
+			jopts = append(jopts, journal.WithRotation(cfg.Rotation))
 		}
 		j, err := journal.Open(path, jopts...)
 		if errors.Is(err, journal.ErrInUse) {

@@ -61,7 +61,7 @@ func TestRewriteBehindWitnessRefused(t *testing.T) {
 			wc := &journal.WitnessClient{URL: f.srv.URL, Token: testToken}
 
 			// Control: the untouched journal verifies against the witness.
-			sum, _, wr, err := journal.VerifyWitnessed(context.Background(), path, k.verifier, wc)
+			sum, _, wr, err := journal.VerifyWitnessed(context.Background(), path, k.verifier, wc, nil)
 			if err != nil || sum.Records != 6 || wr.Checkpoints != 3 || wr.Latest.Seq != 6 || len(wr.Others) != 0 {
 				t.Fatalf("control: %+v %+v %v", sum, wr, err)
 			}
@@ -77,7 +77,7 @@ func TestRewriteBehindWitnessRefused(t *testing.T) {
 			if tc.local == "" && err != nil || tc.local != "" && (err == nil || !strings.Contains(err.Error(), tc.local)) {
 				t.Fatalf("local check: want %q, got %v", tc.local, err)
 			}
-			_, _, _, err = journal.VerifyWitnessed(context.Background(), path, k.verifier, wc)
+			_, _, _, err = journal.VerifyWitnessed(context.Background(), path, k.verifier, wc, nil)
 			var ce *journal.CheckpointError
 			if !errors.As(err, &ce) || ce.Kind != tc.kind {
 				t.Fatalf("want %s against the witness, got %v", tc.kind, err)
@@ -112,14 +112,14 @@ func TestReplacedJournalShowsAtTheWitness(t *testing.T) {
 	if _, _, err := journal.VerifySigned(path, k.verifier); err != nil {
 		t.Fatalf("the local check was expected to be fooled: %v", err)
 	}
-	_, _, _, err = journal.VerifyWitnessed(context.Background(), path, k.verifier, wc)
+	_, _, _, err = journal.VerifyWitnessed(context.Background(), path, k.verifier, wc, nil)
 	var ce *journal.CheckpointError
 	if !errors.As(err, &ce) || ce.Kind != journal.CheckpointMissing {
 		t.Fatalf("a replaced journal with nothing at the witness: %v", err)
 	}
 	// Restarted with the witness, its next checkpoint reaches it.
 	must(t, writeJournal(t, path, c, records()[:2]))
-	_, _, wr, err := journal.VerifyWitnessed(context.Background(), path, k.verifier, wc)
+	_, _, wr, err := journal.VerifyWitnessed(context.Background(), path, k.verifier, wc, nil)
 	if err != nil || wr.Latest.Seq != 8 || len(wr.Others) != 1 || wr.Others[0].Journal != oldID || wr.Others[0].LatestSeq != 6 {
 		t.Fatalf("the replaced journal is not named: %+v %v", wr, err)
 	}

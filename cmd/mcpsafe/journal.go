@@ -38,7 +38,12 @@ const journalUsage = `usage:
                                                       outside the journal's directory)
   mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, YYYY-MM-DD, 24h, 7d)
 PATH defaults to the only journal in $XDG_STATE_HOME/mcpsafe/ (each server
-keeps its own, journal-AUDIENCE[-HASH].jsonl); with several, name one.`
+keeps its own, journal-AUDIENCE[-HASH].jsonl); with several, name one.
+A rotated journal (--journal-max-size / --journal-max-age) is read whole:
+its sealed segments PATH.FIRST-LAST in order, then PATH. After deleting old
+segments (retention), pass --pruned to verify, show and export: without it
+a journal that no longer begins at seq 1 is reported as damaged; with --key
+a signed checkpoint must still vouch for where it now begins.`
 
 func runJournal(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -54,6 +59,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	var fs *flag.FlagSet
 	var tool, since, key, format, out, serviceKey, passkeysFile, witnessURL, witnessToken *string
 	var ckFiles stringList
+	var pruned bool
 	switch args[0] {
 	case "verify":
 		fs = newFlags("mcpsafe journal verify", "mcpsafe journal verify [PATH] [--key PUB [--checkpoints FILE]...]   (check the hash chain, the head file and, with --key, the signed checkpoints; exit 1 on any damage)", stderr)
@@ -78,6 +84,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpsafe journal: unknown subcommand %q\n%s\n", args[0], journalUsage)
 		return 2
 	}
+	fs.BoolVar(&pruned, "pruned", false, "accept a rotated journal whose oldest segments were deleted (it begins after seq 1); with --key a signed checkpoint must vouch for where it begins")
 	if wantsHelp(args[1:]) {
 		fs.SetOutput(stdout)
 		fs.Usage()
@@ -121,6 +128,10 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		}
 		path = found[0]
 	}
+	var setOpts []journal.SetOption
+	if pruned {
+		setOpts = append(setOpts, journal.AllowPruned())
+	}
 	switch args[0] {
 	case "verify":
 		if *key == "" && len(ckFiles) > 0 {
@@ -137,7 +148,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		}
 		var wc *journal.WitnessClient
 		var wrep journal.WitnessReport
-		sum, err := journal.VerifyFile(path)
+		sum, err := journal.VerifyFile(path, setOpts...)
 		var rep journal.CheckpointReport
 		if err == nil && *key != "" {
 			v, kerr := journal.LoadCheckpointVerifier(*key)
@@ -152,9 +163,9 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 					return 1
 				}
 				wc = &journal.WitnessClient{URL: *witnessURL, Token: tok}
-				sum, rep, wrep, err = journal.VerifyWitnessed(context.Background(), path, v, wc, ckFiles...)
+				sum, rep, wrep, err = journal.VerifyWitnessed(context.Background(), path, v, wc, ckFiles, setOpts...)
 			} else {
-				sum, rep, err = journal.VerifySigned(path, v, ckFiles...)
+				sum, rep, err = journal.VerifySignedSet(path, v, ckFiles, setOpts...)
 			}
 		}
 		if err != nil {
@@ -162,7 +173,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 			var te *journal.TamperError
 			var tr *journal.TornError
 			if errors.As(err, &te) || errors.As(err, &tr) {
-				fmt.Fprintf(stderr, "%s: the %d lines before it verify; last good hash %s\n", path, sum.Records, sum.LastHash)
+				fmt.Fprintf(stderr, "%s: the %d records before it verify; last good hash %s\n", path, sum.Records, sum.LastHash)
 			}
 			return 1
 		}
@@ -180,9 +191,9 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	case "export":
 		var err error
 		if *out != "" {
-			_, err = journal.ExportFile(*out, path, *format)
+			_, err = journal.ExportFile(*out, path, *format, setOpts...)
 		} else {
-			_, err = journal.Export(stdout, path, *format)
+			_, err = journal.Export(stdout, path, *format, setOpts...)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", path, err)
@@ -200,7 +211,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 			}
 			f.Since = t
 		}
-		if err := journal.ShowFile(stdout, path, f); err != nil {
+		if err := journal.ShowFile(stdout, path, f, setOpts...); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", path, err)
 			return 1
 		}
@@ -252,12 +263,26 @@ func checkEvidence(path, key, passkeysFile string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "mcpsafe journal verify: --service-key:", err)
 		return 2
 	}
-	f, err := os.Open(path)
+	// The chain verified, so every file of the set ends in a newline: read
+	// one after the other they are the journal's lines.
+	names, err := journal.SetFiles(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe journal verify:", err)
 		return 1
 	}
-	defer f.Close()
+	var readers []io.Reader
+	for _, name := range names {
+		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) && name == path && len(names) > 1 {
+			continue // a crash mid-rotation: the set ends with its last segment
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpsafe journal verify:", err)
+			return 1
+		}
+		defer f.Close()
+		readers = append(readers, f)
+	}
 	var reg *channel.PasskeyRegistry
 	if passkeysFile != "" {
 		if reg, err = channel.LoadPasskeyRegistry(passkeysFile); err != nil {
@@ -265,7 +290,7 @@ func checkEvidence(path, key, passkeysFile string, stdout, stderr io.Writer) int
 			return 1
 		}
 	}
-	n, err := channel.CheckJournal(f, pub, reg)
+	n, err := channel.CheckJournal(io.MultiReader(readers...), pub, reg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return 1
