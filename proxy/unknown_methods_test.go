@@ -19,9 +19,9 @@ import (
 
 const (
 	unknownUpstreamEnv = "MCPSAFE_PROXY_TEST_UNKNOWN_UPSTREAM"
-	unknownOutEnv      = "MCPSAFE_PROXY_TEST_UNKNOWN_OUT"   // a copy of every line the upstream writes
-	unknownInEnv       = "MCPSAFE_PROXY_TEST_UNKNOWN_IN"    // a copy of every line the upstream reads
-	unknownRanEnv      = "MCPSAFE_PROXY_TEST_UNKNOWN_RAN"   // one line per tool the upstream ran
+	unknownOutEnv      = "MCPSAFE_PROXY_TEST_UNKNOWN_OUT"                          // a copy of every line the upstream writes
+	unknownInEnv       = "MCPSAFE_PROXY_TEST_UNKNOWN_IN"                           // a copy of every line the upstream reads
+	unknownRanEnv      = "MCPSAFE_PROXY_TEST_UNKNOWN_RAN"                          // one line per tool the upstream ran
 	unknownNote        = `{"note":  "spaced  out", "z":1,"a":[1 ,2],"é":"\u00e9"}` // bytes an SDK re-encoding would change
 )
 
@@ -31,7 +31,10 @@ type rawParams struct {
 	raw json.RawMessage
 }
 
-func (p *rawParams) UnmarshalJSON(b []byte) error { p.raw = append(json.RawMessage(nil), b...); return nil }
+func (p *rawParams) UnmarshalJSON(b []byte) error {
+	p.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
 
 type rawResult struct {
 	mcp.ResultBase
@@ -89,9 +92,15 @@ func runUnknownUpstream() int {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "unknown-upstream"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
 	done := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { ran("echo"); return done, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ran("echo")
+			return done, nil
+		})
 	srv.AddTool(&mcp.Tool{Name: "delete_thing", InputSchema: objectSchema},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { ran("delete_thing"); return done, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ran("delete_thing")
+			return done, nil
+		})
 	srv.AddTool(&mcp.Tool{Name: "noop", InputSchema: objectSchema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return done, nil })
 	n := 0
