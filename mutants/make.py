@@ -636,6 +636,28 @@ mutant("verify-pruned-unvouched", "./journal", "verify --key --pruned accepts a 
 mutant("verify-sealed-torn-ok", "./journal", "a sealed segment whose last line lost its newline is taken for a crash's torn line",
     [(SET, "\t\tif !complete && sealed {", "\t\tif false {")],
     run="TestRotatedSetAttacks")
+# ---- h-proxyrelay (issue 12): methods the proxy does not know, list changes ----
+mutant("unknown-methods-relayed-by-default", "./proxy", "the default policy relays methods the proxy does not know, which may run a tool around the gate",
+    [("proxy/unknown_methods.go", "if !s.pol().RelayUnknownMethods {", "if false {")],
+    run="TestUnknownMethodRefused")
+mutant("unknown-method-params-unscanned", "./proxy", "a relayed unknown method whose params name a gated tool or tools/call reaches the upstream",
+    [("proxy/unknown_methods.go", "if folded == \"tools/call\" || blocked[folded] {", "if false && folded == \"tools/call\" || blocked[folded] && false {")],
+    run="TestUnknownMethodRefused")
+mutant("unknown-method-gated-names-ignored", "./proxy", "the params scan blocks only withheld tools, not gated ones",
+    [("proxy/unknown_methods.go", "\t\tif r.gated {\n\t\t\tout[strings.ToLower(name)] = true", "\t\tif r.gated && false {\n\t\t\tout[strings.ToLower(name)] = true")],
+    run="TestUnknownMethodRefused")
+mutant("unknown-method-name-case-sensitive", "./proxy", "the params scan compares tool names exactly, so a case variant of a gated tool's name passes",
+    [("proxy/unknown_methods.go", "folded := strings.ToLower(strings.TrimSpace(str))", "folded := str")],
+    run="TestUnknownMethodRefused")
+mutant("unknown-method-tools-namespace", "./proxy", "an unknown method in the tools/ namespace is relayed",
+    [("proxy/unknown_methods.go", "if strings.HasPrefix(m, \"tools/\") {", "if false {")],
+    run="TestUnknownMethodRefused")
+mutant("unknown-method-case-variant-of-known", "./proxy", "a case variant of a known method (which a lax upstream may take as the method) is relayed",
+    [("proxy/unknown_methods.go", "\t\tif strings.EqualFold(k, m) {", "\t\tif false {")],
+    run="TestUnknownMethodRefused")
+mutant("gateway-relays-unknown-methods", "./proxy", "a gateway accepts unknown_methods: relay though it cannot tell which server such a method is for",
+    [("proxy/gateway_config.go", "\t\tif pol.RelayUnknownMethods {", "\t\tif false {")],
+    run="TestUnknownMethodsPolicy")
 
 def main():
     root = os.getcwd()

@@ -226,6 +226,12 @@ func (u *UpstreamPipe) route(line []byte) error {
 			u.mu.Unlock()
 			return down(line)
 		}
+	case p.Method != nil && id == "" && !knownUpstreamMethods[*p.Method]:
+		// A notification the SDK client would drop: the client gets the
+		// upstream's line (see unknown_methods.go).
+		down := u.down
+		u.mu.Unlock()
+		return down(line)
 	}
 	u.mu.Unlock()
 	_, err := u.sdkFeed.Write(line)
@@ -380,7 +386,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 						return
 					}
 					continue
-				} else if u.fastCancel(line) {
+				} else if u.fastCancel(line) || s.relayUnknown(u, line, writeDown) {
 					continue
 				}
 				if _, werr := sdkFeed.Write(line); werr != nil {
@@ -428,13 +434,22 @@ func initializedLine(line []byte) bool {
 // startFast registers a fast-lane call; false when its id is already in
 // flight (the SDK path then takes it, and answers as it would).
 func (u *UpstreamPipe) startFast(c fastCall) bool {
+	if !u.register(c) {
+		return false
+	}
+	u.fastCalls.Add(1)
+	return true
+}
+
+// register routes the upstream's response to c (and its progress) to the
+// client as is; false when c's id is already in flight.
+func (u *UpstreamPipe) register(c fastCall) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if _, dup := u.fast[c.id]; dup {
 		return false
 	}
 	u.fast[c.id] = c.token
-	u.fastCalls.Add(1)
 	if c.token != "" {
 		u.tokens[c.token]++
 	}

@@ -154,9 +154,11 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	g.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-gateway", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and " + NameSeparator + ".",
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:       &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:     &mcp.PromptCapabilities{},
-			Resources:   &mcp.ResourceCapabilities{Subscribe: true},
+			Tools: &mcp.ToolCapabilities{ListChanged: true},
+			// List changes of any server's prompts or resources are
+			// relayed (promptsChanged, resourcesChanged).
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
 			Completions: &mcp.CompletionCapabilities{},
 			Logging:     &mcp.LoggingCapabilities{},
 		},

@@ -145,6 +145,12 @@ func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if pol.RelayUnknownMethods {
+			// A method nobody here knows names no tool, prompt or URI to
+			// route it by: it could be for any of the servers.
+			errs = append(errs, fmt.Errorf("%s: unknown_methods: relay is for a single proxy; a gateway cannot tell which server a method it does not know is for", psource))
+			continue
+		}
 		sp.Policy, sp.policyText = pol, string(ptext)
 		out.Servers = append(out.Servers, sp)
 	}

@@ -41,6 +41,10 @@ type Policy struct {
 	// UpstreamRequests says which requests the upstream server may send
 	// the downstream client through the proxy.
 	UpstreamRequests UpstreamRequests
+	// RelayUnknownMethods relays the client's requests and notifications of
+	// methods the proxy does not know (unknown_methods: relay); the default
+	// refuses them (see unknown_methods.go).
+	RelayUnknownMethods bool
 }
 
 // ToolPolicy is one named tool's entry.
@@ -92,6 +96,7 @@ type policyFile struct {
 	AllowGrantsFor   []string            `yaml:"allow_grants_for"`
 	Tools            map[string]toolFile `yaml:"tools"`
 	UpstreamRequests map[string]string   `yaml:"upstream_requests"`
+	UnknownMethods   string              `yaml:"unknown_methods"`
 }
 
 type toolFile struct {
@@ -228,6 +233,13 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("%s: upstream_requests: %w", source, err)
 	}
 	p.UpstreamRequests = ur
+	switch f.UnknownMethods {
+	case "", "refuse":
+	case "relay":
+		p.RelayUnknownMethods = true
+	default:
+		return nil, fmt.Errorf("%s:%d: unknown_methods: %q is neither relay nor refuse", source, keyLine(&root, "unknown_methods"), f.UnknownMethods)
+	}
 	env, err := newEnv()
 	if err != nil {
 		return nil, err

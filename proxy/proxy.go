@@ -75,8 +75,9 @@ type Server struct {
 
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
-	sticky     stickiness // see rugpull.go
-	serverLine string     // names the server in every plan
+	withheld   map[string]bool // upstream tools not shown to clients (screenTool)
+	sticky     stickiness      // see rugpull.go
+	serverLine string          // names the server in every plan
 	syncReq    chan struct{}
 	stop       chan struct{}
 	stopOnce   sync.Once
@@ -271,9 +272,8 @@ func instructions(upstream string) string {
 	return upstream + "\n\n" + note
 }
 
-// downstreamCaps advertises what upstream offers. List-change
-// notifications for resources and prompts are not relayed, so they are not
-// advertised.
+// downstreamCaps advertises what upstream offers, list-change
+// notifications included (relayed by promptsChanged and resourcesChanged).
 func downstreamCaps(up *mcp.ServerCapabilities) *mcp.ServerCapabilities {
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
 	if up == nil {
@@ -283,10 +283,10 @@ func downstreamCaps(up *mcp.ServerCapabilities) *mcp.ServerCapabilities {
 		caps.Logging = &mcp.LoggingCapabilities{}
 	}
 	if up.Resources != nil {
-		caps.Resources = &mcp.ResourceCapabilities{Subscribe: up.Resources.Subscribe}
+		caps.Resources = &mcp.ResourceCapabilities{Subscribe: up.Resources.Subscribe, ListChanged: up.Resources.ListChanged}
 	}
 	if up.Prompts != nil {
-		caps.Prompts = &mcp.PromptCapabilities{}
+		caps.Prompts = &mcp.PromptCapabilities{ListChanged: up.Prompts.ListChanged}
 	}
 	if up.Completions != nil {
 		caps.Completions = &mcp.CompletionCapabilities{}
@@ -343,6 +343,7 @@ func (s *Server) HTTPHandler(stateless bool) http.Handler {
 
 func (s *Server) listUpstream(ctx context.Context) (map[string]*mcp.Tool, error) {
 	tools := map[string]*mcp.Tool{}
+	withheld := map[string]bool{}
 	for t, err := range s.Upstream.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("proxy: listing upstream tools: %w", err)
@@ -353,10 +354,14 @@ func (s *Server) listUpstream(ctx context.Context) (map[string]*mcp.Tool, error)
 		screened, err := screenTool(t)
 		if err != nil {
 			s.log.Error(err.Error())
+			withheld[t.Name] = true
 			continue
 		}
 		tools[t.Name] = screened
 	}
+	s.syncMu.Lock()
+	s.withheld = withheld
+	s.syncMu.Unlock()
 	return tools, nil
 }
 

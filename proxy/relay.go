@@ -116,6 +116,8 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 		ProgressNotificationHandler: s.onProgress,
 		LoggingMessageHandler:       s.onLog,
 		ResourceUpdatedHandler:      s.onResourceUpdated,
+		PromptListChangedHandler:    func(_ context.Context, r *mcp.PromptListChangedRequest) { s.promptsChanged(r.Session) },
+		ResourceListChangedHandler:  func(_ context.Context, r *mcp.ResourceListChangedRequest) { s.resourcesChanged(r.Session) },
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 		Logger:                      s.log,
 	}
@@ -350,6 +352,43 @@ func checkAsks(ur UpstreamRequests, asks mcp.InputRequestMap) error {
 		if kind := inputKind(ask); !ur.allows(kind) {
 			return fmt.Errorf("mcpsafe proxy: the upstream asked for %s input, which the policy refuses", kind)
 		}
+	}
+	return nil
+}
+
+// The upstream's prompts and resources are relayed (the middleware answers
+// every list, get and read from the upstream), so the SDK server in front
+// holds none of its own, and it sends list-changed notifications only when
+// its own lists change. Replacing a placeholder that no request ever
+// reaches is the public way to make it tell every session the way it
+// would (2025-11-25 sessions directly, 2026-07-28 sessions on their
+// subscriptions/listen streams), debounced.
+const (
+	changedPrompt   = "mcpsafe-list-changed"
+	changedResource = "mcpsafe:list-changed"
+)
+
+func (s *Server) promptsChanged(leg *mcp.ClientSession) {
+	if c := legCaps(leg); s.member == nil && (c == nil || c.Prompts == nil || !c.Prompts.ListChanged) {
+		return // not advertised downstream
+	}
+	s.MCP.AddPrompt(&mcp.Prompt{Name: changedPrompt}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return nil, errors.New("mcpsafe proxy: not a prompt")
+	})
+}
+
+func (s *Server) resourcesChanged(leg *mcp.ClientSession) {
+	if c := legCaps(leg); s.member == nil && (c == nil || c.Resources == nil || !c.Resources.ListChanged) {
+		return // not advertised downstream
+	}
+	s.MCP.AddResource(&mcp.Resource{URI: changedResource, Name: changedResource}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return nil, errors.New("mcpsafe proxy: not a resource")
+	})
+}
+
+func legCaps(leg *mcp.ClientSession) *mcp.ServerCapabilities {
+	if init := leg.InitializeResult(); init != nil {
+		return init.Capabilities
 	}
 	return nil
 }

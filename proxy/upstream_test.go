@@ -552,6 +552,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serveEnv) == "1" {
 		os.Exit(serveProxy())
 	}
+	if os.Getenv(unknownUpstreamEnv) == "1" {
+		os.Exit(runUnknownUpstream())
+	}
 	if os.Getenv(progressUpstreamEnv) == "1" {
 		os.Exit(runProgressUpstream())
 	}

@@ -1,0 +1,195 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Methods the proxy does not know (future methods, vendor extensions,
+// the tasks extension's tasks/*): the SDK server in front answers them
+// "method not found", since it cannot know their shapes. Relaying them is
+// what a transparent gateway does, but the proxy cannot know what such a
+// method does either: an extension may run a tool by another name (a
+// vendor's "x-acme/run {tool, arguments}", a request wrapping a tools/call)
+// and so go around the gate. Hence:
+//
+//   - A client's unknown requests and notifications reach the upstream only
+//     where the policy says `unknown_methods: relay`. The default is refuse,
+//     the fail-closed answer to a method whose effect nobody here can read.
+//   - Even then, a message is refused when its method is in the tools/
+//     namespace or equals a known method up to case, or when any key or
+//     string anywhere in its params names a tool that does not pass
+//     through (gated, or withheld) or is "tools/call". That catches the
+//     shapes a wrapper takes; it cannot catch an extension that runs a
+//     tool from a name it computes, which is why relaying stays opt-in.
+//   - The upstream's unknown notifications reach the client: they cannot
+//     run anything upstream.
+//
+// The relay is raw, on the stdio fast lane (fastlane.go): the request is
+// the client's line, its response the upstream's line, both as they were.
+// Elsewhere (streamable HTTP in front, an upstream over HTTP, a 2026-07-28
+// upstream session, a gateway) unknown methods are refused as before.
+
+// knownClientMethods are the methods the SDK server in front handles; any
+// other method a client sends is unknown to the proxy.
+var knownClientMethods = map[string]bool{
+	"initialize": true, "ping": true, "server/discover": true, "subscriptions/listen": true,
+	"tools/list": true, "tools/call": true,
+	"prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"completion/complete": true, "logging/setLevel": true,
+	"notifications/cancelled": true, "notifications/initialized": true,
+	"notifications/roots/list_changed": true, "notifications/progress": true,
+}
+
+// knownUpstreamMethods are the methods the proxy's SDK client handles; the
+// upstream's other notifications are relayed raw.
+var knownUpstreamMethods = map[string]bool{
+	"ping": true, "roots/list": true, "sampling/createMessage": true, "elicitation/create": true, "completion/complete": true,
+	"notifications/cancelled": true, "notifications/progress": true, "notifications/message": true,
+	"notifications/tools/list_changed": true, "notifications/prompts/list_changed": true,
+	"notifications/resources/list_changed": true, "notifications/resources/updated": true,
+	"notifications/elicitation/complete": true, "notifications/subscriptions/acknowledged": true,
+}
+
+// unknownLine is a client line whose method the proxy does not know.
+type unknownLine struct {
+	method string
+	id     string // raw JSON; empty for a notification
+}
+
+// peekUnknown reports whether line is a single, strictly read JSON-RPC
+// request or notification of a method the proxy does not know. Anything
+// else (a response, a batch, a line read differently by different
+// parsers) goes the SDK path.
+func peekUnknown(line []byte) (unknownLine, map[string]json.RawMessage, bool) {
+	top, ok := strictObject(line)
+	if !ok || string(top["jsonrpc"]) != `"2.0"` {
+		return unknownLine{}, nil, false
+	}
+	var method string
+	if json.Unmarshal(top["method"], &method) != nil || knownClientMethods[method] {
+		return unknownLine{}, nil, false
+	}
+	u := unknownLine{method: method}
+	if raw, ok := top["id"]; ok {
+		id := string(bytes.TrimSpace(raw))
+		if id == "" || id == "null" || id[0] == '{' || id[0] == '[' {
+			return unknownLine{}, nil, false
+		}
+		if id[0] == '"' {
+			var sid string
+			if json.Unmarshal([]byte(id), &sid) != nil || strings.HasPrefix(sid, sdkIDPrefix) {
+				return unknownLine{}, nil, false
+			}
+		}
+		u.id = id
+	}
+	return u, top, true
+}
+
+// refuseUnknown says why an unknown message may not reach the upstream,
+// or "" when it may.
+func (s *Server) refuseUnknown(u unknownLine, top map[string]json.RawMessage) string {
+	if !s.pol().RelayUnknownMethods {
+		return fmt.Sprintf("mcpsafe proxy: %q is not a method the proxy knows, and the policy does not relay unknown methods (unknown_methods: relay)", u.method)
+	}
+	m := strings.ToLower(strings.TrimSpace(u.method))
+	if strings.HasPrefix(m, "tools/") {
+		return fmt.Sprintf("mcpsafe proxy: %q is in the tools/ namespace; tools run only through tools/call, behind the gate", u.method)
+	}
+	for k := range knownClientMethods {
+		if strings.EqualFold(k, m) {
+			return fmt.Sprintf("mcpsafe proxy: %q differs from the method %q only in case or spacing", u.method, k)
+		}
+	}
+	if name, ok := s.namesTool(top["params"]); ok {
+		return fmt.Sprintf("mcpsafe proxy: the parameters of %q name %q; a tool that does not pass through runs only through tools/call, behind the gate", u.method, name)
+	}
+	return ""
+}
+
+// namesTool reports the first key or string in params that names
+// tools/call or an upstream tool that does not pass through (compared up
+// to case). Params that cannot be read whole are treated as naming one.
+func (s *Server) namesTool(params json.RawMessage) (string, bool) {
+	if len(bytes.TrimSpace(params)) == 0 {
+		return "", false
+	}
+	blocked := s.blockedNames()
+	dec := json.NewDecoder(bytes.NewReader(params))
+	for {
+		t, err := dec.Token()
+		if err == io.EOF {
+			return "", false
+		}
+		if err != nil {
+			return "unreadable parameters", true
+		}
+		str, ok := t.(string)
+		if !ok {
+			continue
+		}
+		folded := strings.ToLower(strings.TrimSpace(str))
+		if folded == "tools/call" || blocked[folded] {
+			return str, true
+		}
+	}
+}
+
+// blockedNames are the upstream tools that do not pass through, folded to
+// lower case: the gated ones and the ones withheld from clients.
+func (s *Server) blockedNames() map[string]bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	out := make(map[string]bool, len(s.registered)+len(s.withheld))
+	for name, r := range s.registered {
+		if r.gated {
+			out[strings.ToLower(name)] = true
+		}
+	}
+	for name := range s.withheld {
+		out[strings.ToLower(strings.TrimSpace(name))] = true
+	}
+	return out
+}
+
+// unknownError is the JSON-RPC error line answering a refused request.
+func unknownError(id, msg string) []byte {
+	b, _ := json.Marshal(msg)
+	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":` + string(b) + `}}` + "\n")
+}
+
+// relayUnknown handles a client line of an unknown method on the fast
+// lane: relayed raw, or refused (a request with an error response, a
+// notification dropped). It reports whether it took the line.
+func (s *Server) relayUnknown(u *UpstreamPipe, line []byte, down func([]byte) error) bool {
+	ul, top, ok := peekUnknown(line)
+	if !ok {
+		return false
+	}
+	if why := s.refuseUnknown(ul, top); why != "" {
+		s.log.Info("proxy: unknown method refused", "method", ul.method, "why", why)
+		if ul.id != "" {
+			down(unknownError(ul.id, why))
+		}
+		return true
+	}
+	if ul.id == "" {
+		return u.writeUpstream(line) == nil
+	}
+	c := fastCall{id: ul.id}
+	if !u.register(c) {
+		down(unknownError(ul.id, "mcpsafe proxy: a request with this id is already in flight"))
+		return true
+	}
+	if u.writeUpstream(line) != nil {
+		u.endFast(c)
+		return false
+	}
+	return true
+}
