@@ -524,7 +524,12 @@ func TestSecondWriterRefusedAfterRotation(t *testing.T) {
 	}
 	defer j.Close()
 	j.Append(context.Background(), Record{Tool: "rm", Decision: Refused})
-	if segs, _ := Segments(path); len(segs) != 1 {
+	// The writer seals the file after it has answered the append.
+	var segs []Segment
+	for deadline := time.Now().Add(10 * time.Second); len(segs) != 1 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		segs, _ = Segments(path)
+	}
+	if len(segs) != 1 {
 		t.Fatalf("%d segments", len(segs))
 	}
 	if j2, err := Open(path); !errors.Is(err, ErrInUse) {

@@ -173,27 +173,32 @@ func openFileWith(ctx context.Context, path string, o options) (*File, error) {
 	return f, nil
 }
 
+// openFloor is the least time opening gets (schema, checks, statements):
+// ledger_timeout bounds each redemption, and a sub-millisecond one would
+// otherwise make a server fail to start on a loaded machine for no gain.
+const openFloor = 5 * time.Second
+
 func (f *File) init(ctx context.Context) error {
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := opContext(ctx, max(f.timeout, openFloor))
 	defer cancel()
 	if err := execRetryBusy(ctx, f.db, fileSchema); err != nil {
 		return unavailable("file", "create schema in "+f.path, err)
 	}
 	// Refuse a database whose grants table is not the one we create: a
 	// different column type could make comparisons lie.
-	var cols int
+	// One query for both checks: an open with a short ledger_timeout has
+	// little time for round trips.
+	var cols, upgraded int
 	err := f.db.QueryRowContext(ctx,
-		`SELECT count(*) FROM pragma_table_info('grants') WHERE (name='nonce' AND type='TEXT' AND pk=1) OR (name='expires_at' AND type='INTEGER')`).Scan(&cols)
+		`SELECT (SELECT count(*) FROM pragma_table_info('grants') WHERE (name='nonce' AND type='TEXT' AND pk=1) OR (name='expires_at' AND type='INTEGER')),
+		        (SELECT count(*) FROM pragma_table_info('standing') WHERE name = 'claimed_at')`).Scan(&cols, &upgraded)
 	if err != nil {
 		return unavailable("file", "check schema in "+f.path, err)
 	}
 	if cols != 2 {
 		return unavailable("file", "check schema in "+f.path, errors.New("table grants has an unexpected shape"))
 	}
-	if err := f.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('standing') WHERE name = 'claimed_at'`).Scan(&cols); err != nil {
-		return unavailable("file", "check schema in "+f.path, err)
-	}
-	if cols == 0 {
+	if upgraded == 0 {
 		// One transaction: another process upgrading the same file at
 		// once fails on the duplicate column and finds it there.
 		if err := execRetryBusy(ctx, f.db, "BEGIN IMMEDIATE; "+fileStandingEndColumns+"; COMMIT"); err != nil {

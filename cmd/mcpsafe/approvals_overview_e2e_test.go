@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -40,8 +39,8 @@ func TestApprovalsOverviewReadsARunningGatesJournal(t *testing.T) {
 	cmd := exec.CommandContext(ctx, binary, "approvals", "serve", "--listen", "127.0.0.1:0", "--secret-file", sf, "--approvers-file", af, "--journal", w.journal)
 	stdout, err := cmd.StdoutPipe()
 	must(t, err)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{} // the process writes it while the test reads
+	cmd.Stderr = stderr
 	must(t, cmd.Start())
 	defer func() { cancel(); cmd.Wait() }()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
