@@ -641,13 +641,13 @@ mutant("unknown-methods-relayed-by-default", "./proxy", "the default policy rela
     [("proxy/unknown_methods.go", "if !s.pol().RelayUnknownMethods {", "if false {")],
     run="TestUnknownMethodRefused")
 mutant("unknown-method-params-unscanned", "./proxy", "a relayed unknown method whose params name a gated tool or tools/call reaches the upstream",
-    [("proxy/unknown_methods.go", "if folded == \"tools/call\" || blocked[folded] {", "if false && folded == \"tools/call\" || blocked[folded] && false {")],
+    [("proxy/unknown_methods.go", "if folded == canon.FoldKey(\"tools/call\") || blocked[folded] {", "if false && folded == canon.FoldKey(\"tools/call\") || blocked[folded] && false {")],
     run="TestUnknownMethodRefused")
 mutant("unknown-method-gated-names-ignored", "./proxy", "the params scan blocks only withheld tools, not gated ones",
-    [("proxy/unknown_methods.go", "\t\tif r.gated {\n\t\t\tout[strings.ToLower(name)] = true", "\t\tif r.gated && false {\n\t\t\tout[strings.ToLower(name)] = true")],
+    [("proxy/unknown_methods.go", "\t\tif r.gated {\n\t\t\tout[canon.FoldKey(name)] = true", "\t\tif r.gated && false {\n\t\t\tout[canon.FoldKey(name)] = true")],
     run="TestUnknownMethodRefused")
 mutant("unknown-method-name-case-sensitive", "./proxy", "the params scan compares tool names exactly, so a case variant of a gated tool's name passes",
-    [("proxy/unknown_methods.go", "folded := strings.ToLower(strings.TrimSpace(str))", "folded := str")],
+    [("proxy/unknown_methods.go", "folded := canon.FoldKey(strings.TrimSpace(str))", "folded := str")],
     run="TestUnknownMethodRefused")
 mutant("unknown-method-tools-namespace", "./proxy", "an unknown method in the tools/ namespace is relayed",
     [("proxy/unknown_methods.go", "if strings.HasPrefix(m, \"tools/\") {", "if false {")],

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/mcpsafe/mcpsafe/internal/canon"
 )
 
 // Methods the proxy does not know (future methods, vendor extensions,
@@ -114,8 +116,8 @@ func (s *Server) refuseUnknown(u unknownLine, top map[string]json.RawMessage) st
 }
 
 // namesTool reports the first key or string in params that names
-// tools/call or an upstream tool that does not pass through (compared up
-// to case). Params that cannot be read whole are treated as naming one.
+// tools/call or an upstream tool that does not pass through (compared
+// under case folding). Params that cannot be read whole are treated as naming one.
 func (s *Server) namesTool(params json.RawMessage) (string, bool) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		return "", false
@@ -134,26 +136,27 @@ func (s *Server) namesTool(params json.RawMessage) (string, bool) {
 		if !ok {
 			continue
 		}
-		folded := strings.ToLower(strings.TrimSpace(str))
-		if folded == "tools/call" || blocked[folded] {
+		folded := canon.FoldKey(strings.TrimSpace(str))
+		if folded == canon.FoldKey("tools/call") || blocked[folded] {
 			return str, true
 		}
 	}
 }
 
-// blockedNames are the upstream tools that do not pass through, folded to
-// lower case: the gated ones and the ones withheld from clients.
+// blockedNames are the upstream tools that do not pass through, under
+// Unicode simple case folding (as encoding/json matches names, so "ſ"
+// stands for "s"): the gated ones and the ones withheld from clients.
 func (s *Server) blockedNames() map[string]bool {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	out := make(map[string]bool, len(s.registered)+len(s.withheld))
 	for name, r := range s.registered {
 		if r.gated {
-			out[strings.ToLower(name)] = true
+			out[canon.FoldKey(name)] = true
 		}
 	}
 	for name := range s.withheld {
-		out[strings.ToLower(strings.TrimSpace(name))] = true
+		out[canon.FoldKey(strings.TrimSpace(name))] = true
 	}
 	return out
 }

@@ -301,6 +301,7 @@ func TestUnknownMethodRefused(t *testing.T) {
 		{"refuse policy: a harmless method", "unknown_methods: refuse\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/echo","params":{"q":"hi"}}`, false, ""},
 		{"a gated tool by another method", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/run","params":{"tool":"delete_thing"}}`, false, ""},
 		{"the gated tool's name in another case", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/run","params":{"tool":"DELETE_Thing"}}`, false, ""},
+		{"tools/call with a long s (U+017F folds to s, as encoding/json matches)", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/wrap","params":{"inner":{"method":"toolſ/call","params":{"name":"echo"}}}}`, false, ""},
 		{"the name escaped", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/run","params":{"tool":"delete\u005fthing"}}`, false, ""},
 		{"the name nested in an array", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/run","params":{"tool":"echo","then":[{"x":["delete_thing"]}]}}`, false, ""},
 		{"the name as a key", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/run","params":{"tool":"echo","delete_thing":{}}}`, false, ""},
