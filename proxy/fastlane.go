@@ -294,6 +294,16 @@ func (s *Server) fastCallOf(top, params map[string]json.RawMessage, name string)
 			return fastCall{}, false
 		}
 	}
+	for k, v := range params {
+		// A proxy continuation goes to continueCall on the SDK path, and
+		// never upstream.
+		if strings.EqualFold(k, "requestState") {
+			var st string
+			if json.Unmarshal(v, &st) != nil || isContinuation(st) {
+				return fastCall{}, false
+			}
+		}
+	}
 	if !s.passesThrough(name) {
 		return fastCall{}, false
 	}

@@ -86,9 +86,10 @@ type Server struct {
 	progress   sync.Map // upstream progress token -> progressTarget
 	progressID atomic.Uint64
 
-	relay relayState
-	cont  continuations
-	pipe  *UpstreamPipe // the upstream command, when the fast lane can use it
+	relay  relayState
+	cont   continuations
+	pipe   *UpstreamPipe // the upstream command, when the fast lane can use it
+	httpUp *httpLane     // the upstream's HTTP endpoint, for the HTTP fast lane
 }
 
 type registered struct {
@@ -133,6 +134,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.relay.legacyTransport = cfg.LegacyUpstream
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
+	s.httpUp = newHTTPLane(cfg.Upstream)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -59,6 +59,10 @@ type HTTP struct {
 	HeaderTimeout time.Duration
 	BodyTimeout   time.Duration
 	MaxBodyBytes  int64
+
+	// Wrap, when set, wraps the MCP handler inside authentication and the
+	// body limits (the proxy's HTTP fast lane sits there).
+	Wrap func(http.Handler) http.Handler
 }
 
 // Defaults for the HTTP limits, also used by library callers that leave a
@@ -377,7 +381,11 @@ func (h HTTP) Serve(ctx context.Context, server *mcp.Server, log io.Writer) erro
 	// The body is read only once the caller is authenticated: a stranger
 	// cannot make the server buffer bodies, and the deadline (set outside)
 	// still bounds what net/http discards of a refused request's body.
-	handler := BufferBodies(h.MCPHandler(server), h.MaxBodyBytes)
+	handler := h.MCPHandler(server)
+	if h.Wrap != nil {
+		handler = h.Wrap(handler)
+	}
+	handler = BufferBodies(handler, h.MaxBodyBytes)
 	if h.Auth.Issuer != "" {
 		res, err := httpauth.New(ctx, h.Auth)
 		if err != nil {

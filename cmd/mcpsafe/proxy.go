@@ -97,6 +97,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if web.Addr == "" {
 		err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
+		web.Wrap = func(next http.Handler) http.Handler { return srv.HTTPFastLane(next, web) }
 		err = web.Serve(ctx, srv.MCP, stderr)
 	}
 	if errors.Is(context.Cause(ctx), errUpstreamGone) {

@@ -1,0 +1,438 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The HTTP fast lane: over streamable HTTP on both sides, on the
+// stateless 2026-07-28 protocol, a POST whose body is one tools/call of a
+// tool that passes through ungated is forwarded to the upstream as the
+// bytes the client sent, and the upstream's response (JSON, or an event
+// stream carrying progress and the result) comes back as the upstream's
+// bytes. Everything else goes to the SDK's handler as before, which is the
+// safe default: the fast lane only takes a request the SDK path would have
+// passed through unchanged, so every check below errs towards the SDK path.
+//
+// What the SDK path would change and the fast lane therefore requires
+// absent: a capability the policy's upstream_requests refuses (withCaps
+// strips it; the request must not declare it), an input request of a
+// refused kind in the result (forward refuses it; the fast lane answers
+// the same refusal), a proxy continuation as requestState (continueCall),
+// members of params or of the message the SDK would drop, headers the SDK
+// handler would refuse. Not taken at all for a gateway (its tool names are
+// rewritten) or with --http-stateful (2026-07-28 requests are refused there).
+
+// httpLane is the upstream's streamable HTTP endpoint, when it has one.
+type httpLane struct {
+	endpoint string
+	client   *http.Client
+	calls    atomic.Int64 // calls that took the HTTP fast lane, for tests
+}
+
+func newHTTPLane(t mcp.Transport) *httpLane {
+	st, ok := t.(*mcp.StreamableClientTransport)
+	if !ok || st.OAuthHandler != nil {
+		// An upstream that wants the proxy's own credentials: the SDK
+		// client knows how to present them; raw forwarding does not.
+		return nil
+	}
+	hc := st.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &httpLane{endpoint: st.Endpoint, client: hc}
+}
+
+// HTTPFastLane wraps next, the proxy's MCP handler as served with h's
+// options, with the HTTP fast lane. It belongs inside authentication and
+// the body limits (serverconf.HTTP.Wrap). next comes back unchanged when
+// the fast lane cannot apply to this server at all.
+func (s *Server) HTTPFastLane(next http.Handler, h serverconf.HTTP) http.Handler {
+	up := s.httpUp
+	if up == nil || s.member != nil || h.Stateful || s.Upstream == nil ||
+		s.Upstream.InitializeResult() == nil || s.Upstream.InitializeResult().ProtocolVersion != modernProtocol {
+		return next
+	}
+	maxBody := h.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = serverconf.DefaultMaxBodyBytes
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !fastHTTPHeaders(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "request body not received", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		c, name, ok := s.fastHTTPCall(r, body)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		up.calls.Add(1)
+		s.forwardHTTP(w, r, body, c, name)
+	})
+}
+
+// fastHTTPHeaders: a POST that the SDK's stateless handler would take as
+// a 2026-07-28 request of the streamable transport, with no session.
+func fastHTTPHeaders(r *http.Request) bool {
+	if r.Method != http.MethodPost || len(r.Header.Values("Mcp-Session-Id")) > 0 {
+		return false
+	}
+	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != modernProtocol {
+		return false
+	}
+	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != "tools/call" {
+		return false
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false
+	}
+	return acceptsBoth(r.Header.Values("Accept")) && loopbackSafe(r)
+}
+
+// acceptsBoth: the client accepts JSON and an event stream, named exactly
+// (wildcards go to the SDK, which judges them itself).
+func acceptsBoth(values []string) bool {
+	var json, stream bool
+	for _, v := range values {
+		for _, tok := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(tok, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json":
+				json = true
+			case "text/event-stream":
+				stream = true
+			}
+		}
+	}
+	return json && stream
+}
+
+// loopbackSafe mirrors the SDK's DNS rebinding protection: on a loopback
+// listener only a request naming a loopback host is taken here.
+func loopbackSafe(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return false
+	}
+	if !isLoopbackHost(local.String()) {
+		return true
+	}
+	return isLoopbackHost(r.Host)
+}
+
+func isLoopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// The members a tools/call may carry for the fast lane: any other is one
+// the SDK path would drop on its way upstream.
+var (
+	fastTopKeys    = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true}
+	fastParamsKeys = map[string]bool{"name": true, "arguments": true, "_meta": true, "inputResponses": true, "requestState": true}
+)
+
+// fastHTTPCall reads body strictly and reports whether it is a tools/call
+// the SDK path would forward unchanged, with the tool's upstream name.
+func (s *Server) fastHTTPCall(r *http.Request, body []byte) (fastCall, string, bool) {
+	top, ok := strictObject(body)
+	if !ok || !onlyKeys(top, fastTopKeys) {
+		return fastCall{}, "", false
+	}
+	params, ok := strictObject(top["params"])
+	if !ok || !onlyKeys(params, fastParamsKeys) {
+		return fastCall{}, "", false
+	}
+	var name string
+	if json.Unmarshal(params["name"], &name) != nil || r.Header.Get("Mcp-Name") != name {
+		return fastCall{}, "", false
+	}
+	// The SDK path sends {} for absent arguments.
+	if _, ok := strictObject(params["arguments"]); !ok {
+		return fastCall{}, "", false
+	}
+	meta, ok := strictObject(params["_meta"])
+	if !ok || string(meta[mcp.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
+		return fastCall{}, "", false
+	}
+	if info, present := meta[mcp.MetaKeyClientInfo]; present {
+		if _, ok := strictObject(info); !ok {
+			return fastCall{}, "", false
+		}
+	}
+	caps, ok := strictObject(meta[mcp.MetaKeyClientCapabilities])
+	if !ok {
+		return fastCall{}, "", false
+	}
+	ur := s.pol().UpstreamRequests
+	for k := range caps {
+		for _, kind := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
+			// withCaps would strip it: not the client's bytes upstream.
+			if strings.EqualFold(k, string(kind)) && !ur.allows(kind) {
+				return fastCall{}, "", false
+			}
+		}
+	}
+	if !s.plainTool(name) {
+		return fastCall{}, "", false
+	}
+	c, ok := s.fastCallOf(top, params, name)
+	if !ok || !plainID(c.id) {
+		return fastCall{}, "", false
+	}
+	return c, name, true
+}
+
+// plainID: a string or an integer, the ids the SDK reads.
+func plainID(id string) bool {
+	if id[0] == '"' {
+		return true // fastCallOf has read it as a string
+	}
+	_, err := strconv.ParseInt(id, 10, 64)
+	return err == nil
+}
+
+func onlyKeys(m map[string]json.RawMessage, allowed map[string]bool) bool {
+	for k := range m {
+		if !allowed[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// plainTool: the upstream's definition binds no argument to a header
+// (x-mcp-header), which the SDK client would have to send and the SDK
+// handler check.
+func (s *Server) plainTool(name string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	r, ok := s.registered[name]
+	return ok && !strings.Contains(r.def, "x-mcp-header")
+}
+
+// forwardHTTP sends body upstream with the headers the SDK client would
+// send (none of the client's: not its credentials, not a session) and
+// relays the answer.
+func (s *Server) forwardHTTP(w http.ResponseWriter, r *http.Request, body []byte, c fastCall, name string) {
+	start := time.Now()
+	err := s.relayHTTP(w, r, body, c, name)
+	if s.conf != nil && s.conf.Metrics != nil {
+		s.conf.Metrics.Upstream(time.Since(start), err)
+	}
+	if err != nil {
+		s.log.Debug("proxy: fast lane call failed", "tool", name, "err", err)
+	}
+}
+
+func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, c fastCall, name string) error {
+	up := s.httpUp
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, up.endpoint, bytes.NewReader(body))
+	if err != nil {
+		writeFastError(w, c.id, "mcpsafe proxy: the upstream could not be called")
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", modernProtocol)
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", name)
+	resp, err := up.client.Do(req)
+	if err != nil {
+		writeFastError(w, c.id, "mcpsafe proxy: the upstream did not answer")
+		return err
+	}
+	defer resp.Body.Close()
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	if resp.StatusCode != http.StatusOK {
+		// A JSON-RPC error for this call is the upstream's answer, as the
+		// SDK client would read it; anything else says only that it failed.
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if mt == "application/json" && s.finalFor(msg, c.id) == nil && bytes.Contains(msg, []byte(`"error"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(msg)
+			return fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
+		}
+		writeFastError(w, c.id, fmt.Sprintf("mcpsafe proxy: the upstream answered HTTP %d", resp.StatusCode))
+		return fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
+	}
+	switch mt {
+	case "application/json":
+		msg, err := io.ReadAll(resp.Body)
+		if err != nil {
+			writeFastError(w, c.id, "mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run")
+			return err
+		}
+		if err := s.finalFor(msg, c.id); err != nil {
+			writeFastError(w, c.id, err.Error())
+			return err
+		}
+		w.Header().Set("Content-Type", ct)
+		w.Header().Set("Cache-Control", "no-cache, no-transform")
+		_, err = w.Write(msg)
+		return err
+	case "text/event-stream":
+		return s.relayEvents(w, resp.Body, ct, c.id)
+	}
+	writeFastError(w, c.id, "mcpsafe proxy: the upstream answered in an unknown content type")
+	return fmt.Errorf("upstream content type %q", ct)
+}
+
+// relayEvents copies the upstream's event stream, one event at a time
+// and flushed, until the call's response. Notifications pass; the upstream
+// asking the client something in-stream (not part of 2026-07-28) or
+// answering another id does not.
+func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id string) error {
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	br := bufio.NewReaderSize(body, 32<<10)
+	var event, data []byte
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			// The stream ended before the response: fail the call, as the
+			// SDK path would.
+			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's stream ended before it answered; the call may have run"))
+			rc.Flush()
+			return fmt.Errorf("upstream stream ended: %w", err)
+		}
+		event = append(event, line...)
+		trimmed := bytes.TrimRight(line, "\r\n")
+		if len(trimmed) > 0 {
+			if d, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+			}
+			continue
+		}
+		// End of an event.
+		msg := data
+		out := event
+		event, data = event[:0], nil
+		if len(msg) == 0 {
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+			continue
+		}
+		var peek struct {
+			ID     json.RawMessage `json:"id"`
+			Method *string         `json:"method"`
+		}
+		if json.Unmarshal(msg, &peek) != nil {
+			continue // not a message: the SDK client would drop it
+		}
+		switch {
+		case peek.Method != nil && len(peek.ID) == 0:
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+			rc.Flush()
+		case peek.Method == nil && string(bytes.TrimSpace(peek.ID)) == id:
+			if err := s.finalFor(msg, id); err != nil {
+				writeEvent(w, fastErrorBody(id, err.Error()))
+				rc.Flush()
+				return err
+			}
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+			rc.Flush()
+			return nil
+		default:
+			s.log.Debug("proxy: fast lane dropped an upstream message that is not this call's", "id", string(peek.ID))
+		}
+	}
+}
+
+// finalFor checks the upstream's response msg to the call id as forward
+// would: an input_required result asking for a kind the policy refuses is
+// refused. With every kind allowed, the result is relayed unread.
+func (s *Server) finalFor(msg []byte, id string) error {
+	top, ok := strictObject(msg)
+	if !ok || string(bytes.TrimSpace(top["id"])) != id {
+		return errors.New("mcpsafe proxy: the upstream's answer could not be read")
+	}
+	ur := s.pol().UpstreamRequests
+	if ur.allows(KindElicitation) && ur.allows(KindSampling) && ur.allows(KindRoots) {
+		return nil
+	}
+	raw, ok := top["result"]
+	if !ok {
+		return nil // an error: relayed as forward relays it
+	}
+	result, ok := strictObject(raw)
+	if !ok {
+		return errors.New("mcpsafe proxy: the upstream's answer could not be read")
+	}
+	needsCheck := false
+	for k := range result {
+		if strings.EqualFold(k, "resultType") || strings.EqualFold(k, "inputRequests") {
+			needsCheck = true
+		}
+	}
+	if !needsCheck {
+		return nil
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("mcpsafe proxy: the upstream's answer could not be read: %v", err)
+	}
+	if res.NeedsInput() || len(res.InputRequests) > 0 {
+		return checkAsks(ur, res.InputRequests)
+	}
+	return nil
+}
+
+func fastErrorBody(id, msg string) []byte {
+	m, _ := json.Marshal(msg)
+	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":` + string(m) + `}}`)
+}
+
+func writeFastError(w http.ResponseWriter, id, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(fastErrorBody(id, msg))
+}
+
+func writeEvent(w io.Writer, msg []byte) {
+	fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+}

@@ -1,0 +1,301 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// laneUpstream is a real SDK server over streamable HTTP (stateless, so on
+// protocol 2026-07-28) with pass-through and gated tools, a pair of tools
+// whose names differ only in case (one passes, one is gated), and tools
+// that ask for input through input_required results.
+func laneUpstream(t *testing.T) (*goUpstream, string) {
+	t.Helper()
+	u, _ := newGoUpstream(t)
+	// Its in-memory session has no reader: the notifications of the tools
+	// added below would block on it.
+	for ss := range u.srv.Sessions() {
+		ss.Close()
+	}
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	done := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	}
+	u.add("peek", ro, done)
+	u.add("Peek", nil, done) // gated: not read-only
+	asking := func(in mcp.InputRequest) mcp.ToolHandler {
+		return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if len(req.Params.InputResponses) == 0 {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": in}, RequestState: upstreamState}, nil
+			}
+			if req.Params.RequestState != upstreamState {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not my state"}}}, nil
+			}
+			b, _ := json.Marshal(req.Params.InputResponses["q"])
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done with " + string(b)}}}, nil
+		}
+	}
+	u.add("ask_colour", ro, asking(&mcp.ElicitParams{Message: "which colour?", RequestedSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"colour": map[string]any{"type": "string"}}}}))
+	u.add("ask_roots", ro, asking(&mcp.ListRootsParams{}))
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+	return u, hs.URL
+}
+
+// laneProxy runs the proxy in front of upstream over HTTP as `mcpsafe proxy
+// --http` serves it, and returns it with its URL.
+func laneProxy(t *testing.T, upstream string, pol *Policy) (*Server, string) {
+	t.Helper()
+	s, err := NewServer(context.Background(), Config{
+		Upstream:       &mcp.StreamableClientTransport{Endpoint: upstream, HTTPClient: UpstreamHTTPClient()},
+		LegacyUpstream: &mcp.StreamableClientTransport{Endpoint: upstream, HTTPClient: UpstreamHTTPClient()},
+		Policy:         pol,
+		Gate:           serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	web := serverconf.HTTP{}
+	h := serverconf.BufferBodies(s.HTTPFastLane(web.MCPHandler(s.MCP), web), serverconf.DefaultMaxBodyBytes)
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return s, hs.URL
+}
+
+// laneClient is a real SDK client of url on protocol 2026-07-28. Unless
+// opts says otherwise it declares no roots (the SDK's default declares
+// them, and the default policy refuses to relay them).
+func laneClient(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	if opts.Capabilities == nil {
+		opts.Capabilities = &mcp.ClientCapabilities{}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "lane-client"}, opts).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if v := cs.InitializeResult().ProtocolVersion; v != modernProtocol {
+		t.Fatalf("client negotiated %s, want %s", v, modernProtocol)
+	}
+	return cs
+}
+
+// rawCall posts body as a 2026-07-28 client would, with extra headers,
+// and returns the status and every JSON-RPC message of the answer.
+func rawCall(t *testing.T, url, body string, hdr map[string]string) (int, []string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", modernProtocol)
+	req.Header.Set("Mcp-Method", "tools/call")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp.StatusCode, []string{string(bytes.TrimSpace(b))}
+	}
+	var msgs []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			msgs = append(msgs, d)
+		}
+	}
+	return resp.StatusCode, msgs
+}
+
+const laneMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+func laneBody(name string) string {
+	return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + name + `","arguments":{"n":1},` + laneMeta + `}}`
+}
+
+// A pass-through call from a real SDK client takes the fast lane, and the
+// answer is the upstream's own bytes: the same body posted to the upstream
+// and to the proxy gets the same messages back.
+func TestHTTPFastLanePassThrough(t *testing.T) {
+	u, upURL := laneUpstream(t)
+	s, url := laneProxy(t, upURL, nil)
+	cs := laneClient(t, url, nil)
+	res := call(t, cs, "echo", map[string]any{"n": 1})
+	if res.IsError || !strings.Contains(text(res), `echo {\"n\":1}`) || s.httpUp.calls.Load() != 1 || u.count("echo") != 1 {
+		t.Fatalf("pass-through: %s (fast %d, upstream %d)", text(res), s.httpUp.calls.Load(), u.count("echo"))
+	}
+	body := laneBody("echo")
+	_, direct := rawCall(t, upURL, body, map[string]string{"Mcp-Name": "echo"})
+	code, via := rawCall(t, url, body, map[string]string{"Mcp-Name": "echo"})
+	if code != 200 || len(direct) == 0 || strings.Join(direct, "\n") != strings.Join(via, "\n") || s.httpUp.calls.Load() != 2 {
+		t.Fatalf("bytes differ or not fast (%d, fast %d):\ndirect %q\nvia    %q", code, s.httpUp.calls.Load(), direct, via)
+	}
+	// A client declaring roots (the SDK's default) while the policy
+	// refuses them goes the SDK path, which strips them; with roots
+	// relayed it takes the lane.
+	rooted := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}}
+	if res := call(t, laneClient(t, url, rooted), "echo", map[string]any{"n": 1}); res.IsError || s.httpUp.calls.Load() != 2 || u.count("echo") != 4 {
+		t.Fatalf("roots declared, default policy: %s (fast %d)", text(res), s.httpUp.calls.Load())
+	}
+	relay, relayURL := laneProxy(t, upURL, mustPolicy(t, "upstream_requests: {roots: relay}\n"))
+	if res := call(t, laneClient(t, relayURL, rooted), "echo", map[string]any{"n": 1}); res.IsError || relay.httpUp.calls.Load() != 1 {
+		t.Fatalf("roots declared and relayed: %s (fast %d)", text(res), relay.httpUp.calls.Load())
+	}
+	// Control for the attacks below: the gated tool through the SDK path,
+	// approved by the user, runs once and not on the fast lane.
+	cs2 := laneClient(t, url, &mcp.ClientOptions{ElicitationHandler: answer("accept", true)})
+	if res := call(t, cs2, "delete_thing", map[string]any{}); res.IsError || u.count("delete_thing") != 1 || s.httpUp.calls.Load() != 2 {
+		t.Fatalf("gated control: %s (upstream %d, fast %d)", text(res), u.count("delete_thing"), s.httpUp.calls.Load())
+	}
+}
+
+// Requests that must not take the fast lane: each reaches the SDK path,
+// which refuses it or gates it, and no gated tool runs. The control is the
+// same request in its plain form, which does take the lane.
+func TestHTTPFastLaneRefusesGatedAndOdd(t *testing.T) {
+	u, upURL := laneUpstream(t)
+	s, url := laneProxy(t, upURL, nil)
+	gated := func() int { return u.count("delete_thing") + u.count("Peek") }
+	attacks := []struct {
+		name, body string
+		hdr        map[string]string
+	}{
+		{"gated tool", laneBody("delete_thing"), map[string]string{"Mcp-Name": "delete_thing"}},
+		{"case variant of a pass-through name, gated", laneBody("Peek"), map[string]string{"Mcp-Name": "Peek"}},
+		{"header names the pass-through tool, body the gated one", laneBody("Peek"), map[string]string{"Mcp-Name": "peek"}},
+		{"case-variant method", strings.Replace(laneBody("echo"), `"tools/call"`, `"Tools/call"`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"duplicate name", strings.Replace(laneBody("echo"), `"name":"echo"`, `"name":"echo","name":"delete_thing"`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"case-folded name key", strings.Replace(laneBody("echo"), `"name":"echo"`, `"name":"echo","Name":"delete_thing"`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"duplicate method", strings.Replace(laneBody("echo"), `"method":"tools/call"`, `"method":"tools/call","method":"tools/call"`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"batch", "[" + laneBody("echo") + "]", map[string]string{"Mcp-Name": "echo"}},
+		{"spoofed session id", laneBody("echo"), map[string]string{"Mcp-Name": "echo", "Mcp-Session-Id": "someone-elses"}},
+		{"a member the SDK path drops", strings.Replace(laneBody("echo"), `"name":"echo"`, `"name":"echo","task":{}`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"a proxy continuation", strings.Replace(laneBody("echo"), `"name":"echo"`, `"name":"echo","requestState":"mcpsafe-relay.x"`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"roots declared while the policy refuses them", strings.Replace(laneBody("echo"), `clientCapabilities":{}`, `clientCapabilities":{"roots":{}}`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"older protocol", laneBody("echo"), map[string]string{"Mcp-Name": "echo", "Mcp-Protocol-Version": "2025-11-25"}},
+		{"no arguments", strings.Replace(laneBody("echo"), `"arguments":{"n":1},`, ``, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"float id", strings.Replace(laneBody("echo"), `"id":7`, `"id":7.5`, 1), map[string]string{"Mcp-Name": "echo"}},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			before, ran := s.httpUp.calls.Load(), gated()
+			_, msgs := rawCall(t, url, a.body, a.hdr)
+			if s.httpUp.calls.Load() != before || gated() != ran {
+				t.Fatalf("took the fast lane or ran a gated tool: %q (fast %d -> %d)", msgs, before, s.httpUp.calls.Load())
+			}
+		})
+	}
+	// Controls: the plain forms of the name, case and declared capabilities.
+	for _, c := range []struct{ body, name string }{{laneBody("echo"), "echo"}, {laneBody("peek"), "peek"}} {
+		before := s.httpUp.calls.Load()
+		code, msgs := rawCall(t, url, c.body, map[string]string{"Mcp-Name": c.name})
+		if code != 200 || s.httpUp.calls.Load() != before+1 || len(msgs) == 0 || strings.Contains(msgs[len(msgs)-1], `"error"`) {
+			t.Fatalf("control %s: %d %q", c.name, code, msgs)
+		}
+	}
+	if gated() != 0 {
+		t.Fatalf("gated tools ran: %d", gated())
+	}
+}
+
+// Progress reaches the client on the fast lane, as on the SDK path.
+func TestHTTPFastLaneProgress(t *testing.T) {
+	_, upURL := laneUpstream(t)
+	s, url := laneProxy(t, upURL, nil)
+	var mu sync.Mutex
+	var got []string
+	cs := laneClient(t, url, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		got = append(got, r.Params.Message)
+		mu.Unlock()
+	}})
+	p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{}}
+	p.SetProgressToken("tok-1")
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil || res.IsError || s.httpUp.calls.Load() != 1 {
+		t.Fatalf("progress call: %v %s (fast %d)", err, text(res), s.httpUp.calls.Load())
+	}
+	waitUntil(t, "two progress notifications", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 2
+	})
+	if got[0] != "step 1" || got[1] != "step 2" {
+		t.Fatalf("progress: %q", got)
+	}
+}
+
+// An upstream's input_required result and its request state round-trip on
+// the fast lane; one asking for a kind the policy refuses (roots, by
+// default) is refused there as on the SDK path, where the control (the
+// same call with roots relayed) completes.
+func TestHTTPFastLaneInputRequired(t *testing.T) {
+	u, upURL := laneUpstream(t)
+	s, url := laneProxy(t, upURL, nil)
+	cs := laneClient(t, url, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "blue"}}, nil
+	}})
+	res := call(t, cs, "ask_colour", map[string]any{})
+	if res.IsError || !strings.Contains(text(res), "blue") || s.httpUp.calls.Load() != 2 || u.count("ask_colour") != 2 {
+		t.Fatalf("elicitation round trip: %s (fast %d, upstream %d)", text(res), s.httpUp.calls.Load(), u.count("ask_colour"))
+	}
+	// The roots request never reaches the client under the default policy.
+	body := laneBody("ask_roots")
+	_, msgs := rawCall(t, url, body, map[string]string{"Mcp-Name": "ask_roots"})
+	if len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1], "policy refuses") || strings.Contains(strings.Join(msgs, ""), "roots/list") {
+		t.Fatalf("a refused roots request was relayed: %q", msgs)
+	}
+	_, relayURL := laneProxy(t, upURL, mustPolicy(t, "upstream_requests: {roots: relay}\n"))
+	_, msgs = rawCall(t, relayURL, body, map[string]string{"Mcp-Name": "ask_roots"})
+	if len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1], "roots/list") || !strings.Contains(msgs[len(msgs)-1], upstreamState) {
+		t.Fatalf("control, roots relayed: %q", msgs)
+	}
+}
+
+// A tool that stops passing through (its upstream definition now changes
+// things) leaves the fast lane at once and is gated.
+func TestHTTPFastLaneRugPull(t *testing.T) {
+	u, upURL := laneUpstream(t)
+	s, url := laneProxy(t, upURL, nil)
+	if code, msgs := rawCall(t, url, laneBody("peek"), map[string]string{"Mcp-Name": "peek"}); code != 200 || s.httpUp.calls.Load() != 1 {
+		t.Fatalf("control: %d %q", code, msgs)
+	}
+	done := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	}
+	u.add("peek", nil, done) // no longer read-only
+	s.requestSync()
+	waitUntil(t, "the proxy to see the change", func() bool { return !s.passesThrough("peek") })
+	before := u.count("peek")
+	rawCall(t, url, laneBody("peek"), map[string]string{"Mcp-Name": "peek"})
+	if s.httpUp.calls.Load() != 1 || u.count("peek") != before {
+		t.Fatalf("a tool that is now gated took the fast lane or ran (fast %d, upstream %d -> %d)", s.httpUp.calls.Load(), before, u.count("peek"))
+	}
+}
