@@ -124,7 +124,10 @@ func serveHTTPProxy(upstream string, stateful bool) int {
 	fmt.Printf("http://%s/mcp\n", l.Addr())
 	// The idle-session measurement opens 65 sessions from one address:
 	// above the default per-caller cap, which is not what it measures.
-	http.Serve(l, serverconf.HTTP{Stateful: stateful, MaxSessionsPerClient: 1000}.MCPHandler(s.MCP))
+	web := serverconf.HTTP{Stateful: stateful, MaxSessionsPerClient: 1000}
+	// As web.Serve wraps it (less authentication), fast lane included.
+	h := s.HTTPFastLane(web.MCPHandler(s.MCP), web)
+	http.Serve(l, serverconf.LimitBodies(h, serverconf.DefaultBodyTimeout, serverconf.DefaultMaxBodyBytes))
 	return 0
 }
 
