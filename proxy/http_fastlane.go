@@ -73,7 +73,7 @@ func (s *Server) HTTPFastLane(next http.Handler, h serverconf.HTTP) http.Handler
 		maxBody = serverconf.DefaultMaxBodyBytes
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !fastHTTPHeaders(r) {
+		if !fastHTTPHeaders(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
