@@ -658,6 +658,37 @@ mutant("unknown-method-case-variant-of-known", "./proxy", "a case variant of a k
 mutant("gateway-relays-unknown-methods", "./proxy", "a gateway accepts unknown_methods: relay though it cannot tell which server such a method is for",
     [("proxy/gateway_config.go", "\t\tif pol.RelayUnknownMethods {", "\t\tif false {")],
     run="TestUnknownMethodsPolicy")
+# ---- h-httplane (issue 12): the HTTP fast lane for pass-through calls ----
+mutant("http-fastlane-gated-tool", "./proxy", "a call to a gated tool is forwarded raw, around the gate",
+    [("proxy/fastlane.go", "\tif !s.passesThrough(name) {\n\t\treturn fastCall{}, false\n\t}\n\tc := fastCall{id: id}", "\tc := fastCall{id: id}")],
+    run="TestHTTPFastLaneRefusesGatedAndOdd")
+mutant("http-fastlane-extra-members", "./proxy", "params members the SDK path drops reach the upstream raw",
+    [("proxy/http_fastlane.go", "if !ok || !onlyKeys(params, fastParamsKeys) {", "if !ok {")],
+    run="TestHTTPFastLaneRefusesGatedAndOdd")
+mutant("http-fastlane-refused-capabilities", "./proxy", "a client capability the policy refuses to relay reaches the upstream unfiltered",
+    [("proxy/http_fastlane.go", "if strings.EqualFold(k, string(kind)) && !ur.allows(kind) {", "if strings.EqualFold(k, string(kind)) && false && !ur.allows(kind) {")],
+    run="TestHTTPFastLaneRefusesGatedAndOdd|TestHTTPFastLanePassThrough")
+mutant("http-fastlane-refused-asks", "./proxy", "an upstream's input request of a kind the policy refuses reaches the client",
+    [("proxy/http_fastlane.go", "\t\treturn checkAsks(ur, res.InputRequests)", "\t\treturn nil")],
+    run="TestHTTPFastLaneInputRequired")
+mutant("fastlane-continuation-upstream", "./proxy", "a proxy continuation (sealed state) is sent upstream instead of to continueCall",
+    [("proxy/fastlane.go", "if json.Unmarshal(v, &st) != nil || isContinuation(st) {", "if json.Unmarshal(v, &st) != nil {")],
+    run="TestHTTPFastLaneRefusesGatedAndOdd")
+mutant("http-fastlane-session-id", "./proxy", "a request carrying a session id (spoofed or not) takes the stateless fast lane",
+    [("proxy/http_fastlane.go", "if r.Method != http.MethodPost || len(r.Header.Values(\"Mcp-Session-Id\")) > 0 {", "if r.Method != http.MethodPost {")],
+    run="TestHTTPFastLaneRefusesGatedAndOdd")
+mutant("http-fastlane-client-headers", "./proxy", "the client's headers (credentials, cookies) are forwarded to the upstream",
+    [("proxy/http_fastlane.go", "\treq.Header.Set(\"Content-Type\", \"application/json\")\n\treq.Header.Set(\"Accept\"", "\treq.Header = r.Header.Clone()\n\treq.Header.Set(\"Content-Type\", \"application/json\")\n\treq.Header.Set(\"Accept\"")],
+    run="TestHTTPFastLaneHeaders")
+mutant("http-fastlane-host-check", "./proxy", "the fast lane skips the SDK's DNS rebinding protection",
+    [("proxy/http_fastlane.go", "\treturn isLoopbackHost(r.Host)\n", "\treturn true\n")],
+    run="TestHTTPFastLaneRefusesGatedAndOdd")
+mutant("http-fastlane-stateful", "./proxy", "the fast lane answers 2026-07-28 requests that --http-stateful refuses",
+    [("proxy/http_fastlane.go", "if up == nil || s.member != nil || h.Stateful || s.Upstream == nil ||", "if up == nil || s.member != nil || s.Upstream == nil ||")],
+    run="TestHTTPFastLaneStatefulOff")
+mutant("http-fastlane-header-name", "./proxy", "the fast lane takes a call whose Mcp-Name header names another tool than its body",
+    [("proxy/http_fastlane.go", "if json.Unmarshal(params[\"name\"], &name) != nil || r.Header.Get(\"Mcp-Name\") != name {", "if json.Unmarshal(params[\"name\"], &name) != nil {")],
+    run="TestHTTPFastLaneRefusesGatedAndOdd")
 
 def main():
     root = os.getcwd()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe/serverconf"
@@ -50,11 +51,21 @@ func laneUpstream(t *testing.T) (*goUpstream, string) {
 	u.add("ask_colour", ro, asking(&mcp.ElicitParams{Message: "which colour?", RequestedSchema: map[string]any{
 		"type": "object", "properties": map[string]any{"colour": map[string]any{"type": "string"}}}}))
 	u.add("ask_roots", ro, asking(&mcp.ListRootsParams{}))
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv },
-		&mcp.StreamableHTTPOptions{Stateless: true}))
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv },
+		&mcp.StreamableHTTPOptions{Stateless: true})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		laneSeen.Store(r.Header.Clone())
+		// What the proxy must not hand its client.
+		w.Header().Set("Set-Cookie", "upstream=secret")
+		w.Header().Set("Mcp-Session-Id", "upstream-session")
+		sdk.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
 	return u, hs.URL
 }
+
+// laneSeen holds the headers of the last request an upstream got.
+var laneSeen atomic.Value
 
 // laneProxy runs the proxy in front of upstream over HTTP as `mcpsafe proxy
 // --http` serves it, and returns it with its URL.
@@ -113,6 +124,10 @@ func rawCall(t *testing.T, url, body string, hdr map[string]string) (int, []stri
 	req.Header.Set("Mcp-Protocol-Version", modernProtocol)
 	req.Header.Set("Mcp-Method", "tools/call")
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -190,6 +205,7 @@ func TestHTTPFastLaneRefusesGatedAndOdd(t *testing.T) {
 		{"gated tool", laneBody("delete_thing"), map[string]string{"Mcp-Name": "delete_thing"}},
 		{"case variant of a pass-through name, gated", laneBody("Peek"), map[string]string{"Mcp-Name": "Peek"}},
 		{"header names the pass-through tool, body the gated one", laneBody("Peek"), map[string]string{"Mcp-Name": "peek"}},
+		{"header names a gated tool, body the pass-through one", laneBody("echo"), map[string]string{"Mcp-Name": "delete_thing"}},
 		{"case-variant method", strings.Replace(laneBody("echo"), `"tools/call"`, `"Tools/call"`, 1), map[string]string{"Mcp-Name": "echo"}},
 		{"duplicate name", strings.Replace(laneBody("echo"), `"name":"echo"`, `"name":"echo","name":"delete_thing"`, 1), map[string]string{"Mcp-Name": "echo"}},
 		{"case-folded name key", strings.Replace(laneBody("echo"), `"name":"echo"`, `"name":"echo","Name":"delete_thing"`, 1), map[string]string{"Mcp-Name": "echo"}},
@@ -201,6 +217,7 @@ func TestHTTPFastLaneRefusesGatedAndOdd(t *testing.T) {
 		{"roots declared while the policy refuses them", strings.Replace(laneBody("echo"), `clientCapabilities":{}`, `clientCapabilities":{"roots":{}}`, 1), map[string]string{"Mcp-Name": "echo"}},
 		{"older protocol", laneBody("echo"), map[string]string{"Mcp-Name": "echo", "Mcp-Protocol-Version": "2025-11-25"}},
 		{"no arguments", strings.Replace(laneBody("echo"), `"arguments":{"n":1},`, ``, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"a Host the SDK's DNS rebinding protection refuses", laneBody("echo"), map[string]string{"Mcp-Name": "echo", "Host": "attacker.example"}},
 		{"float id", strings.Replace(laneBody("echo"), `"id":7`, `"id":7.5`, 1), map[string]string{"Mcp-Name": "echo"}},
 	}
 	for _, a := range attacks {
@@ -297,5 +314,72 @@ func TestHTTPFastLaneRugPull(t *testing.T) {
 	rawCall(t, url, laneBody("peek"), map[string]string{"Mcp-Name": "peek"})
 	if s.httpUp.calls.Load() != 1 || u.count("peek") != before {
 		t.Fatalf("a tool that is now gated took the fast lane or ran (fast %d, upstream %d -> %d)", s.httpUp.calls.Load(), before, u.count("peek"))
+	}
+}
+
+// The fast lane sends the upstream none of the client's headers (its
+// credentials, cookies, addresses) and hands the client none of the
+// upstream's but the content type; the SDK path does the same.
+func TestHTTPFastLaneHeaders(t *testing.T) {
+	_, upURL := laneUpstream(t)
+	s, url := laneProxy(t, upURL, nil)
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(laneBody("echo")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": modernProtocol, "Mcp-Method": "tools/call", "Mcp-Name": "echo",
+		"Authorization": "Bearer client-secret", "Cookie": "c=client-secret", "X-Forwarded-For": "10.9.9.9",
+	} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || s.httpUp.calls.Load() != 1 {
+		t.Fatalf("control: %d (fast %d)", resp.StatusCode, s.httpUp.calls.Load())
+	}
+	seen := laneSeen.Load().(http.Header)
+	for _, h := range []string{"Authorization", "Cookie", "X-Forwarded-For", "Mcp-Session-Id"} {
+		if v := seen.Get(h); v != "" {
+			t.Errorf("the upstream got the client's %s: %q", h, v)
+		}
+	}
+	if seen.Get("Mcp-Name") != "echo" || seen.Get("Mcp-Protocol-Version") != modernProtocol {
+		t.Errorf("the upstream got no MCP headers: %v", seen)
+	}
+	for _, h := range []string{"Set-Cookie", "Mcp-Session-Id"} {
+		if v := resp.Header.Get(h); v != "" {
+			t.Errorf("the client got the upstream's %s: %q", h, v)
+		}
+	}
+}
+
+// With --http-stateful the SDK refuses 2026-07-28 requests; the fast lane
+// stays out of the way, and the refusal stands.
+func TestHTTPFastLaneStatefulOff(t *testing.T) {
+	_, upURL := laneUpstream(t)
+	s, err := NewServer(context.Background(), Config{
+		Upstream: &mcp.StreamableClientTransport{Endpoint: upURL, HTTPClient: UpstreamHTTPClient()},
+		Gate:     serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, stateful := range []bool{true, false} {
+		web := serverconf.HTTP{Stateful: stateful}
+		hs := httptest.NewServer(s.HTTPFastLane(web.MCPHandler(s.MCP), web))
+		before := s.httpUp.calls.Load()
+		code, msgs := rawCall(t, hs.URL, laneBody("echo"), map[string]string{"Mcp-Name": "echo"})
+		hs.Close()
+		took := s.httpUp.calls.Load() != before
+		if stateful && (took || code == 200) || !stateful && (!took || code != 200) {
+			t.Fatalf("stateful %v: took the lane %v, %d %q", stateful, took, code, msgs)
+		}
 	}
 }
