@@ -689,6 +689,18 @@ mutant("http-fastlane-stateful", "./proxy", "the fast lane answers 2026-07-28 re
 mutant("http-fastlane-header-name", "./proxy", "the fast lane takes a call whose Mcp-Name header names another tool than its body",
     [("proxy/http_fastlane.go", "if json.Unmarshal(params[\"name\"], &name) != nil || r.Header.Get(\"Mcp-Name\") != name {", "if json.Unmarshal(params[\"name\"], &name) != nil {")],
     run="TestHTTPFastLaneRefusesGatedAndOdd")
+mutant("http-unknown-unchecked", "./proxy", "over HTTP, a method the proxy does not know reaches the upstream whatever the policy and its params say",
+    [("proxy/http_fastlane.go", "\twhy := s.refuseUnknown(ul, top)\n", "\twhy := \"\"\n")],
+    run="TestHTTPUnknownMethods")
+mutant("http-unknown-refused-capabilities", "./proxy", "an unknown request declaring a capability the policy does not relay reaches the upstream unfiltered",
+    [("proxy/http_fastlane.go", "\t\t\tif k := s.refusedCapability(caps); k != \"\" {", "\t\t\tif k := s.refusedCapability(caps); false && k != \"\" {")],
+    run="TestHTTPUnknownMethods")
+mutant("http-unknown-header-mismatch", "./proxy", "an unknown request whose Mcp-Method header names another method is relayed",
+    [("proxy/http_fastlane.go", "if v := r.Header.Values(\"Mcp-Method\"); len(v) != 1 || v[0] != ul.method {", "if false {")],
+    run="TestHTTPUnknownMethods")
+mutant("http-unknown-ambiguous-params", "./proxy", "unknown-method params with duplicate keys (read differently by different parsers) are relayed",
+    [("proxy/http_fastlane.go", "\tp, ok := strictObject(params)\n\tif !ok {", "\tp, ok := strictObject(params)\n\tif false && !ok {")],
+    run="TestHTTPUnknownMethods")
 
 def main():
     root = os.getcwd()

@@ -42,6 +42,13 @@ type httpLane struct {
 	endpoint string
 	client   *http.Client
 	calls    atomic.Int64 // calls that took the HTTP fast lane, for tests
+	unknown  atomic.Int64 // unknown methods relayed, for tests
+}
+
+// laneRequest is a request the lane forwards: its raw id (empty for a
+// notification), method and, for tools/call, the tool's name.
+type laneRequest struct {
+	id, method, name string
 }
 
 func newHTTPLane(t mcp.Transport) *httpLane {
@@ -88,13 +95,15 @@ func (s *Server) HTTPFastLane(next http.Handler, h serverconf.HTTP) http.Handler
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		c, name, ok := s.fastHTTPCall(r, body)
-		if !ok {
-			next.ServeHTTP(w, r)
+		if c, name, ok := s.fastHTTPCall(r, body); ok {
+			up.calls.Add(1)
+			s.forwardHTTP(w, r, body, laneRequest{id: c.id, method: "tools/call", name: name})
 			return
 		}
-		up.calls.Add(1)
-		s.forwardHTTP(w, r, body, c, name)
+		if s.relayUnknownHTTP(w, r, body) {
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -105,9 +114,6 @@ func fastHTTPHeaders(r *http.Request) bool {
 		return false
 	}
 	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != modernProtocol {
-		return false
-	}
-	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != "tools/call" {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -169,6 +175,9 @@ var (
 // fastHTTPCall reads body strictly and reports whether it is a tools/call
 // the SDK path would forward unchanged, with the tool's upstream name.
 func (s *Server) fastHTTPCall(r *http.Request, body []byte) (fastCall, string, bool) {
+	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != "tools/call" {
+		return fastCall{}, "", false
+	}
 	top, ok := strictObject(body)
 	if !ok || !onlyKeys(top, fastTopKeys) {
 		return fastCall{}, "", false
@@ -198,14 +207,9 @@ func (s *Server) fastHTTPCall(r *http.Request, body []byte) (fastCall, string, b
 	if !ok {
 		return fastCall{}, "", false
 	}
-	ur := s.pol().UpstreamRequests
-	for k := range caps {
-		for _, kind := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
-			// withCaps would strip it: not the client's bytes upstream.
-			if strings.EqualFold(k, string(kind)) && !ur.allows(kind) {
-				return fastCall{}, "", false
-			}
-		}
+	if s.refusedCapability(caps) != "" {
+		// withCaps would strip it: not the client's bytes upstream.
+		return fastCall{}, "", false
 	}
 	if !s.plainTool(name) {
 		return fastCall{}, "", false
@@ -224,6 +228,20 @@ func plainID(id string) bool {
 	}
 	_, err := strconv.ParseInt(id, 10, 64)
 	return err == nil
+}
+
+// refusedCapability names a capability in caps (a request's declared
+// client capabilities) that the policy does not relay, or "".
+func (s *Server) refusedCapability(caps map[string]json.RawMessage) string {
+	ur := s.pol().UpstreamRequests
+	for k := range caps {
+		for _, kind := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
+			if strings.EqualFold(k, string(kind)) && !ur.allows(kind) {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 func onlyKeys(m map[string]json.RawMessage, allowed map[string]bool) bool {
@@ -248,30 +266,37 @@ func (s *Server) plainTool(name string) bool {
 // forwardHTTP sends body upstream with the headers the SDK client would
 // send (none of the client's: not its credentials, not a session) and
 // relays the answer.
-func (s *Server) forwardHTTP(w http.ResponseWriter, r *http.Request, body []byte, c fastCall, name string) {
+func (s *Server) forwardHTTP(w http.ResponseWriter, r *http.Request, body []byte, c laneRequest) {
 	start := time.Now()
-	err := s.relayHTTP(w, r, body, c, name)
+	err := s.relayHTTP(w, r, body, c)
 	if s.conf != nil && s.conf.Metrics != nil {
 		s.conf.Metrics.Upstream(time.Since(start), err)
 	}
 	if err != nil {
-		s.log.Debug("proxy: fast lane call failed", "tool", name, "err", err)
+		s.log.Debug("proxy: fast lane request failed", "method", c.method, "tool", c.name, "err", err)
 	}
 }
 
-func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, c fastCall, name string) error {
+// postUpstream posts body to the upstream with the headers the SDK
+// client would send for it, and nothing of the client's.
+func (s *Server) postUpstream(r *http.Request, body []byte, c laneRequest) (*http.Response, error) {
 	up := s.httpUp
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, up.endpoint, bytes.NewReader(body))
 	if err != nil {
-		writeFastError(w, c.id, "mcpsafe proxy: the upstream could not be called")
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", modernProtocol)
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", name)
-	resp, err := up.client.Do(req)
+	req.Header.Set("Mcp-Method", c.method)
+	if c.name != "" {
+		req.Header.Set("Mcp-Name", c.name)
+	}
+	return up.client.Do(req)
+}
+
+func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, c laneRequest) error {
+	resp, err := s.postUpstream(r, body, c)
 	if err != nil {
 		writeFastError(w, c.id, "mcpsafe proxy: the upstream did not answer")
 		return err
@@ -285,6 +310,9 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if mt == "application/json" && s.finalFor(msg, c.id) == nil && bytes.Contains(msg, []byte(`"error"`)) {
 			w.Header().Set("Content-Type", "application/json")
+			if c.method != "tools/call" {
+				w.WriteHeader(resp.StatusCode) // relayed as it came
+			}
 			w.Write(msg)
 			return fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
 		}
@@ -435,4 +463,90 @@ func writeFastError(w http.ResponseWriter, id, msg string) {
 
 func writeEvent(w io.Writer, msg []byte) {
 	fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+}
+
+// relayUnknownHTTP relays a request or notification of a method the proxy
+// does not know, under the rules of the stdio relay (unknown_methods.go):
+// refused unless the policy says unknown_methods: relay, and even then
+// when the method or its params point at a tool that does not pass
+// through. A request that also declares a capability the policy does not
+// relay is refused (it could not be filtered without rewriting it). It
+// reports whether it answered; the SDK handler answers the rest.
+func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	ul, top, ok := peekUnknown(body)
+	if !ok || !onlyKeys(top, fastTopKeys) {
+		return false
+	}
+	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != ul.method {
+		return false // the SDK handler refuses the mismatch
+	}
+	why := s.refuseUnknown(ul, top)
+	if why == "" {
+		why = s.declaresRefused(top["params"])
+	}
+	if why != "" {
+		s.log.Info("proxy: unknown method refused", "method", ul.method, "why", why)
+		if ul.id == "" {
+			http.Error(w, why, http.StatusBadRequest)
+			return true
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound) // as the SDK handler answers a method it does not know
+		w.Write(bytes.TrimSpace(unknownError(ul.id, why)))
+		return true
+	}
+	s.httpUp.unknown.Add(1)
+	c := laneRequest{id: ul.id, method: ul.method}
+	if ul.id != "" {
+		s.forwardHTTP(w, r, body, c)
+		return true
+	}
+	resp, err := s.postUpstream(r, body, c)
+	if err != nil {
+		http.Error(w, "mcpsafe proxy: the upstream did not answer", http.StatusBadGateway)
+		return true
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		http.Error(w, fmt.Sprintf("mcpsafe proxy: the upstream answered HTTP %d", resp.StatusCode), http.StatusBadGateway)
+		return true
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// declaresRefused says why params may not go upstream as they are: its
+// _meta declares a client capability the policy does not relay (the SDK
+// path strips those; raw bytes cannot be), or it cannot be read strictly.
+func (s *Server) declaresRefused(params json.RawMessage) string {
+	if len(bytes.TrimSpace(params)) == 0 {
+		return ""
+	}
+	p, ok := strictObject(params)
+	if !ok {
+		return "mcpsafe proxy: the parameters cannot be read unambiguously"
+	}
+	for k, v := range p {
+		if !strings.EqualFold(k, "_meta") {
+			continue
+		}
+		meta, ok := strictObject(v)
+		if !ok {
+			return "mcpsafe proxy: the parameters cannot be read unambiguously"
+		}
+		for mk, mv := range meta {
+			if !strings.EqualFold(mk, mcp.MetaKeyClientCapabilities) {
+				continue
+			}
+			caps, ok := strictObject(mv)
+			if !ok {
+				return "mcpsafe proxy: the declared client capabilities cannot be read unambiguously"
+			}
+			if k := s.refusedCapability(caps); k != "" {
+				return fmt.Sprintf("mcpsafe proxy: the request declares the client capability %q, which the policy does not relay to the upstream", k)
+			}
+		}
+	}
+	return ""
 }

@@ -55,6 +55,10 @@ func laneUpstream(t *testing.T) (*goUpstream, string) {
 		&mcp.StreamableHTTPOptions{Stateless: true})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		laneSeen.Store(r.Header.Clone())
+		if strings.HasPrefix(r.Header.Get("Mcp-Method"), "x-acme/") {
+			acmeServe(w, r)
+			return
+		}
 		// What the proxy must not hand its client.
 		w.Header().Set("Set-Cookie", "upstream=secret")
 		w.Header().Set("Mcp-Session-Id", "upstream-session")
@@ -381,5 +385,87 @@ func TestHTTPFastLaneStatefulOff(t *testing.T) {
 		if stateful && (took || code == 200) || !stateful && (!took || code != 200) {
 			t.Fatalf("stateful %v: took the lane %v, %d %q", stateful, took, code, msgs)
 		}
+	}
+}
+
+// acmeReached counts the extension requests an upstream got.
+var acmeReached atomic.Int64
+
+// acmeServe is an upstream's vendor extension (methods x-acme/*), which
+// the SDK does not know: a request's result echoes its params; a
+// notification is accepted.
+func acmeServe(w http.ResponseWriter, r *http.Request) {
+	acmeReached.Add(1)
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(m.ID) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"echo":` + string(m.Params) + `}}`))
+}
+
+func acmeBody(method, params string) string {
+	return `{"jsonrpc":"2.0","id":"a1","method":"` + method + `","params":` + params + `}`
+}
+
+// Methods the proxy does not know, over HTTP: refused by default (the
+// upstream never sees them); with unknown_methods: relay, relayed raw both
+// ways, except where the method or its params point at a tool that does not
+// pass through, or it declares a capability the policy does not relay.
+func TestHTTPUnknownMethods(t *testing.T) {
+	_, upURL := laneUpstream(t)
+	_, refusing := laneProxy(t, upURL, nil)
+	s, url := laneProxy(t, upURL, mustPolicy(t, "unknown_methods: relay\n"))
+	plain := acmeBody("x-acme/echo", `{"q":"hello",`+laneMeta+`}`)
+	hdr := map[string]string{"Mcp-Method": "x-acme/echo"}
+
+	before := acmeReached.Load()
+	code, msgs := rawCall(t, refusing, plain, hdr)
+	if code != http.StatusNotFound || len(msgs) != 1 || !strings.Contains(msgs[0], "unknown_methods: relay") || acmeReached.Load() != before {
+		t.Fatalf("default policy: %d %q (upstream reached %d)", code, msgs, acmeReached.Load()-before)
+	}
+	code, msgs = rawCall(t, refusing, `{"jsonrpc":"2.0","method":"x-acme/ping"}`, map[string]string{"Mcp-Method": "x-acme/ping"})
+	if code != http.StatusBadRequest || acmeReached.Load() != before {
+		t.Fatalf("default policy, notification: %d %q", code, msgs)
+	}
+
+	// Control: relayed, the upstream's bytes back.
+	_, direct := rawCall(t, upURL, plain, hdr)
+	code, via := rawCall(t, url, plain, hdr)
+	if code != 200 || len(via) != 1 || via[0] != direct[0] || !strings.Contains(via[0], `"echo":{"q":"hello"`) || s.httpUp.unknown.Load() != 1 {
+		t.Fatalf("relayed: %d %q, direct %q", code, via, direct)
+	}
+	code, _ = rawCall(t, url, `{"jsonrpc":"2.0","method":"x-acme/ping"}`, map[string]string{"Mcp-Method": "x-acme/ping"})
+	if code != http.StatusAccepted || s.httpUp.unknown.Load() != 2 {
+		t.Fatalf("relayed notification: %d", code)
+	}
+
+	attacks := []struct{ name, body, method string }{
+		{"tools/ namespace", acmeBody("tools/run", `{"name":"echo"}`), "tools/run"},
+		{"case variant of tools/call", acmeBody("Tools/Call", `{"name":"delete_thing","arguments":{}}`), "Tools/Call"},
+		{"case variant of a known method", acmeBody("Resources/Read", `{"uri":"test://r1"}`), "Resources/Read"},
+		{"params name a gated tool", acmeBody("x-acme/run", `{"tool":"delete_thing","arguments":{}}`), "x-acme/run"},
+		{"params name a gated tool in another case", acmeBody("x-acme/run", `{"tool":"DELETE_THING"}`), "x-acme/run"},
+		{"params wrap a tools/call", acmeBody("x-acme/batch", `{"calls":[{"method":"tools/call","params":{"name":"peek"}}]}`), "x-acme/batch"},
+		{"declares roots, which the policy does not relay", acmeBody("x-acme/echo", `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}`), "x-acme/echo"},
+		{"duplicate keys in params", acmeBody("x-acme/echo", `{"q":"a","q":"b"}`), "x-acme/echo"},
+		{"header names another method", plain, "x-acme/other"},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			before, relayed := acmeReached.Load(), s.httpUp.unknown.Load()
+			code, msgs := rawCall(t, url, a.body, map[string]string{"Mcp-Method": a.method})
+			if code == 200 || acmeReached.Load() != before || s.httpUp.unknown.Load() != relayed {
+				t.Fatalf("relayed: %d %q", code, msgs)
+			}
+		})
 	}
 }

@@ -31,9 +31,12 @@ import (
 //     run anything upstream.
 //
 // The relay is raw, on the stdio fast lane (fastlane.go): the request is
-// the client's line, its response the upstream's line, both as they were.
-// Elsewhere (streamable HTTP in front, an upstream over HTTP, a 2026-07-28
-// upstream session, a gateway) unknown methods are refused as before.
+// the client's line, its response the upstream's line, both as they were;
+// and on the HTTP fast lane (http_fastlane.go), for stateless 2026-07-28
+// requests to an upstream over HTTP, where a request that declares a client
+// capability the policy does not relay is refused too. Elsewhere (a gateway,
+// HTTP clients before 2026-07-28, --http-stateful) unknown methods are
+// refused as before.
 
 // knownClientMethods are the methods the SDK server in front handles; any
 // other method a client sends is unknown to the proxy.
