@@ -113,25 +113,7 @@ func BenchmarkGrantCost(b *testing.B) {
 				wCov, wAuto := &benchWork{}, &benchWork{}
 				cov := grantBenchSessionJournal(b, wCov, store, jr("covered.jsonl"), true)
 				auto := grantBenchSessionJournal(b, wAuto, store, jr("auto.jsonl"), false)
-				var tCov, tAuto time.Duration
-				one := func(cs *mcp.ClientSession) time.Duration {
-					start := time.Now()
-					if res := benchCall(b, cs, benchParams()); res.IsError {
-						b.Fatal(text(res))
-					}
-					return time.Since(start)
-				}
-				b.ResetTimer()
-				for i := range b.N {
-					if i%2 == 0 {
-						tCov += one(cov)
-						tAuto += one(auto)
-					} else {
-						tAuto += one(auto)
-						tCov += one(cov)
-					}
-				}
-				b.StopTimer()
+				tCov, tAuto := alternate(b, cov, auto)
 				mustRun(b, wCov, int64(b.N))
 				mustRun(b, wAuto, int64(b.N))
 				b.ReportMetric(float64(tCov.Nanoseconds())/float64(b.N), "covered-ns/call")
