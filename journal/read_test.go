@@ -88,3 +88,53 @@ func TestReadFileWithholdsEditedRecords(t *testing.T) {
 		t.Fatalf("missing journal: %v", err)
 	}
 }
+
+// TestReadFileAcrossRotation: a viewer reads a rotated journal as one set
+// (it read only the active file, and took every rotation for tampering);
+// a pruned set is read from what remains; an edited segment stops the read
+// before the edited record.
+func TestReadFileAcrossRotation(t *testing.T) {
+	path, files := rotatedJournal(t, 9, 3, "")
+	count := func() (int, error) {
+		n := 0
+		_, err := ReadFile(path, func(*Record) { n++ })
+		return n, err
+	}
+	if n, err := count(); err != nil || n != 9 {
+		t.Fatalf("read %d records of 9 across %d files: %v", n, len(files), err)
+	}
+	// Attack: record 5 (in the second segment) edited.
+	seg := files[1]
+	raw, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(raw, []byte(`"call":"c5"`), []byte(`"call":"c0"`), 1)
+	if bytes.Equal(edited, raw) {
+		t.Fatal("the segment holds no record c5")
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(seg, edited, 0o600))
+	var calls []string
+	_, err = ReadFile(path, func(r *Record) { calls = append(calls, r.Call) })
+	var te *TamperError
+	if !errors.As(err, &te) {
+		t.Fatalf("an edited segment read as %v", err)
+	}
+	for _, c := range calls {
+		if c == "c0" || c == "c5" {
+			t.Fatalf("the edited record was delivered: %v", calls)
+		}
+	}
+	must(os.WriteFile(seg, raw, 0o600))
+	// Pruned: the oldest segment deleted; what remains is read.
+	must(os.Remove(files[0]))
+	if n, err := count(); err != nil || n != 6 {
+		t.Fatalf("a pruned set read %d records of the 6 left: %v", n, err)
+	}
+}

@@ -565,7 +565,7 @@ mutant("grant-revoker-not-kept", "./channel", "a revocation from the approval se
     run="TestServiceRevocationJournaledByGate")
 # --- approvals overview and journal reading (issue 15: h-overview) ---
 mutant("journal-read-hands-over-edited-record", "./journal", "a reader hands over the record whose edit only the next line reveals",
-    [("journal/read.go", "te.Line <= heldLine", "te.Line <= heldLine-1")],
+    [("journal/read.go", "te.ord <= heldOrd", "te.ord <= heldOrd-1")],
     run="TestReadFile")
 mutant("overview-journal-summary-unescaped", "./channel", "the record view shows a journal summary without making its control and bidi characters visible",
     [("channel/web/journal.html", "{{vis .Rec.Summary}}", "{{.Rec.Summary}}")],
@@ -701,6 +701,7 @@ mutant("http-unknown-header-mismatch", "./proxy", "an unknown request whose Mcp-
 mutant("http-unknown-ambiguous-params", "./proxy", "unknown-method params with duplicate keys (read differently by different parsers) are relayed",
     [("proxy/http_fastlane.go", "\tp, ok := strictObject(params)\n\tif !ok {", "\tp, ok := strictObject(params)\n\tif false && !ok {")],
     run="TestHTTPUnknownMethods")
+
 
 def main():
     root = os.getcwd()
