@@ -703,6 +703,13 @@ mutant("http-unknown-ambiguous-params", "./proxy", "unknown-method params with d
     run="TestHTTPUnknownMethods")
 
 
+mutant("witness-journals-uncapped", "./witness", "one trusted key may start any number of journals on the witness (and fill its disk)",
+    [("witness/witness.go", "if n := s.journalsOf(c.Key); n >= s.maxPer {", "if n := s.journalsOf(c.Key); false && n >= s.maxPer {")],
+    run="TestWitnessCapsJournalsPerKey")
+mutant("witness-other-key-into-evidence", "./witness", "another key's notes for a journal fill that journal's evidence file and crowd out a real fork's",
+    [("witness/witness.go", "if r.Kind == RefusedOtherKey {", "if false && r.Kind == RefusedOtherKey {")],
+    run="TestWitnessRefusesBadSubmissions")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])

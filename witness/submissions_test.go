@@ -2,6 +2,7 @@ package witness
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"os"
 	"strconv"
@@ -67,7 +68,9 @@ func TestWitnessRefusesBadSubmissions(t *testing.T) {
 		{"rollback: a seq below the latest", bearer, signCheckpoint(t, k.signer, id, 5, hexHash("line 5")), http.StatusConflict, "rollback", "rollback"},
 		{"fork: another hash at the latest seq", bearer, signCheckpoint(t, k.signer, id, 6, hexHash("line 6, rewritten")), http.StatusConflict, "fork", "fork"},
 		{"fork: another hash at an earlier seq", bearer, signCheckpoint(t, k.signer, id, 4, hexHash("line 4, rewritten")), http.StatusConflict, "fork", "fork"},
-		{"another trusted key for this journal", bearer, signCheckpoint(t, k2.signer, id, 8, hexHash("line 8")), http.StatusConflict, "other-key", "other-key"},
+		// Refused and logged, but not kept in this journal's evidence,
+		// where another key's notes would crowd out a real fork's.
+		{"another trusted key for this journal", bearer, signCheckpoint(t, k2.signer, id, 8, hexHash("line 8")), http.StatusConflict, "other-key", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +96,10 @@ func TestWitnessRefusesBadSubmissions(t *testing.T) {
 			}
 		})
 	}
+	if ev, _ := os.ReadFile(f.w.evidencePath(id)); bytes.Contains(ev, []byte(`"kind":"other-key"`)) {
+		t.Fatalf("another key's note was kept in this journal's evidence: %s", ev)
+	}
+	contains(t, "log", f.log.String(), "signed by another key than the journal's")
 	// What is held, read back over HTTP and checked with the public key:
 	// the two checkpoints taken, nothing else.
 	cps := f.held(t, id, k.verifier)
@@ -183,4 +190,31 @@ func splitNotes(b []byte) [][]byte {
 		b = b[i+2+j+1:]
 	}
 	return out
+}
+
+// TestWitnessCapsJournalsPerKey: one trusted key cannot start journals
+// without end (each may hold MaxJournalBytes: together they would fill the
+// disk, and every journal's writes would then fail). Its existing journals
+// keep going, and another key's are not affected.
+func TestWitnessCapsJournalsPerKey(t *testing.T) {
+	a, b := newKey(t, "a.example"), newKey(t, "b.example")
+	w, err := Open(Config{Dir: t.TempDir(), Keys: []note.Verifier{a.verifier, b.verifier}, Tokens: []string{testToken}, MaxJournalsPerKey: 2})
+	must(t, err)
+	defer w.Close()
+	submit := func(k key, journal string, seq uint64) error {
+		_, err := w.Submit(signCheckpoint(t, k.signer, hexHash(journal), seq, hexHash(journal+strconv.FormatUint(seq, 10))), "test")
+		return err
+	}
+	must(t, submit(a, "a1", 1))
+	must(t, submit(a, "a2", 1))
+	var r *Refusal
+	if err := submit(a, "a3", 1); !errors.As(err, &r) || r.Kind != RefusedTooMany || r.Status != http.StatusInsufficientStorage {
+		t.Fatalf("a third journal of key a: %v", err)
+	}
+	if _, err := os.Stat(w.checkpointsPath(hexHash("a3"))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused journal got a file: %v", err)
+	}
+	// Controls: a's journals go on; b starts its own.
+	must(t, submit(a, "a1", 2))
+	must(t, submit(b, "b1", 1))
 }

@@ -49,6 +49,9 @@ import (
 const (
 	DefaultMaxJournalBytes  = 64 << 20 // ~250,000 checkpoints of one journal
 	DefaultMaxEvidenceBytes = 1 << 20  // refused notes kept per journal
+	// DefaultMaxJournalsPerKey bounds the journals one key may start here:
+	// with MaxJournalBytes it bounds the disk one key's holder can fill.
+	DefaultMaxJournalsPerKey = 64
 	// MinTokenLen is the shortest bearer token accepted: long enough that
 	// guessing is hopeless, so failed attempts need no throttle.
 	MinTokenLen = 32
@@ -66,7 +69,11 @@ type Config struct {
 	// MaxEvidenceBytes caps the refused notes kept for one journal
 	// (DefaultMaxEvidenceBytes when 0); past it refusals are only logged.
 	MaxEvidenceBytes int64
-	Clock            func() time.Time // time.Now when nil
+	// MaxJournalsPerKey caps the journals whose checkpoints one key signs
+	// here (DefaultMaxJournalsPerKey when 0); past it a new journal of that
+	// key gets 507.
+	MaxJournalsPerKey int
+	Clock             func() time.Time // time.Now when nil
 }
 
 // Server holds the checkpoints of a directory. Its methods are safe for
@@ -78,6 +85,7 @@ type Server struct {
 	log      *slog.Logger
 	maxBytes int64
 	maxEvid  int64
+	maxPer   int
 	clock    func() time.Time
 	lock     *os.File
 
@@ -114,6 +122,7 @@ const (
 	RefusedRollback  = "rollback"      // a seq below the latest witnessed
 	RefusedOtherKey  = "other-key"     // signed by a trusted key, not this journal's
 	RefusedFull      = "full"          // MaxJournalBytes reached
+	RefusedTooMany   = "too-many"      // MaxJournalsPerKey reached
 	RefusedBroken    = "unavailable"   // the journal's file could not be written
 )
 
@@ -141,6 +150,7 @@ func Open(cfg Config) (_ *Server, err error) {
 		log:      cfg.Logger,
 		maxBytes: cfg.MaxJournalBytes,
 		maxEvid:  cfg.MaxEvidenceBytes,
+		maxPer:   cfg.MaxJournalsPerKey,
 		clock:    cfg.Clock,
 		journals: map[string]*held{},
 	}
@@ -158,6 +168,9 @@ func Open(cfg Config) (_ *Server, err error) {
 	}
 	if s.maxEvid <= 0 {
 		s.maxEvid = DefaultMaxEvidenceBytes
+	}
+	if s.maxPer <= 0 {
+		s.maxPer = DefaultMaxJournalsPerKey
 	}
 	if s.clock == nil {
 		s.clock = time.Now
@@ -322,6 +335,10 @@ func (s *Server) Submit(msg []byte, from string) (Result, error) {
 	defer s.mu.Unlock()
 	h := s.journals[c.Journal]
 	if h == nil {
+		if n := s.journalsOf(c.Key); n >= s.maxPer {
+			s.log.Error("witness: a key reached its journal limit; refusing a new journal", "key", c.Key, "journal", c.Journal, "limit", s.maxPer, "from", from)
+			return Result{}, &Refusal{Status: http.StatusInsufficientStorage, Kind: RefusedTooMany, Reason: fmt.Sprintf("key %q already signs %d journals here, the witness's limit", c.Key, n)}
+		}
 		if h, err = s.create(c.Journal); err != nil {
 			return Result{}, err
 		}
@@ -330,6 +347,14 @@ func (s *Server) Submit(msg []byte, from string) (Result, error) {
 		return Result{}, &Refusal{Status: http.StatusServiceUnavailable, Kind: RefusedBroken, Reason: h.broken.Error()}
 	}
 	if r := check(h, c); r != nil {
+		if r.Kind == RefusedOtherKey {
+			// Another trusted key's note for this journal says nothing
+			// about this journal's history; kept in this journal's
+			// evidence it would crowd out a real fork's. Logged only.
+			h.refused++
+			s.log.Error("witness: REFUSED a checkpoint signed by another key than the journal's", "journal", c.Journal, "key", c.Key, "journal_key", h.key, "seq", c.Seq, "from", from)
+			return Result{}, r
+		}
 		s.refuse(h, c, msg, from, r)
 		return Result{}, r
 	}
@@ -532,4 +557,15 @@ func (s *Server) authorized(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return "token-" + hex.EncodeToString(sum[:4]), true
+}
+
+// journalsOf counts the journals whose checkpoints key signs here.
+func (s *Server) journalsOf(key string) int {
+	n := 0
+	for _, h := range s.journals {
+		if h.key == key {
+			n++
+		}
+	}
+	return n
 }
