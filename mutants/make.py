@@ -710,6 +710,11 @@ mutant("witness-other-key-into-evidence", "./witness", "another key's notes for 
     [("witness/witness.go", "if r.Kind == RefusedOtherKey {", "if false && r.Kind == RefusedOtherKey {")],
     run="TestWitnessRefusesBadSubmissions")
 
+mutant("upstream-line-read-leniently", "./proxy", "an upstream line that encoding/json reads as progress (case-folded or duplicate keys) reaches the client raw, where it reads as an elicitation with the gate's request id",
+    [("proxy/fastlane.go", "	top, strict := strictObject(line)\n	shape := \"\"\n	if strict {", "	top, strict := leniently(line)\n	shape := \"\"\n	if strict {"),
+     ("proxy/fastlane.go", "// upstreamShape names the kind", "func leniently(line []byte) (map[string]json.RawMessage, bool) {\n	var m map[string]json.RawMessage\n	if json.Unmarshal(line, &m) != nil {\n		return nil, false\n	}\n	for k, v := range m {\n		m[strings.ToLower(k)] = v\n	}\n	for k := range m {\n		if k != strings.ToLower(k) {\n			delete(m, k)\n		}\n	}\n	return m, true\n}\n\n// upstreamShape names the kind")],
+    run="TestUpstreamLinesReadAlikeOrNotRaw")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])

@@ -199,15 +199,30 @@ func (u *UpstreamPipe) readUpstream() {
 }
 
 func (u *UpstreamPipe) route(line []byte) error {
-	var p upstreamPeek
-	if json.Unmarshal(line, &p) != nil {
-		_, err := u.sdkFeed.Write(line)
-		return err
+	// A line goes to the client raw only when it reads the same to every
+	// parser: strictly (no duplicate keys, none equal under case folding)
+	// and with exactly the members of its kind. encoding/json matches keys
+	// case-insensitively and keeps the last duplicate, while other clients
+	// read the exact key: a line that is progress to one and an
+	// elicitation/create to another must never take the raw path. The SDK
+	// client decodes and re-encodes what it gets, so anything else goes
+	// there.
+	top, strict := strictObject(line)
+	shape := ""
+	if strict {
+		shape = upstreamShape(top)
 	}
-	id := string(bytes.TrimSpace(p.ID))
+	if shape == "" {
+		return u.routeUnclear(line)
+	}
+	id := string(bytes.TrimSpace(top["id"]))
+	var method string
+	if shape != "response" && json.Unmarshal(top["method"], &method) != nil {
+		return u.routeUnclear(line)
+	}
 	u.mu.Lock()
 	switch {
-	case p.Method == nil && id != "":
+	case shape == "response":
 		if orig, ok := u.sdkIDs[id]; ok {
 			delete(u.sdkIDs, id)
 			u.mu.Unlock()
@@ -220,13 +235,14 @@ func (u *UpstreamPipe) route(line []byte) error {
 			u.releaseToken(tok)
 			return down(line)
 		}
-	case p.Method != nil && *p.Method == "notifications/progress":
-		if u.tokens[string(bytes.TrimSpace(p.Params.ProgressToken))] > 0 {
+	case shape == "notification" && method == "notifications/progress":
+		params, ok := strictObject(top["params"])
+		if ok && u.tokens[string(bytes.TrimSpace(params["progressToken"]))] > 0 {
 			down := u.down
 			u.mu.Unlock()
 			return down(line)
 		}
-	case p.Method != nil && id == "" && !knownUpstreamMethods[*p.Method]:
+	case shape == "notification" && !knownUpstreamMethods[method]:
 		// A notification the SDK client would drop: the client gets the
 		// upstream's line (see unknown_methods.go).
 		down := u.down
@@ -234,6 +250,55 @@ func (u *UpstreamPipe) route(line []byte) error {
 		return down(line)
 	}
 	u.mu.Unlock()
+	_, err := u.sdkFeed.Write(line)
+	return err
+}
+
+// upstreamShape names the kind of a strictly read upstream line with
+// exactly the members of that kind, or "" for any other line.
+func upstreamShape(top map[string]json.RawMessage) string {
+	if string(top["jsonrpc"]) != `"2.0"` {
+		return ""
+	}
+	has := func(k string) int {
+		if _, ok := top[k]; ok {
+			return 1
+		}
+		return 0
+	}
+	id, method, params, result, errm := has("id"), has("method"), has("params"), has("result"), has("error")
+	switch {
+	case id == 1 && method == 0 && params == 0 && result+errm == 1 && len(top) == 3:
+		return "response"
+	case id == 0 && method == 1 && result+errm == 0 && len(top) == 2+params:
+		return "notification"
+	case id == 1 && method == 1 && result+errm == 0 && len(top) == 3+params:
+		return "request"
+	}
+	return ""
+}
+
+// routeUnclear handles an upstream line that does not read the same to
+// every parser. Never relayed raw: the SDK client gets it (and re-encodes
+// what it makes of it), except that a fast-lane call it may answer is
+// answered with an error rather than left waiting, since the SDK client
+// does not know that call.
+func (u *UpstreamPipe) routeUnclear(line []byte) error {
+	var p upstreamPeek
+	if json.Unmarshal(line, &p) == nil && p.Method == nil {
+		id := string(bytes.TrimSpace(p.ID))
+		u.mu.Lock()
+		tok, ok := u.fast[id]
+		if ok {
+			delete(u.fast, id)
+		}
+		down := u.down
+		u.mu.Unlock()
+		if ok {
+			u.releaseToken(tok)
+			return down([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser (duplicate keys, or keys that differ only in case); refused"}}` + "\n"))
+		}
+	}
 	_, err := u.sdkFeed.Write(line)
 	return err
 }
