@@ -715,6 +715,13 @@ mutant("upstream-line-read-leniently", "./proxy", "an upstream line that encodin
      ("proxy/fastlane.go", "// upstreamShape names the kind", "func leniently(line []byte) (map[string]json.RawMessage, bool) {\n	var m map[string]json.RawMessage\n	if json.Unmarshal(line, &m) != nil {\n		return nil, false\n	}\n	for k, v := range m {\n		m[strings.ToLower(k)] = v\n	}\n	for k := range m {\n		if k != strings.ToLower(k) {\n			delete(m, k)\n		}\n	}\n	return m, true\n}\n\n// upstreamShape names the kind")],
     run="TestUpstreamLinesReadAlikeOrNotRaw")
 
+mutant("http-lane-lone-cr", "./proxy", "the HTTP fast lane relays an event stream with a lone CR, which the client's SSE parser splits into events the proxy never checked",
+    [("proxy/http_fastlane.go", "if i := bytes.IndexByte(line, '\\r'); i >= 0 && i != len(line)-2 {", "if i := bytes.IndexByte(line, '\\r'); false && i >= 0 && i != len(line)-2 {")],
+    run="TestHTTPFastLaneReadsUpstreamAsClientsDo")
+mutant("http-lane-asks-read-leniently", "./proxy", "the HTTP fast lane checks input requests as encoding/json reads them: \"Method\" beside \"method\" passes a roots/list the policy refuses",
+    [("proxy/http_fastlane.go", "	if ir, ok := result[\"inputRequests\"]; ok {\n		asks, ok := strictObject(ir)", "	if ir, ok := result[\"inputRequests\"]; false && ok {\n		asks, ok := strictObject(ir)")],
+    run="TestHTTPFastLaneReadsUpstreamAsClientsDo")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])

@@ -361,6 +361,13 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			rc.Flush()
 			return fmt.Errorf("upstream stream ended: %w", err)
 		}
+		if i := bytes.IndexByte(line, '\r'); i >= 0 && i != len(line)-2 {
+			// A lone CR ends a line for the client's SSE parser and not
+			// for this one: the two would read different events.
+			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's event stream has a carriage return inside a line; refused, the call may have run"))
+			rc.Flush()
+			return errors.New("upstream event stream: a lone carriage return")
+		}
 		event = append(event, line...)
 		trimmed := bytes.TrimRight(line, "\r\n")
 		if len(trimmed) > 0 {
@@ -382,20 +389,23 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			}
 			continue
 		}
-		var peek struct {
-			ID     json.RawMessage `json:"id"`
-			Method *string         `json:"method"`
-		}
-		if json.Unmarshal(msg, &peek) != nil {
-			continue // not a message: the SDK client would drop it
+		// Read strictly (as every parser reads it alike) with exactly the
+		// members of its kind: a notification passes, this call's response
+		// ends the stream, a request or another id's response is dropped;
+		// a message that reads differently to different parsers (it might
+		// be this call's response to one of them) fails the call.
+		top, strict := strictObject(msg)
+		shape := ""
+		if strict {
+			shape = upstreamShape(top)
 		}
 		switch {
-		case peek.Method != nil && len(peek.ID) == 0:
+		case shape == "notification":
 			if _, err := w.Write(out); err != nil {
 				return err
 			}
 			rc.Flush()
-		case peek.Method == nil && string(bytes.TrimSpace(peek.ID)) == id:
+		case shape == "response" && string(bytes.TrimSpace(top["id"])) == id:
 			if err := s.finalFor(msg, id); err != nil {
 				writeEvent(w, fastErrorBody(id, err.Error()))
 				rc.Flush()
@@ -406,8 +416,12 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			}
 			rc.Flush()
 			return nil
+		case shape == "":
+			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser; refused, the call may have run"))
+			rc.Flush()
+			return errors.New("upstream event: an ambiguous message")
 		default:
-			s.log.Debug("proxy: fast lane dropped an upstream message that is not this call's", "id", string(peek.ID))
+			s.log.Debug("proxy: fast lane dropped an upstream message that is not this call's")
 		}
 	}
 }
@@ -440,6 +454,21 @@ func (s *Server) finalFor(msg []byte, id string) error {
 	}
 	if !needsCheck {
 		return nil
+	}
+	// The asks are read as every parser reads them: each strictly (no
+	// "method" and "Method" read differently by different clients), with
+	// its method under its exact key.
+	if ir, ok := result["inputRequests"]; ok {
+		asks, ok := strictObject(ir)
+		if !ok {
+			return errors.New("mcpsafe proxy: the upstream's input requests could not be read unambiguously")
+		}
+		for name, a := range asks {
+			m, ok := strictObject(a)
+			if _, has := m["method"]; !ok || !has {
+				return fmt.Errorf("mcpsafe proxy: the upstream's input request %q could not be read unambiguously", name)
+			}
+		}
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
