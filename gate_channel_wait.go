@@ -168,7 +168,9 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 		var err error
 		ra, ok := g.opts.Approver.(ResumableApprover)
 		switch {
-		case ok && progressToken(k.req) == nil:
+		case ok && progressToken(k.req) == nil && !k.t.OwnsTokenField:
+			// (A tool whose approval_token is its own argument cannot be
+			// called back with a handle: it waits the whole time.)
 			dec, err = ra.Await(cctx, req, g.opts.ChannelWait)
 		case ok:
 			dec, err = ra.Await(cctx, req, 0)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -128,5 +129,42 @@ func TestOwnsTokenFieldNeedsTheProperty(t *testing.T) {
 	}
 	if err := g.Register(mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil), upstreamGatedTool(&seen, &mu)); err != nil {
 		t.Errorf("control: %v", err)
+	}
+}
+
+// TestOwnedTokenFieldGetsNoPendingHandle: a pending handle is called back
+// as approval_token, which for this tool is its own argument: the handle
+// would reach the tool instead of the gate, and the person would be asked
+// again for a call carrying it. Such a tool waits for the decision
+// instead. Control: an ordinary tool of the same gate gets the handle.
+func TestOwnedTokenFieldGetsNoPendingHandle(t *testing.T) {
+	var mu sync.Mutex
+	var seen []json.RawMessage
+	waits := make(chan time.Duration, 4)
+	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Mode = mcpsafe.ModeChannel
+		o.ChannelWait = time.Millisecond
+		o.Approver = resumableFunc{
+			approverFunc: func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrNoDecision
+			},
+			await: func(_ context.Context, _ mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
+				waits <- wait
+				if wait > 0 {
+					return mcpsafe.ApprovalDecision{}, mcpsafe.ErrPending
+				}
+				return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+			},
+		}
+		*tools = append(*tools, upstreamGatedTool(&seen, &mu))
+	})
+	cs := e.connect(client{}) // sends no progress token
+	res := callTool(t, cs, "delete_file", map[string]any{"path": "a.txt"})
+	if res.IsError || structured(t, res)["status"] == "approval_pending" || len(seen) != 1 || <-waits != 0 {
+		t.Fatalf("the owned-token tool: %v (ran %d times)", res.Content, len(seen))
+	}
+	pendingHandle(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
+	if w := <-waits; w == 0 {
+		t.Fatal("control: the ordinary tool was not offered a pending answer")
 	}
 }

@@ -722,6 +722,10 @@ mutant("http-lane-asks-read-leniently", "./proxy", "the HTTP fast lane checks in
     [("proxy/http_fastlane.go", "	if ir, ok := result[\"inputRequests\"]; ok {\n		asks, ok := strictObject(ir)", "	if ir, ok := result[\"inputRequests\"]; false && ok {\n		asks, ok := strictObject(ir)")],
     run="TestHTTPFastLaneReadsUpstreamAsClientsDo")
 
+mutant("owned-token-field-pending-handle", ".", "a tool whose approval_token is its own argument is answered with a pending handle it can never present",
+    [("gate_channel_wait.go", "case ok && progressToken(k.req) == nil && !k.t.OwnsTokenField:", "case ok && progressToken(k.req) == nil:")],
+    run="TestOwnedTokenFieldGetsNoPendingHandle")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])
