@@ -726,6 +726,10 @@ mutant("owned-token-field-pending-handle", ".", "a tool whose approval_token is 
     [("gate_channel_wait.go", "case ok && progressToken(k.req) == nil && !k.t.OwnsTokenField:", "case ok && progressToken(k.req) == nil:")],
     run="TestOwnedTokenFieldGetsNoPendingHandle")
 
+mutant("unknown-method-name-unscanned", "./proxy", "an unknown method named after a gated tool (x-vendor/delete_thing) is relayed",
+    [("proxy/unknown_methods.go", "		if blocked[canon.FoldKey(strings.TrimSpace(part))] {", "		if false && blocked[canon.FoldKey(strings.TrimSpace(part))] {")],
+    run="TestUnknownMethodRefused")
+
 def main():
     root = os.getcwd()
     only = set(sys.argv[1:])

@@ -112,6 +112,12 @@ func (s *Server) refuseUnknown(u unknownLine, top map[string]json.RawMessage) st
 			return fmt.Sprintf("mcpsafe proxy: %q differs from the method %q only in case or spacing", u.method, k)
 		}
 	}
+	blocked := s.blockedNames()
+	for _, part := range strings.FieldsFunc(u.method, func(r rune) bool { return r == '/' || r == ':' || r == '.' }) {
+		if blocked[canon.FoldKey(strings.TrimSpace(part))] {
+			return fmt.Sprintf("mcpsafe proxy: the method %q names the tool %q; a tool that does not pass through runs only through tools/call, behind the gate", u.method, part)
+		}
+	}
 	if name, ok := s.namesTool(top["params"]); ok {
 		return fmt.Sprintf("mcpsafe proxy: the parameters of %q name %q; a tool that does not pass through runs only through tools/call, behind the gate", u.method, name)
 	}

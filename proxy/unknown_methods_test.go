@@ -299,6 +299,7 @@ func TestUnknownMethodRefused(t *testing.T) {
 		{"control: a pass-through tool by another method", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/run","params":{"tool":"echo"}}`, true, "echo"},
 		{"default policy: a harmless method", "", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/echo","params":{"q":"hi"}}`, false, ""},
 		{"refuse policy: a harmless method", "unknown_methods: refuse\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/echo","params":{"q":"hi"}}`, false, ""},
+		{"a method named after a gated tool", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/Delete_Thing","params":{}}`, false, ""},
 		{"a gated tool by another method", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/run","params":{"tool":"delete_thing"}}`, false, ""},
 		{"the gated tool's name in another case", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/run","params":{"tool":"DELETE_Thing"}}`, false, ""},
 		{"tools/call with a long s (U+017F folds to s, as encoding/json matches)", "unknown_methods: relay\n", `{"jsonrpc":"2.0","id":9,"method":"x-vendor/wrap","params":{"inner":{"method":"toolſ/call","params":{"name":"echo"}}}}`, false, ""},
