@@ -83,8 +83,11 @@ type slot struct {
 	spec *ServerSpec
 	m    *member
 	srv  *Server
-	down string // why srv is nil
-	gen  int    // bumped when the slot is replaced or closed
+	// early is a server routed to while it starts (see member.starting),
+	// until start knows whether it started.
+	early *Server
+	down  string // why srv is nil
+	gen   int    // bumped when the slot is replaced or closed
 	// known are the downstream names the server ever had, so that a call
 	// to one while it is down is refused as unavailable, not unknown.
 	known map[string]bool
@@ -101,6 +104,8 @@ type member struct {
 	// suspect is told when a call failed below the protocol: the gateway
 	// pings the upstream and ends the session if it does not answer.
 	suspect func(*Server)
+	// starting is told of a server about to register its tools.
+	starting func(*Server)
 }
 
 // NewGateway builds the shared stores from gate, starts every server of
@@ -231,6 +236,13 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	sl.m.claim = func(down string) error { return g.claim(sl, down) }
 	sl.m.release = func(down string) { g.release(sp.Name, down) }
 	sl.m.suspect = func(srv *Server) { go g.check(srv) }
+	sl.m.starting = func(srv *Server) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if sl.srv == nil { // restarting: route to it as its tools appear
+			sl.srv, sl.early = srv, srv
+		}
+	}
 	return sl
 }
 
@@ -323,6 +335,12 @@ func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
 		cfg.LegacyUpstream, _, _ = g.transport(sp)
 	}
 	srv, err := NewServer(ctx, cfg)
+	g.mu.Lock()
+	if sl.early != nil && sl.srv == sl.early && err != nil {
+		sl.srv = nil // it failed after all: down again
+	}
+	sl.early = nil
+	g.mu.Unlock()
 	if err != nil {
 		if p, ok := t.(*UpstreamPipe); ok {
 			p.close()

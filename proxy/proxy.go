@@ -223,6 +223,12 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := checkPolicy(pol, tools); err != nil {
 		return nil, err
 	}
+	if m := s.member; m != nil && m.starting != nil {
+		// The gateway routes to this server from before its first tool
+		// is listed: a client that lists tools on list_changed and calls
+		// at once must not be told the server is down.
+		m.starting(s)
+	}
 	if err := s.apply(tools); err != nil {
 		return nil, err
 	}
