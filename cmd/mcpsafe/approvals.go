@@ -197,30 +197,42 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "mcpsafe approvals: listening on %s://%s (%d approvers, store %s)\n", scheme, l.Addr(), len(approvers), *store)
 
+	// Waiting webhook calls end first (their callers see no approval),
+	// then the server stops.
+	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, func() { svc.Close() }); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// serveUntilStopped serves srv on l (TLS when cert is set) until the
+// process is told to stop (approvalsContext), then runs beforeShutdown if
+// given and shuts srv down within 5 s.
+func serveUntilStopped(srv *http.Server, l net.Listener, cert, key string, beforeShutdown func()) error {
 	ctx, stop := approvalsContext()
 	defer stop()
 	errc := make(chan error, 1)
 	go func() {
-		if *tlsCert != "" {
-			errc <- srv.ServeTLS(l, *tlsCert, *tlsKey)
+		if cert != "" {
+			errc <- srv.ServeTLS(l, cert, key)
 		} else {
 			errc <- srv.Serve(l)
 		}
 	}()
 	select {
 	case err := <-errc:
-		return fail(err)
+		return err
 	case <-ctx.Done():
 	}
-	// Waiting webhook calls end first (their callers see no approval),
-	// then the server stops.
-	svc.Close()
+	if beforeShutdown != nil {
+		beforeShutdown()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fail(err)
+		return err
 	}
-	return 0
+	return nil
 }
 
 // listenHost is the host of a listen address when it names one (not the

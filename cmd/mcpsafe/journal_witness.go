@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -102,24 +100,7 @@ func journalWitness(args []string, stdout, stderr io.Writer) int {
 		scheme = "https"
 	}
 	fmt.Fprintf(stdout, "mcpsafe journal witness: listening on %s://%s (%d key(s), %d journal(s) held, dir %s)\n", scheme, l.Addr(), len(vs), len(w.List()), *dir)
-	ctx, stop := approvalsContext()
-	defer stop()
-	errc := make(chan error, 1)
-	go func() {
-		if *tlsCert != "" {
-			errc <- srv.ServeTLS(l, *tlsCert, *tlsKey)
-		} else {
-			errc <- srv.Serve(l)
-		}
-	}()
-	select {
-	case err := <-errc:
-		return fail(err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, nil); err != nil {
 		return fail(err)
 	}
 	return 0
