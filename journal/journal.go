@@ -371,7 +371,9 @@ func (j *Journal) failure() error {
 }
 
 // Append writes r and returns once it is on disk (write and fsync). It
-// fills in Seq, Prev and Time and redacts Args (see Redact); arguments
+// fills in Seq, Prev and Time, redacts Args (see Redact) and cuts the
+// values of Args' sensitive fields out of Summary, Error and Reason
+// wherever they appear (see FindSecrets); arguments
 // longer than MaxArgsBytes (MaxRefusalArgsBytes for refusal-class records)
 // are replaced by a note naming their size, args_digest standing for them.
 // An error means the record must be treated as not written: the gate runs
@@ -394,6 +396,11 @@ func (j *Journal) Append(ctx context.Context, r Record) error {
 	if err := checkRecord(&r); err != nil {
 		return err
 	}
+	// Text the gate stores but did not write (an upstream's error, a
+	// resolver's refusal) may echo an argument, as validation errors do:
+	// the call's secret values are cut out of it as out of a plan.
+	secrets := FindSecrets(r.Args, r.SecretFields)
+	r.Summary, r.Error, r.Reason = secrets.Text(r.Summary), secrets.Text(r.Error), secrets.Text(r.Reason)
 	r.Args = Redact(r.Args, r.SecretFields)
 	r.SecretFields = nil
 	limit, summary := MaxArgsBytes, maxSummary

@@ -403,7 +403,7 @@ mutant("standing-irreversible-unnamed", ".", "an irreversible tool offers standi
 mutant("standing-client-relayed-always", ".", "a client-relayed approval creates a grant where the policy does not allow it",
     [(GS, "\tif assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {", "\tif false {")], run="TestStandingGrantClientRelayedOnlyWhenAllowed")
 mutant("standing-redis-revoke-noop", "./ledger", "a revocation in Redis leaves the grant usable by the replicas",
-    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[4], 'by', ARGV[5], 'at', ARGV[2])\n", "")], run="TestConformance/redis/standing")
+    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3], 'by', ARGV[4], 'at', nowText)\n", "")], run="TestConformance/redis/standing")
 mutant("standing-service-unlisted-grant", "./channel", "the approval service accepts a grant choice the request did not offer",
     [("channel/service.go", "\tif approve && !offered(cur.Req, grant) {", "\tif false {")], run="TestServiceGrantChoice")
 
@@ -549,7 +549,7 @@ mutant("tombstone-still-usable", "./ledger", "a revoked grant keeps its uses, so
     [("ledger/memory.go", "s.Uses, s.ended, s.by, s.endedAt = 0, r.Reason, r.By, now", "s.ended, s.by, s.endedAt = r.Reason, r.By, now")],
     run="TestConformance/memory/standing")
 mutant("tombstone-still-usable-redis", "./ledger", "a grant revoked in Redis keeps its uses",
-    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[4]", "redis.call('HSET', KEYS[1], 'ended', ARGV[4]")],
+    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3]", "redis.call('HSET', KEYS[1], 'ended', ARGV[3]")],
     run="TestConformance/redis/standing")
 mutant("tombstone-resurrected-by-put", "./ledger", "a put of an ended grant's ID replaces its tombstone with a live grant",
     [("ledger/memory.go", "\tif _, ok := m.standing[s.ID]; ok {\n\t\treturn ErrExists", "\tif old, ok := m.standing[s.ID]; ok && old.live(now) {\n\t\treturn ErrExists")],
@@ -729,6 +729,17 @@ mutant("owned-token-field-pending-handle", ".", "a tool whose approval_token is 
 mutant("unknown-method-name-unscanned", "./proxy", "an unknown method named after a gated tool (x-vendor/delete_thing) is relayed",
     [("proxy/unknown_methods.go", "		if blocked[canon.FoldKey(strings.TrimSpace(part))] {", "		if false && blocked[canon.FoldKey(strings.TrimSpace(part))] {")],
     run="TestUnknownMethodRefused")
+# ---- issue 20: secrets in stored text, ledger clocks, the witness cap ------
+mutant("store-error-text-unredacted", "./journal ./cmd/mcpsafe", "an upstream's error or a resolver's refusal that echoes a secret argument is stored (and so shown, exported) in clear",
+    [("journal/journal.go", "\tr.Summary, r.Error, r.Reason = secrets.Text(r.Summary), secrets.Text(r.Error), secrets.Text(r.Reason)\n", "\t_ = secrets\n")],
+    run="TestAppendCutsSecretsOutOfStoredText|TestErrorTextNeverStoresSecretArguments")
+mutant("redis-grant-expiry-by-local-clock", "./ledger", "a replica judges a standing grant's expiry in Redis by its own clock: one running behind uses an expired grant, one running ahead is refused a live one",
+    [("ledger/redis.go", "\tleft, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}).Int()", "\tleft, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}, r.now().UnixNano()).Int()"),
+     ("ledger/redis.go", "if tonumber(v[1]) <= now or tonumber(v[2]) <= 0 then return -1 end", "if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end")],
+    run="TestRedisStandingExpiryByServerClock|TestConformance/redis/standing")
+mutant("witness-cap-permanent", "./witness", "a journal whose checkpoints reach the witness's limit is refused for good: a busy server is witnessed no further after a few days",
+    [("witness/witness.go", "\t\tif err := s.thin(h, c.Journal); err != nil {\n\t\t\treturn Result{}, err\n\t\t}\n", "")],
+    run="TestWitnessPastItsLimitKeepsWitnessing")
 
 def main():
     root = os.getcwd()
