@@ -176,9 +176,10 @@ func methodParts(s string) []string {
 	return out
 }
 
-// namesTool reports the first key or string in params that names
-// tools/call or an upstream tool that does not pass through (compared
-// under case folding). Params that cannot be read whole are treated as naming one.
+// namesTool reports the first key or string in params (a member's value)
+// that names tools/call or an upstream tool that does not pass through
+// (compared under case folding). A value that cannot be read whole is
+// treated as naming one.
 func (s *Server) namesTool(params json.RawMessage) (string, bool) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		return "", false
