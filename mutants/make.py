@@ -727,7 +727,7 @@ mutant("owned-token-field-pending-handle", ".", "a tool whose approval_token is 
     run="TestOwnedTokenFieldGetsNoPendingHandle")
 
 mutant("unknown-method-name-unscanned", "./proxy", "an unknown method named after a gated tool (x-vendor/delete_thing) is relayed",
-    [("proxy/unknown_methods.go", "		if blocked[canon.FoldKey(strings.TrimSpace(part))] {", "		if false && blocked[canon.FoldKey(strings.TrimSpace(part))] {")],
+    [("proxy/unknown_methods.go", "if name, ok := methodNamesTool(u.method, s.blockedNames()); ok {", "if name, ok := methodNamesTool(u.method, s.blockedNames()); false && ok {")],
     run="TestUnknownMethodRefused")
 # ---- issue 20: secrets in stored text, ledger clocks, the witness cap ------
 mutant("store-error-text-unredacted", "./journal ./cmd/mcpsafe", "an upstream's error or a resolver's refusal that echoes a secret argument is stored (and so shown, exported) in clear",
@@ -740,6 +740,25 @@ mutant("redis-grant-expiry-by-local-clock", "./ledger", "a replica judges a stan
 mutant("witness-cap-permanent", "./witness", "a journal whose checkpoints reach the witness's limit is refused for good: a busy server is witnessed no further after a few days",
     [("witness/witness.go", "\t\tif err := s.thin(h, c.Journal); err != nil {\n\t\t\treturn Result{}, err\n\t\t}\n", "")],
     run="TestWitnessPastItsLimitKeepsWitnessing")
+mutant("unknown-method-params-exact-only", "./proxy ./cmd/mcpsafe", "the unknown-method relay scans only the member spelt exactly params and relays other members unread: an upstream that matches names under case folding runs the gated tool named under Params or paramſ",
+    [("proxy/unknown_methods.go", "\tif !onlyKeys(top, fastTopKeys) {\n", "\tif false && !onlyKeys(top, fastTopKeys) {\n"),
+     ("proxy/unknown_methods.go", "for _, k := range slices.Sorted(maps.Keys(top)) {", "for _, k := range slices.DeleteFunc(slices.Sorted(maps.Keys(top)), func(k string) bool { return k != \"params\" }) {")],
+    run="TestUnknownMethodRefused|TestUnknownRelayRefusesMembersNotSpeltExactly")
+mutant("unknown-method-extra-members", "./proxy ./cmd/mcpsafe", "a relayed unknown-method line may carry members JSON-RPC does not have (which an upstream may read as its parameters)",
+    [("proxy/unknown_methods.go", "\tif !onlyKeys(top, fastTopKeys) {\n", "\tif false && !onlyKeys(top, fastTopKeys) {\n")],
+    run="TestUnknownMethodRefused|TestUnknownRelayRefusesMembersNotSpeltExactly")
+mutant("unknown-method-split-dotted-names", "./cmd/mcpsafe", "the method-name check compares each part of the method with whole tool names, so a gated tool whose name holds a dot (x-acme/fs.delete) is relayed and runs",
+    [("proxy/unknown_methods.go", "if slices.Equal(parts[i:i+len(np)], np) {", "if len(np) == 1 && parts[i] == np[0] {")],
+    run="TestUnknownRelayRefusesMethodNamingDottedTool")
+mutant("http-lane-unread-bom-event", "./proxy ./cmd/mcpsafe", "the HTTP fast lane relays, unread, an event whose first line starts with a byte-order mark (a WHATWG parser drops it and reads the event's data)",
+    [("proxy/http_fastlane.go", "if !plainEventLine(trimmed) {", "if false && !plainEventLine(trimmed) {")],
+    run="TestHTTPFastLaneReadsUpstreamAsClientsDo|TestHTTPFastLaneFailsAnswersClientsReadOtherwise")
+mutant("http-lane-unread-folded-input-requests", "./proxy ./cmd/mcpsafe", "the HTTP fast lane relays input requests under a member equal to inputRequests only under case folding, which it does not check and case-insensitive clients read",
+    [("proxy/http_fastlane.go", "if strings.EqualFold(k, exact) && k != exact {", "if false && strings.EqualFold(k, exact) && k != exact {")],
+    run="TestHTTPFastLaneReadsUpstreamAsClientsDo|TestHTTPFastLaneFailsAnswersClientsReadOtherwise")
+mutant("http-lane-unread-request-answer", "./proxy ./cmd/mcpsafe", "the HTTP fast lane relays a JSON answer shaped as a request (roots/list) carrying the call's id",
+    [("proxy/http_fastlane.go", "if !ok || upstreamShape(top) != \"response\" || string(bytes.TrimSpace(top[\"id\"])) != id {", "if !ok || string(bytes.TrimSpace(top[\"id\"])) != id {")],
+    run="TestHTTPFastLaneReadsUpstreamAsClientsDo|TestHTTPFastLaneFailsAnswersClientsReadOtherwise")
 
 def main():
     root = os.getcwd()
