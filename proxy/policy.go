@@ -74,6 +74,11 @@ type Resolver struct {
 	Tool string
 	Line int
 	args []resolverArg
+	// Bind names the fields of the resolver's report that bind an
+	// approval (bind: in the file). Empty: the whole report is bound, so
+	// any change to it voids the approval, including a change that
+	// reading the target makes (a last-access time).
+	Bind []string
 }
 
 type resolverArg struct {
@@ -131,6 +136,7 @@ type scopeFile struct {
 type resolverFile struct {
 	Tool string    `yaml:"tool"`
 	Args yaml.Node `yaml:"args"`
+	Bind yaml.Node `yaml:"bind"`
 }
 
 // ruleFile is a rule: a CEL expression, or {name, expr}.
@@ -371,6 +377,11 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 				res.args = append(res.args, resolverArg{name: k.Value, prg: prg})
 			}
 		}
+		bind, err := bindFields(r.Bind)
+		if err != nil {
+			errs = append(errs, at(r.Bind.Line, "resolver.bind: %v", err))
+		}
+		res.Bind = bind
 		tp.Resolver = res
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -529,4 +540,77 @@ func (rs *Resolver) arguments(ctx context.Context, c mcpsafe.Call) (json.RawMess
 		out[a.name] = b
 	}
 	return json.Marshal(out)
+}
+
+// bindFields checks a resolver's bind: list: field names as the resolver
+// reports them ("size", "modified"), each once.
+func bindFields(n yaml.Node) ([]string, error) {
+	if n.IsZero() {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, errors.New("want a list of the report's field names, e.g. [size, modified] (leave bind out to bind the whole report)")
+	}
+	var out []string
+	for _, v := range n.Content {
+		name := strings.TrimSpace(v.Value)
+		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || name == "" || name != v.Value || strings.ContainsAny(name, " \t\n:") {
+			return nil, fmt.Errorf("line %d: %q is not a field name (a word such as size or modified)", v.Line, v.Value)
+		}
+		if slices.Contains(out, name) {
+			return nil, fmt.Errorf("line %d: %q is named twice", v.Line, name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// reportFields reads a resolver's report as fields: the keys of its
+// structured content, where a string value holding several lines (one
+// field wrapping a text report, as server-filesystem's "content") is read
+// as "key: value" lines; else each "key: value" line of its text.
+func reportFields(r mcpsafe.Resolved) map[string]any {
+	out := map[string]any{}
+	text := func(s string) {
+		for _, line := range strings.Split(s, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if k, v, ok := strings.Cut(line, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
+				out[k] = v
+			}
+		}
+	}
+	if m, ok := r["structured"].(map[string]any); ok && len(m) > 0 {
+		for k, v := range m {
+			if s, ok := v.(string); ok && strings.Contains(s, "\n") {
+				text(s)
+			} else {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	if t, ok := r["text"].(string); ok {
+		text(t)
+	}
+	return out
+}
+
+// bound keeps, of a resolver's report, only the fields the policy binds
+// (Bind): the state the approval is bound to and checked against again
+// before execute. A bound field the report lacks is an error (the gate
+// refuses the call): binding nothing would approve any state.
+func (rs *Resolver) bound(r mcpsafe.Resolved) (mcpsafe.Resolved, error) {
+	if len(rs.Bind) == 0 {
+		return r, nil
+	}
+	all := reportFields(r)
+	fields := make(map[string]any, len(rs.Bind))
+	for _, name := range rs.Bind {
+		v, ok := all[name]
+		if !ok {
+			return nil, fmt.Errorf("resolver %s reported no field %q, which the policy binds", rs.Tool, name)
+		}
+		fields[name] = v
+	}
+	return mcpsafe.Resolved{"tool": r["tool"], "fields": fields}, nil
 }

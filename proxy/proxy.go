@@ -877,6 +877,9 @@ func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (m
 			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s returned nothing", r.Tool)
 		}
 		out["tool"] = r.Tool
+		if out, err = r.bound(out); err != nil {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "%v", err)
+		}
 		return out, nil
 	}
 }
@@ -958,7 +961,11 @@ func stateLines(r mcpsafe.Resolved) []string {
 			}
 		}
 	}
-	if m, ok := r["structured"].(map[string]any); ok && len(m) > 0 {
+	m, ok := r["structured"].(map[string]any)
+	if f, bound := r["fields"].(map[string]any); bound {
+		m, ok = f, true // the fields the policy binds (resolver.bind)
+	}
+	if ok && len(m) > 0 {
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
