@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"go.yaml.in/yaml/v3"
@@ -66,6 +68,17 @@ type ToolPolicy struct {
 	SecretFields []string
 	// Grants lets the approver choose a standing grant (grants: in the file).
 	Grants *mcpsafe.GrantPolicy
+	// argRefs are the argument names its rules and resolver arguments read
+	// (args.NAME, args["NAME"]), checked against the upstream tool's schema
+	// at startup together with the preview's (checkArgumentNames).
+	argRefs []argRef
+}
+
+// argRef is one argument name an expression reads, and where.
+type argRef struct {
+	name  string
+	where string // "deny[0]", "resolver.args.path"
+	line  int
 }
 
 // Resolver names a read-only upstream tool that looks up the current state
@@ -333,10 +346,13 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 		var out []mcpsafe.Rule
 		for i, rf := range in {
 			where := fmt.Sprintf("%s[%d]", kind, i)
-			prg, err := compileExpr(env, rf.Expr, true)
+			prg, refs, err := compileExpr(env, rf.Expr, true)
 			if err != nil {
 				errs = append(errs, at(rf.Expr.Line, "%s: %v", where, err))
 				continue
+			}
+			for _, r := range refs {
+				tp.argRefs = append(tp.argRefs, argRef{name: r, where: where, line: rf.Expr.Line})
 			}
 			// The expression is part of the rule's name so that editing it
 			// changes the policy hash and voids outstanding grants.
@@ -369,10 +385,13 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 			}
 			for i := 0; i+1 < len(r.Args.Content); i += 2 {
 				k, v := r.Args.Content[i], r.Args.Content[i+1]
-				prg, err := compileExpr(env, v, false)
+				prg, refs, err := compileExpr(env, v, false)
 				if err != nil {
 					errs = append(errs, at(v.Line, "resolver.args.%s: %v", k.Value, err))
 					continue
+				}
+				for _, r := range refs {
+					tp.argRefs = append(tp.argRefs, argRef{name: r, where: "resolver.args." + k.Value, line: v.Line})
 				}
 				res.args = append(res.args, resolverArg{name: k.Value, prg: prg})
 			}
@@ -429,11 +448,12 @@ func newEnv() (*cel.Env, error) {
 // costLimit bounds one evaluation, so that a rule cannot stall a call.
 const costLimit = 100_000
 
-// compileExpr compiles one expression. Rules must be able to yield a bool:
-// an expression whose type is known to be something else is an error.
-func compileExpr(env *cel.Env, n *yaml.Node, rule bool) (cel.Program, error) {
+// compileExpr compiles one expression, and lists the argument names it
+// reads (argNames). Rules must be able to yield a bool: an expression whose
+// type is known to be something else is an error.
+func compileExpr(env *cel.Env, n *yaml.Node, rule bool) (cel.Program, []string, error) {
 	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		return nil, errors.New("expected a CEL expression (a string)")
+		return nil, nil, errors.New("expected a CEL expression (a string)")
 	}
 	ast, iss := env.Compile(n.Value)
 	if iss != nil && iss.Err() != nil {
@@ -446,14 +466,46 @@ func compileExpr(env *cel.Env, n *yaml.Node, rule bool) (cel.Program, error) {
 			}
 			msgs = append(msgs, fmt.Sprintf("line %d, column %d of the expression (file line %d): %s", e.Location.Line(), e.Location.Column()+1, line, e.Message))
 		}
-		return nil, fmt.Errorf("CEL: %s", strings.Join(msgs, "; "))
+		return nil, nil, fmt.Errorf("CEL: %s", strings.Join(msgs, "; "))
 	}
 	if rule {
 		if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
-			return nil, fmt.Errorf("a rule must evaluate to a bool, this one is %s", t)
+			return nil, nil, fmt.Errorf("a rule must evaluate to a bool, this one is %s", t)
 		}
 	}
-	return env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
+	prg, err := env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
+	return prg, argNames(ast.NativeRep().Expr()), err
+}
+
+// argNames lists the argument names an expression reads by name:
+// args.NAME, has(args.NAME) and args["NAME"]. A name computed at run time
+// (args[x]) cannot be checked and is not listed.
+func argNames(e celast.Expr) []string {
+	var out []string
+	add := func(name string) {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	isArgs := func(e celast.Expr) bool {
+		return e.Kind() == celast.IdentKind && e.AsIdent() == "args"
+	}
+	celast.PreOrderVisit(e, celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.SelectKind:
+			if sel := e.AsSelect(); isArgs(sel.Operand()) {
+				add(sel.FieldName())
+			}
+		case celast.CallKind:
+			c := e.AsCall()
+			if (c.FunctionName() == operators.Index || c.FunctionName() == operators.OptIndex) && len(c.Args()) == 2 && isArgs(c.Args()[0]) && c.Args()[1].Kind() == celast.LiteralKind {
+				if s, ok := c.Args()[1].AsLiteral().(types.String); ok {
+					add(string(s))
+				}
+			}
+		}
+	}))
+	return out
 }
 
 // boolRule matches only when the expression yields exactly the CEL bool

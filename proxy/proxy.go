@@ -413,7 +413,7 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 		if readOnly(t) && !tp.Gate && tp.hasSettings() {
 			errs = append(errs, fmt.Errorf("%s:%d: tools.%s: upstream marks it read-only, so it passes through ungated; add gate: true to gate it", p.Source, tp.Line, name))
 		}
-		errs = append(errs, p.checkPreviewFields(tp, t.InputSchema), p.checkTokenMode(tp, irreversible(t, tp)))
+		errs = append(errs, p.checkArgumentNames(tp, t.InputSchema), p.checkTokenMode(tp, irreversible(t, tp)))
 		if r := tp.Resolver; r != nil {
 			rt, ok := tools[r.Tool]
 			switch {
