@@ -26,6 +26,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Policy is a parsed, compiled policy file. The zero Policy (or a nil
@@ -47,6 +48,26 @@ type Policy struct {
 	// methods the proxy does not know (unknown_methods: relay); the default
 	// refuses them (see unknown_methods.go).
 	RelayUnknownMethods bool
+	// TrustUpstreamGate (trust_upstream_gate: true) declares that the
+	// upstream asks the human itself (mcpsafe files, another mcpsafe
+	// proxy): a tool whose input schema declares approval_token passes
+	// through, and its approval is the upstream's alone. Never assumed:
+	// without it such a tool is gated here too, and the human is asked
+	// twice.
+	TrustUpstreamGate bool
+	TrustLine         int // where it was set
+}
+
+// trustsUpstreamGate reports whether t passes through because the
+// upstream gates it itself: declared in the file, seen in the tool's
+// schema (its own approval_token argument), and not named here with
+// settings of its own (a policy only adds strictness).
+func (p *Policy) trustsUpstreamGate(t *mcp.Tool) bool {
+	if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(t.InputSchema, mcpsafe.TokenField) {
+		return false
+	}
+	tp := p.Tools[t.Name]
+	return tp == nil || !tp.hasSettings()
 }
 
 // ToolPolicy is one named tool's entry.
@@ -115,6 +136,8 @@ type policyFile struct {
 	Tools            map[string]toolFile `yaml:"tools"`
 	UpstreamRequests map[string]string   `yaml:"upstream_requests"`
 	UnknownMethods   string              `yaml:"unknown_methods"`
+
+	TrustUpstreamGate bool `yaml:"trust_upstream_gate"`
 }
 
 type toolFile struct {
@@ -259,6 +282,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	default:
 		return nil, fmt.Errorf("%s:%d: unknown_methods: %q is neither relay nor refuse", source, keyLine(&root, "unknown_methods"), f.UnknownMethods)
 	}
+	p.TrustUpstreamGate, p.TrustLine = f.TrustUpstreamGate, keyLine(&root, "trust_upstream_gate")
 	env, err := newEnv()
 	if err != nil {
 		return nil, err
@@ -319,7 +343,7 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 	tp := &ToolPolicy{Name: name, Line: line, Irreversible: f.Irreversible, SecretFields: f.SecretFields}
 	if f.Gate != nil {
 		if !*f.Gate {
-			return nil, at(line, "gate: false is not allowed: a policy can only make the default stricter (tools upstream marks read-only pass through already)")
+			return nil, at(line, "gate: false is not allowed: a policy can only make the default stricter (tools upstream marks read-only pass through already; for an upstream that asks the human itself, such as mcpsafe files, set trust_upstream_gate: true at the top of the file)")
 		}
 		tp.Gate = true
 	}

@@ -96,6 +96,11 @@ type registered struct {
 	gated bool
 	def   string      // the upstream definition, to notice changes
 	pol   *ToolPolicy // the policy entry it was registered under (a reload replaces it)
+
+	// selfGated: not gated here because the upstream gates it
+	// (trust_upstream_gate). It passes through, but never by the fast lane
+	// and never as a resolver: it is no read-only tool.
+	selfGated bool
 }
 
 // progressGrace is how long progress from upstream is still relayed after
@@ -391,7 +396,7 @@ func (s *Server) gated(t *mcp.Tool) bool {
 	tp := s.pol().Tools[t.Name]
 	// A policy entry with settings gates the tool even if upstream later
 	// starts calling it read-only: the policy only ever adds strictness.
-	return !readOnly(t) || (tp != nil && tp.hasSettings())
+	return (!readOnly(t) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())
 }
 
 // checkPolicy refuses a policy that names tools upstream does not have, or
@@ -426,6 +431,9 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 			}
 		}
 	}
+	if p.TrustUpstreamGate && !slices.ContainsFunc(sortedNames(tools), func(n string) bool { return p.trustsUpstreamGate(tools[n]) }) {
+		errs = append(errs, fmt.Errorf("%s:%d: trust_upstream_gate: no upstream tool declares its own %s argument, so the upstream does not gate itself as mcpsafe does (is it mcpsafe files or an mcpsafe proxy?); remove the key to gate its tools here", p.Source, p.TrustLine, mcpsafe.TokenField))
+	}
 	return errors.Join(errs...)
 }
 
@@ -450,7 +458,8 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		if err != nil {
 			return fmt.Errorf("proxy: tool %q: %w", name, err)
 		}
-		want[name] = registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def), pol: s.pol().Tools[name]}
+		gated := s.sticky.gate(name, s.gated(t))
+		want[name] = registered{gated: gated, selfGated: !gated && !readOnly(t), def: string(def), pol: s.pol().Tools[name]}
 	}
 	var drop []string
 	for name, r := range s.registered {
@@ -565,7 +574,7 @@ func (s *Server) passesThrough(name string) bool {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	r, ok := s.registered[name]
-	return ok && !r.gated
+	return ok && !r.gated && !r.selfGated
 }
 
 func (s *Server) requestSync() {

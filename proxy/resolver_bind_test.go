@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,5 +77,76 @@ func TestFSResolverBindsReportedFieldsOnly(t *testing.T) {
 	msg := prompt.Load().(string)
 	if !strings.Contains(msg, `state "size" = "6"`) || !strings.Contains(msg, `state "modified" = "`) || strings.Contains(msg, `"accessed"`) {
 		t.Fatalf("the prompt does not show exactly the bound state: %q", msg)
+	}
+}
+
+// statUpstream serves a read-only stat tool whose report, like
+// get_file_info's, carries an access time that every lookup moves, and an
+// edit tool; write changes the size and modification time the next stat
+// reports. It needs no npm server.
+func statUpstream(t *testing.T) (mcp.Transport, *atomic.Int32, func()) {
+	t.Helper()
+	up := mcp.NewServer(&mcp.Implementation{Name: "stat-upstream"}, nil)
+	var lookups, size, modified, edits atomic.Int32
+	size.Store(6)
+	modified.Store(1)
+	obj := map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}
+	up.AddTool(&mcp.Tool{Name: "stat", InputSchema: obj, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := lookups.Add(1)
+			report := "size: " + itoa(size.Load()) + "\nmodified: t" + itoa(modified.Load()) + "\naccessed: t" + itoa(n)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: report}}, StructuredContent: map[string]any{"content": report}}, nil
+		})
+	up.AddTool(&mcp.Tool{Name: "edit", InputSchema: obj},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			edits.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "edited"}}}, nil
+		})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := up.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	write := func() { size.Add(10); modified.Add(1) }
+	return ct, &edits, write
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// What bind: binds, with a resolver whose report moves on every lookup (an
+// access time): with bind: [size, modified] the approval survives the
+// lookup before execute and the edit runs; a write between approval and
+// execute voids it (target_changed). Without bind the whole report binds,
+// and the moved access time alone voids it: the control that shows the
+// report really moved.
+func TestResolverBindSurvivesAccessTime(t *testing.T) {
+	for _, c := range []struct {
+		name, bind string
+		write      bool
+		want       string // "" means it runs
+	}{
+		{"bound fields, nothing written", "\n      bind: [size, modified]", false, ""},
+		{"bound fields, written in between", "\n      bind: [size, modified]", true, mcpsafe.ReasonTargetChanged},
+		{"whole report bound", "", false, mcpsafe.ReasonTargetChanged},
+		{"a bound field the report lacks", "\n      bind: [size, sizee]", false, mcpsafe.ReasonResolverFailed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up, edits, write := statUpstream(t)
+			pol := mustPolicy(t, "tools:\n  edit:\n    resolver:\n      tool: stat\n      args: {path: args.path}"+c.bind+"\n")
+			cs := connect(t, newProxy(t, up, pol), &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				if c.write {
+					write()
+				}
+				return answer("accept", true)(ctx, r)
+			}})
+			res := call(t, cs, "edit", map[string]any{"path": "/a"})
+			switch {
+			case c.want == "" && (res.IsError || edits.Load() != 1):
+				t.Fatalf("want the edit to run: %s (edits %d)", text(res), edits.Load())
+			case c.want != "" && (reasonOf(t, res) != c.want || edits.Load() != 0):
+				t.Fatalf("want %s: %s (edits %d)", c.want, text(res), edits.Load())
+			}
+		})
 	}
 }

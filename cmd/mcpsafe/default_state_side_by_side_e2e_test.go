@@ -12,48 +12,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The README's client entries, used together on one machine with default
-// flags: Claude Desktop's `files --root ~/scratch` and VS Code's `files
-// --root ${workspaceFolder}/scratch`, and the proxy entry both clients
-// share word for word. Every server starts and serves, each with its own
-// default journal, and `mcpsafe journal list` names them with their
-// servers. Before, the second files server failed to start: both wrote
-// journal-mcpsafe-files.jsonl.
-func TestDefaultStateSideBySide(t *testing.T) {
-	fsBin := npmFilesystemServer(t)
-	stateDir, env := freshState(t)
-	home := t.TempDir()
-	desktopRoot := filepath.Join(home, "scratch")
-	vscodeRoot := filepath.Join(home, "projects", "app", "scratch")
-	projects, err := filepath.EvalSymlinks(t.TempDir())
-	must(t, err)
-	for _, d := range []string{desktopRoot, vscodeRoot} {
-		must(t, os.MkdirAll(d, 0o755))
-		must(t, os.WriteFile(filepath.Join(d, "old.txt"), []byte("old"), 0o644))
-	}
-	accept := &mcp.ClientOptions{ElicitationHandler: acceptAll}
-
-	desktop := spawn(t, env, accept, "files", "--root", desktopRoot)
-	vscode := spawn(t, env, accept, "files", "--root", vscodeRoot)
-	proxyDesktop := spawn(t, env, accept, "proxy", "--", fsBin, projects)
-	proxyVSCode := spawn(t, env, accept, "proxy", "--", fsBin, projects)
-
-	for name, cs := range map[string]*mcp.ClientSession{"desktop": desktop, "vscode": vscode} {
-		if res := call(t, cs, "delete_file", map[string]any{"path": "old.txt"}); res.IsError {
-			t.Fatalf("%s files: %v", name, res.Content)
-		}
-	}
-	if content(t, filepath.Join(desktopRoot, "old.txt")) != "<missing>" || content(t, filepath.Join(vscodeRoot, "old.txt")) != "<missing>" {
-		t.Fatal("an approved delete did not run")
-	}
-	for name, cs := range map[string]*mcp.ClientSession{"desktop": proxyDesktop, "vscode": proxyVSCode} {
-		p := filepath.Join(projects, name+".txt")
-		if res := call(t, cs, "write_file", map[string]any{"path": p, "content": name}); res.IsError || content(t, p) != name {
-			t.Fatalf("%s proxy: %v", name, res.Content)
-		}
-	}
-
-	// `mcpsafe journal list`, in the servers' environment.
+// listDefaultJournals runs `mcpsafe journal list` in env and returns its lines
+// as [path, server, time].
+func listDefaultJournals(t *testing.T, env []string, stateDir string) [][]string {
+	t.Helper()
 	cmd := exec.Command(binary, "journal", "list")
 	cmd.Env = env
 	var out, errb bytes.Buffer
@@ -61,12 +23,8 @@ func TestDefaultStateSideBySide(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("journal list: %v: %s", err, errb.String())
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("journal list printed %d lines, want 4 (one per server):\n%s", len(lines), out.String())
-	}
-	byNote := map[string][]string{}
-	for _, l := range lines {
+	var rows [][]string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		f := strings.Split(l, "\t")
 		if len(f) != 3 || filepath.Dir(f[0]) != stateDir {
 			t.Fatalf("journal list line %q: want PATH in %s, server, time", l, stateDir)
@@ -74,27 +32,83 @@ func TestDefaultStateSideBySide(t *testing.T) {
 		if _, err := journal.VerifyFile(f[0]); err != nil {
 			t.Errorf("%s: %v", f[0], err)
 		}
-		byNote[f[1]] = append(byNote[f[1]], f[0])
+		rows = append(rows, f)
 	}
-	for _, root := range []string{desktopRoot, vscodeRoot} {
-		paths := byNote[`audience "mcpsafe-files", --root "`+root+`"`]
-		if len(paths) != 1 {
-			t.Fatalf("journal list names the server of %s %d times, want once:\n%s", root, len(paths), out.String())
-		}
-		b, err := os.ReadFile(paths[0])
-		must(t, err)
-		if strings.Count(string(b), `"decision":"executed"`) != 1 {
-			t.Errorf("%s does not hold its server's one executed delete:\n%s", paths[0], b)
+	return rows
+}
+
+// The README's `mcpsafe files` client entries, used together on one
+// machine with default flags: Claude Desktop's `--root ~/scratch`, VS
+// Code's `--root ${workspaceFolder}/scratch`, and the Claude Desktop entry
+// started a second time (one configuration in two clients). Every server
+// starts and serves, each with its own default journal, and `mcpsafe
+// journal list` names each with its roots. Before, the second server
+// failed to start: all of them wanted journal-mcpsafe-files.jsonl.
+func TestDefaultStateSideBySide(t *testing.T) {
+	stateDir, env := freshState(t)
+	home := t.TempDir()
+	desktopRoot := filepath.Join(home, "scratch")
+	vscodeRoot := filepath.Join(home, "projects", "app", "scratch")
+	for _, d := range []string{desktopRoot, vscodeRoot} {
+		must(t, os.MkdirAll(d, 0o755))
+		for _, f := range []string{"a.txt", "b.txt"} {
+			must(t, os.WriteFile(filepath.Join(d, f), []byte("old"), 0o644))
 		}
 	}
-	pw := 0
-	for note, paths := range byNote {
-		if strings.Contains(note, "mcpsafe-proxy") {
-			pw += len(paths)
+	accept := &mcp.ClientOptions{ElicitationHandler: acceptAll}
+	desktop := spawn(t, env, accept, "files", "--root", desktopRoot)
+	vscode := spawn(t, env, accept, "files", "--root", vscodeRoot)
+	twin := spawn(t, env, accept, "files", "--root", desktopRoot)
+	for _, c := range []struct {
+		cs         *mcp.ClientSession
+		root, file string
+	}{{desktop, desktopRoot, "a.txt"}, {vscode, vscodeRoot, "a.txt"}, {twin, desktopRoot, "b.txt"}} {
+		if res := call(t, c.cs, "delete_file", map[string]any{"path": c.file}); res.IsError || content(t, filepath.Join(c.root, c.file)) != "<missing>" {
+			t.Fatalf("delete %s in %s: %v", c.file, c.root, res.Content)
 		}
 	}
-	if pw != 2 {
-		t.Errorf("the two proxies have %d default journals listed, want 2:\n%s", pw, out.String())
+	rows := listDefaultJournals(t, env, stateDir)
+	byServer := map[string][]string{}
+	for _, r := range rows {
+		byServer[r[1]] = append(byServer[r[1]], r[0])
+	}
+	if len(rows) != 3 || len(byServer) != 2 {
+		t.Fatalf("journal list: %v; want three journals of two servers", rows)
+	}
+	for root, n := range map[string]int{desktopRoot: 2, vscodeRoot: 1} {
+		paths := byServer[`audience "mcpsafe-files", --root "`+root+`"`]
+		if len(paths) != n {
+			t.Fatalf("journal list names %d journals of the server of %s, want %d: %v", len(paths), root, n, rows)
+		}
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			must(t, err)
+			if strings.Count(string(b), `"decision":"executed"`) != 1 {
+				t.Errorf("%s does not hold its server's one executed delete:\n%s", p, b)
+			}
+		}
+	}
+}
+
+// The README's proxy entry, which Claude Desktop and VS Code share word
+// for word, started by both: both start and serve, each with its own
+// default journal.
+func TestDefaultStateTwinProxies(t *testing.T) {
+	fsBin := npmFilesystemServer(t)
+	stateDir, env := freshState(t)
+	projects, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	accept := &mcp.ClientOptions{ElicitationHandler: acceptAll}
+	for _, name := range []string{"desktop", "vscode"} {
+		cs := spawn(t, env, accept, "proxy", "--", fsBin, projects)
+		p := filepath.Join(projects, name+".txt")
+		if res := call(t, cs, "write_file", map[string]any{"path": p, "content": name}); res.IsError || content(t, p) != name {
+			t.Fatalf("%s proxy: %v", name, res.Content)
+		}
+	}
+	rows := listDefaultJournals(t, env, stateDir)
+	if len(rows) != 2 || rows[0][0] == rows[1][0] || rows[0][1] != rows[1][1] || !strings.Contains(rows[0][1], "mcpsafe-proxy") {
+		t.Fatalf("journal list: %v; want two journals of the one proxy configuration", rows)
 	}
 }
 
