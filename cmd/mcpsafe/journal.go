@@ -39,7 +39,8 @@ const journalUsage = `usage:
                                                       outside the journal's directory)
   mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, YYYY-MM-DD, 24h, 7d)
 PATH defaults to the only journal in $XDG_STATE_HOME/mcpsafe/ (each server
-keeps its own, journal-AUDIENCE[-HASH].jsonl); with several, name one.
+keeps its own, journal-AUDIENCE[-HASH][+N].jsonl; journal list names their servers);
+with several, name one.
 A rotated journal (--journal-max-size / --journal-max-age) is read whole:
 its sealed segments PATH.FIRST-LAST in order, then PATH. After deleting old
 segments (retention), pass --pruned to verify, show and export: without it
