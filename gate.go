@@ -207,7 +207,7 @@ func New(opts Options) (*Gate, error) {
 		}
 	}
 	setDefault(&opts.GrantEndSweep, 30*time.Second)
-	standing, _ := l.(ledger.StandingStore)
+	standing := l.Standing()
 	g := &Gate{
 		standing:  standing,
 		opts:      opts,
@@ -423,7 +423,7 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 			return nil, nil, fmt.Errorf("mcpsafe: tool %q: Grants needs MaxTTL > 0 and MaxUses in 2..%d", t.Name, ledger.MaxStandingUses+1)
 		}
 		if g.standing == nil {
-			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) cannot keep them", t.Name, g.ledger)
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) keeps none (its Standing method returns nil)", t.Name, g.ledger)
 		}
 		gt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)
 	}

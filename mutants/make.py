@@ -241,7 +241,7 @@ mutant("proxy-rule-truthy", "./proxy", "a CEL rule yielding a non-bool (\"true\"
 mutant("proxy-missing-destructive-hint-reversible", "./proxy", "an upstream tool without destructiveHint is treated as reversible (gets tokens)",
     [("proxy/proxy.go", "\treturn a == nil || a.DestructiveHint == nil || *a.DestructiveHint\n", "\treturn a != nil && a.DestructiveHint != nil && *a.DestructiveHint\n")], run=PR)
 mutant("proxy-gate-only-destructive", "./proxy", "only tools with destructiveHint are gated; a tool that is neither read-only nor destructive passes ungated",
-    [("proxy/proxy.go", "\treturn !readOnly(t) || (tp != nil && tp.hasSettings())", "\treturn irreversible(t, tp) || (tp != nil && tp.hasSettings())")], run=PR)
+    [("proxy/proxy.go", "\treturn (!readOnly(t) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())", "\treturn (irreversible(t, tp) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())")], run=PR)
 
 # ---- h-sod: separation of duties, approval service hardening, webhook replay (issue 11) --
 mutant("sod-service-compares-raw-names", "./channel", "the service compares approver and principal as strings again, so approver alice may approve a request of user:alice",
@@ -325,7 +325,7 @@ mutant("proxy-shared-ledger-default-audience", "./proxy", "a shared ledger start
 mutant("proxy-plan-unnamed-server", "./proxy", "plans do not say which upstream server the call goes to",
     [("proxy/proxy.go", "\t\t\tDetails: []string{s.serverLine},\n", "")], run=PI)
 mutant("proxy-rugpull-ungates", "./proxy", "a gated tool that upstream re-announces as read-only passes through ungated",
-    [("proxy/proxy.go", "registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def), pol: s.pol().Tools[name]}", "registered{gated: s.gated(t), def: string(def), pol: s.pol().Tools[name]}")], run=PI)
+    [("proxy/proxy.go", "\t\tgated := s.sticky.gate(name, s.gated(t))\n", "\t\tgated := s.gated(t)\n")], run=PI)
 mutant("proxy-rugpull-reversible", "./proxy", "an irreversible tool that upstream re-announces with destructiveHint:false becomes reversible (tokens)",
     [("proxy/rugpull.go", "\tif now {\n\t\tk.irreversible[name] = true\n\t}\n\treturn k.irreversible[name]", "\treturn now")], run=PI)
 mutant("policy-hash-omits-description", "./proxy", "a gated tool's description, title and annotations are not bound: a redefined tool keeps its approvals",
@@ -644,7 +644,7 @@ mutant("unknown-method-params-unscanned", "./proxy", "a relayed unknown method w
     [("proxy/unknown_methods.go", "if folded == canon.FoldKey(\"tools/call\") || blocked[folded] {", "if false && folded == canon.FoldKey(\"tools/call\") || blocked[folded] && false {")],
     run="TestUnknownMethodRefused")
 mutant("unknown-method-gated-names-ignored", "./proxy", "the params scan blocks only withheld tools, not gated ones",
-    [("proxy/unknown_methods.go", "\t\tif r.gated {\n\t\t\tout[canon.FoldKey(name)] = true", "\t\tif r.gated && false {\n\t\t\tout[canon.FoldKey(name)] = true")],
+    [("proxy/unknown_methods.go", "\t\tif r.gated || r.selfGated {\n\t\t\tout[canon.FoldKey(name)] = true", "\t\tif (r.gated || r.selfGated) && false {\n\t\t\tout[canon.FoldKey(name)] = true")],
     run="TestUnknownMethodRefused")
 mutant("unknown-method-name-case-sensitive", "./proxy", "the params scan compares tool names exactly, so a case variant of a gated tool's name passes",
     [("proxy/unknown_methods.go", "folded := canon.FoldKey(strings.TrimSpace(str))", "folded := str")],
@@ -759,6 +759,33 @@ mutant("http-lane-unread-folded-input-requests", "./proxy ./cmd/mcpsafe", "the H
 mutant("http-lane-unread-request-answer", "./proxy ./cmd/mcpsafe", "the HTTP fast lane relays a JSON answer shaped as a request (roots/list) carrying the call's id",
     [("proxy/http_fastlane.go", "if !ok || upstreamShape(top) != \"response\" || string(bytes.TrimSpace(top[\"id\"])) != id {", "if !ok || string(bytes.TrimSpace(top[\"id\"])) != id {")],
     run="TestHTTPFastLaneReadsUpstreamAsClientsDo|TestHTTPFastLaneFailsAnswersClientsReadOtherwise")
+
+mutant("resolver-bind-ignored", "./proxy ./cmd/mcpsafe", "the policy's bind: is ignored and the whole report binds: a read (last-access time) voids the approval",
+    [("proxy/policy.go", "\tif len(rs.Bind) == 0 {\n\t\treturn r, nil", "\tif true {\n\t\treturn r, nil")],
+    run="TestResolverBindSurvivesAccessTime|TestFSResolverBindsReportedFieldsOnly|TestApprovalSurvivesARead")
+mutant("resolver-bind-nothing", "./proxy ./cmd/mcpsafe", "bind: keeps none of the fields it names: no state binds the approval and a write in between goes unseen",
+    [("proxy/policy.go", "\t\tfields[name] = v\n", "\t\t_ = v\n")],
+    run="TestResolverBindSurvivesAccessTime|TestFSResolverBindsReportedFieldsOnly|TestApprovalSurvivesARead")
+mutant("ledger-standing-hidden-by-wrapper", "./cmd/mcpsafe", "the metrics wrapper hides the ledger's standing grants: --grants with --metrics does not start",
+    [("metrics/metrics.go", "\treturn &timedStanding{m: t.m, s: s}", "\treturn nil")],
+    run="TestFilesGrantsWithMetrics|TestProxyGrantsWithMetrics")
+mutant("default-journal-ignores-roots", "./cmd/mcpsafe", "mcpsafe files keys its default journal by audience alone: servers over different roots are told apart by slot, not by what they serve",
+    [("cmd/mcpsafe/files.go", "\tcfg.Gate.Instance = rootsInstance(roots)\n", "")],
+    run="TestDefaultStateSideBySide")
+mutant("default-journal-twin-refused", "./cmd/mcpsafe ./serverconf", "a twin on default settings gets no slot of its own: one configuration in two MCP clients fails to start",
+    [("serverconf/serverconf.go", "\tfor n := 1; n <= journal.DefaultSlots; n++ {", "\tfor n := 1; n <= 1; n++ {")],
+    run="TestDefaultStateSideBySide|TestDefaultJournalPerInstance")
+
+mutant("rule-argument-names-unchecked", "./proxy ./cmd/mcpsafe", "a rule naming an argument the tool lacks (args.pth) loads, then denies every call at run time",
+    [("proxy/policy_hints.go", "\tfor _, a := range tp.argRefs {", "\tfor _, a := range tp.argRefs[:0] {")],
+    run="TestRuleArgumentNamesChecked|TestProxyRuleNamingAMissingArgument")
+
+mutant("proxy-trusts-undeclared-upstream-gate", "./cmd/mcpsafe", "a tool that declares its own approval_token passes through without trust_upstream_gate in the policy",
+    [("proxy/policy.go", "if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(", "if p == nil || !schemaHasProperty(")],
+    run="TestProxyTrustsUpstreamGate|TestProxyFrontsMcpsafeFiles")
+mutant("proxy-trust-ignores-tool-schema", "./cmd/mcpsafe", "trust_upstream_gate passes every tool through, also those without a gate of their own",
+    [("proxy/policy.go", "if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(t.InputSchema, mcpsafe.TokenField) {", "if p == nil || !p.TrustUpstreamGate {")],
+    run="TestProxyTrustsOnlyToolsThatGateThemselves")
 
 def main():
     root = os.getcwd()

@@ -213,7 +213,7 @@ func (s *Server) blockedNames() map[string]bool {
 	defer s.syncMu.Unlock()
 	out := make(map[string]bool, len(s.registered)+len(s.withheld))
 	for name, r := range s.registered {
-		if r.gated {
+		if r.gated || r.selfGated {
 			out[canon.FoldKey(name)] = true
 		}
 	}

@@ -98,7 +98,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	positive(fl, &c.GrantEndSweep, "grant-end-sweep", 30*time.Second, "how often to journal the end of standing grants that expired or were revoked from elsewhere (the approval service, mcpsafe grants revoke)")
 	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
-	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience)")
+	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience and the roots, upstream or config; mcpsafe journal list shows them)")
 	fl.StringVar(&c.Checkpoints.KeyFile, "journal-key", "", "checkpoint signer key `FILE` (from mcpsafe journal keygen), outside the journal's directory: the journal signs its head with it")
 	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
 	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
@@ -175,6 +175,59 @@ func (c *Config) JournalName() string {
 	return c.Audience + "-" + hex.EncodeToString(sum[:4])
 }
 
+// openJournal opens cfg's journal. A journal has one writer: a named one
+// in use is an error, while the default one of a server whose twin already
+// runs (the same configuration in two MCP clients) is the next free slot
+// (journal.DefaultSlotPath), with a note beside it saying whose it is.
+func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, error) {
+	open := func(path string) (*journal.Journal, string, error) {
+		path, err := filepath.Abs(path)
+		if err != nil {
+			return nil, "", err
+		}
+		if cfg.CheckJournalPath != nil {
+			if err := cfg.CheckJournalPath(path); err != nil {
+				return nil, "", err
+			}
+		}
+		j, err := journal.Open(path, jopts...)
+		return j, path, err
+	}
+	if cfg.JournalPath != "" {
+		j, path, err := open(cfg.JournalPath)
+		if errors.Is(err, journal.ErrInUse) {
+			return nil, "", fmt.Errorf("%w; every server needs its own --journal PATH", err)
+		}
+		return j, path, err
+	}
+	for n := 1; n <= journal.DefaultSlots; n++ {
+		path, err := journal.DefaultSlotPath(cfg.JournalName(), n)
+		if err != nil {
+			return nil, "", err
+		}
+		j, path, err := open(path)
+		if errors.Is(err, journal.ErrInUse) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if werr := journal.WriteServerNote(path, cfg.serverNote()); werr != nil && cfg.Logger != nil {
+			cfg.Logger.Warn("journal: could not note which server writes it", "path", path, "err", werr)
+		}
+		return j, path, nil
+	}
+	return nil, "", fmt.Errorf("journal: the %d default journals of %q are all in use by other servers: give this one its own --journal PATH or --audience NAME", journal.DefaultSlots, cfg.JournalName())
+}
+
+// serverNote says which server writes a default journal.
+func (c *Config) serverNote() string {
+	if c.Instance == "" {
+		return "audience " + strconv.Quote(c.Audience)
+	}
+	return "audience " + strconv.Quote(c.Audience) + ", " + c.Instance
+}
+
 // Gate holds the options built from a Config and the stores they opened.
 type Gate struct {
 	Options     mcpsafe.Options
@@ -243,20 +296,6 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 	if cfg.NoJournal {
 		opts.Journal = mcpsafe.NoJournal
 	} else {
-		path := cfg.JournalPath
-		if path == "" {
-			if path, err = journal.DefaultPathFor(cfg.JournalName()); err != nil {
-				return nil, err
-			}
-		}
-		if path, err = filepath.Abs(path); err != nil {
-			return nil, err
-		}
-		if cfg.CheckJournalPath != nil {
-			if err := cfg.CheckJournalPath(path); err != nil {
-				return nil, err
-			}
-		}
 		var jopts []journal.Option
 		if cfg.Checkpoints.KeyFile != "" {
 			ck := cfg.Checkpoints
@@ -270,13 +309,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if cfg.Rotation != (journal.Rotation{}) {
 			jopts = append(jopts, journal.WithRotation(cfg.Rotation))
 		}
-		j, err := journal.Open(path, jopts...)
-		if errors.Is(err, journal.ErrInUse) {
-			if cfg.JournalPath == "" {
-				return nil, fmt.Errorf("%w; another server with the same --audience (and upstream) is running: give this one its own --journal PATH or --audience NAME", err)
-			}
-			return nil, fmt.Errorf("%w; every server needs its own --journal PATH", err)
-		}
+		j, path, err := openJournal(cfg, jopts)
 		if err != nil {
 			return nil, err
 		}

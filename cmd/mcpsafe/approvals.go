@@ -160,8 +160,8 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		defer l.Close()
-		ss, ok := l.(ledger.StandingStore)
-		if !ok {
+		ss := l.Standing()
+		if ss == nil {
 			return fail(fmt.Errorf("the ledger %s keeps no standing grants", *grantsLedger))
 		}
 		opts.Grants = ss
