@@ -76,7 +76,7 @@ type Server struct {
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
 	withheld   map[string]bool // upstream tools not shown to clients (screenTool)
-	sticky     stickiness      // see rugpull.go
+	sticky     *stickiness     // see rugpull.go
 	serverLine string          // names the server in every plan
 	syncReq    chan struct{}
 	stop       chan struct{}
@@ -129,6 +129,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
 	}
 	s.policyP.Store(pol)
+	s.sticky = &stickiness{}
 	if m := s.member; m != nil {
 		s.sticky = m.sticky // a restarted upstream is held to what it was before
 	}
