@@ -71,15 +71,22 @@ func keyedUpstream(t *testing.T) (url string, runs func(tool string) int64) {
 // a client without elicitation; it returns the process and its stderr.
 func startStdioGateway(t *testing.T, config string) (*mcp.ClientSession, *exec.Cmd, *lockedBuffer) {
 	t.Helper()
-	cmd := exec.Command(binary, "proxy", "--config", config, "--journal", filepath.Join(t.TempDir(), "j.jsonl"))
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
+	cmd, stderr := gatewayCmd(t, config)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v; stderr: %s", err, stderr.String())
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs, cmd, stderr
+}
+
+// gatewayCmd is `mcpsafe proxy --config` over stdio, not started, with
+// its stderr collected.
+func gatewayCmd(t *testing.T, config string) (*exec.Cmd, *lockedBuffer) {
+	cmd := exec.Command(binary, "proxy", "--config", config, "--journal", filepath.Join(t.TempDir(), "j.jsonl"))
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	return cmd, stderr
 }
 
 // reloadWith rewrites config and sends SIGHUP; it returns once the
