@@ -168,6 +168,10 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 			o.Tool = m.prefix + o.Tool
 			opts.AllowTokenFor = append(opts.AllowTokenFor, o)
 		}
+		opts.AllowGrantsFor = nil
+		for _, n := range gc.AllowGrantsFor {
+			opts.AllowGrantsFor = append(opts.AllowGrantsFor, m.prefix+n)
+		}
 		if s.Gate, err = mcpsafe.New(opts); err != nil {
 			return nil, err
 		}
@@ -234,7 +238,11 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		return nil, fmt.Errorf("%s: allow_token_for: %w", pol.Source, err)
+		key := "allow_token_for"
+		if strings.Contains(err.Error(), "AllowGrantsFor") {
+			key = "allow_grants_for"
+		}
+		return nil, fmt.Errorf("%s: %s: %w", pol.Source, key, err)
 	}
 	go s.syncLoop()
 	return s, nil
