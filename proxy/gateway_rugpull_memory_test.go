@@ -78,13 +78,22 @@ func heldStrict(t *testing.T, cs *mcp.ClientSession, server string, runs func(st
 
 func keyedGateway(t *testing.T, dir, body string) (*Gateway, *mcp.ClientSession) {
 	t.Helper()
+	g, _ := keyedGatewayNoClient(t, dir, body)
+	return g, connectGateway(t, g, nil)
+}
+
+// keyedGatewayNoClient starts a gateway from body written into dir; it
+// returns the journal's path.
+func keyedGatewayNoClient(t *testing.T, dir, body string) (*Gateway, string) {
+	t.Helper()
 	_, f := gatewayFile(t, dir, body)
-	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), gatewayTestOptions())
+	journal := filepath.Join(dir, "j.jsonl")
+	g, err := NewGateway(context.Background(), f, serverconfFor(journal), gatewayTestOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	return g, connectGateway(t, g, nil)
+	return g, journal
 }
 
 func reload(t *testing.T, g *Gateway, dir, body string) {
