@@ -557,6 +557,7 @@ func policyHash(t *gatedTool, schema []byte) string {
 		p.Grants = &grantPolicyHash{
 			MaxTTL: t.Grants.MaxTTL.Milliseconds(), MaxUses: t.Grants.MaxUses,
 			ClientRelayed: t.Grants.ClientRelayed, Offered: t.grantsNamed,
+			Scopes: t.Grants.ScopesBinding,
 		}
 	}
 	b, _ := json.Marshal(p)
@@ -565,12 +566,14 @@ func policyHash(t *gatedTool, schema []byte) string {
 }
 
 // grantPolicyHash is the part of a tool's grant policy bound into grants:
-// lowering a ceiling or withdrawing grants voids grants made before.
+// lowering a ceiling, withdrawing grants or changing the scopes
+// (GrantPolicy.ScopesBinding) voids grants made before.
 type grantPolicyHash struct {
-	MaxTTL        int64 `json:"max_ttl_ms"`
-	MaxUses       int   `json:"max_uses"`
-	ClientRelayed bool  `json:"client_relayed"`
-	Offered       bool  `json:"offered"`
+	MaxTTL        int64  `json:"max_ttl_ms"`
+	MaxUses       int    `json:"max_uses"`
+	ClientRelayed bool   `json:"client_relayed"`
+	Offered       bool   `json:"offered"`
+	Scopes        string `json:"scopes,omitempty"`
 }
 
 // tokenAllowed reports whether t may use a one-time token now.

@@ -425,6 +425,17 @@ mutant("gateway-shared-ledger-derived-audience", "./proxy", "a gateway on a shar
     [(GW, "\tif !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {", "\tif true || !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {")], run="TestGatewaySharedLedgerNeedsAudiences")
 mutant("gateway-down-names-taken-over", "./proxy", "while a bare server is down, another server's re-announcement takes over its tool names",
     [(GW, "\t\tif other != sl && other.known[down] {", "\t\tif false && other != sl && other.known[down] {")], run="TestGatewayLaterCollisionWithheld")
+RM = "TestGatewayReloadRestartKeepsRugPullMemory|TestGatewayRemovedServerReturnsAsStrict"
+mutant("gateway-reload-fresh-rugpull-memory", "./proxy", "fresh memory on reload: a server restarted by a reload (or removed and added back) starts with no rug-pull memory, so an upstream that now says readOnlyHint: true runs its once-gated tool unasked",
+    [(GW, "\tif sticky == nil {", "\tif true {")], run=RM)
+mutant("gateway-allow-grants-dropped", "./proxy", "a gateway server's allow_grants_for never reaches its gate: irreversible tools it names offer no grants, silently",
+    [("proxy/proxy.go", "opts.AllowGrantsFor = append(opts.AllowGrantsFor, m.prefix+n)", "_ = n")], run="TestGatewayGrantScopeChangeVoidsGrant")
+mutant("gateway-reload-grant-optins-in-place", "./proxy", "a reload that withdraws allow_grants_for is applied in place, where the gate keeps its old opt-ins, so grants go on being offered and honoured",
+    [("proxy/gateway_config.go", "p.AllowTokenFor, p.AllowGrantsFor, p.UpstreamRequests}", "p.AllowTokenFor, nil, p.UpstreamRequests}")], run="TestGatewayReloadWithdrawsAllowGrantsFor")
+mutant("grant-binding-without-scopes", ". ./proxy", "grant binding without scopes: the policy hash covers a grant's limits, not its scopes, so a reload that narrows a scope keeps the grants made under the wider one, and a decision on the old offers is applied to the new list",
+    [("gate.go", "\t\t\tScopes: t.Grants.ScopesBinding,\n", "")], run="TestStandingGrantVoidAfterScopesChange|TestChannelGrantChoiceAfterScopesChange|TestGatewayGrantScopeChangeVoidsGrant")
+mutant("policy-file-scopes-unbound", "./proxy", "a policy file's grant scopes are not digested into ScopesBinding, so a reload that narrows them keeps the old grants",
+    [("proxy/policy.go", "\t\tgp.ScopesBinding = scopesBinding(scopes)\n", "")], run="TestGatewayGrantScopeChangeVoidsGrant")
 # ---- h-audit: signed journal checkpoints (issue 15) ----------------------------
 CK = "journal/checkpoint.go"
 mutant("audit-ck-key-anywhere", "./journal", "the checkpoint key may sit in the journal's directory, where whoever rewrites the journal reads it",

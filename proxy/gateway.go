@@ -50,10 +50,14 @@ type Gateway struct {
 	// that listed it.
 	prompts, resources map[string]string
 	source             string
-	closed             bool
-	down               func([]byte) error // the stdio client, once ServeStdio runs
-	stop               chan struct{}      // closed by Close: restarts give up waiting
-	wg                 sync.WaitGroup
+	// sticky is each server name's rug-pull memory (see stickiness), kept
+	// for the life of the process: through crashes, reloads that restart
+	// the server, and its removal and return.
+	sticky map[string]*stickiness
+	closed bool
+	down   func([]byte) error // the stdio client, once ServeStdio runs
+	stop   chan struct{}      // closed by Close: restarts give up waiting
+	wg     sync.WaitGroup
 }
 
 // ReasonServerUnavailable refuses a call to a server of the gateway that
@@ -100,7 +104,7 @@ type member struct {
 	conf         *serverconf.Gate
 	claim        func(down string) error
 	release      func(down string)
-	sticky       stickiness
+	sticky       *stickiness
 	// suspect is told when a call failed below the protocol: the gateway
 	// pings the upstream and ends the session if it does not answer.
 	suspect func(*Server)
@@ -134,7 +138,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = 10 * time.Second
 	}
-	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, source: file.Source, stop: make(chan struct{})}
+	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, sticky: map[string]*stickiness{}, source: file.Source, stop: make(chan struct{})}
 	if gate.Logger == nil {
 		gate.Logger = g.log
 	}
@@ -194,9 +198,11 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	// Every slot exists before any server starts, so that each claim sees
 	// all server names, whatever the order.
 	slots := make([]*slot, len(file.Servers))
-	g.mu.Lock()
 	for i, sp := range file.Servers {
 		slots[i] = g.newSlot(sp)
+	}
+	g.mu.Lock()
+	for i, sp := range file.Servers {
 		g.slots[sp.Name] = slots[i]
 	}
 	g.mu.Unlock()
@@ -228,11 +234,19 @@ func checkAudiences(file *GatewayFile, ledgerURL string) error {
 }
 
 func (g *Gateway) newSlot(sp *ServerSpec) *slot {
+	g.mu.Lock()
+	sticky := g.sticky[sp.Name]
+	if sticky == nil {
+		sticky = &stickiness{}
+		g.sticky[sp.Name] = sticky
+	}
+	g.mu.Unlock()
 	sl := &slot{spec: sp, known: map[string]bool{}}
 	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, conf: g.conf,
-		// Shared by every Server the slot runs, so that a restarted
-		// upstream is held to the strictest treatment its tools ever had.
-		sticky: stickiness{gated: map[string]bool{}, irreversible: map[string]bool{}}}
+		// Shared by every Server that ever runs under this name, so that
+		// one restarted (after a crash or by a reload) or removed and added
+		// back is held to the strictest treatment its tools ever had.
+		sticky: sticky}
 	sl.m.claim = func(down string) error { return g.claim(sl, down) }
 	sl.m.release = func(down string) { g.release(sp.Name, down) }
 	sl.m.suspect = func(srv *Server) { go g.check(srv) }

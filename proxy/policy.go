@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -457,8 +459,19 @@ func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
 	gp := &mcpsafe.GrantPolicy{MaxTTL: ttl, MaxUses: gf.MaxUses, ClientRelayed: gf.ClientRelayed}
 	if len(scopes) > 0 {
 		gp.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) { return scopes, nil }
+		gp.ScopesBinding = scopesBinding(scopes)
 	}
 	return gp, nil
+}
+
+// scopesBinding digests a file's scopes, words and CEL, in order: it goes
+// into the tool's policy hash, so that a reload that changes a scope (or
+// its position, which its offer IDs name) voids the grants made under the
+// old list and the approvals pending under it.
+func scopesBinding(scopes []mcpsafe.GrantScope) string {
+	b, _ := json.Marshal(scopes)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func newEnv() (*cel.Env, error) {

@@ -76,7 +76,7 @@ type Server struct {
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
 	withheld   map[string]bool // upstream tools not shown to clients (screenTool)
-	sticky     stickiness      // see rugpull.go
+	sticky     *stickiness     // see rugpull.go
 	serverLine string          // names the server in every plan
 	syncReq    chan struct{}
 	stop       chan struct{}
@@ -134,6 +134,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
 	}
 	s.policyP.Store(pol)
+	s.sticky = &stickiness{}
 	if m := s.member; m != nil {
 		s.sticky = m.sticky // a restarted upstream is held to what it was before
 	}
@@ -171,6 +172,10 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		for _, o := range gc.AllowTokenFor {
 			o.Tool = m.prefix + o.Tool
 			opts.AllowTokenFor = append(opts.AllowTokenFor, o)
+		}
+		opts.AllowGrantsFor = nil
+		for _, n := range gc.AllowGrantsFor {
+			opts.AllowGrantsFor = append(opts.AllowGrantsFor, m.prefix+n)
 		}
 		if s.Gate, err = mcpsafe.New(opts); err != nil {
 			return nil, err
@@ -238,7 +243,11 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		return nil, fmt.Errorf("%s: allow_token_for: %w", pol.Source, err)
+		key := "allow_token_for"
+		if strings.Contains(err.Error(), "AllowGrantsFor") {
+			key = "allow_grants_for"
+		}
+		return nil, fmt.Errorf("%s: %s: %w", pol.Source, key, err)
 	}
 	go s.syncLoop()
 	return s, nil
