@@ -27,7 +27,7 @@ type WireWithdrawal struct {
 	ID         string `json:"id"`
 	Audience   string `json:"audience"`
 	ArgsDigest string `json:"args_digest"`
-	Reason     string `json:"reason"` // caller_gone or timed_out
+	Reason     string `json:"reason"` // caller_gone, timed_out or shutting_down
 	Nonce      string `json:"nonce"`  // fresh for every POST, like a request's
 }
 
@@ -105,6 +105,9 @@ func isWithdrawal(body []byte) bool {
 var withdrawReasons = map[string]string{
 	mcpsafe.WithdrawCallerGone: "caller gone",
 	mcpsafe.WithdrawTimedOut:   "the gate stopped waiting",
+	// The gated server was told to stop while the request was pending:
+	// nothing will run on it, whatever is decided.
+	mcpsafe.WithdrawShuttingDown: "the gated server shut down",
 }
 
 func decodeWithdrawal(body []byte) (WireWithdrawal, error) {
@@ -128,7 +131,7 @@ func decodeWithdrawal(body []byte) (WireWithdrawal, error) {
 	case !idRE.MatchString(m.ID):
 		return m, errors.New("request id must be 1-128 characters of A-Z a-z 0-9 . _ : -")
 	case withdrawReasons[m.Reason] == "":
-		return m, fmt.Errorf("withdrawal reason %q is not caller_gone or timed_out", clip(m.Reason))
+		return m, fmt.Errorf("withdrawal reason %q is not caller_gone, timed_out or shutting_down", clip(m.Reason))
 	}
 	return m, nil
 }
@@ -204,8 +207,8 @@ func (s *Service) handleWithdraw(w http.ResponseWriter, sig string, body []byte)
 func (it Item) WithdrawnNote() string { return withdrawReasons[it.Withdrawn] }
 
 // Withdraw tells the service that nobody will pick r's decision up, so
-// that it stops offering r to approvers. reason is mcpsafe.WithdrawCallerGone
-// or mcpsafe.WithdrawTimedOut.
+// that it stops offering r to approvers. reason is mcpsafe.WithdrawCallerGone,
+// mcpsafe.WithdrawTimedOut or mcpsafe.WithdrawShuttingDown.
 func (w *Webhook) Withdraw(ctx context.Context, r mcpsafe.ApprovalRequest, reason string) error {
 	if r.ID == "" {
 		return fmt.Errorf("%w: request id is required", ErrRequest)
