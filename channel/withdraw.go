@@ -108,6 +108,7 @@ var withdrawReasons = map[string]string{
 	// The gated server was told to stop while the request was pending:
 	// nothing will run on it, whatever is decided.
 	mcpsafe.WithdrawShuttingDown: "the gated server shut down",
+	WithdrawnServiceStopped:      "the approval service stopped while the gate waited",
 }
 
 func decodeWithdrawal(body []byte) (WireWithdrawal, error) {
@@ -236,4 +237,40 @@ func (w *Webhook) Withdraw(ctx context.Context, r mcpsafe.ApprovalRequest, reaso
 		return fmt.Errorf("%w: withdrawal answered HTTP %d", ErrUnavailable, resp.StatusCode)
 	}
 	return nil
+}
+
+// WithdrawnServiceStopped is the withdraw reason the service itself gives
+// a request whose gate was waiting on it when the service was told to
+// stop: the waiting call is answered "withdrawn" (not approved) and its
+// gate refuses it, so no later approval could run it.
+const WithdrawnServiceStopped = "service_stopped"
+
+// WithdrawWaiting withdraws every pending request a gate is waiting on
+// right now (a webhook call attached to it), with reason, and answers
+// those calls; it returns how many. Requests nobody waits on stay pending
+// (with a file store, a gate holding an approval_pending handle may
+// re-attach after a restart). approvals serve calls it when it stops.
+func (s *Service) WithdrawWaiting(reason string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	n := 0
+	for _, e := range s.entries {
+		if e.rec.Status != StatusPending || !e.polling {
+			continue
+		}
+		next := *e.rec
+		next.Status, next.DecidedAt, next.Withdrawn = StatusWithdrawn, now, reason
+		if err := s.st.save(&next); err != nil {
+			continue // the waiting call is answered 503 when the service closes
+		}
+		*e.rec = next
+		close(e.decided)
+		s.decided(&next)
+		n++
+	}
+	if n > 0 {
+		s.notifyLocked()
+	}
+	return n
 }
