@@ -166,7 +166,9 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 	}()
 	waited, ok := g.waitOn(gr.Nonce, k.t.Name, "channel")
 	if !ok {
-		g.withdraw(ctx, req, WithdrawShuttingDown)
+		if k.token != nil { // a handle: the request is open at the channel
+			g.withdraw(ctx, req, WithdrawShuttingDown)
+		}
 		return nil, shuttingDown("the pending approval was withdrawn from the approval channel")
 	}
 	defer g.onStop(cancel)()
