@@ -127,6 +127,8 @@ type Gate struct {
 	mu    sync.Mutex
 	tools map[string]*gatedTool
 
+	stop stopState // shutdown: see gate_shutdown.go
+
 	stopSweep chan struct{} // closed by Close
 	sweepDone chan struct{} // closed when the sweep has stopped
 	closeOnce sync.Once

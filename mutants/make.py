@@ -133,8 +133,8 @@ mutant("channel-error-approves", ".", "a failing approval channel counts as appr
      ("gate_channel_wait.go", "\tcase dec.Approved != true:", "\tcase err == nil && dec.Approved != true:")])
 # ---- root package: journal and prompt backstop -------------------------------
 mutant("journal-after-execute", ".", "the approval record is written after Execute instead of before",
-    [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ctx, k.c, a)\n\t\treturn err\n\t})\n",
-         "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ctx, k.c, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n")])
+    [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ectx, k.c, a)\n\t\treturn err\n\t})\n",
+         "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ectx, k.c, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n")])
 mutant("journal-error-ignored", ".", "a journal that cannot record the approval does not stop the call",
     [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable", "\tif err := g.opts.Journal.Append(ctx, rec); err != nil && false {\n\t\treturn nil, refusal(ReasonJournalUnavailable")])
 mutant("gate-secret-fields-dropped", ".", "the gate does not pass the tool's SecretFields to the journal (secrets land in it)",
@@ -337,7 +337,7 @@ mutant("proxy-upstream-text-raw", "./proxy", "upstream tool names, titles and de
 mutant("outcome-journal-cancelled-ctx", "./proxy", "the outcome is written with the caller's cancelled context, so a cancelled call's outcome is lost",
     [(G, "context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)", "context.WithTimeout(ctx, outcomeWriteTimeout)")], run=PI)
 mutant("outcome-cancel-claims-failed", "./proxy", "a call the caller cancelled mid-execute is journaled as failed although it may have run",
-    [(G, "\tif err != nil && ctx.Err() != nil {\n\t\t// The caller gave up", "\tif false && err != nil && ctx.Err() != nil {\n\t\t// The caller gave up")], run=PI)
+    [(G, "\tif err != nil && ectx.Err() != nil {\n\t\t// The caller gave up", "\tif false && err != nil && ectx.Err() != nil {\n\t\t// The caller gave up")], run=PI)
 # --- h-relay (issue 12): the proxy's continuation of a gated call whose upstream asks for input ---
 mutant("relay-continuation-ignores-arguments", "./proxy", "a continuation issued for one call's arguments carries another call upstream without approval",
     [("proxy/continuation.go", "\tcase k.Digest != digest:\n", "\tcase k.Digest != digest && false:\n")], run="TestGatedContinuation")
@@ -797,6 +797,13 @@ mutant("proxy-trusts-undeclared-upstream-gate", "./cmd/mcpsafe", "a tool that de
 mutant("proxy-trust-ignores-tool-schema", "./cmd/mcpsafe", "trust_upstream_gate passes every tool through, also those without a gate of their own",
     [("proxy/policy.go", "if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(t.InputSchema, mcpsafe.TokenField) {", "if p == nil || !p.TrustUpstreamGate {")],
     run="TestProxyTrustsOnlyToolsThatGateThemselves")
+
+# ---- shutdown (issue 21, item 1): stop means stop --------------------------------
+SD = "gate_shutdown.go"
+mutant("execute-after-shutdown", ".", "Execute may start after the signal: the check right before Execute ignores that shutdown began",
+    [(SD, "\tif s.began {\n\t\treturn nil, nil, nil, false", "\tif false {\n\t\treturn nil, nil, nil, false")], run="TestNoExecuteStartsAfterShutdownBegan")
+mutant("shutdown-keeps-handed-out-approvals", ".", "tokens and MRTR request states handed out before the signal are neither spent nor journaled: they stay redeemable elsewhere",
+    [(SD, "\t\tif !now.Before(p.expires) {\n\t\t\tcontinue\n\t\t}\n\t\twg.Add(1)", "\t\tif true || !now.Before(p.expires) {\n\t\t\tcontinue\n\t\t}\n\t\twg.Add(1)")], run="TestShutdownWithdraws")
 
 def main():
     root = os.getcwd()

@@ -465,6 +465,60 @@ func (g *Gateway) check(srv *Server) {
 	}
 }
 
+// StopAccepting begins shutdown on every server's gate
+// (mcpsafe.Gate.StopAccepting): no call is accepted and no Execute starts
+// from then on, and no server is restarted or reloaded. The report joins
+// the servers' reports.
+func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
+	g.mu.Lock()
+	var rep mcpsafe.ShutdownReport
+	if g.closed {
+		rep.Again = true
+	} else {
+		close(g.stop)
+		g.closed = true
+	}
+	var srvs []*Server
+	for _, sl := range g.slots {
+		if sl.srv != nil {
+			srvs = append(srvs, sl.srv)
+		}
+	}
+	g.mu.Unlock()
+	for _, s := range srvs {
+		r := s.Gate.StopAccepting()
+		rep.Withdrawn = append(rep.Withdrawn, r.Withdrawn...)
+		rep.Running += r.Running
+	}
+	slices.Sort(rep.Withdrawn)
+	return rep
+}
+
+// Shutdown shuts every server's gate down (mcpsafe.Gate.Shutdown) within
+// ctx, in parallel. Close afterwards stops the upstreams.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.StopAccepting()
+	g.mu.Lock()
+	var srvs []*Server
+	for _, sl := range g.slots {
+		if sl.srv != nil {
+			srvs = append(srvs, sl.srv)
+		}
+	}
+	g.mu.Unlock()
+	errs := make([]error, len(srvs))
+	var wg sync.WaitGroup
+	for i, s := range srvs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Gate.Shutdown(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // Close stops every upstream and releases the shared stores.
 func (g *Gateway) Close() error {
 	g.mu.Lock()

@@ -87,7 +87,15 @@ type Config struct {
 
 	MaxPending             int // 0: the gate's default
 	MaxPendingPerPrincipal int // 0: the gate's default
+
+	// ShutdownGrace is how long a call already running may take to finish
+	// once the server is told to stop (SIGINT/SIGTERM); it is then
+	// cancelled and journaled ambiguous. Used by the command, not Build.
+	ShutdownGrace time.Duration
 }
+
+// DefaultShutdownGrace is --shutdown-grace's default.
+const DefaultShutdownGrace = 5 * time.Second
 
 // RegisterFlags binds the flags every gated server shares to c, so that
 // `mcpsafe files` and `mcpsafe proxy` spell and document them the same way.
@@ -124,6 +132,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	positive(fl, &c.ApproverTimeout, "approver-timeout", 0, "how long one call waits for a channel decision (default and maximum: --ttl, since the request expires with its approval)")
 	positive(fl, &c.ChannelWait, "channel-wait", 0, "mode channel: a client that sent no progress token gets an approval_pending answer with a handle after this long, and calls again with it (default 45s, or the whole wait when that is shorter)")
 	positive(fl, &c.ProgressInterval, "progress-interval", 10*time.Second, "mode channel: how often a waiting call sends a progress notification (clients that reset their timeout on progress keep waiting)")
+	positive(fl, &c.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "on SIGINT/SIGTERM, how long a call already running may take to finish before it is cancelled and journaled ambiguous (pending approvals are withdrawn at once, and nothing new starts)")
 	atLeastOne(fl, &c.MaxPending, "max-pending", 10_000, "cap on outstanding approvals in this process")
 	atLeastOne(fl, &c.MaxPendingPerPrincipal, "max-pending-per-principal", 100, "cap on outstanding approvals per principal")
 }

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
@@ -73,14 +70,15 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Gate.AllowTokenFor = append(cfg.Gate.AllowTokenFor, o)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	stop, ctx := newStopper("mcpsafe files", cfg.Gate.ShutdownGrace, stderr)
+	defer stop.close()
 	srv, err := files.NewServer(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, errLine("mcpsafe files", err))
 		return 1
 	}
 	defer srv.Close()
+	stop.serve(srv.Gate)
 	if web.Addr == "" {
 		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
 	} else {
