@@ -132,7 +132,11 @@ func inproc(args []string) error {
 	jpath := fl.String("journal", "", "journal file (gate-journal, raw-fsync)")
 	n := fl.Int("n", 0, "measured calls")
 	warm := fl.Int("warm", 20, "calls before the measured ones")
+	allocShare := fl.Bool("allocshare", false, "print the bytes allocated per measured call, and the part allocated under the SDK's JSON decoder (heap profile of every allocation)")
 	fl.Parse(args)
+	if *allocShare {
+		runtime.MemProfileRate = 1
+	}
 	ctx := context.Background()
 	w := &work{}
 	s := mcp.NewServer(&mcp.Implementation{Name: "bench-server", Version: "1"}, nil)
@@ -233,10 +237,23 @@ func inproc(args []string) error {
 		}
 		return nil
 	}
-	for range *warm + *n {
+	for range *warm {
 		if err := one(); err != nil {
 			return err
 		}
+	}
+	var all0, dec0 int64
+	if *allocShare {
+		all0, dec0 = allocatedUnder(sdkDecoder)
+	}
+	for range *n {
+		if err := one(); err != nil {
+			return err
+		}
+	}
+	if *allocShare && *n > 0 {
+		all1, dec1 := allocatedUnder(sdkDecoder)
+		fmt.Printf("alloc_bytes_per_call=%d sdk_decoder_alloc_bytes_per_call=%d\n", (all1-all0)/int64(*n), (dec1-dec0)/int64(*n))
 	}
 	if got, want := w.n.Load(), int64(*warm+*n); got != want {
 		return fmt.Errorf("the work ran %d times, want %d", got, want)
@@ -669,7 +686,49 @@ func approvalPage(args []string) error {
 	}
 	wall := time.Since(t0)
 	runtime.ReadMemStats(&m1)
+	if *loads == 0 {
+		return nil // the fixed cost only, for an instruction count
+	}
 	fmt.Printf("pending=%d page_bytes=%d alloc_bytes_per_load=%d allocs_per_load=%d wall_ms_per_load=%.0f\n", *pending, size,
 		(m1.TotalAlloc-m0.TotalAlloc)/uint64(*loads), (m1.Mallocs-m0.Mallocs)/uint64(*loads), float64(wall.Milliseconds())/float64(*loads))
 	return nil
+}
+
+// sdkDecoder matches the functions of the SDK's JSON decoder: go-sdk's
+// internal/json and the segmentio/encoding/json decoder it wraps.
+func sdkDecoder(fn string) bool {
+	return strings.HasPrefix(fn, "github.com/modelcontextprotocol/go-sdk/internal/json.") ||
+		strings.HasPrefix(fn, "github.com/segmentio/encoding/json.")
+}
+
+// allocatedUnder returns the bytes allocated so far (as of a fresh GC, from
+// the heap profile) in all, and under a function that match accepts.
+func allocatedUnder(match func(string) bool) (all, under int64) {
+	runtime.GC()
+	runtime.GC() // the profile reflects the cycle before the last one
+	var recs []runtime.MemProfileRecord
+	n, _ := runtime.MemProfile(nil, true)
+	for {
+		recs = make([]runtime.MemProfileRecord, n+64)
+		var ok bool
+		if n, ok = runtime.MemProfile(recs, true); ok {
+			recs = recs[:n]
+			break
+		}
+	}
+	for _, r := range recs {
+		all += r.AllocBytes
+		frames := runtime.CallersFrames(r.Stack())
+		for {
+			f, more := frames.Next()
+			if match(f.Function) {
+				under += r.AllocBytes
+				break
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return all, under
 }
