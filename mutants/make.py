@@ -194,6 +194,15 @@ mutant("journal-token-kept", "./journal", "the value of a field named like a tok
     [("journal/redact.go", "\"password\", \"passwd\", \"passphrase\", \"secret\", \"token\",", "\"password\", \"passwd\", \"passphrase\", \"secret\", \"token_never_matches\",")])
 mutant("journal-chain-unlinked", "./journal", "records are not linked to their predecessor (prev hash left empty)",
     [("journal/journal.go", "\t\tsum := sha256.Sum256(line)\n\t\tprev = hex.EncodeToString(sum[:])", "\t\tsum := sha256.Sum256(line)\n\t\tprev = hex.EncodeToString(sum[:0])")])
+mutant("journal-approval-fsync-deferred", "./journal", "an approval's fsync is deferred like an outcome's: Execute may run before its approval is durable",
+    [("journal/journal.go", "\treturn decision == Executed || decision == Failed\n", "\treturn true\n")],
+    run="TestOutcomeFsyncJoinsNextCommit")
+mutant("journal-head-ahead-of-fsync", "./journal", "the head file names an outcome written but not yet fsync'd, so a machine crash in the window leaves a journal that refuses to open as tampered",
+    [("journal/journal.go", "\tif deferSync {\n\t\t// Written, not durable:", "\tif deferSync {\n\t\tj.writeHead(seq, prev)\n\t\t// Written, not durable:")],
+    run="TestCrashBeforeOutcomeFsyncEndsAmbiguous")
+mutant("journal-unsynced-outcomes-kept-after-failed-fsync", "./journal", "after a failed fsync the outcomes written since the last one are trusted as durable instead of being cut and written again",
+    [("journal/journal.go", "\tif len(j.unsynced) > 0 {\n\t\t// Outcomes written but never", "\tif false {\n\t\t// Outcomes written but never")],
+    run="TestFailedFsyncRewritesDeferredOutcomesLate")
 # ---- ledger -----------------------------------------------------------------------
 mutant("ledger-memory-read-then-delete", "./ledger", "memory ledger redeems with a read, an unlock and a later delete (racy)",
     [("ledger/memory.go", "\texpires, ok := m.grants[nonce]\n\tif !ok {\n\t\treturn false, nil\n\t}\n\tdelete(m.grants, nonce)\n",
