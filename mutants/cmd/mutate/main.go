@@ -229,10 +229,19 @@ func baseline(ms []mutants.Mutant) []command {
 			groups[key] = g
 			order = append(order, key)
 		}
-		if m.Run == "" {
+		switch {
+		case m.Run == "":
 			g.all = true
-		} else if !slices.Contains(g.runs, m.Run) {
-			g.runs = append(g.runs, m.Run)
+		case strings.ContainsAny(m.Run, "()[]"):
+			if !slices.Contains(g.runs, m.Run) {
+				g.runs = append(g.runs, m.Run)
+			}
+		default: // a plain alternation: each name once
+			for _, alt := range strings.Split(m.Run, "|") {
+				if !slices.Contains(g.runs, alt) {
+					g.runs = append(g.runs, alt)
+				}
+			}
 		}
 	}
 	var cmds []command
