@@ -279,7 +279,7 @@ func matchRule(ctx context.Context, rule Rule, c Call, res Resolved) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	return hit == true, nil
+	return hit, nil
 }
 
 // safely runs f and turns a panic into an error.

@@ -225,7 +225,7 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 		// operators read it in the log, the model only learns the outcome.
 		g.opts.Logger.Warn("approval channel failed", "tool", k.t.Name, "request", gr.Nonce, "err", err)
 		return nil, refusal(ReasonChannelUnavailable, "the approval channel could not be reached or gave no valid answer; the server's log has the details")
-	case dec.Approved != true:
+	case !dec.Approved:
 		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
 	}
 	assurance := AssuranceClientRelayed

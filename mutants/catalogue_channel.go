@@ -1,0 +1,559 @@
+// Converted from the Python catalogue (mutants/make.py) by convert-mutants;
+// from now on edit it here. See docs/TESTING.md.
+
+package mutants
+
+// channelMutants break the approval channel: webhook, approval service, attestations, passkeys.
+var channelMutants = []Mutant{
+	{
+		Name:     "webhook-yes-approves",
+		Packages: []string{"./channel"},
+		Run:      "TestWebhook",
+		Why:      "a webhook answering \"approved\":\"yes\" (or 1, \"true\") approves",
+		Edits: []Edit{
+			{
+				File: "channel/webhook.go",
+				Old:  "\tcase \"true\":\n\t\tapproved = true",
+				New:  "\tcase \"true\", `\"yes\"`, `\"true\"`, \"1\":\n\t\tapproved = true",
+			},
+		},
+	},
+	{
+		Name:     "webhook-5xx-approves",
+		Packages: []string{"./channel"},
+		Run:      "TestWebhook",
+		Why:      "a webhook answering HTTP 5xx counts as approved",
+		Edits: []Edit{
+			{
+				File: "channel/webhook.go",
+				Old:  "\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n",
+				New:  "\tif resp.StatusCode >= 500 {\n\t\treturn mcpsafe.ApprovalDecision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n",
+			},
+		},
+	},
+	{
+		Name:     "webhook-self-approval",
+		Packages: []string{"./channel"},
+		Run:      "TestWebhook",
+		Why:      "the requesting principal may approve its own request",
+		Edits: []Edit{
+			{
+				File: "channel/webhook.go",
+				Old:  "if mcpsafe.SameIdentity(a, r.Principal) {",
+				New:  "if false && mcpsafe.SameIdentity(a, r.Principal) {",
+			},
+		},
+	},
+	{
+		Name:     "sod-service-compares-raw-names",
+		Packages: []string{"./channel"},
+		Run:      "TestSelfApproval",
+		Why:      "the service compares approver and principal as strings again, so approver alice may approve a request of user:alice",
+		Edits: []Edit{
+			{
+				File: "channel/service.go",
+				Old:  "\t\tif mcpsafe.SameIdentity(by, cur.Req.Principal) {",
+				New:  "\t\tif strings.EqualFold(by, cur.Req.Principal) {",
+			},
+		},
+	},
+	{
+		Name:     "service-host-unchecked",
+		Packages: []string{"./channel"},
+		Run:      "TestHostHeaderChecked",
+		Why:      "the approval service answers any Host header (DNS rebinding)",
+		Edits: []Edit{
+			{
+				File: "channel/service.go",
+				Old:  "\tif !s.hosts[hostOnly(r.Host)] {",
+				New:  "\tif false && !s.hosts[hostOnly(r.Host)] {",
+			},
+		},
+	},
+	{
+		Name:     "service-bearer-unthrottled",
+		Packages: []string{"./channel"},
+		Run:      "TestBearerGuessingThrottled",
+		Why:      "the bearer API ignores the failed-attempt budget: tokens can be guessed without limit",
+		Edits: []Edit{
+			{
+				File: "channel/http.go",
+				Old:  "\t\tif blocked, wait := s.throttle.blocked(r); blocked {\n\t\t\ttooMany(w, wait)",
+				New:  "\t\tif blocked, wait := s.throttle.blocked(r); false && blocked {\n\t\t\ttooMany(w, wait)",
+			},
+		},
+	},
+	{
+		Name:     "secret-compare-leaks-length",
+		Packages: []string{"./channel"},
+		Run:      "TestSecretsComparedAsDigests",
+		Why:      "secrets reach subtle.ConstantTimeCompare as they are, whose early return on a length mismatch reveals the secret's length",
+		Edits: []Edit{
+			{
+				File: "channel/guard.go",
+				Old:  "\tda, db := sha256.Sum256(a), sha256.Sum256(b)\n\treturn ctCompare(da[:], db[:]) == 1",
+				New:  "\t_, _ = sha256.Sum256(a), sha256.Sum256(b)\n\treturn ctCompare(a, b) == 1",
+			},
+		},
+	},
+	{
+		Name:     "webhook-replay-keyed-on-header-text",
+		Packages: []string{"./channel"},
+		Run:      "TestReplay",
+		Why:      "the replay cache remembers the header text: the same signed request with ,x=1 appended is fresh and can take the gate's decision",
+		Edits: []Edit{
+			{
+				File: "channel/service.go",
+				Old:  "fresh, err := s.st.sawSignature(replayKey, ",
+				New:  "fresh, err := s.st.sawSignature(sig, ",
+			},
+		},
+	},
+	{
+		Name:     "webhook-replay-before-memory-start",
+		Packages: []string{"./channel"},
+		Run:      "TestReplayAfterRestart",
+		Why:      "with the memory store, a request signed before a restart can be replayed after it (the replay cache started empty)",
+		Edits: []Edit{
+			{
+				File: "channel/service.go",
+				Old:  "\t\ts.replayFloor = time.Now().Unix()",
+				New:  "\t\ts.replayFloor = 0",
+			},
+		},
+	},
+	{
+		Name:     "service-keeps-secrets",
+		Packages: []string{"./channel"},
+		Run:      "TestServiceRedactsSecrets",
+		Why:      "the approval service stores, serves and shows a careless sender's secrets as sent",
+		Edits: []Edit{
+			{
+				File: "channel/service.go",
+				Old:  "\treturn redactRequest(req), nil\n",
+				New:  "\treturn req, nil\n",
+			},
+		},
+	},
+	{
+		Name:     "service-store-world-readable",
+		Packages: []string{"./channel"},
+		Run:      "TestStoreFilePrivate",
+		Why:      "the approval service's SQLite store is created with the default mode (0644): any local user reads the plans",
+		Edits: []Edit{
+			{
+				File: "channel/store.go",
+				Old:  "\tif err := privateFile(path); err != nil {\n",
+				New:  "\tif err := error(nil); err != nil {\n",
+			},
+		},
+	},
+	{
+		Name:     "page-hides-arguments",
+		Packages: []string{"./channel"},
+		Run:      "TestBrowserPaddedPlanShowsEveryArgument",
+		Why:      "the approval page shows the plan but not the arguments: a plan that names none of them hides where the call goes",
+		Edits: []Edit{
+			{
+				File: "channel/web/page.html",
+				Old:  "    {{if .Args}}\n",
+				New:  "    {{if false}}\n",
+			},
+		},
+	},
+	{
+		Name:     "http-auth-any-audience",
+		Packages: []string{"./cmd/mcpsafe"},
+		Run:      "TestHTTPAuthRefusesBadTokens",
+		Why:      "the resource server accepts a token minted for another resource (aud not checked)",
+		Edits: []Edit{
+			{
+				File: "httpauth/httpauth.go",
+				Old:  "\t\t\tClientID:             cfg.Audience,\n",
+				New:  "\t\t\tSkipClientIDCheck:    true,\n",
+			},
+		},
+	},
+	{
+		Name:     "chanwait-202-approves",
+		Packages: []string{"./channel"},
+		Run:      "TestAcceptedIsNeverApproval",
+		Why:      "a 202 (still pending) answer is parsed like a decision, so its body can approve",
+		Edits: []Edit{
+			{
+				File: "channel/webhook.go",
+				Old:  "\tif resp.StatusCode == http.StatusAccepted {",
+				New:  "\tif false {",
+			},
+		},
+	},
+	{
+		Name:     "chanwait-withdraw-unsigned",
+		Packages: []string{"./channel"},
+		Run:      "TestWithdrawal",
+		Why:      "the service accepts a withdrawal without a valid signature",
+		Edits: []Edit{
+			{
+				File: "channel/withdraw.go",
+				Old:  "if err := VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil {",
+				New:  "if err := VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil && false {",
+			},
+		},
+	},
+	{
+		Name:     "chanwait-withdrawn-still-pending",
+		Packages: []string{"./channel"},
+		Run:      "TestWithdrawal",
+		Why:      "a withdrawn request stays pending, so an approver can still approve it",
+		Edits: []Edit{
+			{
+				File: "channel/withdraw.go",
+				Old:  "next.Status, next.DecidedAt, next.Withdrawn = StatusWithdrawn, now, m.Reason",
+				New:  "next.Withdrawn = m.Reason",
+			},
+		},
+	},
+	{
+		Name:     "chanwait-withdraw-any-request",
+		Packages: []string{"./channel"},
+		Run:      "TestWithdrawal",
+		Why:      "a withdrawal need not match the request's audience and argument digest",
+		Edits: []Edit{
+			{
+				File: "channel/withdraw.go",
+				Old:  "if e.rec.Req.Audience != m.Audience || e.rec.Req.ArgsDigest != m.ArgsDigest {",
+				New:  "if false {",
+			},
+		},
+	},
+	{
+		Name:     "standing-service-unlisted-grant",
+		Packages: []string{"./channel"},
+		Run:      "TestServiceGrantChoice",
+		Why:      "the approval service accepts a grant choice the request did not offer",
+		Edits: []Edit{
+			{
+				File: "channel/service.go",
+				Old:  "\tif approve && !offered(cur.Req, grant) {",
+				New:  "\tif false {",
+			},
+		},
+	},
+	{
+		Name:     "passwd-plaintext-accepted",
+		Packages: []string{"./channel", "./cmd/mcpsafe"},
+		Run:      "TestApproversFileRefusesPlainText|TestLoadApproversFile|TestApprovalsPasswd",
+		Why:      "an approvers file line holding a plain-text password is loaded as a token instead of refused",
+		Edits: []Edit{
+			{
+				File: "channel/auth.go",
+				Old:  "\t\tif !IsPasswordHash(token) {\n\t\t\treturn nil, fmt.Errorf(",
+				New:  "\t\tif !IsPasswordHash(token) {\n\t\t\tout = append(out, Approver{Name: name, Token: token})\n\t\t\tcontinue\n\t\t}\n\t\tif false {\n\t\t\treturn nil, fmt.Errorf(",
+			},
+		},
+	},
+	{
+		Name:     "argon2-any-password",
+		Packages: []string{"./channel"},
+		Run:      "TestPasswordHash|TestHashedApproverLogin",
+		Why:      "the argon2id comparison compares nothing: any password logs in as any hashed approver",
+		Edits: []Edit{
+			{
+				File: "channel/password.go",
+				Old:  "return subtle.ConstantTimeCompare(got, h.key) == 1",
+				New:  "return subtle.ConstantTimeCompare(got[:0], h.key[:0]) == 1",
+			},
+		},
+	},
+	{
+		Name:     "attestation-unchecked",
+		Packages: []string{"./channel", "./serverconf"},
+		Run:      "TestSignedDecisionThroughService|TestForgedAttestationsRefused|TestApproverPublicKeyFlag",
+		Why:      "a gate configured with the service's public key accepts approvals without checking their signature",
+		Edits: []Edit{
+			{
+				File: "channel/attestation.go",
+				Old:  "\tif w.serviceKey == nil {\n\t\treturn ans.Attestation, nil",
+				New:  "\tif true {\n\t\treturn ans.Attestation, nil",
+			},
+		},
+	},
+	{
+		Name:     "attestation-not-bound-to-call",
+		Packages: []string{"./channel"},
+		Run:      "TestForgedAttestationsRefused",
+		Why:      "a validly signed statement is accepted for any call (the statement's id, tool, arguments are not compared)",
+		Edits: []Edit{
+			{
+				File: "channel/attestation.go",
+				Old:  "if err := st.checkApproval(r, ans.Approvers); err != nil {",
+				New:  "if err := st.checkApproval(r, ans.Approvers); false && err != nil {",
+			},
+		},
+	},
+	{
+		Name:     "oidc-state-not-bound-to-browser",
+		Packages: []string{"./channel"},
+		Run:      "TestOIDCCallbackBoundToBrowser",
+		Why:      "the SSO callback does not compare the state with the browser's cookie: an attacker's callback URL logs the victim in as the attacker",
+		Edits: []Edit{
+			{
+				File: "channel/oidc.go",
+				Old:  "if state == \"\" || err != nil || ctCompare([]byte(c.Value), []byte(state)) != 1 {",
+				New:  "if state == \"\" || c == nil && err == nil {",
+			},
+		},
+	},
+	{
+		Name:     "oidc-nonce-unchecked",
+		Packages: []string{"./channel"},
+		Run:      "TestOIDCLogin",
+		Why:      "the ID token's nonce is not compared with the sign-in's: a token minted for another sign-in is accepted",
+		Edits: []Edit{
+			{
+				File: "channel/oidc.go",
+				Old:  "if ctCompare([]byte(id.Nonce), []byte(flow.nonce)) != 1 {",
+				New:  "if false {",
+			},
+		},
+	},
+	{
+		Name:     "oidc-audience-unchecked",
+		Packages: []string{"./channel"},
+		Run:      "TestOIDCLogin",
+		Why:      "an ID token issued to another client (aud) signs an approver in",
+		Edits: []Edit{
+			{
+				File: "channel/oidc.go",
+				Old:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})",
+				New:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipClientIDCheck: true})",
+			},
+		},
+	},
+	{
+		Name:     "oidc-expiry-unchecked",
+		Packages: []string{"./channel"},
+		Run:      "TestOIDCLogin",
+		Why:      "an expired ID token signs an approver in",
+		Edits: []Edit{
+			{
+				File: "channel/oidc.go",
+				Old:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})",
+				New:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipExpiryCheck: true})",
+			},
+		},
+	},
+	{
+		Name:     "oidc-issuer-unchecked",
+		Packages: []string{"./channel"},
+		Run:      "TestOIDCLogin",
+		Why:      "an ID token from another issuer signs an approver in",
+		Edits: []Edit{
+			{
+				File: "channel/oidc.go",
+				Old:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})",
+				New:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipIssuerCheck: true})",
+			},
+		},
+	},
+	{
+		Name:     "oidc-unverified-email",
+		Packages: []string{"./channel"},
+		Run:      "TestOIDCLogin",
+		Why:      "an email address the provider has not verified names an approver",
+		Edits: []Edit{
+			{
+				File: "channel/oidc.go",
+				Old:  "if cl.Verified == nil || !*cl.Verified {",
+				New:  "if false {",
+			},
+		},
+	},
+	{
+		Name:     "passkey-gate-skips-user-verification",
+		Packages: []string{"./channel"},
+		Run:      "TestPasskeyNeedsUserVerificationAndNotAPassword",
+		Why:      "the gate accepts a passkey assertion made without user verification",
+		Edits: []Edit{
+			{
+				File: "channel/passkey.go",
+				Old:  "protocol.TopOriginImplicitVerificationMode, false, true, true, pub,",
+				New:  "protocol.TopOriginImplicitVerificationMode, false, false, true, pub,",
+			},
+		},
+	},
+	{
+		Name:     "passkey-challenge-ignores-id-and-targets",
+		Packages: []string{"./channel"},
+		Run:      "TestPasskeyAssertionBoundToCall",
+		Why:      "the passkey challenge does not cover the request id and targets: an assertion for call A approves call B",
+		Edits: []Edit{
+			{
+				File: "channel/passkey.go",
+				Old:  "b, _ := json.Marshal([]string{\"mcpsafe passkey approval v1\", id, tool, argsDigest, targetsDigest,",
+				New:  "b, _ := json.Marshal([]string{\"mcpsafe passkey approval v1\", tool, argsDigest,",
+			},
+		},
+	},
+	{
+		Name:     "passkey-login-approves",
+		Packages: []string{"./channel"},
+		Run:      "TestPasskeyNeedsUserVerificationAndNotAPassword|TestPasskeyTwoOfM",
+		Why:      "a password (or SSO) login alone approves a request that requires a passkey",
+		Edits: []Edit{
+			{
+				File: "channel/service.go",
+				Old:  "if s.needsPasskey(&cur) && v.Passkey == nil {",
+				New:  "if false && v.Passkey == nil {",
+			},
+		},
+	},
+	{
+		Name:     "passkey-n-of-m-counts-one",
+		Packages: []string{"./channel"},
+		Run:      "TestPasskeyTwoOfM",
+		Why:      "N-of-M with passkeys is satisfied by one approver's passkey",
+		Edits: []Edit{
+			{
+				File: "channel/passkey.go",
+				Old:  "if len(ok) < need {\n\t\treturn fmt.Errorf(\"%w: %d approver(s) proved this call",
+				New:  "if len(ok) < 1 {\n\t\treturn fmt.Errorf(\"%w: %d approver(s) proved this call",
+			},
+		},
+	},
+	{
+		Name:     "passkey-required-unchecked-without-registry",
+		Packages: []string{"./channel"},
+		Run:      "TestPasskeyRequiredFailsClosed",
+		Why:      "a webhook with no passkey registry approves a request whose tool requires passkeys",
+		Edits: []Edit{
+			{
+				File: "channel/webhook.go",
+				Old:  "if r.MinAssurance >= mcpsafe.AssurancePasskey || (w.passkeys != nil && len(ans.Passkeys) > 0) {",
+				New:  "if w.passkeys != nil && len(ans.Passkeys) > 0 {",
+			},
+		},
+	},
+	{
+		Name:     "journal-evidence-not-bound-to-record",
+		Packages: []string{"./channel"},
+		Run:      "TestJournalCarriesSignedDecision",
+		Why:      "journal verify accepts a record whose signed statement is about another call",
+		Edits: []Edit{
+			{
+				File: "channel/attestation.go",
+				Old:  "\tcase st.ID != rec.Call:\n",
+				New:  "\tcase false:\n",
+			},
+			{
+				File: "channel/attestation.go",
+				Old:  "\tcase st.Tool != rec.Tool || st.ArgsDigest != rec.ArgsDigest || st.Principal != rec.Principal:\n",
+				New:  "\tcase false:\n",
+			},
+		},
+	},
+	{
+		Name:     "journal-passkeys-unchecked",
+		Packages: []string{"./channel"},
+		Run:      "TestPasskeyApprovalRuns",
+		Why:      "journal verify does not re-check the passkey assertions of a passkey-level record",
+		Edits: []Edit{
+			{
+				File: "channel/attestation.go",
+				Old:  "if rec.Assurance == AssurancePasskeyName || st.Assurance == AssurancePasskeyName {",
+				New:  "if false {",
+			},
+		},
+	},
+	{
+		Name:     "service-ignores-unknown-assurance",
+		Packages: []string{"./channel"},
+		Run:      "TestServiceRefusesPasskeyRequestsItCannotMeet",
+		Why:      "the approval service ignores a min_assurance it does not know instead of refusing the request",
+		Edits: []Edit{
+			{
+				File: "channel/service.go",
+				Old:  "\tcase req.MinAssurance != \"\" && req.MinAssurance != AssurancePasskeyName:\n",
+				New:  "\tcase false:\n",
+			},
+		},
+	},
+	{
+		Name:     "attestation-grant-unchecked",
+		Packages: []string{"./channel"},
+		Run:      "TestForgedAttestationsRefused",
+		Why:      "an answer may choose a standing grant the signed statement does not name",
+		Edits: []Edit{
+			{
+				File: "channel/attestation.go",
+				Old:  "if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {",
+				New:  "if g := ans.Grant; false && g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {",
+			},
+		},
+	},
+	{
+		Name:     "grant-revoker-not-kept",
+		Packages: []string{"./channel"},
+		Run:      "TestServiceRevocationJournaledByGate",
+		Why:      "a revocation from the approval service does not say who revoked",
+		Edits: []Edit{
+			{
+				File: "channel/http.go",
+				Old:  "s.opts.Grants, who+\" via \"+via, func",
+				New:  "s.opts.Grants, \"the approval service\", func",
+			},
+		},
+	},
+	{
+		Name:     "overview-journal-summary-unescaped",
+		Packages: []string{"./channel"},
+		Run:      "TestOverviewEscapesHostileJournal",
+		Why:      "the record view shows a journal summary without making its control and bidi characters visible",
+		Edits: []Edit{
+			{
+				File: "channel/web/journal.html",
+				Old:  "{{vis .Rec.Summary}}",
+				New:  "{{.Rec.Summary}}",
+			},
+		},
+	},
+	{
+		Name:     "overview-reason-label-raw",
+		Packages: []string{"./channel"},
+		Run:      "TestOverviewEscapesHostileJournal",
+		Why:      "the refusal chart shows a reason code from the journal as it is (bidi and invisible characters included)",
+		Edits: []Edit{
+			{
+				File: "channel/web/overview.html",
+				Old:  "text-anchor=\"end\">{{vis .Label}}</text>",
+				New:  "text-anchor=\"end\">{{.Label}}</text>",
+			},
+		},
+	},
+	{
+		Name:     "overview-args-not-redacted-again",
+		Packages: []string{"./channel"},
+		Run:      "TestRecordViewRedactsAgain",
+		Why:      "the record view shows journal arguments as stored, a secret held in clear included",
+		Edits: []Edit{
+			{
+				File: "channel/overview.go",
+				Old:  "if clean := journal.Redact(rec.Args, nil); len(clean) > 0 {",
+				New:  "if clean := rec.Args; len(clean) > 0 {",
+			},
+		},
+	},
+	{
+		Name:     "overview-records-without-session",
+		Packages: []string{"./channel"},
+		Run:      "TestOverviewNeedsSignIn",
+		Why:      "the journal record view answers without a signed-in session",
+		Edits: []Edit{
+			{
+				File: "channel/overview.go",
+				Old:  "m.HandleFunc(\"GET /journal\", s.withSession(false, s.journalRecords))",
+				New:  "m.HandleFunc(\"GET /journal\", func(w http.ResponseWriter, r *http.Request) { s.journalRecords(w, r, &session{}) })",
+			},
+		},
+	},
+}

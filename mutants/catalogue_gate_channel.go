@@ -1,0 +1,158 @@
+// Converted from the Python catalogue (mutants/make.py) by convert-mutants;
+// from now on edit it here. See docs/TESTING.md.
+
+package mutants
+
+// gateChannelMutants break the gate's channel path: waiting for a human, withdrawals, assurance.
+var gateChannelMutants = []Mutant{
+	{
+		Name:     "channel-false-approves",
+		Packages: []string{"."},
+		Why:      "an approver that answers Approved:false without an error lets the call run",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "case !dec.Approved:",
+				New:  "case false:",
+			},
+		},
+	},
+	{
+		Name:     "channel-assurance-unchecked",
+		Packages: []string{"."},
+		Why:      "MinAssurance is not enforced: a channel approval naming no approver satisfies a tool that requires an authenticated one",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "\tif assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved",
+				New:  "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved",
+			},
+			{
+				File: "gate_call.go",
+				Old:  "\tif a.Assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s requires a stronger",
+				New:  "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s requires a stronger",
+			},
+		},
+	},
+	{
+		Name:     "channel-error-approves",
+		Packages: []string{"."},
+		Why:      "a failing approval channel counts as approval",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "\tcase err != nil:\n\t\tg.withdraw(ctx, req, WithdrawTimedOut)\n\t\t// The error may name",
+				New:  "\tcase err != nil && false:\n\t\tg.withdraw(ctx, req, WithdrawTimedOut)\n\t\t// The error may name",
+			},
+			{
+				File: "gate_channel_wait.go",
+				Old:  "\tcase !dec.Approved:",
+				New:  "\tcase err == nil && !dec.Approved:",
+			},
+		},
+	},
+	{
+		Name:     "channel-error-to-model",
+		Packages: []string{"."},
+		Run:      "TestChannelErrorKeptFromModel",
+		Why:      "a failing channel's error (the approver URL, with a key in its query) is passed to the model",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "return nil, refusal(ReasonChannelUnavailable, \"the approval channel could not be reached or gave no valid answer; the server's log has the details\")",
+				New:  "return nil, refusal(ReasonChannelUnavailable, \"the approval channel failed: %v\", err)",
+			},
+		},
+	},
+	{
+		Name:     "http-anonymous-one-pending-bucket",
+		Packages: []string{"./serverconf"},
+		Run:      "TestAnonymousClientsHaveTheirOwnPendingAllowance",
+		Why:      "all unauthenticated HTTP callers share one pending allowance that one client can fill",
+		Edits: []Edit{
+			{
+				File: "gate_pending_key.go",
+				Old:  "if req == nil || req.Extra == nil {",
+				New:  "if true || req == nil || req.Extra == nil {",
+			},
+		},
+	},
+	{
+		Name:     "chanwait-no-progress",
+		Packages: []string{"./channel"},
+		Run:      "TestChannelWaitSendsProgress",
+		Why:      "no progress notifications while a human decides: clients that reset their timeout on progress give up anyway",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "\tif token == nil || k.req.Session == nil {\n\t\treturn func() {}",
+				New:  "\tif true {\n\t\treturn func() {}",
+			},
+		},
+	},
+	{
+		Name:     "chanwait-caller-gone-not-withdrawn",
+		Packages: []string{"./channel"},
+		Run:      "TestChannelCallerGoneWithdraws",
+		Why:      "a caller that cancels or disconnects leaves its request approvable at the service",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "if g.withdraw(ctx, req, WithdrawCallerGone) {",
+				New:  "if false {",
+			},
+		},
+	},
+	{
+		Name:     "chanwait-handle-is-approval",
+		Packages: []string{"./channel"},
+		Run:      "TestChannelAsyncHandle",
+		Why:      "a pending handle runs the call without the approver's decision",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "\treturn g.waitChannel(ctx, k, gr, *k.token)\n}",
+				New:  "\tif _, r := g.openFor(ctx, k, *k.token, grantChannel); r != nil {\n\t\treturn nil, r\n\t}\n\treturn g.execute(ctx, k, gr.Resolved, Approval{Decision: journal.ChannelApproved, Assurance: AssuranceChannel, CallID: gr.Nonce})\n}",
+			},
+		},
+	},
+	{
+		Name:     "passkey-tool-offered-grants",
+		Packages: []string{"."},
+		Run:      "TestPasskeyToolGetsNoStandingGrants",
+		Why:      "a tool that requires passkeys is offered standing grants, which later calls would run on unsigned",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "\tif k.t.minAssur >= AssurancePasskey {\n\t\t// A passkey signs one call;",
+				New:  "\tif false {\n\t\t// A passkey signs one call;",
+			},
+		},
+	},
+	{
+		Name:     "passkey-grant-choice-accepted",
+		Packages: []string{"."},
+		Run:      "TestPasskeyToolGetsNoStandingGrants",
+		Why:      "a passkey approval that chooses a standing grant is accepted",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "if k.t.minAssur >= AssurancePasskey && dec.Grant != \"\" && dec.Grant != OnceOffer {",
+				New:  "if false {",
+			},
+		},
+	},
+	{
+		Name:     "owned-token-field-pending-handle",
+		Packages: []string{"."},
+		Run:      "TestOwnedTokenFieldGetsNoPendingHandle",
+		Why:      "a tool whose approval_token is its own argument is answered with a pending handle it can never present",
+		Edits: []Edit{
+			{
+				File: "gate_channel_wait.go",
+				Old:  "case ok && progressToken(k.req) == nil && !k.t.OwnsTokenField:",
+				New:  "case ok && progressToken(k.req) == nil:",
+			},
+		},
+	},
+}
