@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/files"
 	"github.com/mcpsafe/mcpsafe/proxy"
+	"golang.org/x/mod/module"
 )
 
 func init() {
@@ -62,13 +63,23 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// version is the module version of this build (a tag, or "(devel)" for a
-// build from a checkout) with its VCS revision when the build recorded one.
+// version is the module version of this build with the commit it was
+// built from, both read from the build info (see versionOf).
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
 	}
+	return versionOf(bi)
+}
+
+// versionOf names a build: its module version (a tag for `go install
+// ...@v1.2.3`, a pseudo-version for `@latest` or `@COMMIT` without a tag,
+// "(devel)" for a build from a checkout) and the commit: the one a
+// checkout build recorded (vcs.revision, "+dirty" when the tree had
+// changes), or the one a pseudo-version names. A tag alone names its
+// commit already.
+func versionOf(bi *debug.BuildInfo) string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
@@ -82,11 +93,14 @@ func version() string {
 			modified = s.Value
 		}
 	}
+	if rev == "" && module.IsPseudoVersion(v) {
+		rev, _ = module.PseudoVersionRev(v)
+	}
 	if rev != "" {
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
-		v += " " + rev
+		v += " commit " + rev
 		if modified == "true" {
 			v += "+dirty"
 		}
