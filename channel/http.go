@@ -40,7 +40,7 @@ func (s *Service) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(webFS, "web/static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	m.HandleFunc("POST /webhook", s.handleWebhook)
+	m.HandleFunc("POST "+webhookPath, s.handleWebhook)
 
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.login)

@@ -142,7 +142,7 @@ mutant("gate-secret-fields-dropped", ".", "the gate does not pass the tool's Sec
 mutant("plan-backstop-off", ".", "plan lines from the tool reach the human unescaped (newlines, bidi)",
     [("gate_text.go", "\tif plainLine(s) {", "\tif true {")])
 mutant("principal-unquoted", ".", "the requesting principal is shown raw in the approval message",
-    [("gate_text.go", "fmt.Fprintf(&b, \"\\nRequested by: %s\\n\", prompt.Quote(k.c.Principal))", "fmt.Fprintf(&b, \"\\nRequested by: %s\\n\", k.c.Principal)")])
+    [("gate_text.go", "return \"Requested by: \" + prompt.Quote(principal) + \"\\n\"", "return \"Requested by: \" + principal + \"\\n\"")])
 # ---- internal/canon -------------------------------------------------------------
 mutant("canon-duplicate-keys", "./internal/canon .", "duplicate object keys are accepted",
     [("internal/canon/canon.go", "if first, dup := top.keys[folded]; dup {", "if first, dup := top.keys[folded]; dup && false {")])
@@ -231,6 +231,10 @@ mutant("webhook-5xx-approves", "./channel", "a webhook answering HTTP 5xx counts
     [("channel/webhook.go", "\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n", "\tif resp.StatusCode >= 500 {\n\t\treturn mcpsafe.ApprovalDecision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n")], run="TestWebhook")
 mutant("webhook-self-approval", "./channel", "the requesting principal may approve its own request",
     [("channel/webhook.go", "if mcpsafe.SameIdentity(a, r.Principal) {", "if false && mcpsafe.SameIdentity(a, r.Principal) {")], run="TestWebhook")
+mutant("channel-probe-unverified", "./channel", "the approval service answers a start-up probe without checking its signature: a gate with the wrong secret starts as if its channel worked",
+    [("channel/probe.go", "s.opts.Secret, time.Now(), s.opts.Tolerance); err != nil {", "s.opts.Secret, time.Now(), s.opts.Tolerance); false && err != nil {")], run="TestProbeChecksSecretAndURL")
+mutant("channel-withdraw-skips-open-request", "./channel", "a 409 (another caller waits on the request) counts as never opened: its withdrawal is skipped and the request stays approvable at the service",
+    [("channel/webhook.go", "\tcase http.StatusBadRequest, http.StatusUnauthorized,", "\tcase http.StatusConflict, http.StatusBadRequest, http.StatusUnauthorized,")], run="TestWithdrawOnlyWhatNeverOpenedIsSkipped")
 
 # ---- proxy (policy file and upstream tool mirroring) ----------------------------
 PR = "TestBadPolicies|TestAutoApproveExactTrue|TestDefaultPolicy|TestDenyAllowRules|TestGateReadOnlyAndElicitMode"

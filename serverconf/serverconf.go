@@ -315,6 +315,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := checkChannel(ctx, w, cfg.Logger); err != nil {
+			return nil, err
+		}
 		opts.Approver = w
 		opts.ChannelTimeout = wait
 		opts.ChannelWait = cfg.ChannelWait

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -153,6 +154,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...), Journals: journals,
+		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	}
 	if *grantsLedger != "" {
 		l, err := ledger.Open(context.Background(), *grantsLedger)
