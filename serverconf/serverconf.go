@@ -246,7 +246,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		path := cfg.JournalPath
 		if path == "" {
 			if path, err = journal.DefaultPathFor(cfg.JournalName()); err != nil {
-				return nil, err
+				return nil, defaultJournalError("", err)
 			}
 		}
 		if path, err = filepath.Abs(path); err != nil {
@@ -271,6 +271,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			jopts = append(jopts, journal.WithRotation(cfg.Rotation))
 		}
 		j, err := journal.Open(path, jopts...)
+		if err != nil && !errors.Is(err, journal.ErrInUse) && cfg.JournalPath == "" {
+			return nil, defaultJournalError(path, err)
+		}
 		if errors.Is(err, journal.ErrInUse) {
 			if cfg.JournalPath == "" {
 				return nil, fmt.Errorf("%w; another server with the same --audience (and upstream) is running: give this one its own --journal PATH or --audience NAME", err)

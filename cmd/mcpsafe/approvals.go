@@ -104,6 +104,10 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
 		return 2
 	}
+	if _, port, err := net.SplitHostPort(*listen); err != nil || port == "" {
+		fmt.Fprintf(stderr, "mcpsafe approvals serve: --listen %q is not HOST:PORT: give the port too, e.g. --listen 127.0.0.1:8080\n", *listen)
+		return 2
+	}
 	if *tlsCert == "" && !*plainHTTP && !channel.IsLoopbackAddr(*listen) {
 		return fail(fmt.Errorf("%s is not a loopback address: use --tls-cert/--tls-key, a TLS proxy on this host, or --allow-plain-http", *listen))
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
 
+	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
 	"github.com/mcpsafe/mcpsafe/proxy"
 	"golang.org/x/mod/module"
@@ -18,6 +20,14 @@ func init() {
 	files.Version, proxy.Version = v, v
 }
 
+// firstFlags are the few flags a newcomer needs, per command: --help
+// shows them first, the rest after.
+var firstFlags = map[string][]string{
+	"mcpsafe files":           {"root", "mode", "http", "journal", "allow-token-for", "approver-url", "approver-secret-file"},
+	"mcpsafe proxy":           {"policy", "config", "upstream-url", "http", "journal", "approver-url", "approver-secret-file"},
+	"mcpsafe approvals serve": {"secret-file", "approvers-file", "listen", "store", "journal"},
+}
+
 // newFlags is a flag set whose usage starts with the command's synopsis.
 func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fl := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -27,23 +37,73 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(w, "usage: "+strings.ReplaceAll(synopsis, "\n", "\n       "))
 		n := 0
 		fl.VisitAll(func(*flag.Flag) { n++ })
-		if n > 0 {
+		if n == 0 {
+			return
+		}
+		first := firstFlags[name]
+		if len(first) == 0 {
 			fmt.Fprintln(w, "\nflags:")
 			fl.PrintDefaults()
+			return
 		}
+		fmt.Fprintln(w, "\nthe flags to start with:")
+		shown := map[string]bool{}
+		for _, n := range first {
+			if f := fl.Lookup(n); f != nil {
+				printFlag(w, f)
+				shown[n] = true
+			}
+		}
+		fmt.Fprintln(w, "\nall other flags:")
+		fl.VisitAll(func(f *flag.Flag) {
+			if !shown[f.Name] {
+				printFlag(w, f)
+			}
+		})
 	}
 	return fl
 }
 
+// printFlag prints one flag as flag.PrintDefaults does.
+func printFlag(w io.Writer, f *flag.Flag) {
+	name, usage := flag.UnquoteUsage(f)
+	line := "  -" + f.Name
+	if name != "" {
+		line += " " + name
+	}
+	if len(line) <= 4 {
+		line += "\t"
+	} else {
+		line += "\n    \t"
+	}
+	line += strings.ReplaceAll(usage, "\n", "\n    \t")
+	switch f.DefValue {
+	case "", "false", "0", "0s", "[]":
+	default:
+		if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+			line += fmt.Sprintf(" (default %q)", f.DefValue)
+		} else {
+			line += fmt.Sprintf(" (default %v)", f.DefValue)
+		}
+	}
+	fmt.Fprintln(w, line)
+}
+
 // parseFlags parses args into fl. When done, the command ends with code:
-// 0 after --help (usage on stdout), 2 after a bad flag (usage on stderr).
+// 0 after --help (usage on stdout), 2 after a bad flag (one line and a
+// hint on stderr, not the whole usage).
 func parseFlags(fl *flag.FlagSet, args []string, stdout io.Writer) (code int, done bool) {
 	if wantsHelp(args) {
 		fl.SetOutput(stdout)
 		fl.Usage()
 		return 0, true
 	}
-	if err := fl.Parse(args); err != nil {
+	out := fl.Output()
+	fl.SetOutput(io.Discard)
+	err := fl.Parse(args)
+	fl.SetOutput(out)
+	if err != nil {
+		fmt.Fprintf(out, "%s: %v\nrun '%s --help' for its flags\n", fl.Name(), err, fl.Name())
 		return 2, true
 	}
 	return 0, false
@@ -131,4 +191,15 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 func errLine(name string, err error) string {
 	pkg := name[strings.LastIndexByte(name, ' ')+1:]
 	return name + ": " + strings.TrimPrefix(err.Error(), pkg+": ")
+}
+
+// flagWords puts an option's Go name in err into the flag the operator
+// wrote (an opt-in error names --allow-token-for, not AllowTokenFor).
+func flagWords(err error) error {
+	var oe *mcpsafe.OptInError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	flag := map[string]string{"AllowTokenFor": "--allow-token-for", "AllowGrantsFor": "--grants"}[oe.Option]
+	return errors.New(oe.Say(flag))
 }
