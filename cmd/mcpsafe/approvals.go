@@ -69,7 +69,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	fl.Var(&requirePasskey, "require-passkey", "TOOL: approving TOOL takes each approver's passkey on the call (repeatable; needs --passkeys-file)")
 	signingKey := fl.String("signing-key-file", "", "Ed25519 key that signs every approval (mcpsafe approvals keygen); gates check it with --approver-public-key")
 	var journals requireList
-	fl.Var(&journals, "journal", "a gate's journal (mcpsafe files/proxy --journal) for the overview page to chart and list, read only (repeatable)")
+	fl.Var(&journals, "journal", "a gate's journal (mcpsafe files/proxy --journal) for the overview page to chart and list and the page to say whether a decided call ran, read only (repeatable)")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && wantsHelp(args[:1]) {
