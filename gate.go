@@ -127,6 +127,8 @@ type Gate struct {
 	mu    sync.Mutex
 	tools map[string]*gatedTool
 
+	stop stopState // shutdown: see gate_shutdown.go
+
 	stopSweep chan struct{} // closed by Close
 	sweepDone chan struct{} // closed when the sweep has stopped
 	closeOnce sync.Once
@@ -207,7 +209,7 @@ func New(opts Options) (*Gate, error) {
 		}
 	}
 	setDefault(&opts.GrantEndSweep, 30*time.Second)
-	standing, _ := l.(ledger.StandingStore)
+	standing := l.Standing()
 	g := &Gate{
 		standing:  standing,
 		opts:      opts,
@@ -423,7 +425,7 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 			return nil, nil, fmt.Errorf("mcpsafe: tool %q: Grants needs MaxTTL > 0 and MaxUses in 2..%d", t.Name, ledger.MaxStandingUses+1)
 		}
 		if g.standing == nil {
-			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) cannot keep them", t.Name, g.ledger)
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) keeps none (its Standing method returns nil)", t.Name, g.ledger)
 		}
 		gt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)
 	}
@@ -557,6 +559,7 @@ func policyHash(t *gatedTool, schema []byte) string {
 		p.Grants = &grantPolicyHash{
 			MaxTTL: t.Grants.MaxTTL.Milliseconds(), MaxUses: t.Grants.MaxUses,
 			ClientRelayed: t.Grants.ClientRelayed, Offered: t.grantsNamed,
+			Scopes: t.Grants.ScopesBinding,
 		}
 	}
 	b, _ := json.Marshal(p)
@@ -565,12 +568,14 @@ func policyHash(t *gatedTool, schema []byte) string {
 }
 
 // grantPolicyHash is the part of a tool's grant policy bound into grants:
-// lowering a ceiling or withdrawing grants voids grants made before.
+// lowering a ceiling, withdrawing grants or changing the scopes
+// (GrantPolicy.ScopesBinding) voids grants made before.
 type grantPolicyHash struct {
-	MaxTTL        int64 `json:"max_ttl_ms"`
-	MaxUses       int   `json:"max_uses"`
-	ClientRelayed bool  `json:"client_relayed"`
-	Offered       bool  `json:"offered"`
+	MaxTTL        int64  `json:"max_ttl_ms"`
+	MaxUses       int    `json:"max_uses"`
+	ClientRelayed bool   `json:"client_relayed"`
+	Offered       bool   `json:"offered"`
+	Scopes        string `json:"scopes,omitempty"`
 }
 
 // tokenAllowed reports whether t may use a one-time token now.

@@ -43,6 +43,12 @@ type call struct {
 
 func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !g.enterCall() {
+			r := shuttingDown("it takes no new calls")
+			g.journalRefusal(ctx, nil, t.Name, r)
+			return r.Result(), nil
+		}
+		defer g.exitCall()
 		ctx, span := g.startCall(ctx, t.Name, req)
 		res, r := g.serve(ctx, t, req)
 		g.observe(t.Name, res, r)
@@ -408,6 +414,10 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 	if r != nil {
 		return nil, r
 	}
+	if !g.park(gr.Nonce, "token", k, nil, gr.expires()) {
+		g.spend(ctx, gr.Nonce)
+		return nil, shuttingDown("no approval is handed out")
+	}
 	exp := gr.expires().UTC().Format(time.RFC3339Nano)
 	text := fmt.Sprintf("Approval required before %s runs. Show this plan to the user, word for word, and ask them to approve it:\n\n%s\n\n"+
 		"Only if the user approves, call %s again with exactly the same arguments plus %q set to the approval_token of the JSON below (valid until %s, single use). Do not approve on the user's behalf.",
@@ -439,6 +449,7 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (_ *gr
 	}
 	ok, err := g.ledger.Redeem(ctx, gr.Nonce)
 	g.pending.done(gr.Nonce)
+	g.unpark(gr.Nonce)
 	if err != nil {
 		return nil, refusal(ReasonLedgerUnavailable, "the approval ledger could not be checked: %v", err)
 	}
@@ -550,16 +561,33 @@ func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult
 	}
 	params := elicitParams(msg, offers)
 	if k.req.ProtocolVersion() >= mrtrProtocol {
+		if !g.park(gr.Nonce, "elicitation", k, nil, gr.expires()) {
+			g.spend(ctx, gr.Nonce)
+			return nil, shuttingDown("no approval is asked for")
+		}
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{approvalInputID: params},
 			RequestState:  sealed,
 		}, nil
 	}
+	waited, ok := g.waitOn(gr.Nonce, k.t.Name, "elicitation")
+	if !ok {
+		g.spend(ctx, gr.Nonce)
+		return nil, shuttingDown("no approval is asked for")
+	}
 	ectx, cancel := context.WithTimeout(ctx, g.opts.ElicitTimeout)
 	defer cancel()
+	defer g.onStop(cancel)()
 	ectx, span := g.step(ectx, "ask")
 	res, err := k.req.Session.Elicit(ectx, params)
 	span.End()
+	waited()
+	if g.stopping() {
+		// Whatever the user answered: the approval was withdrawn when
+		// shutdown began.
+		g.spend(ctx, gr.Nonce)
+		return nil, shuttingDown("the pending approval was withdrawn")
+	}
 	if err != nil {
 		g.spend(ctx, gr.Nonce)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ectx.Err(), context.DeadlineExceeded) {
@@ -698,6 +726,15 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 		return nil, r
 	}
 	a.Resolved, a.Plan = res, plan
+	outcome := g.record(k, journal.Executed)
+	outcome.Call, outcome.Summary = a.CallID, plan.Summary
+	// The point of no return: once shutdown began no Execute starts, and
+	// one admitted before it is waited for (the grace) or cut.
+	ectx, claim, done, ok := g.admit(ctx, outcome)
+	if !ok {
+		return nil, shuttingDown("the approved call was not started")
+	}
+	defer done()
 	rec := g.record(k, a.Decision)
 	rec.Call, rec.By, rec.Summary, rec.Grant = a.CallID, a.By, plan.Summary, a.Grant
 	rec.Assurance, rec.Evidence = a.Assurance.String(), a.Evidence
@@ -707,33 +744,38 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	var out *mcp.CallToolResult
 	err := safely(func() error {
 		var err error
-		out, err = k.t.Execute(ctx, k.c, a)
+		out, err = k.t.Execute(ectx, k.c, a)
 		return err
 	})
-	outcome := g.record(k, journal.Executed)
-	outcome.Call, outcome.Summary = a.CallID, plan.Summary
 	if err == nil && out == nil {
 		err = errors.New("the tool returned no result")
 	}
 	if err != nil {
 		outcome.Decision, outcome.Error = journal.Failed, err.Error()
 	}
-	if err != nil && ctx.Err() != nil {
-		// The caller gave up while Execute ran: whatever Execute reports
-		// (usually the cancellation itself) says nothing about whether the
-		// action took effect, so the record must not claim it failed.
+	if err != nil && ectx.Err() != nil {
+		// The caller gave up, or the shutdown grace ended, while Execute
+		// ran: whatever Execute reports (usually the cancellation itself)
+		// says nothing about whether the action took effect, so the
+		// record must not claim it failed.
 		outcome.Decision = journal.Ambiguous
 		outcome.Reason = "the caller cancelled while the call was running; it may or may not have taken effect: check by hand"
+		if errors.Is(context.Cause(ectx), errGraceOver) {
+			outcome.Reason = "the server shut down (the shutdown grace ended) while the call was running; it may or may not have taken effect: check by hand"
+		}
 	}
 	// The outcome is written even when the caller cancelled: what ran must
-	// be on record, and a cancelled ctx would refuse the write.
+	// be on record, and a cancelled ctx would refuse the write. Shutdown
+	// writes it instead when Execute outlives the grace by too much.
 	jctx, jcancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)
 	defer jcancel()
-	if jerr := g.opts.Journal.Append(jctx, outcome); jerr != nil {
-		// The file journal keeps it and writes it late once writes work
-		// again; if the process stops first, the next Open marks the call
-		// ambiguous.
-		g.opts.Logger.Error("journal: outcome not recorded yet", "tool", k.t.Name, "call", a.CallID, "err", jerr)
+	if claim() { // (else Shutdown journaled it ambiguous already)
+		if jerr := g.opts.Journal.Append(jctx, outcome); jerr != nil {
+			// The file journal keeps it and writes it late once writes
+			// work again; if the process stops first, the next Open marks
+			// the call ambiguous.
+			g.opts.Logger.Error("journal: outcome not recorded yet", "tool", k.t.Name, "call", a.CallID, "err", jerr)
+		}
 	}
 	if err != nil {
 		var rf *Refusal
@@ -834,6 +876,7 @@ func (g *Gate) currentPolicy(name string) string {
 // used later and stops counting against the pending caps.
 func (g *Gate) spend(ctx context.Context, nonce string) {
 	g.pending.done(nonce)
+	g.unpark(nonce)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalGrace)
 	defer cancel()
 	if _, err := g.ledger.Redeem(sctx, nonce); err != nil {

@@ -25,6 +25,8 @@ var ErrPending = errors.New("mcpsafe: no decision yet; the request stays open")
 const (
 	WithdrawCallerGone = "caller_gone" // the caller cancelled or disconnected
 	WithdrawTimedOut   = "timed_out"   // the gate stopped waiting (ChannelTimeout)
+	// WithdrawShuttingDown (gate_shutdown.go): the gate's server is
+	// shutting down.
 )
 
 // A Withdrawer takes back a request that will never be picked up, so that
@@ -162,6 +164,14 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 			g.spend(ctx, gr.Nonce)
 		}
 	}()
+	waited, ok := g.waitOn(gr.Nonce, k.t.Name, "channel")
+	if !ok {
+		if k.token != nil { // a handle: the request is open at the channel
+			g.withdraw(ctx, req, WithdrawShuttingDown)
+		}
+		return nil, shuttingDown("the pending approval was withdrawn from the approval channel")
+	}
+	defer g.onStop(cancel)()
 	stop := g.progress(cctx, k)
 	var dec ApprovalDecision
 	err := safely(func() error {
@@ -180,7 +190,13 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 		return err
 	})
 	stop()
+	waited()
 	switch {
+	case g.stopping():
+		// Whatever the channel answered: nothing starts once shutdown
+		// began, and nobody should approve the request any more.
+		g.withdraw(ctx, req, WithdrawShuttingDown)
+		return nil, shuttingDown("the pending approval was withdrawn from the approval channel")
 	case ctx.Err() != nil:
 		// The caller left: nothing runs for it, whatever the channel
 		// answered, and nobody should approve it any more.
@@ -190,6 +206,10 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 		}
 		return nil, refusal(ReasonCallerGone, "the caller cancelled or disconnected while waiting for an approver; nothing ran and %s", what)
 	case errors.Is(err, ErrPending) && g.resumable():
+		if !g.park(gr.Nonce, "channel", k, &req, gr.expires()) {
+			g.withdraw(ctx, req, WithdrawShuttingDown)
+			return nil, shuttingDown("the pending approval was withdrawn from the approval channel")
+		}
 		settled = true
 		return g.pendingResult(k, gr, sealed), nil
 	case errors.Is(err, ErrDenied):

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -652,6 +653,8 @@ type brokenLedger struct{}
 func (brokenLedger) Issue(context.Context, string, time.Time) error {
 	return errors.New("connection refused")
 }
+func (brokenLedger) Standing() ledger.StandingStore { return nil }
+
 func (brokenLedger) Redeem(context.Context, string) (bool, error) {
 	return false, errors.New("connection refused")
 }

@@ -43,6 +43,15 @@ type GrantPolicy struct {
 	// again when the answer arrives, and an answer names an offer by its
 	// position.
 	Scopes func(c Call, r Resolved) ([]GrantScope, error)
+	// ScopesBinding names what Scopes derives (a function cannot be
+	// hashed): a version, or a digest of the fixed scopes it returns. It is
+	// part of the tool's policy hash, so changing it voids the grants made
+	// under the old scopes and the approvals pending under them, whose
+	// answer names an offer by its position (under another scope list the
+	// same ID would name another scope). Change it whenever Scopes changes
+	// what it returns. A policy file (mcpsafe proxy) sets it to a digest of
+	// its scopes' words and CEL.
+	ScopesBinding string
 }
 
 // GrantScope is a constraint on the calls a standing grant covers.

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -238,9 +239,17 @@ type Approver interface {
 
 // Ledger records issued grants and redeems each at most once.
 // Redeem reports true exactly once for an issued, unexpired nonce.
+//
+// Standing returns the store that keeps standing grants, or nil when the
+// ledger keeps none (tools that offer grants are then a startup error).
+// Every store of package ledger returns itself. A wrapper (metrics,
+// tracing, fault injection) must forward it explicitly: the capability is
+// part of the type, never found by a type assertion that a wrapper would
+// silently defeat.
 type Ledger interface {
 	Issue(ctx context.Context, nonce string, expires time.Time) error
 	Redeem(ctx context.Context, nonce string) (bool, error)
+	Standing() ledger.StandingStore
 }
 
 // Journal receives audit records. Append returns only once the record is

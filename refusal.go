@@ -35,6 +35,11 @@ const (
 	// ReasonPlanTooLarge: the plan and arguments cannot be shown to the
 	// approver whole within the display limits, and are never cut.
 	ReasonPlanTooLarge = "plan_too_large"
+	// ReasonShuttingDown: the server began to shut down (Gate.Shutdown).
+	// The call arrived after that, its approval was still pending then
+	// (the approval is withdrawn and can no longer be redeemed), or it was
+	// approved but had not started. Nothing ran.
+	ReasonShuttingDown = "shutting_down"
 )
 
 // Errors an Approver wraps so that the gate can tell a person's "no" and a

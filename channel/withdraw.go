@@ -27,7 +27,7 @@ type WireWithdrawal struct {
 	ID         string `json:"id"`
 	Audience   string `json:"audience"`
 	ArgsDigest string `json:"args_digest"`
-	Reason     string `json:"reason"` // caller_gone or timed_out
+	Reason     string `json:"reason"` // caller_gone, timed_out or shutting_down
 	Nonce      string `json:"nonce"`  // fresh for every POST, like a request's
 }
 
@@ -105,6 +105,10 @@ func isWithdrawal(body []byte) bool {
 var withdrawReasons = map[string]string{
 	mcpsafe.WithdrawCallerGone: "caller gone",
 	mcpsafe.WithdrawTimedOut:   "the gate stopped waiting",
+	// The gated server was told to stop while the request was pending:
+	// nothing will run on it, whatever is decided.
+	mcpsafe.WithdrawShuttingDown: "the gated server shut down",
+	WithdrawnServiceStopped:      "the approval service stopped while the gate waited",
 }
 
 func decodeWithdrawal(body []byte) (WireWithdrawal, error) {
@@ -128,7 +132,7 @@ func decodeWithdrawal(body []byte) (WireWithdrawal, error) {
 	case !idRE.MatchString(m.ID):
 		return m, errors.New("request id must be 1-128 characters of A-Z a-z 0-9 . _ : -")
 	case withdrawReasons[m.Reason] == "":
-		return m, fmt.Errorf("withdrawal reason %q is not caller_gone or timed_out", clip(m.Reason))
+		return m, fmt.Errorf("withdrawal reason %q is not caller_gone, timed_out or shutting_down", clip(m.Reason))
 	}
 	return m, nil
 }
@@ -204,8 +208,8 @@ func (s *Service) handleWithdraw(w http.ResponseWriter, sig string, body []byte)
 func (it Item) WithdrawnNote() string { return withdrawReasons[it.Withdrawn] }
 
 // Withdraw tells the service that nobody will pick r's decision up, so
-// that it stops offering r to approvers. reason is mcpsafe.WithdrawCallerGone
-// or mcpsafe.WithdrawTimedOut.
+// that it stops offering r to approvers. reason is mcpsafe.WithdrawCallerGone,
+// mcpsafe.WithdrawTimedOut or mcpsafe.WithdrawShuttingDown.
 func (w *Webhook) Withdraw(ctx context.Context, r mcpsafe.ApprovalRequest, reason string) error {
 	if r.ID == "" {
 		return fmt.Errorf("%w: request id is required", ErrRequest)
@@ -239,4 +243,40 @@ func (w *Webhook) Withdraw(ctx context.Context, r mcpsafe.ApprovalRequest, reaso
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
 	return nil
+}
+
+// WithdrawnServiceStopped is the withdraw reason the service itself gives
+// a request whose gate was waiting on it when the service was told to
+// stop: the waiting call is answered "withdrawn" (not approved) and its
+// gate refuses it, so no later approval could run it.
+const WithdrawnServiceStopped = "service_stopped"
+
+// WithdrawWaiting withdraws every pending request a gate is waiting on
+// right now (a webhook call attached to it), with reason, and answers
+// those calls; it returns how many. Requests nobody waits on stay pending
+// (with a file store, a gate holding an approval_pending handle may
+// re-attach after a restart). approvals serve calls it when it stops.
+func (s *Service) WithdrawWaiting(reason string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	n := 0
+	for _, e := range s.entries {
+		if e.rec.Status != StatusPending || !e.polling {
+			continue
+		}
+		next := *e.rec
+		next.Status, next.DecidedAt, next.Withdrawn = StatusWithdrawn, now, reason
+		if err := s.st.save(&next); err != nil {
+			continue // the waiting call is answered 503 when the service closes
+		}
+		*e.rec = next
+		close(e.decided)
+		s.decided(&next)
+		n++
+	}
+	if n > 0 {
+		s.notifyLocked()
+	}
+	return n
 }

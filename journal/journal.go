@@ -62,6 +62,13 @@ type options struct {
 	// fault hooks for tests: they stand in for the file's Write and Sync.
 	write func(f *os.File, b []byte) (int, error)
 	sync  func(f *os.File) error
+	// syncOutcome: outcome records are fsync'd before Append returns
+	// (WithSyncOutcome); by default their fsync joins the next commit.
+	syncOutcome bool
+	// deferredSync bounds how long a written outcome waits for that
+	// commit before the writer fsyncs it on its own (DeferredSyncDelay;
+	// tests set it).
+	deferredSync time.Duration
 	// rotateStep, for tests, runs at each step of a rotation (see rotate);
 	// an error fails that step, and a call to os.Exit is a crash there.
 	rotateStep func(step string) error
@@ -81,6 +88,24 @@ func WithMaxBatch(n int) Option {
 			o.maxBatch = n
 		}
 	}
+}
+
+// DeferredSyncDelay is how long, at most, an outcome record stays written
+// but not yet fsync'd when no other record comes to share its fsync.
+const DeferredSyncDelay = 50 * time.Millisecond
+
+// WithSyncOutcome(true) makes Append of an outcome record (executed,
+// failed) return only once it is fsync'd, like every other record: a
+// caller then waits for two fsyncs per call, the approval's and the
+// outcome's. By default Append returns an outcome as soon as it is
+// written, and its fsync joins the next group commit (the next call's
+// approval, or at most DeferredSyncDelay later): one fsync per call. The
+// approval is always fsync'd before Execute runs. A machine crash (not a
+// process crash: the written line is in the kernel's cache) inside that
+// window loses the outcome line, and the next Open marks the approval
+// ambiguous, as it does for a call whose Execute was interrupted.
+func WithSyncOutcome(sync bool) Option {
+	return func(o *options) { o.syncOutcome = sync }
 }
 
 // WithMaxBytes sets the size limit past which refusal-class records are no
@@ -128,6 +153,14 @@ type Journal struct {
 	since    time.Time     // time of that record: the active file's age
 	stuck    error         // a rotation that could not be undone: nothing more is written
 	rotErr   error         // the last failed rotation, until one succeeds (under errMu)
+
+	// Outcome records written but not yet fsync'd (see WithSyncOutcome),
+	// and the chain as of the last fsync: a failed fsync cuts the file
+	// back there and writes those outcomes again, late.
+	unsynced          []Record
+	durSeq            uint64
+	durPrev, durFirst string
+	durSize           int64
 }
 
 // outage is what the writer remembers between a failed write and the next
@@ -159,6 +192,8 @@ func Open(path string, opts ...Option) (*Journal, error) {
 		maxBytes: DefaultMaxBytes,
 		write:    func(f *os.File, b []byte) (int, error) { return f.Write(b) },
 		sync:     func(f *os.File) error { return f.Sync() },
+
+		deferredSync: DeferredSyncDelay,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -370,8 +405,12 @@ func (j *Journal) failure() error {
 	return j.broken
 }
 
-// Append writes r and returns once it is on disk (write and fsync). It
-// fills in Seq, Prev and Time and redacts Args (see Redact); arguments
+// Append writes r and returns once it is on disk (write and fsync); an
+// outcome record (executed, failed) returns once written, its fsync joining
+// the next commit, unless WithSyncOutcome(true). It fills in Seq, Prev and
+// Time, redacts Args (see Redact) and cuts the values of Args' sensitive
+// fields out of Summary, Error and Reason wherever they appear (see
+// FindSecrets); arguments
 // longer than MaxArgsBytes (MaxRefusalArgsBytes for refusal-class records)
 // are replaced by a note naming their size, args_digest standing for them.
 // An error means the record must be treated as not written: the gate runs
@@ -394,6 +433,11 @@ func (j *Journal) Append(ctx context.Context, r Record) error {
 	if err := checkRecord(&r); err != nil {
 		return err
 	}
+	// Text the gate stores but did not write (an upstream's error, a
+	// resolver's refusal) may echo an argument, as validation errors do:
+	// the call's secret values are cut out of it as out of a plan.
+	secrets := FindSecrets(r.Args, r.SecretFields)
+	r.Summary, r.Error, r.Reason = secrets.Text(r.Summary), secrets.Text(r.Error), secrets.Text(r.Reason)
 	r.Args = Redact(r.Args, r.SecretFields)
 	r.SecretFields = nil
 	limit, summary := MaxArgsBytes, maxSummary
@@ -523,6 +567,12 @@ func (j *Journal) run() {
 		defer t.Stop()
 		ageTick = t.C
 	}
+	// Written outcomes wait this long at most for a commit to share
+	// their fsync.
+	deferred := time.NewTimer(time.Hour)
+	deferred.Stop()
+	defer deferred.Stop()
+	waiting := false
 	batch := make([]*request, 0, 64)
 	for {
 		var req *request
@@ -533,7 +583,12 @@ func (j *Journal) run() {
 				return
 			}
 			req = r
+		case <-deferred.C:
+			waiting = false
+			j.syncDeferred()
+			continue
 		case <-tick:
+			j.syncDeferred()
 			j.checkpoint()
 			continue
 		case <-ageTick:
@@ -556,14 +611,24 @@ func (j *Journal) run() {
 		j.commit(batch)
 		clear(batch)
 		if j.ck != nil && j.seq-j.ck.lastSeq >= j.ck.every {
+			j.syncDeferred() // a checkpoint signs only what is durable
 			j.checkpoint()
 		}
 		j.maybeRotate()
+		switch {
+		case len(j.unsynced) > 0 && !waiting:
+			deferred.Reset(j.opts.deferredSync)
+			waiting = true
+		case len(j.unsynced) == 0 && waiting:
+			deferred.Stop()
+			waiting = false
+		}
 	}
 }
 
 // drained runs once the queue is closed and empty.
 func (j *Journal) drained() {
+	j.syncDeferred()
 	if j.outage != nil {
 		// One last try, so that outcomes held back during an outage
 		// that has since ended are not lost with the process.
@@ -674,12 +739,21 @@ func (j *Journal) commit(batch []*request) {
 	if len(buf) == 0 {
 		return
 	}
+	// A batch of outcomes only is written now and fsync'd with the next
+	// commit (WithSyncOutcome); anything else is fsync'd before its
+	// callers hear of it, and with it every outcome written before.
+	deferSync := !j.opts.syncOutcome && len(pre) == 0 && !noted
+	for _, r := range live {
+		deferSync = deferSync && deferrable(r.rec.Decision)
+	}
 	n, err := j.opts.write(j.f, buf)
 	if err == nil && n != len(buf) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
 		err = fmt.Errorf("journal: write failed, record not durable: %w", err)
+	} else if deferSync {
+		// Not fsync'd: see below.
 	} else if serr := j.opts.sync(j.f); serr != nil {
 		// After a failed fsync the kernel may have dropped the dirty
 		// pages: what this batch wrote cannot be trusted, so repair cuts
@@ -689,6 +763,10 @@ func (j *Journal) commit(batch []*request) {
 	if err != nil {
 		j.failed(err, live)
 		return
+	}
+	if deferSync && len(j.unsynced) == 0 {
+		// The chain as it is now is durable: a failed fsync comes back here.
+		j.durSeq, j.durPrev, j.durFirst, j.durSize = j.seq, j.prev, j.first, j.size
 	}
 	if j.segFirst == 0 {
 		j.segFirst, j.since = j.seq+1, firstTime
@@ -700,10 +778,44 @@ func (j *Journal) commit(batch []*request) {
 		j.outage = nil
 		j.setBroken(nil)
 	}
+	if deferSync {
+		// Written, not durable: the head file (the last record the
+		// journal vouches for) moves on only with the fsync.
+		for _, r := range live {
+			j.unsynced = append(j.unsynced, r.rec)
+			r.done <- nil
+		}
+		return
+	}
+	j.unsynced = j.unsynced[:0]
 	j.writeHead(seq, prev)
 	for _, r := range live {
 		r.done <- nil
 	}
+}
+
+// deferrable reports the records whose fsync may join the next commit
+// (WithSyncOutcome): the outcomes of calls that ran. Not ambiguous: the
+// journal writes those itself, at Open and on shutdown.
+func deferrable(decision string) bool {
+	return decision == Executed || decision == Failed
+}
+
+// syncDeferred fsyncs the outcomes written since the last fsync, if any.
+// A failure is an outage, as a failed commit is: the file is cut back to
+// the last fsync and those outcomes are written again, late.
+func (j *Journal) syncDeferred() error {
+	if len(j.unsynced) == 0 {
+		return nil
+	}
+	if err := j.opts.sync(j.f); err != nil {
+		err = fmt.Errorf("journal: fsync failed, record not durable: %w", err)
+		j.failed(err, nil)
+		return err
+	}
+	j.unsynced = j.unsynced[:0]
+	j.writeHead(j.seq, j.prev)
+	return nil
 }
 
 // failed starts or extends an outage: the batch's callers get err, the
@@ -715,6 +827,16 @@ func (j *Journal) failed(err error, live []*request) {
 	if o == nil {
 		o = &outage{err: err, since: j.opts.clock().UTC()}
 		j.outage = o
+	}
+	if len(j.unsynced) > 0 {
+		// Outcomes written but never fsync'd: after a failed fsync they
+		// cannot be trusted to be on disk. Back to the last fsync; they
+		// are written again, late.
+		j.seq, j.prev, j.first, j.size = j.durSeq, j.durPrev, j.durFirst, j.durSize
+		for _, r := range j.unsynced {
+			o.lose(r)
+		}
+		j.unsynced = j.unsynced[:0]
 	}
 	for _, r := range live {
 		o.lose(r.rec)

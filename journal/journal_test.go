@@ -339,7 +339,9 @@ func TestFailedFsyncFailsWholeBatchThenResumes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	release := make(chan struct{})
 	var writes, syncs atomic.Int32
-	j, err := Open(path, withFaults(
+	// Outcomes fsync'd one batch at a time, as approvals are (by default
+	// an outcome's fsync joins the next commit).
+	j, err := Open(path, WithSyncOutcome(true), withFaults(
 		func(f *os.File, b []byte) (int, error) {
 			if writes.Add(1) == 1 {
 				<-release // hold the first batch so the next one queues up
@@ -539,7 +541,7 @@ func TestMaxBatchOneMeansOneFsyncPerRecord(t *testing.T) {
 	} {
 		var syncs atomic.Int32
 		path := filepath.Join(t.TempDir(), "j.jsonl")
-		j, err := Open(path, append(tc.opts, withFaults(nil, func(f *os.File) error {
+		j, err := Open(path, append(tc.opts, WithSyncOutcome(true), withFaults(nil, func(f *os.File) error {
 			syncs.Add(1)
 			time.Sleep(2 * time.Millisecond) // a slow disk, so that callers pile up
 			return f.Sync()

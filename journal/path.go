@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,7 @@ func DefaultPath() (string, error) {
 }
 
 // DefaultPathFor is DefaultDir()/journal-NAME.jsonl, the default journal of
-// one server instance (mcpsafe files keys it by its audience, mcpsafe proxy
+// one server instance (mcpsafe files keys it by audience and roots, mcpsafe proxy
 // by audience and upstream). NAME keeps letters, digits, '.', '_' and '-';
 // anything else (a path separator, a space) becomes '_' and a short hash of
 // the original name is appended, so that two different names never share
@@ -56,8 +57,60 @@ func DefaultPathFor(name string) (string, error) {
 	return filepath.Join(d, "journal-"+fileSafe(name)+".jsonl"), nil
 }
 
+// DefaultSlots is how many servers with the same default journal name may
+// run at once: the first writes DefaultPathFor(name), the others
+// DefaultSlotPath(name, 2..DefaultSlots).
+const DefaultSlots = 8
+
+// DefaultSlotPath is the default journal of the n-th server of the same
+// name running at once (the same configuration used by two MCP clients):
+// slot 1 is DefaultPathFor(name), slot n > 1 is journal-NAME+n.jsonl. A
+// journal keeps one writer; the next server takes the next free slot
+// instead of failing to start. fileSafe never keeps a '+', so no name's
+// first slot is another's later one.
+func DefaultSlotPath(name string, n int) (string, error) {
+	p, err := DefaultPathFor(name)
+	if err != nil || n <= 1 {
+		return p, err
+	}
+	return strings.TrimSuffix(p, ".jsonl") + fmt.Sprintf("+%d.jsonl", n), nil
+}
+
+// ServerNoteSuffix names the file beside a default journal that says which
+// server writes it (WriteServerNote), for `mcpsafe journal list`.
+const ServerNoteSuffix = ".server"
+
+const maxServerNote = 1024
+
+// WriteServerNote records, beside the journal at path, a line saying which
+// server writes it (its audience and instance): default journal names are
+// hashes, and a person choosing one needs to know whose it is. The note
+// is only ever shown, never trusted.
+func WriteServerNote(path, note string) error {
+	if len(note) > maxServerNote {
+		note = note[:maxServerNote]
+	}
+	tmp := path + ServerNoteSuffix + ".tmp"
+	if err := os.WriteFile(tmp, []byte(note+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path+ServerNoteSuffix)
+}
+
+// ServerNote reads what WriteServerNote recorded beside path, or "".
+func ServerNote(path string) string {
+	f, err := os.Open(path + ServerNoteSuffix)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, maxServerNote+1)
+	n, _ := io.ReadFull(f, b)
+	return strings.TrimSpace(string(b[:min(n, maxServerNote)]))
+}
+
 // DefaultJournals lists the journals in DefaultDir (journal.jsonl and
-// journal-*.jsonl), sorted.
+// journal-*.jsonl, later slots included), sorted.
 func DefaultJournals() (dir string, paths []string, err error) {
 	dir, err = DefaultDir()
 	if err != nil {

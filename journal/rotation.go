@@ -74,6 +74,9 @@ func (j *Journal) maybeRotate() {
 // file at path (nothing happened), or the sealed segment and no file at
 // path (Open creates it), or the segment and an empty file at path.
 func (j *Journal) rotate() error {
+	if err := j.syncDeferred(); err != nil {
+		return err
+	}
 	// Signed first, so that the segment about to be sealed is covered up
 	// to its last record. A failed checkpoint does not stop the rotation
 	// (it is reported by Health and retried); a later one covers the

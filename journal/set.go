@@ -146,7 +146,7 @@ type setScan struct {
 }
 
 func newSetScan(head *Head, each func(int, *Record)) *setScan {
-	s := &setScan{head: head, each: each, res: scanResult{openIdx: map[string]int{}}}
+	s := &setScan{head: head, each: each}
 	s.res.sum.LastHash = Genesis
 	s.prevHash = Genesis
 	return s

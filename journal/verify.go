@@ -3,12 +3,14 @@ package journal
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -138,10 +140,19 @@ func outcome(decision string) bool {
 type scanResult struct {
 	sum  Summary
 	size int64 // bytes of the verified lines
-	// open holds approvals without an outcome, in journal order.
-	open     []Record
-	openIdx  map[string]int
+	// open holds the approvals without an outcome, by call, and nothing
+	// else: what a scan keeps grows with the calls in flight, never with
+	// the journal's length.
+	open     map[string]openApproval
+	opened   int // approvals opened so far: their order
 	tornLine []byte
+}
+
+// openApproval is an approval waiting for its outcome, with its place in
+// the journal (the first approval of its call).
+type openApproval struct {
+	ord int
+	rec Record
 }
 
 // lineReader reads lines of at most MaxLineBytes, reporting whether each
@@ -180,18 +191,15 @@ func (lr *lineReader) next() (line []byte, complete, last, tooLong bool, err err
 }
 
 // parseLine decodes one line strictly: a single JSON object and nothing
-// after it.
+// after it (json.Unmarshal refuses anything but white space after the
+// value). The line is decoded in place: no decoder, no buffer, no copy.
 func parseLine(line []byte) (Record, error) {
 	if t := bytes.TrimLeft(line, " \t\r"); len(t) == 0 || t[0] != '{' {
 		return Record{}, errors.New("not a JSON object")
 	}
 	var rec Record
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if err := dec.Decode(&rec); err != nil {
+	if err := json.Unmarshal(line, &rec); err != nil {
 		return Record{}, err
-	}
-	if dec.More() {
-		return Record{}, errors.New("data after the JSON object")
 	}
 	return rec, nil
 }
@@ -241,28 +249,33 @@ func (res *scanResult) accept(n int, rec *Record, h string, size int64) {
 	}
 	switch {
 	case approval(rec.Decision) && rec.Call != "":
-		if i, ok := res.openIdx[rec.Call]; ok {
-			res.open[i] = *rec
-		} else {
-			res.openIdx[rec.Call] = len(res.open)
-			res.open = append(res.open, *rec)
+		if res.open == nil {
+			res.open = map[string]openApproval{}
 		}
+		a, ok := res.open[rec.Call]
+		if !ok {
+			res.opened++
+			a.ord = res.opened
+		}
+		a.rec = *rec
+		res.open[rec.Call] = a
 	case outcome(rec.Decision) && rec.Call != "":
-		if i, ok := res.openIdx[rec.Call]; ok {
-			res.open[i] = Record{}
-			delete(res.openIdx, rec.Call)
-		}
+		delete(res.open, rec.Call)
 	}
-	s.Unresolved = len(res.openIdx)
+	s.Unresolved = len(res.open)
 }
 
-// unresolved returns the approvals still waiting for an outcome.
+// unresolved returns the approvals still waiting for an outcome, in
+// journal order.
 func (res *scanResult) unresolved() []Record {
-	var out []Record
-	for _, r := range res.open {
-		if r.Call != "" {
-			out = append(out, r)
-		}
+	open := make([]openApproval, 0, len(res.open))
+	for _, a := range res.open {
+		open = append(open, a)
+	}
+	slices.SortFunc(open, func(a, b openApproval) int { return cmp.Compare(a.ord, b.ord) })
+	out := make([]Record, len(open))
+	for i, a := range open {
+		out[i] = a.rec
 	}
 	return out
 }

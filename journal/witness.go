@@ -434,6 +434,9 @@ type WitnessedJournal struct {
 	LatestSeq  uint64    `json:"latest_seq"`
 	LatestTime time.Time `json:"latest_time"`
 	Refused    int       `json:"refused"`
+	// Thinned counts the older checkpoints the witness dropped, since it
+	// started, to keep the journal under its per-journal limit.
+	Thinned int `json:"thinned"`
 }
 
 // Journals lists the journals the witness holds checkpoints of.
@@ -506,12 +509,19 @@ type WitnessReport struct {
 	// signed by the same key. A journal whose first line was rewritten is
 	// a new journal to the witness: the one it replaced shows here.
 	Others []WitnessedJournal
+	// Thinned is how many older checkpoints of this journal the witness
+	// dropped (since it started) to stay under its per-journal limit: it
+	// keeps the latest and a sparse older history.
+	Thinned int
 }
 
 // String is what `mcpsafe journal verify --witness-url` adds.
 func (r WitnessReport) String() string {
 	s := fmt.Sprintf("witnessed: %d checkpoint(s) held by %s agree with the chain; latest seq %d at %s",
 		r.Checkpoints, r.URL, r.Latest.Seq, r.Latest.Time.UTC().Format(time.RFC3339))
+	if r.Thinned > 0 {
+		s += fmt.Sprintf("\nnote: the witness thinned %d older checkpoint(s) of this journal to stay under its per-journal limit; it keeps the latest and a sparse history before it", r.Thinned)
+	}
 	if len(r.Others) > 0 {
 		s += fmt.Sprintf("\nnote: the witness also holds %d other journal(s) signed by %s; if this journal is meant to continue one of them, it was replaced:", len(r.Others), r.Latest.Key)
 		for _, o := range r.Others {
@@ -584,6 +594,9 @@ func VerifyWitnessed(ctx context.Context, path string, key note.Verifier, w *Wit
 			return sum, rep, wr, err
 		}
 		for _, o := range list {
+			if o.Journal == id {
+				wr.Thinned = o.Thinned
+			}
 			if o.Journal != id && o.Key == wr.Latest.Key {
 				wr.Others = append(wr.Others, o)
 			}

@@ -90,10 +90,11 @@
 //   - a full memory store: ErrFull for new grants; outstanding grants stay
 //     redeemable.
 //
-// Expiry uses the real clock of the process (memory, file, redis) or of
-// the database (postgres), never an injected one: the gate checks a grant's
-// expiry with its own clock before it redeems, so the ledger's check is a
-// second, independent bound.
+// Expiry uses the real clock of the process (memory, file, redis one-time
+// grants) or of the server (postgres; redis standing grants, by TIME in
+// each script), never an injected one: the gate checks a grant's expiry
+// with its own clock before it redeems, so the ledger's check is a second,
+// independent bound, and replicas sharing a server agree on it.
 //
 // A failed Issue means the grant must not be handed out: the caller refuses
 // rather than issue a token the ledger does not know.

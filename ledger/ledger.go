@@ -15,9 +15,16 @@ import (
 // expired (valid while now < expires). It reports false with a nil error for
 // an unknown, already redeemed or expired nonce, and false with an error when
 // the store cannot answer. A caller must treat any error as "not approved".
+//
+// Standing returns the store's standing grants (every store in this
+// package keeps them, and returns itself). It is a method and not a type
+// to assert on, so that a wrapper around a Store must say what becomes of
+// it: a capability found by type assertion is silently lost behind any
+// wrapper that does not happen to implement it too.
 type Store interface {
 	Issue(ctx context.Context, nonce string, expires time.Time) error
 	Redeem(ctx context.Context, nonce string) (bool, error)
+	Standing() StandingStore
 	Close() error
 }
 

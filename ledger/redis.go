@@ -29,8 +29,11 @@ type Redis struct {
 	client  *redis.Client
 	prefix  string
 	timeout time.Duration
-	mu      sync.RWMutex
-	closed  bool
+	// now is this process's clock: it checks new grants, never judges a
+	// stored grant's expiry (the Redis server's TIME does). Tests skew it.
+	now    func() time.Time
+	mu     sync.RWMutex
+	closed bool
 }
 
 func openRedis(ctx context.Context, raw string) (Store, error) {
@@ -73,7 +76,7 @@ func redisOptions(opt *redis.Options, timeout time.Duration) {
 
 func newRedis(ctx context.Context, opt *redis.Options, prefix string, timeout time.Duration, name string) (*Redis, error) {
 	redisOptions(opt, timeout)
-	r := &Redis{client: redis.NewClient(opt), prefix: prefix, timeout: timeout}
+	r := &Redis{client: redis.NewClient(opt), prefix: prefix, timeout: timeout, now: time.Now}
 	pctx, cancel := opContext(ctx, timeout)
 	defer cancel()
 	if err := r.client.Ping(pctx).Err(); err != nil {
@@ -171,6 +174,11 @@ func (r *Redis) Close() error {
 // journaled, and is shortened to StandingClaimedRetention once claimed. A
 // revocation sets the uses to 0 (what a use checks) and leaves the key in
 // the set of all until the end is claimed.
+//
+// "Now" is the Redis server's clock (TIME), read inside each script and in
+// each listing's pipeline, never a replica's: replicas whose clocks differ
+// still agree on which grants are live, as PostgreSQL replicas do with the
+// database's now().
 var (
 	redisPutStanding = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -179,29 +187,44 @@ redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(ARGV[3]) / 1000000) + 1 + t
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[1])
 return 1`)
-	redisUseStanding = redis.NewScript(`
+	redisUseStanding = redis.NewScript(redisNowLua + `
 local v = redis.call('HMGET', KEYS[1], 'exp', 'uses')
 if not v[1] or not v[2] then return -1 end
-if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end
+if tonumber(v[1]) <= now or tonumber(v[2]) <= 0 then return -1 end
 return redis.call('HINCRBY', KEYS[1], 'uses', -1)`)
-	redisRevokeStanding = redis.NewScript(`
+	redisRevokeStanding = redis.NewScript(redisNowLua + `
 local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')
 if not v[1] or not v[2] then return 0 end
-if tonumber(v[1]) <= tonumber(ARGV[2]) or tonumber(v[2]) <= 0 then return 0 end
-redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[4], 'by', ARGV[5], 'at', ARGV[2])
-if v[3] then redis.call('SREM', ARGV[3] .. v[3], ARGV[1]) end
+if tonumber(v[1]) <= now or tonumber(v[2]) <= 0 then return 0 end
+redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3], 'by', ARGV[4], 'at', nowText)
+if v[3] then redis.call('SREM', ARGV[2] .. v[3], ARGV[1]) end
 return 1`)
-	redisClaimStanding = redis.NewScript(`
+	redisClaimStanding = redis.NewScript(redisNowLua + `
 local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'claimed', 'scope', 'data', 'ended', 'by', 'at')
 if not v[1] or not v[2] or v[3] then return false end
-if tonumber(v[1]) > tonumber(ARGV[2]) and tonumber(v[2]) > 0 then return false end
-redis.call('HSET', KEYS[1], 'claimed', ARGV[2])
+if tonumber(v[1]) > now and tonumber(v[2]) > 0 then return false end
+redis.call('HSET', KEYS[1], 'claimed', nowText)
 local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 or ttl > tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+if ttl < 0 or ttl > tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 redis.call('SREM', KEYS[2], ARGV[1])
-if v[4] then redis.call('SREM', ARGV[3] .. v[4], ARGV[1]) end
+if v[4] then redis.call('SREM', ARGV[2] .. v[4], ARGV[1]) end
 return {v[1], v[2], v[4] or '', v[5] or '', v[6] or '', v[7] or '', v[8] or '0'}`)
 )
+
+// redisNowLua sets nowText to the Redis server's time in Unix nanoseconds
+// (exact digits, as the ledger stores times) and now to that number.
+const redisNowLua = `local t = redis.call('TIME')
+local nowText = t[1] .. string.format('%06d', tonumber(t[2])) .. '000'
+local now = tonumber(nowText)`
+
+// serverNow reads the Redis server's time from a pipeline's TIME.
+func serverNow(cmd *redis.TimeCmd) (int64, error) {
+	t, err := cmd.Result()
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixNano(), nil
+}
 
 func (r *Redis) standingKey(id string) string  { return r.prefix + "standing:" + id }
 func (r *Redis) standingScope(s string) string { return r.prefix + "standing-scope:" + s }
@@ -209,7 +232,7 @@ func (r *Redis) standingAll() string           { return r.prefix + "standing-all
 
 // PutStanding records a standing grant.
 func (r *Redis) PutStanding(ctx context.Context, s Standing) error {
-	now := time.Now()
+	now := r.now()
 	if err := checkStanding(s, now); err != nil {
 		return err
 	}
@@ -262,10 +285,14 @@ func (r *Redis) StandingFor(ctx context.Context, scope string) ([]Standing, erro
 	for i, id := range ids {
 		cmds[i] = pipe.HMGet(ctx, r.standingKey(id), "scope", "exp", "uses", "data")
 	}
+	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable("redis", "list standing", err)
 	}
-	now := time.Now().UnixNano()
+	now, err := serverNow(clock)
+	if err != nil {
+		return nil, unavailable("redis", "list standing", err)
+	}
 	var out []Standing
 	var gone []any
 	for i, cmd := range cmds {
@@ -307,8 +334,7 @@ func (r *Redis) UseStanding(ctx context.Context, id string) (int, bool, error) {
 	}
 	ctx, cancel := opContext(ctx, r.timeout)
 	defer cancel()
-	left, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)},
-		strconv.FormatInt(time.Now().UnixNano(), 10)).Int()
+	left, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}).Int()
 	if err != nil {
 		return 0, false, unavailable("redis", "use standing", err)
 	}
@@ -335,7 +361,7 @@ func (r *Redis) RevokeStanding(ctx context.Context, id string, rev Revocation) (
 	ctx, cancel := opContext(ctx, r.timeout)
 	defer cancel()
 	n, err := redisRevokeStanding.Run(ctx, r.client, []string{r.standingKey(id)},
-		id, strconv.FormatInt(time.Now().UnixNano(), 10), r.prefix+"standing-scope:", rev.Reason, rev.By).Int()
+		id, r.prefix+"standing-scope:", rev.Reason, rev.By).Int()
 	if err != nil {
 		return false, unavailable("redis", "revoke standing", err)
 	}
@@ -364,10 +390,14 @@ func (r *Redis) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
 	for i, id := range ids {
 		cmds[i] = pipe.HMGet(ctx, r.standingKey(id), "exp", "uses", "scope", "data", "ended", "by", "at", "claimed")
 	}
+	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable("redis", "list ended standing", err)
 	}
-	now := time.Now().UnixNano()
+	now, err := serverNow(clock)
+	if err != nil {
+		return nil, unavailable("redis", "list ended standing", err)
+	}
 	var out []StandingEnd
 	var gone []any
 	for i, cmd := range cmds {
@@ -436,8 +466,7 @@ func (r *Redis) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, b
 	ctx, cancel := opContext(ctx, r.timeout)
 	defer cancel()
 	v, err := redisClaimStanding.Run(ctx, r.client, []string{r.standingKey(id), r.standingAll()},
-		id, strconv.FormatInt(time.Now().UnixNano(), 10), r.prefix+"standing-scope:",
-		StandingClaimedRetention.Milliseconds()).StringSlice()
+		id, r.prefix+"standing-scope:", StandingClaimedRetention.Milliseconds()).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return StandingEnd{}, false, nil
 	}

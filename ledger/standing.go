@@ -51,6 +51,18 @@ type StandingStore interface {
 	ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error)
 }
 
+// Standing returns m itself: it keeps standing grants.
+func (m *Memory) Standing() StandingStore { return m }
+
+// Standing returns f itself: it keeps standing grants.
+func (f *File) Standing() StandingStore { return f }
+
+// Standing returns r itself: it keeps standing grants.
+func (r *Redis) Standing() StandingStore { return r }
+
+// Standing returns p itself: it keeps standing grants.
+func (p *Postgres) Standing() StandingStore { return p }
+
 // Why a standing grant ended.
 const (
 	EndExpired       = "expired"

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -62,7 +63,7 @@ func New() *Metrics {
 	}, []string{"path"})
 	m.ledger = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mcpsafe_ledger_duration_seconds",
-		Help:    "Latency of single-use ledger operations, by op (issue, redeem) and result (ok, error).",
+		Help:    "Latency of ledger operations, by op (issue, redeem; for standing grants grant_put, grant_list, grant_use, grant_revoke, grant_ended, grant_claim_end) and result (ok, error).",
 		Buckets: latencyBuckets,
 	}, []string{"op", "result"})
 	m.journal = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -229,4 +230,66 @@ func (t *timedLedger) Redeem(ctx context.Context, nonce string) (bool, error) {
 	t.m.ledger.WithLabelValues("redeem", result(err)).Observe(time.Since(start).Seconds())
 	t.m.Up("ledger", err)
 	return ok, err
+}
+
+// Standing forwards the wrapped ledger's standing grants, timed like its
+// other operations; nil when it keeps none.
+func (t *timedLedger) Standing() ledger.StandingStore {
+	s := t.l.Standing()
+	if s == nil {
+		return nil
+	}
+	return &timedStanding{m: t.m, s: s}
+}
+
+type timedStanding struct {
+	m *Metrics
+	s ledger.StandingStore
+}
+
+func (t *timedStanding) observe(op string, start time.Time, err error) {
+	t.m.ledger.WithLabelValues(op, result(err)).Observe(time.Since(start).Seconds())
+	t.m.Up("ledger", err)
+}
+
+func (t *timedStanding) PutStanding(ctx context.Context, s ledger.Standing) error {
+	start := time.Now()
+	err := t.s.PutStanding(ctx, s)
+	t.observe("grant_put", start, err)
+	return err
+}
+
+func (t *timedStanding) StandingFor(ctx context.Context, scope string) ([]ledger.Standing, error) {
+	start := time.Now()
+	out, err := t.s.StandingFor(ctx, scope)
+	t.observe("grant_list", start, err)
+	return out, err
+}
+
+func (t *timedStanding) UseStanding(ctx context.Context, id string) (int, bool, error) {
+	start := time.Now()
+	left, ok, err := t.s.UseStanding(ctx, id)
+	t.observe("grant_use", start, err)
+	return left, ok, err
+}
+
+func (t *timedStanding) RevokeStanding(ctx context.Context, id string, r ledger.Revocation) (bool, error) {
+	start := time.Now()
+	ok, err := t.s.RevokeStanding(ctx, id, r)
+	t.observe("grant_revoke", start, err)
+	return ok, err
+}
+
+func (t *timedStanding) EndedStanding(ctx context.Context) ([]ledger.StandingEnd, error) {
+	start := time.Now()
+	out, err := t.s.EndedStanding(ctx)
+	t.observe("grant_ended", start, err)
+	return out, err
+}
+
+func (t *timedStanding) ClaimStandingEnd(ctx context.Context, id string) (ledger.StandingEnd, bool, error) {
+	start := time.Now()
+	e, ok, err := t.s.ClaimStandingEnd(ctx, id)
+	t.observe("grant_claim_end", start, err)
+	return e, ok, err
 }

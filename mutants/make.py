@@ -133,8 +133,8 @@ mutant("channel-error-approves", ".", "a failing approval channel counts as appr
      ("gate_channel_wait.go", "\tcase dec.Approved != true:", "\tcase err == nil && dec.Approved != true:")])
 # ---- root package: journal and prompt backstop -------------------------------
 mutant("journal-after-execute", ".", "the approval record is written after Execute instead of before",
-    [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ctx, k.c, a)\n\t\treturn err\n\t})\n",
-         "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ctx, k.c, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n")])
+    [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ectx, k.c, a)\n\t\treturn err\n\t})\n",
+         "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ectx, k.c, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n")])
 mutant("journal-error-ignored", ".", "a journal that cannot record the approval does not stop the call",
     [(G, "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable", "\tif err := g.opts.Journal.Append(ctx, rec); err != nil && false {\n\t\treturn nil, refusal(ReasonJournalUnavailable")])
 mutant("gate-secret-fields-dropped", ".", "the gate does not pass the tool's SecretFields to the journal (secrets land in it)",
@@ -194,6 +194,15 @@ mutant("journal-token-kept", "./journal", "the value of a field named like a tok
     [("journal/redact.go", "\"password\", \"passwd\", \"passphrase\", \"secret\", \"token\",", "\"password\", \"passwd\", \"passphrase\", \"secret\", \"token_never_matches\",")])
 mutant("journal-chain-unlinked", "./journal", "records are not linked to their predecessor (prev hash left empty)",
     [("journal/journal.go", "\t\tsum := sha256.Sum256(line)\n\t\tprev = hex.EncodeToString(sum[:])", "\t\tsum := sha256.Sum256(line)\n\t\tprev = hex.EncodeToString(sum[:0])")])
+mutant("journal-approval-fsync-deferred", "./journal", "an approval's fsync is deferred like an outcome's: Execute may run before its approval is durable",
+    [("journal/journal.go", "\treturn decision == Executed || decision == Failed\n", "\treturn true\n")],
+    run="TestOutcomeFsyncJoinsNextCommit")
+mutant("journal-head-ahead-of-fsync", "./journal", "the head file names an outcome written but not yet fsync'd, so a machine crash in the window leaves a journal that refuses to open as tampered",
+    [("journal/journal.go", "\tif deferSync {\n\t\t// Written, not durable:", "\tif deferSync {\n\t\tj.writeHead(seq, prev)\n\t\t// Written, not durable:")],
+    run="TestCrashBeforeOutcomeFsyncEndsAmbiguous")
+mutant("journal-unsynced-outcomes-kept-after-failed-fsync", "./journal", "after a failed fsync the outcomes written since the last one are trusted as durable instead of being cut and written again",
+    [("journal/journal.go", "\tif len(j.unsynced) > 0 {\n\t\t// Outcomes written but never", "\tif false {\n\t\t// Outcomes written but never")],
+    run="TestFailedFsyncRewritesDeferredOutcomesLate")
 # ---- ledger -----------------------------------------------------------------------
 mutant("ledger-memory-read-then-delete", "./ledger", "memory ledger redeems with a read, an unlock and a later delete (racy)",
     [("ledger/memory.go", "\texpires, ok := m.grants[nonce]\n\tif !ok {\n\t\treturn false, nil\n\t}\n\tdelete(m.grants, nonce)\n",
@@ -245,7 +254,7 @@ mutant("proxy-rule-truthy", "./proxy", "a CEL rule yielding a non-bool (\"true\"
 mutant("proxy-missing-destructive-hint-reversible", "./proxy", "an upstream tool without destructiveHint is treated as reversible (gets tokens)",
     [("proxy/proxy.go", "\treturn a == nil || a.DestructiveHint == nil || *a.DestructiveHint\n", "\treturn a != nil && a.DestructiveHint != nil && *a.DestructiveHint\n")], run=PR)
 mutant("proxy-gate-only-destructive", "./proxy", "only tools with destructiveHint are gated; a tool that is neither read-only nor destructive passes ungated",
-    [("proxy/proxy.go", "\treturn !readOnly(t) || (tp != nil && tp.hasSettings())", "\treturn irreversible(t, tp) || (tp != nil && tp.hasSettings())")], run=PR)
+    [("proxy/proxy.go", "\treturn (!readOnly(t) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())", "\treturn (irreversible(t, tp) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())")], run=PR)
 
 # ---- h-sod: separation of duties, approval service hardening, webhook replay (issue 11) --
 mutant("sod-service-compares-raw-names", "./channel", "the service compares approver and principal as strings again, so approver alice may approve a request of user:alice",
@@ -329,7 +338,7 @@ mutant("proxy-shared-ledger-default-audience", "./proxy", "a shared ledger start
 mutant("proxy-plan-unnamed-server", "./proxy", "plans do not say which upstream server the call goes to",
     [("proxy/proxy.go", "\t\t\tDetails: []string{s.serverLine},\n", "")], run=PI)
 mutant("proxy-rugpull-ungates", "./proxy", "a gated tool that upstream re-announces as read-only passes through ungated",
-    [("proxy/proxy.go", "registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def), pol: s.pol().Tools[name]}", "registered{gated: s.gated(t), def: string(def), pol: s.pol().Tools[name]}")], run=PI)
+    [("proxy/proxy.go", "\t\tgated := s.sticky.gate(name, s.gated(t))\n", "\t\tgated := s.gated(t)\n")], run=PI)
 mutant("proxy-rugpull-reversible", "./proxy", "an irreversible tool that upstream re-announces with destructiveHint:false becomes reversible (tokens)",
     [("proxy/rugpull.go", "\tif now {\n\t\tk.irreversible[name] = true\n\t}\n\treturn k.irreversible[name]", "\treturn now")], run=PI)
 mutant("policy-hash-omits-description", "./proxy", "a gated tool's description, title and annotations are not bound: a redefined tool keeps its approvals",
@@ -341,7 +350,7 @@ mutant("proxy-upstream-text-raw", "./proxy", "upstream tool names, titles and de
 mutant("outcome-journal-cancelled-ctx", "./proxy", "the outcome is written with the caller's cancelled context, so a cancelled call's outcome is lost",
     [(G, "context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)", "context.WithTimeout(ctx, outcomeWriteTimeout)")], run=PI)
 mutant("outcome-cancel-claims-failed", "./proxy", "a call the caller cancelled mid-execute is journaled as failed although it may have run",
-    [(G, "\tif err != nil && ctx.Err() != nil {\n\t\t// The caller gave up", "\tif false && err != nil && ctx.Err() != nil {\n\t\t// The caller gave up")], run=PI)
+    [(G, "\tif err != nil && ectx.Err() != nil {\n\t\t// The caller gave up", "\tif false && err != nil && ectx.Err() != nil {\n\t\t// The caller gave up")], run=PI)
 # --- h-relay (issue 12): the proxy's continuation of a gated call whose upstream asks for input ---
 mutant("relay-continuation-ignores-arguments", "./proxy", "a continuation issued for one call's arguments carries another call upstream without approval",
     [("proxy/continuation.go", "\tcase k.Digest != digest:\n", "\tcase k.Digest != digest && false:\n")], run="TestGatedContinuation")
@@ -407,7 +416,7 @@ mutant("standing-irreversible-unnamed", ".", "an irreversible tool offers standi
 mutant("standing-client-relayed-always", ".", "a client-relayed approval creates a grant where the policy does not allow it",
     [(GS, "\tif assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {", "\tif false {")], run="TestStandingGrantClientRelayedOnlyWhenAllowed")
 mutant("standing-redis-revoke-noop", "./ledger", "a revocation in Redis leaves the grant usable by the replicas",
-    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[4], 'by', ARGV[5], 'at', ARGV[2])\n", "")], run="TestConformance/redis/standing")
+    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3], 'by', ARGV[4], 'at', nowText)\n", "")], run="TestConformance/redis/standing")
 mutant("standing-service-unlisted-grant", "./channel", "the approval service accepts a grant choice the request did not offer",
     [("channel/service.go", "\tif approve && !offered(cur.Req, grant) {", "\tif false {")], run="TestServiceGrantChoice")
 
@@ -429,6 +438,17 @@ mutant("gateway-shared-ledger-derived-audience", "./proxy", "a gateway on a shar
     [(GW, "\tif !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {", "\tif true || !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {")], run="TestGatewaySharedLedgerNeedsAudiences")
 mutant("gateway-down-names-taken-over", "./proxy", "while a bare server is down, another server's re-announcement takes over its tool names",
     [(GW, "\t\tif other != sl && other.known[down] {", "\t\tif false && other != sl && other.known[down] {")], run="TestGatewayLaterCollisionWithheld")
+RM = "TestGatewayReloadRestartKeepsRugPullMemory|TestGatewayRemovedServerReturnsAsStrict"
+mutant("gateway-reload-fresh-rugpull-memory", "./proxy", "fresh memory on reload: a server restarted by a reload (or removed and added back) starts with no rug-pull memory, so an upstream that now says readOnlyHint: true runs its once-gated tool unasked",
+    [(GW, "\tif sticky == nil {", "\tif true {")], run=RM)
+mutant("gateway-allow-grants-dropped", "./proxy", "a gateway server's allow_grants_for never reaches its gate: irreversible tools it names offer no grants, silently",
+    [("proxy/proxy.go", "opts.AllowGrantsFor = append(opts.AllowGrantsFor, m.prefix+n)", "_ = n")], run="TestGatewayGrantScopeChangeVoidsGrant")
+mutant("gateway-reload-grant-optins-in-place", "./proxy", "a reload that withdraws allow_grants_for is applied in place, where the gate keeps its old opt-ins, so grants go on being offered and honoured",
+    [("proxy/gateway_config.go", "p.AllowTokenFor, p.AllowGrantsFor, p.UpstreamRequests}", "p.AllowTokenFor, nil, p.UpstreamRequests}")], run="TestGatewayReloadWithdrawsAllowGrantsFor")
+mutant("grant-binding-without-scopes", ". ./proxy", "grant binding without scopes: the policy hash covers a grant's limits, not its scopes, so a reload that narrows a scope keeps the grants made under the wider one, and a decision on the old offers is applied to the new list",
+    [("gate.go", "\t\t\tScopes: t.Grants.ScopesBinding,\n", "")], run="TestStandingGrantVoidAfterScopesChange|TestChannelGrantChoiceAfterScopesChange|TestGatewayGrantScopeChangeVoidsGrant")
+mutant("policy-file-scopes-unbound", "./proxy", "a policy file's grant scopes are not digested into ScopesBinding, so a reload that narrows them keeps the old grants",
+    [("proxy/policy.go", "\t\tgp.ScopesBinding = scopesBinding(scopes)\n", "")], run="TestGatewayGrantScopeChangeVoidsGrant")
 # ---- h-audit: signed journal checkpoints (issue 15) ----------------------------
 CK = "journal/checkpoint.go"
 mutant("audit-ck-key-anywhere", "./journal", "the checkpoint key may sit in the journal's directory, where whoever rewrites the journal reads it",
@@ -553,7 +573,7 @@ mutant("tombstone-still-usable", "./ledger", "a revoked grant keeps its uses, so
     [("ledger/memory.go", "s.Uses, s.ended, s.by, s.endedAt = 0, r.Reason, r.By, now", "s.ended, s.by, s.endedAt = r.Reason, r.By, now")],
     run="TestConformance/memory/standing")
 mutant("tombstone-still-usable-redis", "./ledger", "a grant revoked in Redis keeps its uses",
-    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[4]", "redis.call('HSET', KEYS[1], 'ended', ARGV[4]")],
+    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3]", "redis.call('HSET', KEYS[1], 'ended', ARGV[3]")],
     run="TestConformance/redis/standing")
 mutant("tombstone-resurrected-by-put", "./ledger", "a put of an ended grant's ID replaces its tombstone with a live grant",
     [("ledger/memory.go", "\tif _, ok := m.standing[s.ID]; ok {\n\t\treturn ErrExists", "\tif old, ok := m.standing[s.ID]; ok && old.live(now) {\n\t\treturn ErrExists")],
@@ -648,7 +668,7 @@ mutant("unknown-method-params-unscanned", "./proxy", "a relayed unknown method w
     [("proxy/unknown_methods.go", "if folded == canon.FoldKey(\"tools/call\") || blocked[folded] {", "if false && folded == canon.FoldKey(\"tools/call\") || blocked[folded] && false {")],
     run="TestUnknownMethodRefused")
 mutant("unknown-method-gated-names-ignored", "./proxy", "the params scan blocks only withheld tools, not gated ones",
-    [("proxy/unknown_methods.go", "\t\tif r.gated {\n\t\t\tout[canon.FoldKey(name)] = true", "\t\tif r.gated && false {\n\t\t\tout[canon.FoldKey(name)] = true")],
+    [("proxy/unknown_methods.go", "\t\tif r.gated || r.selfGated {\n\t\t\tout[canon.FoldKey(name)] = true", "\t\tif (r.gated || r.selfGated) && false {\n\t\t\tout[canon.FoldKey(name)] = true")],
     run="TestUnknownMethodRefused")
 mutant("unknown-method-name-case-sensitive", "./proxy", "the params scan compares tool names exactly, so a case variant of a gated tool's name passes",
     [("proxy/unknown_methods.go", "folded := canon.FoldKey(strings.TrimSpace(str))", "folded := str")],
@@ -731,8 +751,72 @@ mutant("owned-token-field-pending-handle", ".", "a tool whose approval_token is 
     run="TestOwnedTokenFieldGetsNoPendingHandle")
 
 mutant("unknown-method-name-unscanned", "./proxy", "an unknown method named after a gated tool (x-vendor/delete_thing) is relayed",
-    [("proxy/unknown_methods.go", "		if blocked[canon.FoldKey(strings.TrimSpace(part))] {", "		if false && blocked[canon.FoldKey(strings.TrimSpace(part))] {")],
+    [("proxy/unknown_methods.go", "if name, ok := methodNamesTool(u.method, s.blockedNames()); ok {", "if name, ok := methodNamesTool(u.method, s.blockedNames()); false && ok {")],
     run="TestUnknownMethodRefused")
+# ---- issue 20: secrets in stored text, ledger clocks, the witness cap ------
+mutant("store-error-text-unredacted", "./journal ./cmd/mcpsafe", "an upstream's error or a resolver's refusal that echoes a secret argument is stored (and so shown, exported) in clear",
+    [("journal/journal.go", "\tr.Summary, r.Error, r.Reason = secrets.Text(r.Summary), secrets.Text(r.Error), secrets.Text(r.Reason)\n", "\t_ = secrets\n")],
+    run="TestAppendCutsSecretsOutOfStoredText|TestErrorTextNeverStoresSecretArguments")
+mutant("redis-grant-expiry-by-local-clock", "./ledger", "a replica judges a standing grant's expiry in Redis by its own clock: one running behind uses an expired grant, one running ahead is refused a live one",
+    [("ledger/redis.go", "\tleft, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}).Int()", "\tleft, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}, r.now().UnixNano()).Int()"),
+     ("ledger/redis.go", "if tonumber(v[1]) <= now or tonumber(v[2]) <= 0 then return -1 end", "if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end")],
+    run="TestRedisStandingExpiryByServerClock|TestConformance/redis/standing")
+mutant("witness-cap-permanent", "./witness", "a journal whose checkpoints reach the witness's limit is refused for good: a busy server is witnessed no further after a few days",
+    [("witness/witness.go", "\t\tif err := s.thin(h, c.Journal); err != nil {\n\t\t\treturn Result{}, err\n\t\t}\n", "")],
+    run="TestWitnessPastItsLimitKeepsWitnessing")
+mutant("unknown-method-params-exact-only", "./proxy ./cmd/mcpsafe", "the unknown-method relay scans only the member spelt exactly params and relays other members unread: an upstream that matches names under case folding runs the gated tool named under Params or paramſ",
+    [("proxy/unknown_methods.go", "\tif !onlyKeys(top, fastTopKeys) {\n", "\tif false && !onlyKeys(top, fastTopKeys) {\n"),
+     ("proxy/unknown_methods.go", "for _, k := range slices.Sorted(maps.Keys(top)) {", "for _, k := range slices.DeleteFunc(slices.Sorted(maps.Keys(top)), func(k string) bool { return k != \"params\" }) {")],
+    run="TestUnknownMethodRefused|TestUnknownRelayRefusesMembersNotSpeltExactly")
+mutant("unknown-method-extra-members", "./proxy ./cmd/mcpsafe", "a relayed unknown-method line may carry members JSON-RPC does not have (which an upstream may read as its parameters)",
+    [("proxy/unknown_methods.go", "\tif !onlyKeys(top, fastTopKeys) {\n", "\tif false && !onlyKeys(top, fastTopKeys) {\n")],
+    run="TestUnknownMethodRefused|TestUnknownRelayRefusesMembersNotSpeltExactly")
+mutant("unknown-method-split-dotted-names", "./cmd/mcpsafe", "the method-name check compares each part of the method with whole tool names, so a gated tool whose name holds a dot (x-acme/fs.delete) is relayed and runs",
+    [("proxy/unknown_methods.go", "if slices.Equal(parts[i:i+len(np)], np) {", "if len(np) == 1 && parts[i] == np[0] {")],
+    run="TestUnknownRelayRefusesMethodNamingDottedTool")
+mutant("http-lane-unread-bom-event", "./proxy ./cmd/mcpsafe", "the HTTP fast lane relays, unread, an event whose first line starts with a byte-order mark (a WHATWG parser drops it and reads the event's data)",
+    [("proxy/http_fastlane.go", "if !plainEventLine(trimmed) {", "if false && !plainEventLine(trimmed) {")],
+    run="TestHTTPFastLaneReadsUpstreamAsClientsDo|TestHTTPFastLaneFailsAnswersClientsReadOtherwise")
+mutant("http-lane-unread-folded-input-requests", "./proxy ./cmd/mcpsafe", "the HTTP fast lane relays input requests under a member equal to inputRequests only under case folding, which it does not check and case-insensitive clients read",
+    [("proxy/http_fastlane.go", "if strings.EqualFold(k, exact) && k != exact {", "if false && strings.EqualFold(k, exact) && k != exact {")],
+    run="TestHTTPFastLaneReadsUpstreamAsClientsDo|TestHTTPFastLaneFailsAnswersClientsReadOtherwise")
+mutant("http-lane-unread-request-answer", "./proxy ./cmd/mcpsafe", "the HTTP fast lane relays a JSON answer shaped as a request (roots/list) carrying the call's id",
+    [("proxy/http_fastlane.go", "if !ok || upstreamShape(top) != \"response\" || string(bytes.TrimSpace(top[\"id\"])) != id {", "if !ok || string(bytes.TrimSpace(top[\"id\"])) != id {")],
+    run="TestHTTPFastLaneReadsUpstreamAsClientsDo|TestHTTPFastLaneFailsAnswersClientsReadOtherwise")
+
+mutant("resolver-bind-ignored", "./proxy ./cmd/mcpsafe", "the policy's bind: is ignored and the whole report binds: a read (last-access time) voids the approval",
+    [("proxy/policy.go", "\tif len(rs.Bind) == 0 {\n\t\treturn r, nil", "\tif true {\n\t\treturn r, nil")],
+    run="TestResolverBindSurvivesAccessTime|TestFSResolverBindsReportedFieldsOnly|TestApprovalSurvivesARead")
+mutant("resolver-bind-nothing", "./proxy ./cmd/mcpsafe", "bind: keeps none of the fields it names: no state binds the approval and a write in between goes unseen",
+    [("proxy/policy.go", "\t\tfields[name] = v\n", "\t\t_ = v\n")],
+    run="TestResolverBindSurvivesAccessTime|TestFSResolverBindsReportedFieldsOnly|TestApprovalSurvivesARead")
+mutant("ledger-standing-hidden-by-wrapper", "./cmd/mcpsafe", "the metrics wrapper hides the ledger's standing grants: --grants with --metrics does not start",
+    [("metrics/metrics.go", "\treturn &timedStanding{m: t.m, s: s}", "\treturn nil")],
+    run="TestFilesGrantsWithMetrics|TestProxyGrantsWithMetrics")
+mutant("default-journal-ignores-roots", "./cmd/mcpsafe", "mcpsafe files keys its default journal by audience alone: servers over different roots are told apart by slot, not by what they serve",
+    [("cmd/mcpsafe/files.go", "\tcfg.Gate.Instance = rootsInstance(roots)\n", "")],
+    run="TestDefaultStateSideBySide")
+mutant("default-journal-twin-refused", "./cmd/mcpsafe ./serverconf", "a twin on default settings gets no slot of its own: one configuration in two MCP clients fails to start",
+    [("serverconf/serverconf.go", "\tfor n := 1; n <= journal.DefaultSlots; n++ {", "\tfor n := 1; n <= 1; n++ {")],
+    run="TestDefaultStateSideBySide|TestDefaultJournalPerInstance")
+
+mutant("rule-argument-names-unchecked", "./proxy ./cmd/mcpsafe", "a rule naming an argument the tool lacks (args.pth) loads, then denies every call at run time",
+    [("proxy/policy_hints.go", "\tfor _, a := range tp.argRefs {", "\tfor _, a := range tp.argRefs[:0] {")],
+    run="TestRuleArgumentNamesChecked|TestProxyRuleNamingAMissingArgument")
+
+mutant("proxy-trusts-undeclared-upstream-gate", "./cmd/mcpsafe", "a tool that declares its own approval_token passes through without trust_upstream_gate in the policy",
+    [("proxy/policy.go", "if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(", "if p == nil || !schemaHasProperty(")],
+    run="TestProxyTrustsUpstreamGate|TestProxyFrontsMcpsafeFiles")
+mutant("proxy-trust-ignores-tool-schema", "./cmd/mcpsafe", "trust_upstream_gate passes every tool through, also those without a gate of their own",
+    [("proxy/policy.go", "if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(t.InputSchema, mcpsafe.TokenField) {", "if p == nil || !p.TrustUpstreamGate {")],
+    run="TestProxyTrustsOnlyToolsThatGateThemselves")
+
+# ---- shutdown (issue 21, item 1): stop means stop --------------------------------
+SD = "gate_shutdown.go"
+mutant("execute-after-shutdown", ".", "Execute may start after the signal: the check right before Execute ignores that shutdown began",
+    [(SD, "\tif s.began {\n\t\treturn nil, nil, nil, false", "\tif false {\n\t\treturn nil, nil, nil, false")], run="TestNoExecuteStartsAfterShutdownBegan")
+mutant("shutdown-keeps-handed-out-approvals", ".", "tokens and MRTR request states handed out before the signal are neither spent nor journaled: they stay redeemable elsewhere",
+    [(SD, "\t\tif !now.Before(p.expires) {\n\t\t\tcontinue\n\t\t}\n\t\twg.Add(1)", "\t\tif true || !now.Before(p.expires) {\n\t\t\tcontinue\n\t\t}\n\t\twg.Add(1)")], run="TestShutdownWithdraws")
 
 def main():
     root = os.getcwd()

@@ -50,10 +50,14 @@ type Gateway struct {
 	// that listed it.
 	prompts, resources map[string]string
 	source             string
-	closed             bool
-	down               func([]byte) error // the stdio client, once ServeStdio runs
-	stop               chan struct{}      // closed by Close: restarts give up waiting
-	wg                 sync.WaitGroup
+	// sticky is each server name's rug-pull memory (see stickiness), kept
+	// for the life of the process: through crashes, reloads that restart
+	// the server, and its removal and return.
+	sticky map[string]*stickiness
+	closed bool
+	down   func([]byte) error // the stdio client, once ServeStdio runs
+	stop   chan struct{}      // closed by Close: restarts give up waiting
+	wg     sync.WaitGroup
 }
 
 // ReasonServerUnavailable refuses a call to a server of the gateway that
@@ -100,7 +104,7 @@ type member struct {
 	conf         *serverconf.Gate
 	claim        func(down string) error
 	release      func(down string)
-	sticky       stickiness
+	sticky       *stickiness
 	// suspect is told when a call failed below the protocol: the gateway
 	// pings the upstream and ends the session if it does not answer.
 	suspect func(*Server)
@@ -134,7 +138,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = 10 * time.Second
 	}
-	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, source: file.Source, stop: make(chan struct{})}
+	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, sticky: map[string]*stickiness{}, source: file.Source, stop: make(chan struct{})}
 	if gate.Logger == nil {
 		gate.Logger = g.log
 	}
@@ -194,9 +198,11 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	// Every slot exists before any server starts, so that each claim sees
 	// all server names, whatever the order.
 	slots := make([]*slot, len(file.Servers))
-	g.mu.Lock()
 	for i, sp := range file.Servers {
 		slots[i] = g.newSlot(sp)
+	}
+	g.mu.Lock()
+	for i, sp := range file.Servers {
 		g.slots[sp.Name] = slots[i]
 	}
 	g.mu.Unlock()
@@ -228,11 +234,19 @@ func checkAudiences(file *GatewayFile, ledgerURL string) error {
 }
 
 func (g *Gateway) newSlot(sp *ServerSpec) *slot {
+	g.mu.Lock()
+	sticky := g.sticky[sp.Name]
+	if sticky == nil {
+		sticky = &stickiness{}
+		g.sticky[sp.Name] = sticky
+	}
+	g.mu.Unlock()
 	sl := &slot{spec: sp, known: map[string]bool{}}
 	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, conf: g.conf,
-		// Shared by every Server the slot runs, so that a restarted
-		// upstream is held to the strictest treatment its tools ever had.
-		sticky: stickiness{gated: map[string]bool{}, irreversible: map[string]bool{}}}
+		// Shared by every Server that ever runs under this name, so that
+		// one restarted (after a crash or by a reload) or removed and added
+		// back is held to the strictest treatment its tools ever had.
+		sticky: sticky}
 	sl.m.claim = func(down string) error { return g.claim(sl, down) }
 	sl.m.release = func(down string) { g.release(sp.Name, down) }
 	sl.m.suspect = func(srv *Server) { go g.check(srv) }
@@ -449,6 +463,60 @@ func (g *Gateway) check(srv *Server) {
 		g.log.Warn("proxy: gateway server does not answer; reconnecting", "server", srv.member.name, "err", err)
 		srv.Upstream.Close()
 	}
+}
+
+// StopAccepting begins shutdown on every server's gate
+// (mcpsafe.Gate.StopAccepting): no call is accepted and no Execute starts
+// from then on, and no server is restarted or reloaded. The report joins
+// the servers' reports.
+func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
+	g.mu.Lock()
+	var rep mcpsafe.ShutdownReport
+	if g.closed {
+		rep.Again = true
+	} else {
+		close(g.stop)
+		g.closed = true
+	}
+	var srvs []*Server
+	for _, sl := range g.slots {
+		if sl.srv != nil {
+			srvs = append(srvs, sl.srv)
+		}
+	}
+	g.mu.Unlock()
+	for _, s := range srvs {
+		r := s.Gate.StopAccepting()
+		rep.Withdrawn = append(rep.Withdrawn, r.Withdrawn...)
+		rep.Running += r.Running
+	}
+	slices.Sort(rep.Withdrawn)
+	return rep
+}
+
+// Shutdown shuts every server's gate down (mcpsafe.Gate.Shutdown) within
+// ctx, in parallel. Close afterwards stops the upstreams.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.StopAccepting()
+	g.mu.Lock()
+	var srvs []*Server
+	for _, sl := range g.slots {
+		if sl.srv != nil {
+			srvs = append(srvs, sl.srv)
+		}
+	}
+	g.mu.Unlock()
+	errs := make([]error, len(srvs))
+	var wg sync.WaitGroup
+	for i, s := range srvs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Gate.Shutdown(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Close stops every upstream and releases the shared stores.

@@ -168,8 +168,9 @@ func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 }
 
 // connKey is everything about a server that needs a new upstream session
-// (and a new gate) when it changes; a change in the policy's tools alone
-// is applied in place.
+// (and a new gate) when it changes: the gate's mode and opt-ins
+// (allow_token_for, allow_grants_for) are fixed when it is built. A change
+// in the policy's tools alone is applied in place.
 func (sp *ServerSpec) connKey() string {
 	p := sp.Policy
 	b, _ := json.Marshal(struct {
@@ -180,8 +181,9 @@ func (sp *ServerSpec) connKey() string {
 		Bare     bool
 		Mode     string
 		OptIns   any
+		Grants   []string
 		UR       UpstreamRequests
-	}{sp.Command, sp.Env, sp.Dir, sp.URL, sp.Audience, sp.Bare, string(p.Mode), p.AllowTokenFor, p.UpstreamRequests})
+	}{sp.Command, sp.Env, sp.Dir, sp.URL, sp.Audience, sp.Bare, string(p.Mode), p.AllowTokenFor, p.AllowGrantsFor, p.UpstreamRequests})
 	return string(b)
 }
 

@@ -16,9 +16,12 @@ import (
 //     policy. The gate binds every approval to a hash of its tool's policy,
 //     so approvals and tokens of the tools whose entry changed are void,
 //     and those of every other tool stay good;
-//   - a server whose upstream, audience, mode, token opt-ins, prefix or
-//     upstream_requests changed is restarted (a new audience or mode voids
-//     all of its approvals), a removed one is stopped, an added one started.
+//   - a server whose upstream, audience, mode, token or grant opt-ins,
+//     prefix or upstream_requests changed is restarted (a new audience or
+//     mode voids all of its approvals), a removed one is stopped, an added
+//     one started. Each keeps its name's rug-pull memory (see stickiness):
+//     a tool its server ever gated stays gated, whatever the new upstream
+//     session announces.
 //
 // A restarted or added server that fails to start is reported and retried
 // with backoff, as after a crash; the others run on.

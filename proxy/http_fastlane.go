@@ -370,6 +370,15 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 		}
 		event = append(event, line...)
 		trimmed := bytes.TrimRight(line, "\r\n")
+		if !plainEventLine(trimmed) {
+			// A byte-order mark (which a WHATWG parser drops at the start
+			// of the stream, and others do not), a field without a colon
+			// or a field nobody defines: clients may read a message here
+			// that this reader does not.
+			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's event stream has a line that clients may read differently (a byte-order mark, or a field other than data, event, id and retry); refused, the call may have run"))
+			rc.Flush()
+			return errors.New("upstream event stream: a line read differently by different parsers")
+		}
 		if len(trimmed) > 0 {
 			if d, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
 				if len(data) > 0 {
@@ -426,13 +435,33 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 	}
 }
 
+// plainEventLine: an event-stream line (without its line end) that every
+// SSE parser reads alike: empty, a comment, or one of the fields data,
+// event, id and retry, spelt exactly, with its colon.
+func plainEventLine(line []byte) bool {
+	if len(line) == 0 || line[0] == ':' {
+		return true
+	}
+	field, _, ok := bytes.Cut(line, []byte(":"))
+	if !ok {
+		return false
+	}
+	switch string(field) {
+	case "data", "event", "id", "retry":
+		return true
+	}
+	return false
+}
+
 // finalFor checks the upstream's response msg to the call id as forward
 // would: an input_required result asking for a kind the policy refuses is
 // refused. With every kind allowed, the result is relayed unread.
 func (s *Server) finalFor(msg []byte, id string) error {
 	top, ok := strictObject(msg)
-	if !ok || string(bytes.TrimSpace(top["id"])) != id {
-		return errors.New("mcpsafe proxy: the upstream's answer could not be read")
+	if !ok || upstreamShape(top) != "response" || string(bytes.TrimSpace(top["id"])) != id {
+		// Not a response with exactly its members (a request such as
+		// roots/list carrying the call's id is one to the client).
+		return errors.New("mcpsafe proxy: the upstream's answer could not be read as a response to this call")
 	}
 	ur := s.pol().UpstreamRequests
 	if ur.allows(KindElicitation) && ur.allows(KindSampling) && ur.allows(KindRoots) {
@@ -448,8 +477,15 @@ func (s *Server) finalFor(msg []byte, id string) error {
 	}
 	needsCheck := false
 	for k := range result {
-		if strings.EqualFold(k, "resultType") || strings.EqualFold(k, "inputRequests") {
-			needsCheck = true
+		for _, exact := range []string{"resultType", "inputRequests"} {
+			if strings.EqualFold(k, exact) && k != exact {
+				// Read by clients that match member names under case
+				// folding, unseen by the check below and by the others.
+				return fmt.Errorf("mcpsafe proxy: the upstream's answer has %q, which clients read differently from %q", k, exact)
+			}
+			if k == exact {
+				needsCheck = true
+			}
 		}
 	}
 	if !needsCheck {

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"go.yaml.in/yaml/v3"
@@ -24,6 +28,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Policy is a parsed, compiled policy file. The zero Policy (or a nil
@@ -45,6 +50,26 @@ type Policy struct {
 	// methods the proxy does not know (unknown_methods: relay); the default
 	// refuses them (see unknown_methods.go).
 	RelayUnknownMethods bool
+	// TrustUpstreamGate (trust_upstream_gate: true) declares that the
+	// upstream asks the human itself (mcpsafe files, another mcpsafe
+	// proxy): a tool whose input schema declares approval_token passes
+	// through, and its approval is the upstream's alone. Never assumed:
+	// without it such a tool is gated here too, and the human is asked
+	// twice.
+	TrustUpstreamGate bool
+	TrustLine         int // where it was set
+}
+
+// trustsUpstreamGate reports whether t passes through because the
+// upstream gates it itself: declared in the file, seen in the tool's
+// schema (its own approval_token argument), and not named here with
+// settings of its own (a policy only adds strictness).
+func (p *Policy) trustsUpstreamGate(t *mcp.Tool) bool {
+	if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(t.InputSchema, mcpsafe.TokenField) {
+		return false
+	}
+	tp := p.Tools[t.Name]
+	return tp == nil || !tp.hasSettings()
 }
 
 // ToolPolicy is one named tool's entry.
@@ -66,6 +91,17 @@ type ToolPolicy struct {
 	SecretFields []string
 	// Grants lets the approver choose a standing grant (grants: in the file).
 	Grants *mcpsafe.GrantPolicy
+	// argRefs are the argument names its rules and resolver arguments read
+	// (args.NAME, args["NAME"]), checked against the upstream tool's schema
+	// at startup together with the preview's (checkArgumentNames).
+	argRefs []argRef
+}
+
+// argRef is one argument name an expression reads, and where.
+type argRef struct {
+	name  string
+	where string // "deny[0]", "resolver.args.path"
+	line  int
 }
 
 // Resolver names a read-only upstream tool that looks up the current state
@@ -74,6 +110,11 @@ type Resolver struct {
 	Tool string
 	Line int
 	args []resolverArg
+	// Bind names the fields of the resolver's report that bind an
+	// approval (bind: in the file). Empty: the whole report is bound, so
+	// any change to it voids the approval, including a change that
+	// reading the target makes (a last-access time).
+	Bind []string
 }
 
 type resolverArg struct {
@@ -97,6 +138,8 @@ type policyFile struct {
 	Tools            map[string]toolFile `yaml:"tools"`
 	UpstreamRequests map[string]string   `yaml:"upstream_requests"`
 	UnknownMethods   string              `yaml:"unknown_methods"`
+
+	TrustUpstreamGate bool `yaml:"trust_upstream_gate"`
 }
 
 type toolFile struct {
@@ -131,6 +174,7 @@ type scopeFile struct {
 type resolverFile struct {
 	Tool string    `yaml:"tool"`
 	Args yaml.Node `yaml:"args"`
+	Bind yaml.Node `yaml:"bind"`
 }
 
 // ruleFile is a rule: a CEL expression, or {name, expr}.
@@ -240,6 +284,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	default:
 		return nil, fmt.Errorf("%s:%d: unknown_methods: %q is neither relay nor refuse", source, keyLine(&root, "unknown_methods"), f.UnknownMethods)
 	}
+	p.TrustUpstreamGate, p.TrustLine = f.TrustUpstreamGate, keyLine(&root, "trust_upstream_gate")
 	env, err := newEnv()
 	if err != nil {
 		return nil, err
@@ -300,7 +345,7 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 	tp := &ToolPolicy{Name: name, Line: line, Irreversible: f.Irreversible, SecretFields: f.SecretFields}
 	if f.Gate != nil {
 		if !*f.Gate {
-			return nil, at(line, "gate: false is not allowed: a policy can only make the default stricter (tools upstream marks read-only pass through already)")
+			return nil, at(line, "gate: false is not allowed: a policy can only make the default stricter (tools upstream marks read-only pass through already; for an upstream that asks the human itself, such as mcpsafe files, set trust_upstream_gate: true at the top of the file)")
 		}
 		tp.Gate = true
 	}
@@ -327,10 +372,13 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 		var out []mcpsafe.Rule
 		for i, rf := range in {
 			where := fmt.Sprintf("%s[%d]", kind, i)
-			prg, err := compileExpr(env, rf.Expr, true)
+			prg, refs, err := compileExpr(env, rf.Expr, true)
 			if err != nil {
 				errs = append(errs, at(rf.Expr.Line, "%s: %v", where, err))
 				continue
+			}
+			for _, r := range refs {
+				tp.argRefs = append(tp.argRefs, argRef{name: r, where: where, line: rf.Expr.Line})
 			}
 			// The expression is part of the rule's name so that editing it
 			// changes the policy hash and voids outstanding grants.
@@ -363,14 +411,22 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 			}
 			for i := 0; i+1 < len(r.Args.Content); i += 2 {
 				k, v := r.Args.Content[i], r.Args.Content[i+1]
-				prg, err := compileExpr(env, v, false)
+				prg, refs, err := compileExpr(env, v, false)
 				if err != nil {
 					errs = append(errs, at(v.Line, "resolver.args.%s: %v", k.Value, err))
 					continue
 				}
+				for _, r := range refs {
+					tp.argRefs = append(tp.argRefs, argRef{name: r, where: "resolver.args." + k.Value, line: v.Line})
+				}
 				res.args = append(res.args, resolverArg{name: k.Value, prg: prg})
 			}
 		}
+		bind, err := bindFields(r.Bind)
+		if err != nil {
+			errs = append(errs, at(r.Bind.Line, "resolver.bind: %v", err))
+		}
+		res.Bind = bind
 		tp.Resolver = res
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -403,8 +459,19 @@ func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
 	gp := &mcpsafe.GrantPolicy{MaxTTL: ttl, MaxUses: gf.MaxUses, ClientRelayed: gf.ClientRelayed}
 	if len(scopes) > 0 {
 		gp.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) { return scopes, nil }
+		gp.ScopesBinding = scopesBinding(scopes)
 	}
 	return gp, nil
+}
+
+// scopesBinding digests a file's scopes, words and CEL, in order: it goes
+// into the tool's policy hash, so that a reload that changes a scope (or
+// its position, which its offer IDs name) voids the grants made under the
+// old list and the approvals pending under it.
+func scopesBinding(scopes []mcpsafe.GrantScope) string {
+	b, _ := json.Marshal(scopes)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func newEnv() (*cel.Env, error) {
@@ -418,11 +485,12 @@ func newEnv() (*cel.Env, error) {
 // costLimit bounds one evaluation, so that a rule cannot stall a call.
 const costLimit = 100_000
 
-// compileExpr compiles one expression. Rules must be able to yield a bool:
-// an expression whose type is known to be something else is an error.
-func compileExpr(env *cel.Env, n *yaml.Node, rule bool) (cel.Program, error) {
+// compileExpr compiles one expression, and lists the argument names it
+// reads (argNames). Rules must be able to yield a bool: an expression whose
+// type is known to be something else is an error.
+func compileExpr(env *cel.Env, n *yaml.Node, rule bool) (cel.Program, []string, error) {
 	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		return nil, errors.New("expected a CEL expression (a string)")
+		return nil, nil, errors.New("expected a CEL expression (a string)")
 	}
 	ast, iss := env.Compile(n.Value)
 	if iss != nil && iss.Err() != nil {
@@ -435,14 +503,46 @@ func compileExpr(env *cel.Env, n *yaml.Node, rule bool) (cel.Program, error) {
 			}
 			msgs = append(msgs, fmt.Sprintf("line %d, column %d of the expression (file line %d): %s", e.Location.Line(), e.Location.Column()+1, line, e.Message))
 		}
-		return nil, fmt.Errorf("CEL: %s", strings.Join(msgs, "; "))
+		return nil, nil, fmt.Errorf("CEL: %s", strings.Join(msgs, "; "))
 	}
 	if rule {
 		if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
-			return nil, fmt.Errorf("a rule must evaluate to a bool, this one is %s", t)
+			return nil, nil, fmt.Errorf("a rule must evaluate to a bool, this one is %s", t)
 		}
 	}
-	return env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
+	prg, err := env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
+	return prg, argNames(ast.NativeRep().Expr()), err
+}
+
+// argNames lists the argument names an expression reads by name:
+// args.NAME, has(args.NAME) and args["NAME"]. A name computed at run time
+// (args[x]) cannot be checked and is not listed.
+func argNames(e celast.Expr) []string {
+	var out []string
+	add := func(name string) {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	isArgs := func(e celast.Expr) bool {
+		return e.Kind() == celast.IdentKind && e.AsIdent() == "args"
+	}
+	celast.PreOrderVisit(e, celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.SelectKind:
+			if sel := e.AsSelect(); isArgs(sel.Operand()) {
+				add(sel.FieldName())
+			}
+		case celast.CallKind:
+			c := e.AsCall()
+			if (c.FunctionName() == operators.Index || c.FunctionName() == operators.OptIndex) && len(c.Args()) == 2 && isArgs(c.Args()[0]) && c.Args()[1].Kind() == celast.LiteralKind {
+				if s, ok := c.Args()[1].AsLiteral().(types.String); ok {
+					add(string(s))
+				}
+			}
+		}
+	}))
+	return out
 }
 
 // boolRule matches only when the expression yields exactly the CEL bool
@@ -529,4 +629,77 @@ func (rs *Resolver) arguments(ctx context.Context, c mcpsafe.Call) (json.RawMess
 		out[a.name] = b
 	}
 	return json.Marshal(out)
+}
+
+// bindFields checks a resolver's bind: list: field names as the resolver
+// reports them ("size", "modified"), each once.
+func bindFields(n yaml.Node) ([]string, error) {
+	if n.IsZero() {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, errors.New("want a list of the report's field names, e.g. [size, modified] (leave bind out to bind the whole report)")
+	}
+	var out []string
+	for _, v := range n.Content {
+		name := strings.TrimSpace(v.Value)
+		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || name == "" || name != v.Value || strings.ContainsAny(name, " \t\n:") {
+			return nil, fmt.Errorf("line %d: %q is not a field name (a word such as size or modified)", v.Line, v.Value)
+		}
+		if slices.Contains(out, name) {
+			return nil, fmt.Errorf("line %d: %q is named twice", v.Line, name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// reportFields reads a resolver's report as fields: the keys of its
+// structured content, where a string value holding several lines (one
+// field wrapping a text report, as server-filesystem's "content") is read
+// as "key: value" lines; else each "key: value" line of its text.
+func reportFields(r mcpsafe.Resolved) map[string]any {
+	out := map[string]any{}
+	text := func(s string) {
+		for _, line := range strings.Split(s, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if k, v, ok := strings.Cut(line, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
+				out[k] = v
+			}
+		}
+	}
+	if m, ok := r["structured"].(map[string]any); ok && len(m) > 0 {
+		for k, v := range m {
+			if s, ok := v.(string); ok && strings.Contains(s, "\n") {
+				text(s)
+			} else {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	if t, ok := r["text"].(string); ok {
+		text(t)
+	}
+	return out
+}
+
+// bound keeps, of a resolver's report, only the fields the policy binds
+// (Bind): the state the approval is bound to and checked against again
+// before execute. A bound field the report lacks is an error (the gate
+// refuses the call): binding nothing would approve any state.
+func (rs *Resolver) bound(r mcpsafe.Resolved) (mcpsafe.Resolved, error) {
+	if len(rs.Bind) == 0 {
+		return r, nil
+	}
+	all := reportFields(r)
+	fields := make(map[string]any, len(rs.Bind))
+	for _, name := range rs.Bind {
+		v, ok := all[name]
+		if !ok {
+			return nil, fmt.Errorf("resolver %s reported no field %q, which the policy binds", rs.Tool, name)
+		}
+		fields[name] = v
+	}
+	return mcpsafe.Resolved{"tool": r["tool"], "fields": fields}, nil
 }

@@ -192,26 +192,41 @@ func schemaProperties(schema any) (props []string, ok bool) {
 	return props, true
 }
 
-// checkPreviewFields reports a preview template that names an argument the
-// upstream tool does not have: every call would fail its preview.
-func (p *Policy) checkPreviewFields(tp *ToolPolicy, schema any) error {
-	if tp.Preview == nil {
-		return nil
-	}
+// checkArgumentNames reports an argument name the upstream tool does not
+// have, wherever the policy names one: in the preview template ({{.pth}}:
+// every call would fail its preview), in a rule or a resolver argument
+// (args.pth: every call would fail the rule, so a deny rule would deny
+// them all and an allow or auto-approve rule would never match). One check
+// for all three, with the same did-you-mean.
+func (p *Policy) checkArgumentNames(tp *ToolPolicy, schema any) error {
 	props, ok := schemaProperties(schema)
 	if !ok {
 		return nil
 	}
-	var errs []error
-	for _, f := range templateFields(tp.Preview.Tree) {
-		if !slices.Contains(props, f) {
-			hint := ""
-			if s := closest(f, props); s != "" {
-				hint = fmt.Sprintf("did you mean {{.%s}}? ", s)
-			}
-			errs = append(errs, fmt.Errorf("%s:%d: tools.%s.preview: {{.%s}} is not an argument of the upstream tool (%sit has: %s)",
-				p.Source, tp.PreviewLine, tp.Name, f, hint, strings.Join(props, ", ")))
+	type ref struct {
+		name, where, shown, hint string
+		line                     int
+	}
+	var refs []ref
+	if tp.Preview != nil {
+		for _, f := range templateFields(tp.Preview.Tree) {
+			refs = append(refs, ref{f, "preview", "{{." + f + "}}", "{{.%s}}", tp.PreviewLine})
 		}
+	}
+	for _, a := range tp.argRefs {
+		refs = append(refs, ref{a.name, a.where, "args." + a.name, "args.%s", a.line})
+	}
+	var errs []error
+	for _, r := range refs {
+		if slices.Contains(props, r.name) {
+			continue
+		}
+		hint := ""
+		if s := closest(r.name, props); s != "" {
+			hint = fmt.Sprintf("did you mean "+r.hint+"? ", s)
+		}
+		errs = append(errs, fmt.Errorf("%s:%d: tools.%s.%s: %s is not an argument of the upstream tool (%sit has: %s)",
+			p.Source, r.line, tp.Name, r.where, r.shown, hint, strings.Join(props, ", ")))
 	}
 	return errors.Join(errs...)
 }

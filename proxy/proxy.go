@@ -76,7 +76,7 @@ type Server struct {
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
 	withheld   map[string]bool // upstream tools not shown to clients (screenTool)
-	sticky     stickiness      // see rugpull.go
+	sticky     *stickiness     // see rugpull.go
 	serverLine string          // names the server in every plan
 	syncReq    chan struct{}
 	stop       chan struct{}
@@ -96,6 +96,11 @@ type registered struct {
 	gated bool
 	def   string      // the upstream definition, to notice changes
 	pol   *ToolPolicy // the policy entry it was registered under (a reload replaces it)
+
+	// selfGated: not gated here because the upstream gates it
+	// (trust_upstream_gate). It passes through, but never by the fast lane
+	// and never as a resolver: it is no read-only tool.
+	selfGated bool
 }
 
 // progressGrace is how long progress from upstream is still relayed after
@@ -129,6 +134,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
 	}
 	s.policyP.Store(pol)
+	s.sticky = &stickiness{}
 	if m := s.member; m != nil {
 		s.sticky = m.sticky // a restarted upstream is held to what it was before
 	}
@@ -166,6 +172,10 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		for _, o := range gc.AllowTokenFor {
 			o.Tool = m.prefix + o.Tool
 			opts.AllowTokenFor = append(opts.AllowTokenFor, o)
+		}
+		opts.AllowGrantsFor = nil
+		for _, n := range gc.AllowGrantsFor {
+			opts.AllowGrantsFor = append(opts.AllowGrantsFor, m.prefix+n)
 		}
 		if s.Gate, err = mcpsafe.New(opts); err != nil {
 			return nil, err
@@ -396,7 +406,7 @@ func (s *Server) gated(t *mcp.Tool) bool {
 	tp := s.pol().Tools[t.Name]
 	// A policy entry with settings gates the tool even if upstream later
 	// starts calling it read-only: the policy only ever adds strictness.
-	return !readOnly(t) || (tp != nil && tp.hasSettings())
+	return (!readOnly(t) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())
 }
 
 // checkPolicy refuses a policy that names tools upstream does not have, or
@@ -418,7 +428,7 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 		if readOnly(t) && !tp.Gate && tp.hasSettings() {
 			errs = append(errs, fmt.Errorf("%s:%d: tools.%s: upstream marks it read-only, so it passes through ungated; add gate: true to gate it", p.Source, tp.Line, name))
 		}
-		errs = append(errs, p.checkPreviewFields(tp, t.InputSchema), p.checkTokenMode(tp, irreversible(t, tp)))
+		errs = append(errs, p.checkArgumentNames(tp, t.InputSchema), p.checkTokenMode(tp, irreversible(t, tp)))
 		if r := tp.Resolver; r != nil {
 			rt, ok := tools[r.Tool]
 			switch {
@@ -430,6 +440,9 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 				errs = append(errs, fmt.Errorf("%s:%d: tools.%s.resolver: %q is gated by this policy and cannot resolve", p.Source, r.Line, name, r.Tool))
 			}
 		}
+	}
+	if p.TrustUpstreamGate && !slices.ContainsFunc(sortedNames(tools), func(n string) bool { return p.trustsUpstreamGate(tools[n]) }) {
+		errs = append(errs, fmt.Errorf("%s:%d: trust_upstream_gate: no upstream tool declares its own %s argument, so the upstream does not gate itself as mcpsafe does (is it mcpsafe files or an mcpsafe proxy?); remove the key to gate its tools here", p.Source, p.TrustLine, mcpsafe.TokenField))
 	}
 	return errors.Join(errs...)
 }
@@ -455,7 +468,8 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		if err != nil {
 			return fmt.Errorf("proxy: tool %q: %w", name, err)
 		}
-		want[name] = registered{gated: s.sticky.gate(name, s.gated(t)), def: string(def), pol: s.pol().Tools[name]}
+		gated := s.sticky.gate(name, s.gated(t))
+		want[name] = registered{gated: gated, selfGated: !gated && !readOnly(t), def: string(def), pol: s.pol().Tools[name]}
 	}
 	var drop []string
 	for name, r := range s.registered {
@@ -570,7 +584,7 @@ func (s *Server) passesThrough(name string) bool {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	r, ok := s.registered[name]
-	return ok && !r.gated
+	return ok && !r.gated && !r.selfGated
 }
 
 func (s *Server) requestSync() {
@@ -882,6 +896,9 @@ func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (m
 			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s returned nothing", r.Tool)
 		}
 		out["tool"] = r.Tool
+		if out, err = r.bound(out); err != nil {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "%v", err)
+		}
 		return out, nil
 	}
 }
@@ -963,7 +980,11 @@ func stateLines(r mcpsafe.Resolved) []string {
 			}
 		}
 	}
-	if m, ok := r["structured"].(map[string]any); ok && len(m) > 0 {
+	m, ok := r["structured"].(map[string]any)
+	if f, bound := r["fields"].(map[string]any); bound {
+		m, ok = f, true // the fields the policy binds (resolver.bind)
+	}
+	if ok && len(m) > 0 {
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)

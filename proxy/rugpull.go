@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,15 +17,23 @@ import (
 // a gated tool (title, description, schema, annotations) is part of the
 // gate's policy hash, so its outstanding approvals are void.
 
-// stickiness remembers, per tool name, the strictest treatment the tool
-// ever had. Guarded by Server.syncMu.
+// stickiness remembers, per upstream tool name, the strictest treatment
+// the tool ever had. A single proxy has one for its life; a gateway keeps
+// one per server name for its life, which every Server that runs that
+// server shares: one restarted after a crash, after a reload that changed
+// its command, environment, URL or settings, or after a reload that removed
+// it and a later one that added it back. A new upstream under an old name
+// can only be held stricter than it asks, never looser.
 type stickiness struct {
+	mu           sync.Mutex
 	gated        map[string]bool
 	irreversible map[string]bool
 }
 
 // gate reports whether name stays gated: it is now, or it ever was.
 func (k *stickiness) gate(name string, now bool) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.gated == nil {
 		k.gated = map[string]bool{}
 	}
@@ -40,6 +49,8 @@ func (k *stickiness) irreversibleNow(name string, fromPolicy bool, now bool) boo
 	if fromPolicy {
 		return now
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.irreversible == nil {
 		k.irreversible = map[string]bool{}
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe/internal/canon"
@@ -21,12 +23,17 @@ import (
 //   - A client's unknown requests and notifications reach the upstream only
 //     where the policy says `unknown_methods: relay`. The default is refuse,
 //     the fail-closed answer to a method whose effect nobody here can read.
-//   - Even then, a message is refused when its method is in the tools/
-//     namespace or equals a known method up to case, or when any key or
-//     string anywhere in its params names a tool that does not pass
-//     through (gated, or withheld) or is "tools/call". That catches the
-//     shapes a wrapper takes; it cannot catch an extension that runs a
-//     tool from a name it computes, which is why relaying stays opt-in.
+//   - Even then, a message is refused when it has any member but jsonrpc,
+//     id, method and params spelt exactly (an upstream built on
+//     encoding/json reads "Params" or "paramſ" as its params), when its
+//     method is in the tools/ namespace or equals a known method up to
+//     case, when its method holds the name of a tool that does not pass
+//     through (gated, or withheld) as a run of its parts split at '/', ':'
+//     and '.' (so "x-acme/fs.delete" names "fs.delete"), or when any key
+//     or string anywhere in any member names such a tool or is
+//     "tools/call". That catches the shapes a wrapper takes; it cannot
+//     catch an extension that runs a tool from a name it computes, which
+//     is why relaying stays opt-in.
 //   - The upstream's unknown notifications reach the client: they cannot
 //     run anything upstream.
 //
@@ -112,21 +119,67 @@ func (s *Server) refuseUnknown(u unknownLine, top map[string]json.RawMessage) st
 			return fmt.Sprintf("mcpsafe proxy: %q differs from the method %q only in case or spacing", u.method, k)
 		}
 	}
-	blocked := s.blockedNames()
-	for _, part := range strings.FieldsFunc(u.method, func(r rune) bool { return r == '/' || r == ':' || r == '.' }) {
-		if blocked[canon.FoldKey(strings.TrimSpace(part))] {
-			return fmt.Sprintf("mcpsafe proxy: the method %q names the tool %q; a tool that does not pass through runs only through tools/call, behind the gate", u.method, part)
-		}
+	if !onlyKeys(top, fastTopKeys) {
+		// An upstream that matches member names under case folding (any
+		// server built on encoding/json) reads "Params" or "paramſ" as
+		// the params: what is relayed is only what the scan below read.
+		return fmt.Sprintf("mcpsafe proxy: %q has members other than jsonrpc, id, method and params (spelt exactly); an upstream may read them as its parameters", u.method)
 	}
-	if name, ok := s.namesTool(top["params"]); ok {
-		return fmt.Sprintf("mcpsafe proxy: the parameters of %q name %q; a tool that does not pass through runs only through tools/call, behind the gate", u.method, name)
+	if name, ok := methodNamesTool(u.method, s.blockedNames()); ok {
+		return fmt.Sprintf("mcpsafe proxy: the method %q names the tool %q; a tool that does not pass through runs only through tools/call, behind the gate", u.method, name)
+	}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if name, ok := s.namesTool(top[k]); ok {
+			return fmt.Sprintf("mcpsafe proxy: the %s of %q names %q; a tool that does not pass through runs only through tools/call, behind the gate", k, u.method, name)
+		}
 	}
 	return ""
 }
 
-// namesTool reports the first key or string in params that names
-// tools/call or an upstream tool that does not pass through (compared
-// under case folding). Params that cannot be read whole are treated as naming one.
+// methodNamesTool reports a tool of blocked (names under case folding, as
+// blockedNames gives them) that method names: the method split at '/',
+// ':' and '.' holds the tool's name, split the same way, as a run of
+// parts ("x-acme/fs.delete" names "fs.delete" as well as "delete"). A
+// name with no parts (all separators) is looked for as a substring. Both
+// relays, stdio and HTTP, judge methods by it.
+func methodNamesTool(method string, blocked map[string]bool) (string, bool) {
+	parts := methodParts(method)
+	for name := range blocked {
+		np := methodParts(name)
+		if name == "" {
+			continue
+		}
+		if len(np) == 0 {
+			if strings.Contains(canon.FoldKey(method), name) {
+				return name, true
+			}
+			continue
+		}
+		for i := 0; i+len(np) <= len(parts); i++ {
+			if slices.Equal(parts[i:i+len(np)], np) {
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// methodParts splits a method or tool name at '/', ':' and '.', each part
+// trimmed and folded.
+func methodParts(s string) []string {
+	var out []string
+	for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == ':' || r == '.' }) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, canon.FoldKey(p))
+		}
+	}
+	return out
+}
+
+// namesTool reports the first key or string in params (a member's value)
+// that names tools/call or an upstream tool that does not pass through
+// (compared under case folding). A value that cannot be read whole is
+// treated as naming one.
 func (s *Server) namesTool(params json.RawMessage) (string, bool) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		return "", false
@@ -160,7 +213,7 @@ func (s *Server) blockedNames() map[string]bool {
 	defer s.syncMu.Unlock()
 	out := make(map[string]bool, len(s.registered)+len(s.withheld))
 	for name, r := range s.registered {
-		if r.gated {
+		if r.gated || r.selfGated {
 			out[canon.FoldKey(name)] = true
 		}
 	}

@@ -51,6 +51,9 @@ type Config struct {
 	// can run side by side.
 	Instance  string
 	NoJournal bool // run without an audit journal (tests and demos only)
+	// JournalSyncOutcome fsyncs each outcome record before the call's
+	// answer (journal.WithSyncOutcome): two fsyncs per call instead of one.
+	JournalSyncOutcome bool
 	// Checkpoints: signed checkpoints of the journal's head; off while
 	// Checkpoints.KeyFile is empty.
 	Checkpoints journal.Checkpoints
@@ -87,7 +90,15 @@ type Config struct {
 
 	MaxPending             int // 0: the gate's default
 	MaxPendingPerPrincipal int // 0: the gate's default
+
+	// ShutdownGrace is how long a call already running may take to finish
+	// once the server is told to stop (SIGINT/SIGTERM); it is then
+	// cancelled and journaled ambiguous. Used by the command, not Build.
+	ShutdownGrace time.Duration
 }
+
+// DefaultShutdownGrace is --shutdown-grace's default.
+const DefaultShutdownGrace = 5 * time.Second
 
 // RegisterFlags binds the flags every gated server shares to c, so that
 // `mcpsafe files` and `mcpsafe proxy` spell and document them the same way.
@@ -98,7 +109,8 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	positive(fl, &c.GrantEndSweep, "grant-end-sweep", 30*time.Second, "how often to journal the end of standing grants that expired or were revoked from elsewhere (the approval service, mcpsafe grants revoke)")
 	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
-	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience)")
+	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience and the roots, upstream or config; mcpsafe journal list shows them)")
+	fl.BoolVar(&c.JournalSyncOutcome, "journal-sync-outcome", false, "fsync each call's outcome record before answering the call (default: its fsync joins the next record's, within 50 ms; a machine crash in between leaves the call ambiguous in the journal)")
 	fl.StringVar(&c.Checkpoints.KeyFile, "journal-key", "", "checkpoint signer key `FILE` (from mcpsafe journal keygen), outside the journal's directory: the journal signs its head with it")
 	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
 	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
@@ -124,6 +136,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	positive(fl, &c.ApproverTimeout, "approver-timeout", 0, "how long one call waits for a channel decision (default and maximum: --ttl, since the request expires with its approval)")
 	positive(fl, &c.ChannelWait, "channel-wait", 0, "mode channel: a client that sent no progress token gets an approval_pending answer with a handle after this long, and calls again with it (default 45s, or the whole wait when that is shorter)")
 	positive(fl, &c.ProgressInterval, "progress-interval", 10*time.Second, "mode channel: how often a waiting call sends a progress notification (clients that reset their timeout on progress keep waiting)")
+	positive(fl, &c.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace, "on SIGINT/SIGTERM, how long a call already running may take to finish before it is cancelled and journaled ambiguous (pending approvals are withdrawn at once, and nothing new starts)")
 	atLeastOne(fl, &c.MaxPending, "max-pending", 10_000, "cap on outstanding approvals in this process")
 	atLeastOne(fl, &c.MaxPendingPerPrincipal, "max-pending-per-principal", 100, "cap on outstanding approvals per principal")
 }
@@ -173,6 +186,62 @@ func (c *Config) JournalName() string {
 	}
 	sum := sha256.Sum256([]byte(c.Instance))
 	return c.Audience + "-" + hex.EncodeToString(sum[:4])
+}
+
+// openJournal opens cfg's journal. A journal has one writer: a named one
+// in use is an error, while the default one of a server whose twin already
+// runs (the same configuration in two MCP clients) is the next free slot
+// (journal.DefaultSlotPath), with a note beside it saying whose it is.
+func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, error) {
+	open := func(path string) (*journal.Journal, string, error) {
+		path, err := filepath.Abs(path)
+		if err != nil {
+			return nil, "", err
+		}
+		if cfg.CheckJournalPath != nil {
+			if err := cfg.CheckJournalPath(path); err != nil {
+				return nil, "", err
+			}
+		}
+		j, err := journal.Open(path, jopts...)
+		if err != nil && !errors.Is(err, journal.ErrInUse) && cfg.JournalPath == "" {
+			err = defaultJournalError(path, err)
+		}
+		return j, path, err
+	}
+	if cfg.JournalPath != "" {
+		j, path, err := open(cfg.JournalPath)
+		if errors.Is(err, journal.ErrInUse) {
+			return nil, "", fmt.Errorf("%w; every server needs its own --journal PATH", err)
+		}
+		return j, path, err
+	}
+	for n := 1; n <= journal.DefaultSlots; n++ {
+		path, err := journal.DefaultSlotPath(cfg.JournalName(), n)
+		if err != nil {
+			return nil, "", defaultJournalError("", err)
+		}
+		j, path, err := open(path)
+		if errors.Is(err, journal.ErrInUse) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if werr := journal.WriteServerNote(path, cfg.serverNote()); werr != nil && cfg.Logger != nil {
+			cfg.Logger.Warn("journal: could not note which server writes it", "path", path, "err", werr)
+		}
+		return j, path, nil
+	}
+	return nil, "", fmt.Errorf("journal: the %d default journals of %q are all in use by other servers: give this one its own --journal PATH or --audience NAME", journal.DefaultSlots, cfg.JournalName())
+}
+
+// serverNote says which server writes a default journal.
+func (c *Config) serverNote() string {
+	if c.Instance == "" {
+		return "audience " + strconv.Quote(c.Audience)
+	}
+	return "audience " + strconv.Quote(c.Audience) + ", " + c.Instance
 }
 
 // Gate holds the options built from a Config and the stores they opened.
@@ -243,20 +312,6 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 	if cfg.NoJournal {
 		opts.Journal = mcpsafe.NoJournal
 	} else {
-		path := cfg.JournalPath
-		if path == "" {
-			if path, err = journal.DefaultPathFor(cfg.JournalName()); err != nil {
-				return nil, defaultJournalError("", err)
-			}
-		}
-		if path, err = filepath.Abs(path); err != nil {
-			return nil, err
-		}
-		if cfg.CheckJournalPath != nil {
-			if err := cfg.CheckJournalPath(path); err != nil {
-				return nil, err
-			}
-		}
 		var jopts []journal.Option
 		if cfg.Checkpoints.KeyFile != "" {
 			ck := cfg.Checkpoints
@@ -270,16 +325,10 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if cfg.Rotation != (journal.Rotation{}) {
 			jopts = append(jopts, journal.WithRotation(cfg.Rotation))
 		}
-		j, err := journal.Open(path, jopts...)
-		if err != nil && !errors.Is(err, journal.ErrInUse) && cfg.JournalPath == "" {
-			return nil, defaultJournalError(path, err)
+		if cfg.JournalSyncOutcome {
+			jopts = append(jopts, journal.WithSyncOutcome(true))
 		}
-		if errors.Is(err, journal.ErrInUse) {
-			if cfg.JournalPath == "" {
-				return nil, fmt.Errorf("%w; another server with the same --audience (and upstream) is running: give this one its own --journal PATH or --audience NAME", err)
-			}
-			return nil, fmt.Errorf("%w; every server needs its own --journal PATH", err)
-		}
+		j, path, err := openJournal(cfg, jopts)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
 )
 
 func TestBuildRefusals(t *testing.T) {
@@ -82,8 +83,8 @@ func TestParseOptIn(t *testing.T) {
 	}
 }
 
-// Servers on default settings get a journal each; two that would share one
-// are refused with the flag to set.
+// Servers on default settings get a journal each, twins included; a
+// journal named with --journal is refused to a second server.
 func TestDefaultJournalPerInstance(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	t.Setenv("XDG_STATE_HOME", state)
@@ -110,10 +111,24 @@ func TestDefaultJournalPerInstance(t *testing.T) {
 		}
 		seen[g.JournalPath] = true
 	}
-	// The same instance twice: the default is taken.
+	// The same instance twice (one configuration in two MCP clients): the
+	// next free slot, never the journal the first one writes, with a note
+	// beside it saying whose it is; and when every slot is taken, an error
+	// that names the flags.
+	twins := map[string]bool{p1.JournalPath: true}
+	for range journal.DefaultSlots - 1 {
+		g, err := open(Config{Audience: "mcpsafe-proxy", Instance: "\x00npx\x00server-a"})
+		if err != nil || twins[g.JournalPath] || filepath.Dir(g.JournalPath) != filepath.Join(state, "mcpsafe") {
+			t.Fatalf("a twin on default settings: %v, %v (taken: %v)", g, err, twins)
+		}
+		twins[g.JournalPath] = true
+		if journal.ServerNote(g.JournalPath) != journal.ServerNote(p1.JournalPath) || !strings.Contains(journal.ServerNote(g.JournalPath), `"mcpsafe-proxy"`) {
+			t.Fatalf("notes %q and %q", journal.ServerNote(g.JournalPath), journal.ServerNote(p1.JournalPath))
+		}
+	}
 	_, err = open(Config{Audience: "mcpsafe-proxy", Instance: "\x00npx\x00server-a"})
 	if err == nil || !strings.Contains(err.Error(), "--journal PATH or --audience NAME") {
-		t.Fatalf("a duplicate on the default journal: %v", err)
+		t.Fatalf("a twin with every default slot taken: %v", err)
 	}
 	// An explicit path in use names the flag too.
 	_, err = open(Config{Audience: "other", JournalPath: files.JournalPath})

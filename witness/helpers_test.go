@@ -64,11 +64,18 @@ type fixture struct {
 	srv     *httptest.Server
 	tokFile string // testToken, mode 0600
 	log     *bytes.Buffer
+	limit   int64 // Config.MaxJournalBytes (0: the default)
 }
 
 func newFixture(t *testing.T, keys ...note.Verifier) *fixture {
 	t.Helper()
-	f := &fixture{dir: filepath.Join(t.TempDir(), "witness"), log: &bytes.Buffer{}}
+	return newLimitedFixture(t, 0, keys...)
+}
+
+// newLimitedFixture is newFixture with MaxJournalBytes set to limit.
+func newLimitedFixture(t *testing.T, limit int64, keys ...note.Verifier) *fixture {
+	t.Helper()
+	f := &fixture{dir: filepath.Join(t.TempDir(), "witness"), log: &bytes.Buffer{}, limit: limit}
 	f.tokFile = filepath.Join(t.TempDir(), "token")
 	must(t, os.WriteFile(f.tokFile, []byte(testToken+"\n"), 0o600))
 	f.open(t, keys...)
@@ -82,7 +89,7 @@ func newFixture(t *testing.T, keys ...note.Verifier) *fixture {
 
 func (f *fixture) open(t *testing.T, keys ...note.Verifier) {
 	t.Helper()
-	w, err := Open(Config{Dir: f.dir, Keys: keys, Tokens: []string{testToken}, Logger: slog.New(slog.NewTextHandler(f.log, nil))})
+	w, err := Open(Config{Dir: f.dir, Keys: keys, Tokens: []string{testToken}, Logger: slog.New(slog.NewTextHandler(f.log, nil)), MaxJournalBytes: f.limit})
 	if err != nil {
 		t.Fatal(err)
 	}

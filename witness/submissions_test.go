@@ -179,19 +179,6 @@ func TestWitnessHistorySurvivesRestart(t *testing.T) {
 	}
 }
 
-// splitNotes cuts a checkpoint file into its notes (each ends with its one
-// signature line).
-func splitNotes(b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		i := bytes.Index(b, []byte("\n\n"))
-		j := bytes.IndexByte(b[i+2:], '\n')
-		out = append(out, b[:i+2+j+1])
-		b = b[i+2+j+1:]
-	}
-	return out
-}
-
 // TestWitnessCapsJournalsPerKey: one trusted key cannot start journals
 // without end (each may hold MaxJournalBytes: together they would fill the
 // disk, and every journal's writes would then fail). Its existing journals

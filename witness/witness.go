@@ -26,6 +26,7 @@
 package witness
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -47,7 +48,7 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultMaxJournalBytes  = 64 << 20 // ~250,000 checkpoints of one journal
+	DefaultMaxJournalBytes  = 64 << 20 // ~250,000 checkpoints of one journal before it is thinned
 	DefaultMaxEvidenceBytes = 1 << 20  // refused notes kept per journal
 	// DefaultMaxJournalsPerKey bounds the journals one key may start here:
 	// with MaxJournalBytes it bounds the disk one key's holder can fill.
@@ -64,7 +65,10 @@ type Config struct {
 	Tokens []string        // bearer tokens of the submitters and readers
 	Logger *slog.Logger    // slog.Default when nil
 	// MaxJournalBytes caps the checkpoints kept for one journal
-	// (DefaultMaxJournalBytes when 0); past it submissions get 507.
+	// (DefaultMaxJournalBytes when 0). A checkpoint that would pass it
+	// first thins the journal's file (see Submit), so that a busy journal
+	// stays witnessed; only a checkpoint that does not fit even then gets
+	// 507.
 	MaxJournalBytes int64
 	// MaxEvidenceBytes caps the refused notes kept for one journal
 	// (DefaultMaxEvidenceBytes when 0); past it refusals are only logged.
@@ -97,8 +101,10 @@ type Server struct {
 type held struct {
 	key      string // the key that signs this journal's checkpoints ("" until the first)
 	bySeq    map[uint64]string
+	order    []uint64 // the seqs held, in file order
 	latest   journal.Checkpoint
 	count    int
+	thinned  int      // checkpoints dropped by thinning since the witness started
 	f        *os.File // ID.checkpoints, append-only
 	size     int64    // bytes of f known durable
 	evidence int64    // bytes of ID.refused
@@ -201,6 +207,14 @@ func Open(cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("witness: %w", err)
 	}
 	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), thinPrefix) {
+			// A thinning cut short before its rename: the journal's file
+			// is still the whole one.
+			if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("witness: %w", err)
+			}
+			continue
+		}
 		id, ok := strings.CutSuffix(e.Name(), ".checkpoints")
 		if !ok {
 			continue
@@ -271,6 +285,7 @@ func (s *Server) load(id string) (*held, error) {
 			return fail(fmt.Errorf("witness: %s: checkpoint %d (seq %d) does not follow seq %d: the witness never stores that; the file was edited", path, i+1, c.Seq, h.latest.Seq))
 		}
 		h.bySeq[c.Seq] = c.Hash
+		h.order = append(h.order, c.Seq)
 		h.latest = c
 		h.key = c.Key
 		h.count++
@@ -362,6 +377,11 @@ func (s *Server) Submit(msg []byte, from string) (Result, error) {
 		return Result{Checkpoint: c}, nil
 	}
 	if h.size+int64(len(msg)) > s.maxBytes {
+		if err := s.thin(h, c.Journal); err != nil {
+			return Result{}, err
+		}
+	}
+	if h.size+int64(len(msg)) > s.maxBytes {
 		s.log.Error("witness: a journal's checkpoints reached the size limit; refusing more", "journal", c.Journal, "limit", s.maxBytes)
 		return Result{}, &Refusal{Status: http.StatusInsufficientStorage, Kind: RefusedFull, Reason: fmt.Sprintf("the checkpoints of journal %s reached the witness's %d-byte limit", c.Journal, s.maxBytes)}
 	}
@@ -372,6 +392,7 @@ func (s *Server) Submit(msg []byte, from string) (Result, error) {
 	}
 	h.size += int64(len(msg))
 	h.bySeq[c.Seq] = c.Hash
+	h.order = append(h.order, c.Seq)
 	h.latest = c
 	h.key = c.Key
 	h.count++
@@ -497,6 +518,7 @@ type Held struct {
 	LatestHash  string    `json:"latest_hash"`
 	LatestTime  time.Time `json:"latest_time"`
 	Refused     int       `json:"refused"` // since the witness started
+	Thinned     int       `json:"thinned"` // checkpoints dropped by thinning, since the witness started
 }
 
 // List describes every journal the witness holds checkpoints of.
@@ -506,7 +528,7 @@ func (s *Server) List() []Held {
 	out := make([]Held, 0, len(s.journals))
 	for id, h := range s.journals {
 		out = append(out, Held{Journal: id, Key: h.key, Checkpoints: h.count, LatestSeq: h.latest.Seq,
-			LatestHash: h.latest.Hash, LatestTime: h.latest.Time, Refused: h.refused})
+			LatestHash: h.latest.Hash, LatestTime: h.latest.Time, Refused: h.refused, Thinned: h.thinned})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Journal < out[b].Journal })
 	return out
@@ -568,4 +590,131 @@ func (s *Server) journalsOf(key string) int {
 		}
 	}
 	return n
+}
+
+// thinPrefix names the file a thinning writes before it replaces a
+// journal's file.
+const thinPrefix = ".thinning-"
+
+// thin makes room in a journal's file that reached MaxJournalBytes, so
+// that the witness keeps covering a busy journal instead of refusing it
+// for good. It keeps the newer half of the checkpoints whole and, of the
+// older half, the first checkpoint and those 1, 2, 4, 8... checkpoints
+// before the newer half: a sparse history. Every checkpoint kept still
+// vouches for every record up to its seq (the chain links them), and the
+// latest is always kept, so rollbacks and forks at or past it are refused
+// as before; a thinned seq below the latest is refused as a rollback.
+// What is lost is the older history's density: a journal rewritten at
+// some record and then pushed forward with half the limit's worth of
+// checkpoints may keep no witnessed checkpoint between that record and
+// its rewrite. Each thinning is logged and counted (Held.Thinned).
+//
+// The new file is written beside the old one, synced, and renamed over
+// it: a crash leaves either file whole.
+func (s *Server) thin(h *held, id string) error {
+	path := s.checkpointsPath(id)
+	fail := func(err error) error {
+		s.log.Error("witness: cannot thin a journal's checkpoints", "journal", id, "err", err)
+		return &Refusal{Status: http.StatusServiceUnavailable, Kind: RefusedBroken, Reason: "the witness could not make room for the checkpoint"}
+	}
+	data := make([]byte, h.size)
+	if _, err := h.f.ReadAt(data, 0); err != nil {
+		return fail(err)
+	}
+	notes := splitNotes(data)
+	if len(notes) != len(h.order) {
+		return fail(fmt.Errorf("%s holds %d notes, %d were read at start", path, len(notes), len(h.order)))
+	}
+	n := len(notes)
+	keep := make([]bool, n)
+	half := n / 2
+	for i := half; i < n; i++ {
+		keep[i] = true
+	}
+	if n > 0 {
+		keep[0] = true
+	}
+	for d := 1; half-d >= 0; d *= 2 {
+		keep[half-d] = true
+	}
+	tmp, err := os.CreateTemp(s.dir, thinPrefix+"*")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed
+	var size int64
+	var order []uint64
+	bySeq := map[uint64]string{}
+	for i, b := range notes {
+		if !keep[i] {
+			continue
+		}
+		if _, err := tmp.Write(b); err != nil {
+			tmp.Close()
+			return fail(err)
+		}
+		size += int64(len(b))
+		order = append(order, h.order[i])
+		bySeq[h.order[i]] = h.bySeq[h.order[i]]
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		h.broken = fmt.Errorf("thinning %s: %v; restart the witness once the disk is fixed", path, err)
+		return fail(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		h.broken = fmt.Errorf("reopening %s after thinning: %v; restart the witness once the disk is fixed", path, err)
+		return fail(err)
+	}
+	h.f.Close()
+	dropped := n - len(order)
+	h.f, h.size, h.order, h.bySeq, h.count = f, size, order, bySeq, len(order)
+	h.thinned += dropped
+	s.log.Warn("witness: a journal's checkpoints reached the size limit; thinned its older half to make room",
+		"journal", id, "limit", s.maxBytes, "kept", len(order), "dropped", dropped, "oldest_kept_seq", order[0], "latest_seq", h.latest.Seq)
+	return nil
+}
+
+// splitNotes cuts the contents of a checkpoints file (which the witness
+// read and checked at start, and has only appended whole notes to since)
+// into its notes: each is text lines, a blank line, then signature lines
+// ("— name sig"); a line that is not a signature after them starts the
+// next note.
+func splitNotes(data []byte) [][]byte {
+	var out [][]byte
+	start, inSigs := 0, false
+	for off := 0; off < len(data); {
+		end := off + bytes.IndexByte(data[off:], '\n') + 1
+		if end <= off {
+			end = len(data)
+		}
+		line := data[off:end]
+		isSig := bytes.HasPrefix(line, []byte("— "))
+		if inSigs && !isSig {
+			out = append(out, data[start:off])
+			start, inSigs = off, false
+		}
+		if len(line) == 1 && !inSigs && off > start {
+			inSigs = true
+		}
+		off = end
+	}
+	if start < len(data) {
+		out = append(out, data[start:])
+	}
+	return out
 }

@@ -166,8 +166,8 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		defer l.Close()
-		ss, ok := l.(ledger.StandingStore)
-		if !ok {
+		ss := l.Standing()
+		if ss == nil {
 			return fail(fmt.Errorf("the ledger %s keeps no standing grants", *grantsLedger))
 		}
 		opts.Grants = ss
@@ -203,9 +203,17 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "mcpsafe approvals: listening on %s://%s (%d approvers, store %s)\n", scheme, l.Addr(), len(approvers), *store)
 
-	// Waiting webhook calls end first (their callers see no approval),
-	// then the server stops.
-	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, func() { svc.Close() }); err != nil {
+	// Waiting webhook calls end first: their requests are withdrawn (their
+	// gates see no approval and refuse them), then the server stops.
+	kept := "lost with the memory store"
+	if *store != "memory" {
+		kept = "kept in the store (a gate holding an approval_pending handle re-attaches after a restart)"
+	}
+	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, stderr, func() {
+		n := svc.WithdrawWaiting(channel.WithdrawnServiceStopped)
+		fmt.Fprintf(stderr, "mcpsafe approvals: stopping: withdrew %d request(s) a gate was waiting on; %d other pending request(s) %s\n", n, svc.Pending(), kept)
+		svc.Close()
+	}); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -213,10 +221,13 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 
 // serveUntilStopped serves srv on l (TLS when cert is set) until the
 // process is told to stop (approvalsContext), then runs beforeShutdown if
-// given and shuts srv down within 5 s.
-func serveUntilStopped(srv *http.Server, l net.Listener, cert, key string, beforeShutdown func()) error {
+// given and shuts srv down within 5 s. A second signal meanwhile exits at
+// once.
+func serveUntilStopped(srv *http.Server, l net.Listener, cert, key string, stderr io.Writer, beforeShutdown func()) error {
 	ctx, stop := approvalsContext()
 	defer stop()
+	stopping, stopped := context.WithCancel(context.Background())
+	defer stopped()
 	errc := make(chan error, 1)
 	go func() {
 		if cert != "" {
@@ -230,6 +241,7 @@ func serveUntilStopped(srv *http.Server, l net.Listener, cert, key string, befor
 		return err
 	case <-ctx.Done():
 	}
+	exitOnSecondSignal(stopping, "mcpsafe", stderr)
 	if beforeShutdown != nil {
 		beforeShutdown()
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
@@ -55,6 +55,10 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Roots = roots
+	// The default journal is keyed by the roots too: two servers over
+	// different directories (the README's Claude Desktop and VS Code
+	// entries) run side by side on default flags.
+	cfg.Gate.Instance = rootsInstance(roots)
 	cfg.Grants = files.Grants{Tools: grants, MaxTTL: *grantTTL, MaxUses: *grantUses, ClientRelayed: *grantRelayed}
 	cfg.Gate.Mode = mcpsafe.Mode(*mode)
 	cfg.Gate.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -66,14 +70,15 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Gate.AllowTokenFor = append(cfg.Gate.AllowTokenFor, o)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	stop, ctx := newStopper("mcpsafe files", cfg.Gate.ShutdownGrace, stderr)
+	defer stop.close()
 	srv, err := files.NewServer(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, errLine("mcpsafe files", flagWords(err)))
 		return 1
 	}
 	defer srv.Close()
+	stop.serve(srv.Gate)
 	if web.Addr == "" {
 		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
 	} else {
@@ -84,6 +89,19 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// rootsInstance names a files server by its roots, absolute and sorted.
+func rootsInstance(roots []string) string {
+	abs := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if a, err := filepath.Abs(r); err == nil {
+			r = a
+		}
+		abs = append(abs, "--root "+strconv.Quote(r))
+	}
+	slices.Sort(abs)
+	return strings.Join(slices.Compact(abs), " ")
 }
 
 func runKeygen(args []string, stdout, stderr io.Writer) int {

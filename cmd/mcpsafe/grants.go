@@ -70,8 +70,8 @@ func runGrants(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer store.Close()
-	ss, ok := store.(ledger.StandingStore)
-	if !ok {
+	ss := store.Standing()
+	if ss == nil {
 		fmt.Fprintln(stderr, "mcpsafe grants: this ledger keeps no standing grants")
 		return 1
 	}

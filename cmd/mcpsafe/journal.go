@@ -16,12 +16,13 @@ import (
 
 func init() {
 	register("journal", command{
-		summary: "verify or show an audit journal (journal verify|show [PATH], journal keygen, journal witness serve)",
+		summary: "list, verify or show audit journals (journal list, journal verify|show [PATH], journal keygen, journal witness serve)",
 		run:     runJournal,
 	})
 }
 
 const journalUsage = `usage:
+  mcpsafe journal list                                the default journals, and which server writes each
   mcpsafe journal verify [PATH]                       check the hash chain
   mcpsafe journal verify [PATH] --service-key K       also re-check the approval service's signed
                                                       statement of every channel approval
@@ -38,7 +39,8 @@ const journalUsage = `usage:
                                                       outside the journal's directory)
   mcpsafe journal show [PATH] [--tool X] [--since T]  print records (T: RFC 3339, YYYY-MM-DD, 24h, 7d)
 PATH defaults to the only journal in $XDG_STATE_HOME/mcpsafe/ (each server
-keeps its own, journal-AUDIENCE[-HASH].jsonl); with several, name one.
+keeps its own, journal-AUDIENCE[-HASH][+N].jsonl; journal list names their servers);
+with several, name one.
 A rotated journal (--journal-max-size / --journal-max-age) is read whole:
 its sealed segments PATH.FIRST-LAST in order, then PATH. After deleting old
 segments (retention), pass --pruned to verify, show and export: without it
@@ -55,6 +57,9 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "witness" {
 		return journalWitness(args[1:], stdout, stderr)
+	}
+	if args[0] == "list" {
+		return journalList(args[1:], stdout, stderr)
 	}
 	var fs *flag.FlagSet
 	var tool, since, key, format, out, serviceKey, passkeysFile, witnessURL, witnessToken *string
@@ -122,7 +127,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		case len(found) > 1:
 			fmt.Fprintf(stderr, "mcpsafe journal: %d journals in %s; name one:\n", len(found), dir)
 			for _, p := range found {
-				fmt.Fprintf(stderr, "  mcpsafe journal %s %s\n", args[0], p)
+				fmt.Fprintf(stderr, "  mcpsafe journal %s %s\t(%s)\n", args[0], p, strings.SplitN(journalLine(p), "\t", 3)[1])
 			}
 			return 2
 		}
@@ -220,6 +225,52 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpsafe journal: unknown subcommand %q\n%s\n", args[0], journalUsage)
 		return 2
 	}
+}
+
+// journalList prints the default journals, one a line: path, the server
+// that writes it (from the note beside it) and when it was last written.
+func journalList(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("mcpsafe journal list", "mcpsafe journal list   (the default journals in $XDG_STATE_HOME/mcpsafe/, and which server writes each)", stderr)
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcpsafe journal list: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	dir, found, err := journal.DefaultJournals()
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe journal:", err)
+		return 1
+	}
+	if len(found) == 0 {
+		fmt.Fprintf(stderr, "mcpsafe journal: no journal in %s\n", dir)
+		return 1
+	}
+	for _, p := range found {
+		fmt.Fprintln(stdout, journalLine(p))
+	}
+	return 0
+}
+
+// journalLine describes one default journal. The note is the server's
+// own, but shown to a person: control characters are replaced.
+func journalLine(p string) string {
+	note := journal.ServerNote(p)
+	if note == "" {
+		note = "(no note of its server)"
+	}
+	note = strings.Map(func(r rune) rune {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+			return '?'
+		}
+		return r
+	}, note)
+	when := "never written"
+	if fi, err := os.Stat(p); err == nil {
+		when = "last written " + fi.ModTime().UTC().Format(time.RFC3339)
+	}
+	return p + "\t" + note + "\t" + when
 }
 
 type stringList []string

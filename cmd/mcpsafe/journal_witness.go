@@ -100,7 +100,9 @@ func journalWitness(args []string, stdout, stderr io.Writer) int {
 		scheme = "https"
 	}
 	fmt.Fprintf(stdout, "mcpsafe journal witness: listening on %s://%s (%d key(s), %d journal(s) held, dir %s)\n", scheme, l.Addr(), len(vs), len(w.List()), *dir)
-	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, nil); err != nil {
+	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, stderr, func() {
+		fmt.Fprintln(stderr, "mcpsafe journal witness: stopping: no new checkpoints taken")
+	}); err != nil {
 		return fail(err)
 	}
 	return 0

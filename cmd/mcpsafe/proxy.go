@@ -85,14 +85,15 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Upstream = pipe
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	stop, ctx := newStopper("mcpsafe proxy", cfg.Gate.ShutdownGrace, stderr)
+	defer stop.close()
 	srv, err := proxy.NewServer(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
 	defer srv.Close()
+	stop.serve(srv.Gate)
 	// Without its upstream the proxy can only fail calls: stop serving.
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
@@ -128,14 +129,15 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	stop, ctx := newStopper("mcpsafe proxy", gate.ShutdownGrace, stderr)
+	defer stop.close()
 	gw, err := proxy.NewGateway(ctx, file, gate, proxy.GatewayOptions{Logger: log, StartTimeout: startTimeout})
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
 		return 1
 	}
 	defer gw.Close()
+	stop.serve(gw)
 	reloads := make(chan struct{}, 1)
 	ask := func() {
 		select {
