@@ -348,21 +348,21 @@ func (g *Gate) CheckOptIns() error {
 	for _, o := range g.opts.AllowTokenFor {
 		t, ok := g.tools[o.Tool]
 		if !ok {
-			return fmt.Errorf("mcpsafe: AllowTokenFor names %q, which is not a gated tool of this server", o.Tool)
+			return &OptInError{"AllowTokenFor", o.Tool, "is not a gated tool of this server", g.optInCandidates(false)}
 		}
 		if !t.Irreversible {
-			return fmt.Errorf("mcpsafe: AllowTokenFor names %q, which is reversible and needs no opt-in", o.Tool)
+			return &OptInError{"AllowTokenFor", o.Tool, "is reversible and needs no opt-in", g.optInCandidates(false)}
 		}
 	}
 	for _, n := range g.opts.AllowGrantsFor {
 		t, ok := g.tools[n]
 		switch {
 		case !ok:
-			return fmt.Errorf("mcpsafe: AllowGrantsFor names %q, which is not a gated tool of this server", n)
+			return &OptInError{"AllowGrantsFor", n, "is not a gated tool of this server", g.optInCandidates(true)}
 		case !t.Irreversible:
-			return fmt.Errorf("mcpsafe: AllowGrantsFor names %q, which is reversible and needs no opt-in", n)
+			return &OptInError{"AllowGrantsFor", n, "is reversible and needs no opt-in", g.optInCandidates(true)}
 		case t.Grants == nil:
-			return fmt.Errorf("mcpsafe: AllowGrantsFor names %q, which has no grant policy (Tool.Grants)", n)
+			return &OptInError{"AllowGrantsFor", n, "has no grant policy (Tool.Grants)", g.optInCandidates(true)}
 		}
 	}
 	return nil

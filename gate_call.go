@@ -323,7 +323,7 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.askChannel(ctx, k)
 	case ModeElicit:
 		if !canElicit {
-			return nil, refusal(ReasonElicitationUnsupported, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
+			return nil, elicitationUnsupported(t.Name, !t.OwnsTokenField, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
 		}
 		return g.askElicitation(ctx, k)
 	case ModeToken:
@@ -342,9 +342,9 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 			return g.issueToken(ctx, k)
 		}
 		if t.OwnsTokenField {
-			return nil, refusal(ReasonElicitationUnsupported, "%s takes its own approval_token argument, so this server has no one-time token path for it, and it needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
+			return nil, elicitationUnsupported(t.Name, false, "%s takes its own approval_token argument, so this server has no one-time token path for it, and it needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
 		}
-		return nil, refusal(ReasonElicitationUnsupported, "%s is irreversible and needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
+		return nil, elicitationUnsupported(t.Name, true, "%s is irreversible and needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
 	}
 }
 

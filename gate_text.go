@@ -147,6 +147,32 @@ func checkPromptSize(text string) *Refusal {
 		"it is never cut, so the call is refused. Split it into smaller calls", lines, runes, maxPromptLines, maxPromptRunes)
 }
 
+// requestedBy is the prompt's "Requested by" line in words a person
+// understands. Over stdio there is no identity to name ("stdio" is the
+// transport, not a person) and the one asked is the one at the client, so
+// there is no line; a caller that did not sign in is said to be one; any
+// other principal is named, quoted.
+func requestedBy(principal string) string {
+	switch principal {
+	case "stdio":
+		return ""
+	case "anonymous":
+		return "Requested by: a client that did not sign in (no identity)\n"
+	}
+	return "Requested by: " + prompt.Quote(principal) + "\n"
+}
+
+// grantHolder names who may use a standing grant, as requestedBy does.
+func grantHolder(principal string) string {
+	switch principal {
+	case "stdio":
+		return "this client"
+	case "anonymous":
+		return "any client that did not sign in"
+	}
+	return prompt.Quote(principal)
+}
+
 // approvalMessage is the text the client shows the human. Its structure is
 // fixed here; everything that came from the agent or the world is a
 // rendered line inside it. It shows the whole plan and every argument, or
@@ -158,7 +184,8 @@ func (g *Gate) approvalMessage(k *call, offers []GrantOffer) (string, *Refusal) 
 	if k.t.Irreversible {
 		b.WriteString(" (irreversible: it cannot be undone)")
 	}
-	fmt.Fprintf(&b, "\nRequested by: %s\n", prompt.Quote(k.c.Principal))
+	b.WriteString("\n")
+	b.WriteString(requestedBy(k.c.Principal))
 	b.WriteString("Plan: ")
 	b.WriteString(renderPlan(planView(k.plan)))
 	if len(k.plan.Targets) > 0 {
@@ -174,7 +201,7 @@ func (g *Gate) approvalMessage(k *call, offers []GrantOffer) (string, *Refusal) 
 	b.WriteString(renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields)))
 	b.WriteString("\n\nThe approval covers exactly these arguments and this state, once.")
 	if len(offers) > 0 {
-		fmt.Fprintf(&b, "\n\nInstead, you may approve a standing grant: this call and later calls of %s by %s that fit a scope, without asking again, until it expires or its uses are taken:", k.t.Name, prompt.Quote(k.c.Principal))
+		fmt.Fprintf(&b, "\n\nInstead, you may approve a standing grant: this call and later calls of %s by %s that fit a scope, without asking again, until it expires or its uses are taken:", k.t.Name, grantHolder(k.c.Principal))
 		for _, o := range offers {
 			fmt.Fprintf(&b, "\n  - %s (as CEL: %s)", o.Label, prompt.Quote(o.CEL))
 		}

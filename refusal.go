@@ -3,6 +3,7 @@ package mcpsafe
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -70,6 +71,24 @@ func Refuse(reason, format string, args ...any) error {
 
 func refusal(reason, format string, args ...any) *Refusal {
 	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// elicitationUnsupported refuses a call that needs the user's approval
+// through a client that cannot ask for it. The message says why (for the
+// model), what the model should tell its user, and what the operator may
+// change; nothing here changes it: the default stays a refusal. tokens
+// says whether a one-time token opt-in could serve this tool at all.
+func elicitationUnsupported(tool string, tokens bool, format string, args ...any) *Refusal {
+	var b strings.Builder
+	b.WriteString(fmt.Sprintf(format, args...))
+	b.WriteString(". Nothing ran. Tell the user: this action needs their approval, and this client cannot show an approval prompt (MCP elicitation). ")
+	b.WriteString("They can use a client that supports elicitation, or ask the operator of this server to set up an approval page: ")
+	b.WriteString("run `mcpsafe approvals serve` and start this server with --mode channel --approver-url URL --approver-secret-file FILE (see docs/USAGE.md, channel approvals)")
+	if tokens {
+		fmt.Fprintf(&b, ", or to allow one-time approval tokens for this tool by name, which the user confirms in the chat: --allow-token-for %s (Options.AllowTokenFor in the library; not with --mode elicit)", tool)
+	}
+	b.WriteString(".")
+	return &Refusal{Reason: ReasonElicitationUnsupported, Message: b.String()}
 }
 
 // asRefusal returns err as a *Refusal, or wraps it with the fallback reason.

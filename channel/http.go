@@ -40,7 +40,7 @@ func (s *Service) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(webFS, "web/static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	m.HandleFunc("POST /webhook", s.handleWebhook)
+	m.HandleFunc("POST "+webhookPath, s.handleWebhook)
 
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.login)
@@ -91,6 +91,9 @@ type Item struct {
 	Grants       []mcpsafe.GrantOffer `json:"grants,omitempty"`
 	Grant        string               `json:"grant,omitempty"`
 	NeedsPasskey bool                 `json:"needs_passkey"` // approving takes a passkey on this call
+	// Outcome says what became of the call, from the gates' journals
+	// (ServiceOptions.Journals); empty when there is nothing to say.
+	Outcome string `json:"outcome,omitempty"`
 
 	// For the viewer.
 	Mine        bool     `json:"-"` // the viewer asked for this call
@@ -221,6 +224,7 @@ func (s *Service) view(viewer, csrf string) pageData {
 	for _, r := range h {
 		d.History = append(d.History, itemOf(r, viewer))
 	}
+	s.callOutcomes(d.History)
 	if s.opts.Grants != nil {
 		d.GrantsOn = true
 		list, err := s.liveGrants()
@@ -528,4 +532,24 @@ func (s *Service) apiDecide(w http.ResponseWriter, r *http.Request, who string) 
 		return
 	}
 	writeJSON(w, http.StatusOK, itemOf(rec, who))
+}
+
+// DecisionWords says what became of a decided request, by whom and when,
+// as the page shows it on the card and in the history.
+func (it Item) DecisionWords() string {
+	at := it.DecidedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+	switch it.Status {
+	case StatusApproved:
+		return "Approved by " + strings.Join(it.Approvals, ", ") + " at " + at
+	case StatusDenied:
+		return "Denied by " + it.DeniedBy + " at " + at
+	case StatusExpired:
+		return "Expired at " + at + ": nobody decided in time"
+	case StatusWithdrawn:
+		if n := it.WithdrawnNote(); n != "" {
+			return "Withdrawn (" + n + ") by the gate at " + at
+		}
+		return "Withdrawn by the gate at " + at
+	}
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"sort"
@@ -83,6 +84,11 @@ type ServiceOptions struct {
 	// Journals are gate journals (mcpsafe files/proxy --journal) the
 	// overview charts and lists, read only, while their gates write them.
 	Journals []string
+	// Logger receives what the operator must see: webhook calls refused
+	// (with the reason the caller was told and what to change), signed
+	// calls to a path that is not the webhook, gates' start-up probes.
+	// Default: nothing is logged.
+	Logger *slog.Logger
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -238,10 +244,37 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	if !s.hosts[hostOnly(r.Host)] {
-		writeJSON(w, http.StatusMisdirectedRequest, map[string]any{"approved": false, "error": fmt.Sprintf("host %q is not served here", Visible(clip(r.Host)))})
+		s.refuse(w, r, "call", fail(http.StatusMisdirectedRequest, "host %q is not served here (add it with --host, or use a name this service serves)", Visible(clip(r.Host))))
+		return
+	}
+	if r.Method == http.MethodPost && r.Header.Get(SignatureHeader) != "" && r.URL.Path != webhookPath {
+		// A gate whose --approver-url lacks /webhook: say so to both
+		// sides, instead of a bare 404 or 405.
+		s.refuse(w, r, "signed call", fail(http.StatusNotFound, "no webhook at %q: approval requests go to %s (the gate's --approver-url must end in %s)", Visible(clip(r.URL.Path)), webhookPath, webhookPath))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// webhookPath is where gates POST requests, withdrawals and probes.
+const webhookPath = "/webhook"
+
+func (s *Service) log() *slog.Logger {
+	if s.opts.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.opts.Logger
+}
+
+// refuse answers a webhook-side call with herr and logs why, so that the
+// operator of the service sees what the gate was told.
+func (s *Service) refuse(w http.ResponseWriter, r *http.Request, what string, herr *httpError) {
+	args := []any{"status", herr.code, "reason", herr.msg, "path", Visible(clip(r.URL.Path)), "remote", r.RemoteAddr}
+	if herr.code == http.StatusUnauthorized {
+		args = append(args, "fix", "the sender's secret (mcpsafe --approver-secret-file) is not this service's --secret-file, or a clock is off")
+	}
+	s.log().Warn("refused a "+what, args...)
+	writeJSON(w, herr.code, map[string]any{"approved": false, "error": herr.msg})
 }
 
 func (s *Service) expireLoop() {
@@ -348,13 +381,17 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
+	if isProbe(body) {
+		s.handleProbe(w, r, body)
+		return
+	}
 	if isWithdrawal(body) {
 		s.handleWithdraw(w, r.Header.Get(SignatureHeader), body)
 		return
 	}
 	e, herr := s.admit(r.Header.Get(SignatureHeader), body)
 	if herr != nil {
-		writeJSON(w, herr.code, map[string]any{"approved": false, "error": herr.msg})
+		s.refuse(w, r, "webhook request", herr)
 		return
 	}
 	released := false // answerPending let go of the request already

@@ -164,14 +164,20 @@ func LoadSecretFile(path string) ([]byte, error) {
 	text = strings.TrimSuffix(text, "\n")
 	text = strings.TrimSuffix(text, "\r")
 	if strings.ContainsAny(text, "\r\n \t") {
-		return nil, fmt.Errorf("channel: secret file %s must hold exactly one line of base64", path)
+		return nil, fmt.Errorf("channel: secret file %s must hold exactly one line of base64; %s", path, makeSecret(path))
 	}
 	secret, err := base64.StdEncoding.Strict().DecodeString(text)
 	if err != nil {
-		return nil, fmt.Errorf("channel: secret file %s is not base64: %w", path, err)
+		return nil, fmt.Errorf("channel: secret file %s is not base64 (%w); %s", path, err, makeSecret(path))
 	}
 	if len(secret) < MinSecretLen {
-		return nil, fmt.Errorf("channel: secret in %s is %d bytes, need at least %d", path, len(secret), MinSecretLen)
+		return nil, fmt.Errorf("channel: secret in %s is %d bytes, need at least %d; %s", path, len(secret), MinSecretLen, makeSecret(path))
 	}
 	return secret, nil
+}
+
+// makeSecret says how to make a good secret file: the same file (or a
+// copy) then goes to the approval service and to every gated server.
+func makeSecret(path string) string {
+	return fmt.Sprintf("make one with: head -c 32 /dev/urandom | base64 > %s && chmod 600 %s (and give the gated servers the same file)", path, path)
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -37,6 +38,12 @@ var (
 	// JSON, trailing data, duplicate keys, approved not a JSON boolean,
 	// too large, or listing the requesting principal as an approver.
 	ErrBadResponse = errors.New("channel: approver response rejected")
+	// ErrMisconfigured: the approval service refused the request for a
+	// reason only the operator can fix: a secret that is not the
+	// service's (HTTP 401), a URL that is not its webhook (404, 405), a
+	// host name it does not serve (421). Every call would fail the same
+	// way. It comes with ErrUnavailable (errors.Is matches both).
+	ErrMisconfigured = errors.New("channel: the approval channel is misconfigured")
 	// ErrRequest: the request itself cannot be sent (no id, no expiry).
 	ErrRequest = errors.New("channel: approval request invalid")
 	// ErrPending: Await's wait ended before anyone decided; the request
@@ -105,6 +112,10 @@ type Webhook struct {
 	serviceKey ed25519.PublicKey
 	// passkeys verifies passkey proofs; nil: none can be verified.
 	passkeys *PasskeyRegistry
+	// refused holds the ids of requests the service refused outright, so
+	// never opened: withdrawing one is a no-op (see Withdraw).
+	refusedMu sync.Mutex
+	refused   map[string]bool
 }
 
 var (
@@ -311,11 +322,10 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 		return no, fmt.Errorf("%w: the approver has not decided yet", ErrPending)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
-		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-			msg += " (redirects are never followed)"
+		if neverOpened(resp.StatusCode) {
+			w.markRefused(r.ID)
 		}
-		return no, fmt.Errorf("%w: %s", ErrUnavailable, msg)
+		return no, statusError(resp, "request")
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
@@ -385,6 +395,88 @@ func fitsService(r WireRequest, size int) error {
 		return fmt.Errorf("the plan has %d details and %d targets, the approval service takes at most %d of each", len(r.Details), len(r.Targets), maxPlanLines)
 	}
 	return nil
+}
+
+// neverOpened reports whether an answer with this status means the
+// service refused the request before keeping it (an mcpsafe approval
+// service answers these only then): there is nothing to withdraw.
+func neverOpened(code int) bool {
+	switch code {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusMethodNotAllowed,
+		http.StatusRequestEntityTooLarge, http.StatusMisdirectedRequest:
+		return true
+	}
+	return false
+}
+
+// maxRefused bounds the ids remembered as refused; past it the oldest are
+// forgotten (a withdrawal of one is then sent, and refused in turn).
+const maxRefused = 1024
+
+func (w *Webhook) markRefused(id string) {
+	w.refusedMu.Lock()
+	defer w.refusedMu.Unlock()
+	if w.refused == nil || len(w.refused) >= maxRefused {
+		w.refused = map[string]bool{}
+	}
+	w.refused[id] = true
+}
+
+// takeRefused reports whether id was refused outright, and forgets it.
+func (w *Webhook) takeRefused(id string) bool {
+	w.refusedMu.Lock()
+	defer w.refusedMu.Unlock()
+	if !w.refused[id] {
+		return false
+	}
+	delete(w.refused, id)
+	return true
+}
+
+// statusError says what a non-2xx answer means and what to change, with
+// the service's own reason (its JSON "error", sanitized and clipped).
+// what is "request", "withdrawal" or "probe".
+func statusError(resp *http.Response, what string) error {
+	code := resp.StatusCode
+	reason := ""
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var body struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
+		reason = body.Error
+		if len(reason) > 300 {
+			reason = reason[:300] + "..."
+		}
+		reason = ": " + Visible(reason)
+	}
+	status := fmt.Sprintf("HTTP %d%s", code, reason)
+	switch {
+	case code == http.StatusUnauthorized:
+		return misconfigured("the approval service refused the signature of the %s (%s): --approver-secret-file must hold the same secret as the service's --secret-file (and both clocks must be right)", what, status)
+	case code == http.StatusNotFound && body.Error == "no such request":
+		return fmt.Errorf("%w: the approval service holds no such request (%s)", ErrUnavailable, status)
+	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
+		return misconfigured("nothing at --approver-url takes approval requests (%s): it must be the approval service's webhook, whose path is /webhook (for example http://127.0.0.1:8080/webhook)", status)
+	case code == http.StatusMisdirectedRequest:
+		return misconfigured("the approval service does not answer to the host name in --approver-url (%s): use a name it serves, or add this one to its --host", status)
+	case code >= 300 && code < 400:
+		return fmt.Errorf("%w: %s (redirects are never followed: --approver-url must be the webhook itself)", ErrUnavailable, status)
+	}
+	return fmt.Errorf("%w: the approval service answered the %s with %s", ErrUnavailable, what, status)
+}
+
+// misconfigError is ErrMisconfigured (and ErrUnavailable) with a message
+// that says what to change, without the sentinels' own words.
+type misconfigError struct{ msg string }
+
+func (e *misconfigError) Error() string { return e.msg }
+func (e *misconfigError) Is(target error) bool {
+	return target == ErrMisconfigured || target == ErrUnavailable
+}
+
+func misconfigured(format string, a ...any) error {
+	return &misconfigError{"channel: " + fmt.Sprintf(format, a...)}
 }
 
 func (w *Webhook) transportError(ctx context.Context, err error) error {

@@ -214,6 +214,12 @@ func (w *Webhook) Withdraw(ctx context.Context, r mcpsafe.ApprovalRequest, reaso
 	if r.ID == "" {
 		return fmt.Errorf("%w: request id is required", ErrRequest)
 	}
+	if w.takeRefused(r.ID) {
+		// The service refused the request itself (wrong secret, wrong
+		// URL, ...): it never opened, so there is nothing to take back,
+		// and that error has been reported already.
+		return nil
+	}
 	body, err := json.Marshal(WireWithdrawal{
 		Version: 1, Type: "withdraw", ID: r.ID, Audience: r.Audience, ArgsDigest: r.ArgsDigest,
 		Reason: reason, Nonce: newNonce(),
@@ -232,10 +238,10 @@ func (w *Webhook) Withdraw(ctx context.Context, r mcpsafe.ApprovalRequest, reaso
 		return w.transportError(ctx, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("%w: withdrawal answered HTTP %d", ErrUnavailable, resp.StatusCode)
+		return statusError(resp, "withdrawal")
 	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
 	return nil
 }
 

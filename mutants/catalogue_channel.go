@@ -45,6 +45,32 @@ var channelMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "channel-probe-unverified",
+		Packages: []string{"./channel"},
+		Run:      "TestProbeChecksSecretAndURL",
+		Why:      "the approval service answers a start-up probe without checking its signature: a gate with the wrong secret starts as if its channel worked",
+		Edits: []Edit{
+			{
+				File: "channel/probe.go",
+				Old:  "s.opts.Secret, time.Now(), s.opts.Tolerance); err != nil {",
+				New:  "s.opts.Secret, time.Now(), s.opts.Tolerance); false && err != nil {",
+			},
+		},
+	},
+	{
+		Name:     "channel-withdraw-skips-open-request",
+		Packages: []string{"./channel"},
+		Run:      "TestWithdrawOnlyWhatNeverOpenedIsSkipped",
+		Why:      "a 409 (another caller waits on the request) counts as never opened: its withdrawal is skipped and the request stays approvable at the service",
+		Edits: []Edit{
+			{
+				File: "channel/webhook.go",
+				Old:  "\tcase http.StatusBadRequest, http.StatusUnauthorized,",
+				New:  "\tcase http.StatusConflict, http.StatusBadRequest, http.StatusUnauthorized,",
+			},
+		},
+	},
+	{
 		Name:     "sod-service-compares-raw-names",
 		Packages: []string{"./channel"},
 		Run:      "TestSelfApproval",

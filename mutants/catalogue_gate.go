@@ -576,8 +576,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_text.go",
-				Old:  "fmt.Fprintf(&b, \"\\nRequested by: %s\\n\", prompt.Quote(k.c.Principal))",
-				New:  "fmt.Fprintf(&b, \"\\nRequested by: %s\\n\", k.c.Principal)",
+				Old:  "return \"Requested by: \" + prompt.Quote(principal) + \"\\n\"",
+				New:  "return \"Requested by: \" + principal + \"\\n\"",
 			},
 		},
 	},

@@ -63,6 +63,13 @@ type serverYAML struct {
 	Policy     yaml.Node         `yaml:"policy"`
 }
 
+// A typo'd key in a gateway file is explained as in a policy file: the
+// key, where it was, the nearest known key and the list.
+func init() {
+	knownKeys["gatewayFileYAML"], where["gatewayFileYAML"] = yamlKeys(gatewayFileYAML{}), "at the top level of the gateway configuration"
+	knownKeys["serverYAML"], where["serverYAML"] = yamlKeys(serverYAML{}), "in a server entry"
+}
+
 // LoadGateway reads and checks a gateway configuration file. Policy files
 // it names are read relative to it.
 func LoadGateway(path string) (*GatewayFile, error) {
@@ -84,7 +91,7 @@ func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty gateway configuration", source)
 		}
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, explainYAML(source, err)
 	}
 	if len(f.Servers) == 0 {
 		return nil, fmt.Errorf("%s: no servers", source)

@@ -212,7 +212,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return err
 	}
 	if s.Upstream, err = s.connectLeg(sctx, cfg.Upstream, nil); err != nil {
-		return nil, startErr("initialize", fmt.Errorf("proxy: connecting upstream: %w", err))
+		return nil, startErr("initialize", upstreamStartError(cfg.Upstream, fmt.Errorf("proxy: connecting upstream: %w", err)))
 	}
 	init := s.Upstream.InitializeResult()
 	if init == nil {
@@ -243,11 +243,12 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		key := "allow_token_for"
-		if strings.Contains(err.Error(), "AllowGrantsFor") {
-			key = "allow_grants_for"
+		var oe *mcpsafe.OptInError
+		if errors.As(err, &oe) {
+			key := map[string]string{"AllowTokenFor": "allow_token_for", "AllowGrantsFor": "allow_grants_for"}[oe.Option]
+			return nil, fmt.Errorf("%s: %s", pol.Source, oe.Say(key))
 		}
-		return nil, fmt.Errorf("%s: %s: %w", pol.Source, key, err)
+		return nil, fmt.Errorf("%s: %w", pol.Source, err)
 	}
 	go s.syncLoop()
 	return s, nil

@@ -125,6 +125,11 @@ func (h *HTTP) Check() error {
 	if h.Auth.Issuer == "" && (h.Auth.Audience != "" || h.Auth.JWKSURL != "") {
 		return errors.New("--auth-audience and --auth-jwks-url need --auth-issuer")
 	}
+	if h.Addr != "" {
+		if _, port, err := net.SplitHostPort(h.Addr); err != nil || port == "" {
+			return fmt.Errorf("--http %q is not HOST:PORT: give the port too, e.g. --http 127.0.0.1:8765 (or 127.0.0.1:0 for any free port)", h.Addr)
+		}
+	}
 	if h.Addr != "" && h.Auth.Issuer == "" && !channel.IsLoopbackAddr(h.Addr) {
 		return fmt.Errorf("%s: %w", h.Addr, ErrNoIdentity)
 	}

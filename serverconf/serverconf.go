@@ -204,6 +204,9 @@ func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, 
 			}
 		}
 		j, err := journal.Open(path, jopts...)
+		if err != nil && !errors.Is(err, journal.ErrInUse) && cfg.JournalPath == "" {
+			err = defaultJournalError(path, err)
+		}
 		return j, path, err
 	}
 	if cfg.JournalPath != "" {
@@ -216,7 +219,7 @@ func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, 
 	for n := 1; n <= journal.DefaultSlots; n++ {
 		path, err := journal.DefaultSlotPath(cfg.JournalName(), n)
 		if err != nil {
-			return nil, "", err
+			return nil, "", defaultJournalError("", err)
 		}
 		j, path, err := open(path)
 		if errors.Is(err, journal.ErrInUse) {
@@ -362,6 +365,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		}
 		w, err := channel.NewWebhook(cfg.ApproverURL, secret, wopts...)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkChannel(ctx, w, cfg.Logger); err != nil {
 			return nil, err
 		}
 		opts.Approver = w

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -68,7 +69,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	fl.Var(&requirePasskey, "require-passkey", "TOOL: approving TOOL takes each approver's passkey on the call (repeatable; needs --passkeys-file)")
 	signingKey := fl.String("signing-key-file", "", "Ed25519 key that signs every approval (mcpsafe approvals keygen); gates check it with --approver-public-key")
 	var journals requireList
-	fl.Var(&journals, "journal", "a gate's journal (mcpsafe files/proxy --journal) for the overview page to chart and list, read only (repeatable)")
+	fl.Var(&journals, "journal", "a gate's journal (mcpsafe files/proxy --journal) for the overview page to chart and list and the page to say whether a decided call ran, read only (repeatable)")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && wantsHelp(args[:1]) {
@@ -101,6 +102,10 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	req, err := channel.ParseRequire(require)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
+		return 2
+	}
+	if _, port, err := net.SplitHostPort(*listen); err != nil || port == "" {
+		fmt.Fprintf(stderr, "mcpsafe approvals serve: --listen %q is not HOST:PORT: give the port too, e.g. --listen 127.0.0.1:8080\n", *listen)
 		return 2
 	}
 	if *tlsCert == "" && !*plainHTTP && !channel.IsLoopbackAddr(*listen) {
@@ -153,6 +158,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...), Journals: journals,
+		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	}
 	if *grantsLedger != "" {
 		l, err := ledger.Open(context.Background(), *grantsLedger)

@@ -74,7 +74,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	defer stop.close()
 	srv, err := files.NewServer(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, errLine("mcpsafe files", err))
+		fmt.Fprintln(stderr, errLine("mcpsafe files", flagWords(err)))
 		return 1
 	}
 	defer srv.Close()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -67,6 +68,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cfg.Policy = pol
 	}
 	if *upstreamURL != "" {
+		if u, err := url.Parse(*upstreamURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			fmt.Fprintf(stderr, "mcpsafe proxy: --upstream-url %q is not an http:// or https:// URL: write the scheme too, e.g. http://127.0.0.1:9000/mcp\n", *upstreamURL)
+			return 2
+		}
 		hc := proxy.UpstreamHTTPClient()
 		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
 		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}

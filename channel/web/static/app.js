@@ -46,9 +46,11 @@
     card.querySelectorAll('.actions button').forEach(function (b) { b.disabled = true; });
     var row = fresh.querySelector('#hist-' + CSS.escape(card.dataset.id));
     var text = 'Decided elsewhere';
-    if (row) {
+    if (row && row.dataset.decision) {
+      text = row.dataset.decision;
+    } else if (row) {
       var outcome = row.querySelector('.outcome');
-      var by = row.querySelector('td:last-child');
+      var by = row.querySelector('td.by');
       var why = row.querySelector('.withdrawn-note');
       text = (outcome ? outcome.textContent : 'decided') + (why ? ' ' + why.textContent : '') +
         (by && by.textContent.trim() ? ' by ' + by.textContent.trim() : '');
@@ -70,6 +72,26 @@
     card.insertBefore(note, actions);
     var t = card.querySelector('.timeleft');
     if (t) { t.textContent = row ? (row.querySelector('.outcome') || {}).textContent || '' : 'decided'; }
+  }
+
+  // decided rewrites a card that left the queue with what the history says
+  // about it: the decision (who, when) in place of "N of M needed", and
+  // what became of the call. It runs again on every update, so an outcome
+  // the gate journals later shows up on the card too.
+  function decided(card, fresh) {
+    var row = fresh.querySelector('#hist-' + CSS.escape(card.dataset.id));
+    if (!row) { return; }
+    var dd = card.querySelector('dd.approvals');
+    if (dd && row.dataset.decision) { dd.textContent = row.dataset.decision; dd.classList.add('decided'); }
+    var out = card.querySelector('.call-outcome');
+    if (!out) {
+      out = document.createElement('p');
+      out.className = 'call-outcome';
+      out.setAttribute('role', 'status');
+      var note = card.querySelector('.stale-note');
+      card.insertBefore(out, note ? note.nextSibling : card.querySelector('.actions'));
+    }
+    out.textContent = row.dataset.outcome || '';
   }
 
   function apply(html) {
@@ -97,8 +119,9 @@
           if (twin && twin.querySelector('option[value="' + CSS.escape(sel.value) + '"]')) { twin.value = sel.value; }
         });
         card.replaceWith(repl); // same place; the server's newer state
-      } else if (!card.classList.contains('stale')) {
-        markStale(card, fresh);
+      } else {
+        if (!card.classList.contains('stale')) { markStale(card, fresh); }
+        decided(card, fresh);
       }
     });
     next.querySelectorAll('article.req').forEach(function (card) { cur.appendChild(card); });
