@@ -198,15 +198,15 @@ mutant("journal-chain-unlinked", "./journal", "records are not linked to their p
 mutant("ledger-memory-read-then-delete", "./ledger", "memory ledger redeems with a read, an unlock and a later delete (racy)",
     [("ledger/memory.go", "\texpires, ok := m.grants[nonce]\n\tif !ok {\n\t\treturn false, nil\n\t}\n\tdelete(m.grants, nonce)\n",
                           "\texpires, ok := m.grants[nonce]\n\tm.mu.Unlock()\n\tif !ok {\n\t\tm.mu.Lock()\n\t\treturn false, nil\n\t}\n\truntime.Gosched()\n\tm.mu.Lock()\n\tdelete(m.grants, nonce)\n"),
-     ("ledger/memory.go", "\t\"fmt\"\n", "\t\"fmt\"\n\t\"runtime\"\n")], run="TestConformance/memory")
+     ("ledger/memory.go", "\t\"fmt\"\n", "\t\"fmt\"\n\t\"runtime\"\n")], run="TestConformance")
 mutant("ledger-memory-ignores-expiry", "./ledger", "memory ledger redeems expired grants",
-    [("ledger/memory.go", "\treturn now.Before(expires), nil\n}", "\treturn true || now.Before(expires), nil\n}")], run="TestConformance/memory")
-mutant("ledger-redis-get-then-del", "./ledger", "redis ledger redeems with GET then DEL (racy) instead of GETDEL",
-    [("ledger/redis.go", "\tv, err := r.client.GetDel(ctx, r.prefix+nonce).Result()\n",
-                         "\tv, err := r.client.Get(ctx, r.prefix+nonce).Result()\n\tif err == nil {\n\t\tr.client.Del(ctx, r.prefix+nonce)\n\t}\n")], run="TestConformance/redis")
-mutant("ledger-redis-foreign-value-approves", "./ledger", "redis ledger approves a value that is not its marker",
-    [("ledger/redis.go", "\texp, err := parseRedisValue(v)\n\tif err != nil {\n\t\treturn false, unavailable(\"redis\", \"redeem\", err)\n\t}",
-                         "\texp, err := parseRedisValue(v)\n\tif err != nil {\n\t\treturn true, nil\n\t}")], run="TestRedisForeignValuesNeverApprove|TestConformance/redis")
+    [("ledger/memory.go", "\treturn now.Before(expires), nil\n}", "\treturn true || now.Before(expires), nil\n}")], run="TestConformance")
+mutant("ledger-redis-get-then-del", "./ledger/redis", "redis ledger redeems with GET then DEL (racy) instead of GETDEL",
+    [("ledger/redis/redis.go", "\tv, err := r.client.GetDel(ctx, r.prefix+nonce).Result()\n",
+                         "\tv, err := r.client.Get(ctx, r.prefix+nonce).Result()\n\tif err == nil {\n\t\tr.client.Del(ctx, r.prefix+nonce)\n\t}\n")], run="TestConformance")
+mutant("ledger-redis-foreign-value-approves", "./ledger/redis", "redis ledger approves a value that is not its marker",
+    [("ledger/redis/redis.go", "\texp, err := parseRedisValue(v)\n\tif err != nil {\n\t\treturn false, ledger.Unavailable(\"redis\", \"redeem\", err)\n\t}",
+                         "\texp, err := parseRedisValue(v)\n\tif err != nil {\n\t\treturn true, nil\n\t}")], run="TestRedisForeignValuesNeverApprove|TestConformance")
 # ---- safefs -----------------------------------------------------------------------
 mutant("safefs-recheck-skipped", "./safefs", "Remove does not compare the file with what was approved",
     [("safefs/fs_linux.go", "\t\tif d := got.Diff(want); d != nil {", "\t\tif d := got.Diff(want); d != nil && false {")], run="TestRemove|TestMove")
@@ -390,20 +390,20 @@ mutant("standing-expiry-inclusive", ".", "a grant still covers a call at the ins
     [(GS, "\t\tcase !k.now.Before(time.UnixMilli(sg.ExpiresAt)):", "\t\tcase k.now.After(time.UnixMilli(sg.ExpiresAt)):")], run="TestStandingGrantExpiryBoundary")
 mutant("standing-memory-uses-not-counted", ".", "the memory ledger never takes a use, so a grant covers calls forever",
     [("ledger/memory.go", "\ts.Uses--\n", "")], run="TestStandingGrantFitsThenUsedUp")
-mutant("standing-redis-refusal-is-use", "./ledger", "a refused Redis use (the script's -1) counts as a use, so a used-up, revoked or expired grant covers calls",
-    [("ledger/redis.go", "\tif left < 0 {\n\t\treturn 0, false, nil", "\tif left < -1 {\n\t\treturn 0, false, nil")], run="TestConformance/redis/standing")
-mutant("standing-postgres-use-past-zero", "./ledger", "the PostgreSQL use statement does not check the count",
-    [("ledger/postgres.go", "SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now()", "SET uses = uses - 1 WHERE id = $1 AND expires_at > now()")], run="TestConformance/postgres/standing")
-mutant("standing-file-use-past-zero", "./ledger", "the SQLite use statement does not check the count",
-    [("ledger/file.go", "SET uses = uses - 1 WHERE id = ?1 AND uses > 0 AND expires_at > ?2", "SET uses = uses - 1 WHERE id = ?1 AND expires_at > ?2")], run="TestConformance/file/standing")
+mutant("standing-redis-refusal-is-use", "./ledger/redis", "a refused Redis use (the script's -1) counts as a use, so a used-up, revoked or expired grant covers calls",
+    [("ledger/redis/redis.go", "\tif left < 0 {\n\t\treturn 0, false, nil", "\tif left < -1 {\n\t\treturn 0, false, nil")], run="TestConformance/standing")
+mutant("standing-postgres-use-past-zero", "./ledger/postgres", "the PostgreSQL use statement does not check the count",
+    [("ledger/postgres/postgres.go", "SET uses = uses - 1 WHERE id = $1 AND uses > 0 AND expires_at > now()", "SET uses = uses - 1 WHERE id = $1 AND expires_at > now()")], run="TestConformance/standing")
+mutant("standing-file-use-past-zero", "./ledger/sqlite", "the SQLite use statement does not check the count",
+    [("ledger/sqlite/sqlite.go", "SET uses = uses - 1 WHERE id = ?1 AND uses > 0 AND expires_at > ?2", "SET uses = uses - 1 WHERE id = ?1 AND expires_at > ?2")], run="TestConformance/standing")
 mutant("standing-answer-case-folded", ".", "a grant choice that only resembles a listed one (another case) creates a grant",
     [(GS, "\t\tif offers[i].ID == answer {", "\t\tif strings.EqualFold(offers[i].ID, answer) {")], run="TestStandingGrantAnswerMustBeListed")
 mutant("standing-irreversible-unnamed", ".", "an irreversible tool offers standing grants without being named in AllowGrantsFor",
     [("gate.go", "\t\tgt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)", "\t\tgt.grantsNamed = true")], run="TestStandingGrantForIrreversibleOnlyWhenNamed")
 mutant("standing-client-relayed-always", ".", "a client-relayed approval creates a grant where the policy does not allow it",
     [(GS, "\tif assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {", "\tif false {")], run="TestStandingGrantClientRelayedOnlyWhenAllowed")
-mutant("standing-redis-revoke-noop", "./ledger", "a revocation in Redis leaves the grant usable by the replicas",
-    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3], 'by', ARGV[4], 'at', nowText)\n", "")], run="TestConformance/redis/standing")
+mutant("standing-redis-revoke-noop", "./ledger/redis", "a revocation in Redis leaves the grant usable by the replicas",
+    [("ledger/redis/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3], 'by', ARGV[4], 'at', nowText)\n", "")], run="TestConformance/standing")
 mutant("standing-service-unlisted-grant", "./channel", "the approval service accepts a grant choice the request did not offer",
     [("channel/service.go", "\tif approve && !offered(cur.Req, grant) {", "\tif false {")], run="TestServiceGrantChoice")
 
@@ -546,27 +546,27 @@ mutant("owned-token-field-stripped", ".", "the gate takes the tool's own approva
 # ---- h-grantends (issue 13): every end of a standing grant journaled once ----
 mutant("grant-end-claimed-twice", "./ledger", "two gates may both claim one grant's end and journal it twice",
     [("ledger/memory.go", "if !ok || s.live(now) || !s.claimed.IsZero() {", "if !ok || s.live(now) {")],
-    run="TestConformance/memory/standing")
-mutant("grant-end-claimed-twice-redis", "./ledger", "two gates sharing Redis may both claim one grant's end",
-    [("ledger/redis.go", "if not v[1] or not v[2] or v[3] then return false end", "if not v[1] or not v[2] then return false end")],
-    run="TestConformance/redis/standing")
-mutant("grant-end-claimed-twice-postgres", "./ledger", "two gates sharing PostgreSQL may both claim one grant's end",
-    [("ledger/postgres.go", "WHERE id = $1 AND claimed_at IS NULL AND (uses <= 0 OR expires_at <= now())", "WHERE id = $1 AND (uses <= 0 OR expires_at <= now())")],
-    run="TestConformance/postgres/standing")
+    run="TestConformance/standing")
+mutant("grant-end-claimed-twice-redis", "./ledger/redis", "two gates sharing Redis may both claim one grant's end",
+    [("ledger/redis/redis.go", "if not v[1] or not v[2] or v[3] then return false end", "if not v[1] or not v[2] then return false end")],
+    run="TestConformance/standing")
+mutant("grant-end-claimed-twice-postgres", "./ledger/postgres", "two gates sharing PostgreSQL may both claim one grant's end",
+    [("ledger/postgres/postgres.go", "WHERE id = $1 AND claimed_at IS NULL AND (uses <= 0 OR expires_at <= now())", "WHERE id = $1 AND (uses <= 0 OR expires_at <= now())")],
+    run="TestConformance/standing")
 mutant("grant-end-live-claimable", "./ledger", "a live grant's end may be claimed (and journaled as ended while it still covers calls)",
     [("ledger/memory.go", "if !ok || s.live(now) || !s.claimed.IsZero() {", "if !ok || !s.claimed.IsZero() {")],
-    run="TestConformance/memory/standing")
+    run="TestConformance/standing")
 mutant("tombstone-still-usable", "./ledger", "a revoked grant keeps its uses, so its tombstone still covers calls",
     [("ledger/memory.go", "s.Uses, s.ended, s.by, s.endedAt = 0, r.Reason, r.By, now", "s.ended, s.by, s.endedAt = r.Reason, r.By, now")],
-    run="TestConformance/memory/standing")
-mutant("tombstone-still-usable-redis", "./ledger", "a grant revoked in Redis keeps its uses",
-    [("ledger/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3]", "redis.call('HSET', KEYS[1], 'ended', ARGV[3]")],
-    run="TestConformance/redis/standing")
+    run="TestConformance/standing")
+mutant("tombstone-still-usable-redis", "./ledger/redis", "a grant revoked in Redis keeps its uses",
+    [("ledger/redis/redis.go", "redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3]", "redis.call('HSET', KEYS[1], 'ended', ARGV[3]")],
+    run="TestConformance/standing")
 mutant("tombstone-resurrected-by-put", "./ledger", "a put of an ended grant's ID replaces its tombstone with a live grant",
     [("ledger/memory.go", "\tif _, ok := m.standing[s.ID]; ok {\n\t\treturn ErrExists", "\tif old, ok := m.standing[s.ID]; ok && old.live(now) {\n\t\treturn ErrExists")],
-    run="TestConformance/memory/standing")
-mutant("tombstones-unbounded", "./ledger", "unclaimed ends are never swept from a file ledger",
-    [("ledger/file.go", "WHERE (claimed_at > 0 AND claimed_at <= ?1) OR expires_at <= ?2`", "WHERE (claimed_at > 0 AND claimed_at <= ?1)`")],
+    run="TestConformance/standing")
+mutant("tombstones-unbounded", "./ledger/sqlite", "unclaimed ends are never swept from a file ledger",
+    [("ledger/sqlite/sqlite.go", "WHERE (claimed_at > 0 AND claimed_at <= ?1) OR expires_at <= ?2`", "WHERE (claimed_at > 0 AND claimed_at <= ?1)`")],
     run="TestStandingTombstonesBounded")
 mutant("grant-end-used-up-unclaimed", ".", "the last use journals used-up without claiming, so a sweep journals it again",
     [("grant_standing.go", "\t\tif left == 0 {\n\t\t\tg.journalEnd(ctx, sg.ID)\n\t\t}", "\t\tif left == 0 {\n\t\t\tg.opts.Journal.Append(ctx, journal.Record{Tool: sg.Tool, Principal: sg.Principal, Decision: journal.GrantEnded, Grant: sg.ID, Reason: ledger.EndUsedUp})\n\t\t}")],
@@ -744,10 +744,10 @@ mutant("unknown-method-name-unscanned", "./proxy", "an unknown method named afte
 mutant("store-error-text-unredacted", "./journal ./cmd/mcpsafe", "an upstream's error or a resolver's refusal that echoes a secret argument is stored (and so shown, exported) in clear",
     [("journal/journal.go", "\tr.Summary, r.Error, r.Reason = secrets.Text(r.Summary), secrets.Text(r.Error), secrets.Text(r.Reason)\n", "\t_ = secrets\n")],
     run="TestAppendCutsSecretsOutOfStoredText|TestErrorTextNeverStoresSecretArguments")
-mutant("redis-grant-expiry-by-local-clock", "./ledger", "a replica judges a standing grant's expiry in Redis by its own clock: one running behind uses an expired grant, one running ahead is refused a live one",
-    [("ledger/redis.go", "\tleft, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}).Int()", "\tleft, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}, r.now().UnixNano()).Int()"),
-     ("ledger/redis.go", "if tonumber(v[1]) <= now or tonumber(v[2]) <= 0 then return -1 end", "if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end")],
-    run="TestRedisStandingExpiryByServerClock|TestConformance/redis/standing")
+mutant("redis-grant-expiry-by-local-clock", "./ledger/redis", "a replica judges a standing grant's expiry in Redis by its own clock: one running behind uses an expired grant, one running ahead is refused a live one",
+    [("ledger/redis/redis.go", "\tleft, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}).Int()", "\tleft, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}, r.now().UnixNano()).Int()"),
+     ("ledger/redis/redis.go", "if tonumber(v[1]) <= now or tonumber(v[2]) <= 0 then return -1 end", "if tonumber(v[1]) <= tonumber(ARGV[1]) or tonumber(v[2]) <= 0 then return -1 end")],
+    run="TestRedisStandingExpiryByServerClock|TestConformance/standing")
 mutant("witness-cap-permanent", "./witness", "a journal whose checkpoints reach the witness's limit is refused for good: a busy server is witnessed no further after a few days",
     [("witness/witness.go", "\t\tif err := s.thin(h, c.Journal); err != nil {\n\t\t\treturn Result{}, err\n\t\t}\n", "")],
     run="TestWitnessPastItsLimitKeepsWitnessing")
