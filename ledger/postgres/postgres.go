@@ -20,10 +20,11 @@ const DefaultTable = "mcpsafe_grants"
 
 var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// Store is a ledger.Store in a PostgreSQL table shared by replicas. Redeem is one
-// DELETE ... WHERE nonce = $1 AND expires_at > now() RETURNING: row locking
-// lets exactly one concurrent DELETE return the row. Expiry is judged by the
-// database clock, and a background DELETE removes expired rows.
+// Store is a ledger.Store in a PostgreSQL table shared by replicas. Redeem
+// is one DELETE ... WHERE nonce = $1 AND expires_at > now() RETURNING: row
+// locking lets exactly one concurrent DELETE return the row. Expiry is
+// judged by the database clock, and a background DELETE removes expired
+// rows.
 type Store struct {
 	pool    *pgxpool.Pool
 	table   string
@@ -199,7 +200,8 @@ func (p *Store) sweeper(every time.Duration) {
 	}
 }
 
-// Close stops the sweeper and the pool; later calls fail with ledger.ErrClosed.
+// Close stops the sweeper and the pool; later calls fail with
+// ledger.ErrClosed.
 func (p *Store) Close() error {
 	p.once.Do(func() {
 		close(p.stop)

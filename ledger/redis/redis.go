@@ -189,9 +189,9 @@ func (r *Store) Close() error {
 // atomic in Redis: a use checks expiry and count and decrements in one
 // script, so K uses raced from any number of replicas succeed exactly K
 // times. Expiry is judged from the stored time, never from the key's TTL:
-// the key outlives the grant by ledger.StandingEndHorizon, so that its end can be
-// journaled, and is shortened to ledger.StandingClaimedRetention once claimed. A
-// revocation sets the uses to 0 (what a use checks) and leaves the key in
+// the key outlives the grant by ledger.StandingEndHorizon, so that its end
+// can be journaled, and is shortened to ledger.StandingClaimedRetention once
+// claimed. A revocation sets the uses to 0 (what a use checks) and leaves the key in
 // the set of all until the end is claimed.
 //
 // "Now" is the Redis server's clock (TIME), read inside each script and in
