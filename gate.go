@@ -36,7 +36,9 @@ type Options struct {
 	// Keys seal grants. The zero Keys is a fresh random key per process.
 	Keys Keys
 	// Ledger records grants so each is redeemed at most once. Nil means an
-	// in-memory ledger (one process only).
+	// in-memory ledger (one process only). Replicas share a store from
+	// ledger/redis or ledger/postgres (ledger/sqlite: processes of one
+	// host): import the backend you want; the gate links in none.
 	Ledger Ledger
 	// Journal receives the audit trail. Required: pass NoJournal to run
 	// without one on purpose.

@@ -242,7 +242,8 @@ type Approver interface {
 //
 // Standing returns the store that keeps standing grants, or nil when the
 // ledger keeps none (tools that offer grants are then a startup error).
-// Every store of package ledger returns itself. A wrapper (metrics,
+// Every store of package ledger and of its backends (ledger/sqlite,
+// ledger/redis, ledger/postgres) returns itself. A wrapper (metrics,
 // tracing, fault injection) must forward it explicitly: the capability is
 // part of the type, never found by a type assertion that a wrapper would
 // silently defeat.

@@ -14,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/ledger/postgres"
+	_ "github.com/mcpsafe/mcpsafe/ledger/redis"  // redis:// for this package's tests
+	_ "github.com/mcpsafe/mcpsafe/ledger/sqlite" // file: for this package's tests
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 )
@@ -63,7 +66,7 @@ func sharedLedgerURL(t *testing.T, kind string) string {
 		}
 		table := "grants_test_" + uniqueName()
 		t.Cleanup(func() {
-			conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`, `+ledger.StandingTable(table))
+			conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`, `+postgres.StandingTable(table))
 			conn.Close(context.Background())
 		})
 		return dsn + "&ledger_table=" + table

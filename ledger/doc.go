@@ -9,13 +9,40 @@
 // only: a redeemed nonce is deleted, so a replay finds nothing, and the
 // gate never issues a nonce twice because nonces are random.
 //
+// # Choosing a store: import the backend you want
+//
+// This package holds the Store and StandingStore interfaces, the memory
+// store and Open. Each shared store is a package of its own, so that a
+// program links in only the drivers it uses (the gate itself imports
+// none):
+//
+//	ledger/sqlite    file:PATH                       modernc.org/sqlite
+//	ledger/redis     redis://, rediss://             go-redis
+//	ledger/postgres  postgres://, postgresql://      pgx
+//
+// Use a backend's Open directly, or import it for its side effect and
+// name the store by URL, as with database/sql drivers:
+//
+//	import _ "github.com/mcpsafe/mcpsafe/ledger/redis"
+//
+//	store, err := ledger.Open(ctx, "redis://127.0.0.1:6379/0")
+//
+// Each backend registers its schemes with Register from its init
+// function. Open of a scheme whose backend is not linked in fails with an
+// error naming the import. The mcpsafe command links in all three.
+//
+// A backend outside this module implements Store (and StandingStore),
+// validates its arguments with CheckNonce, CheckIssue, CheckStanding,
+// CheckScope and CheckRevocation, wraps every store failure with
+// Unavailable, and passes the conformance suite in ledger/ledgertest.
+//
 // # Stores
 //
 //   - memory: exact, private to one process. Capacity-bounded: when full it
 //     refuses new grants with ErrFull and never evicts an outstanding one,
 //     since eviction would revoke an approval a human already gave. Expired
 //     grants are purged lazily.
-//   - file:PATH: SQLite (modernc.org/sqlite, pure Go) in WAL mode with
+//   - file:PATH (ledger/sqlite): SQLite (modernc.org/sqlite, pure Go) in WAL mode with
 //     synchronous=FULL, so a committed redemption survives a crash and a
 //     spent grant cannot come back. Safe for several processes on one host:
 //     SQLite's locks serialize writers and redemption is the single
@@ -29,13 +56,13 @@
 //     processes SQLite's lock is not fair (a waiter polls), so under
 //     sustained contention a call can reach its timeout and is refused.
 //     Busy multi-process deployments belong on redis or postgres.
-//   - redis:// and rediss://: one SET NX PX per issue (ErrExists when the key
+//   - redis:// and rediss:// (ledger/redis): one SET NX PX per issue (ErrExists when the key
 //     exists), one GETDEL per redemption, atomic in Redis, so among any
 //     number of replicas exactly one receives the value. Redis expires keys
 //     by their TTL. The value is a marker with the exact expiry, checked on
 //     redemption: a key holding anything else is an error, never an
 //     approval.
-//   - postgres:// and postgresql://: one INSERT per issue, one
+//   - postgres:// and postgresql:// (ledger/postgres): one INSERT per issue, one
 //     DELETE ... WHERE nonce = $1 AND expires_at > now() RETURNING per
 //     redemption; the row lock lets exactly one DELETE return the row.
 //     Expiry is judged by the database clock. A background DELETE removes

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,8 +17,8 @@ import (
 // an unknown, already redeemed or expired nonce, and false with an error when
 // the store cannot answer. A caller must treat any error as "not approved".
 //
-// Standing returns the store's standing grants (every store in this
-// package keeps them, and returns itself). It is a method and not a type
+// Standing returns the store's standing grants (every store of this
+// module keeps them, and returns itself). It is a method and not a type
 // to assert on, so that a wrapper around a Store must say what becomes of
 // it: a capability found by type assertion is silently lost behind any
 // wrapper that does not happen to implement it too.
@@ -63,10 +64,13 @@ const (
 	DefaultSweepInterval = time.Minute
 )
 
-// checkNonce keeps arbitrary bytes out of keys, file names and SQL
-// parameters. The gate's nonces are 128-bit random values in base64url or hex,
-// which this accepts.
-func checkNonce(nonce string) error {
+// CheckNonce reports whether nonce has the syntax every store accepts,
+// [A-Za-z0-9_-]{1,MaxNonceLen} (an error wrapping ErrInvalidNonce
+// otherwise). It keeps arbitrary bytes out of keys, file names and SQL
+// parameters. The gate's nonces are 128-bit random values in base64url or
+// hex, which this accepts. A backend checks every nonce and ID with it
+// before it reaches the store.
+func CheckNonce(nonce string) error {
 	if nonce == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidNonce)
 	}
@@ -83,9 +87,10 @@ func checkNonce(nonce string) error {
 	return nil
 }
 
-// checkIssue validates Issue's arguments against the local clock.
-func checkIssue(nonce string, expires, now time.Time) error {
-	if err := checkNonce(nonce); err != nil {
+// CheckIssue validates Issue's arguments against the local clock now:
+// the nonce's syntax, and an expiry after now (ErrExpired otherwise).
+func CheckIssue(nonce string, expires, now time.Time) error {
+	if err := CheckNonce(nonce); err != nil {
 		return err
 	}
 	if !expires.After(now) {
@@ -95,9 +100,11 @@ func checkIssue(nonce string, expires, now time.Time) error {
 	return nil
 }
 
-// unavailable wraps a store failure so that errors.Is(err, ErrUnavailable)
-// holds and the cause stays visible to errors.Is/As and in the message.
-func unavailable(store, op string, cause error) error {
+// Unavailable wraps a store failure so that errors.Is(err, ErrUnavailable)
+// holds and the cause stays visible to errors.Is/As and in the message:
+// "ledger unavailable: STORE OP: CAUSE". Backends return it for every
+// failure of the store itself (not for invalid arguments).
+func Unavailable(store, op string, cause error) error {
 	return &storeError{store: store, op: op, cause: cause}
 }
 
@@ -112,122 +119,108 @@ func (e *storeError) Error() string {
 
 func (e *storeError) Unwrap() []error { return []error{ErrUnavailable, e.cause} }
 
-// opContext bounds one store operation by timeout unless ctx already ends
-// sooner.
-func opContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, timeout)
+// An Opener opens the store a URL names. It reports a malformed URL as a
+// plain configuration error, and a store it cannot reach as an error
+// wrapping ErrUnavailable.
+type Opener func(ctx context.Context, rawURL string) (Store, error)
+
+var registry = struct {
+	sync.RWMutex
+	openers map[string]Opener
+}{openers: map[string]Opener{"memory": openMemory}}
+
+// backendPackages names the package to import for each scheme this module
+// has a backend for, so that Open can say which import is missing.
+var backendPackages = map[string]string{
+	"file":       "github.com/mcpsafe/mcpsafe/ledger/sqlite",
+	"redis":      "github.com/mcpsafe/mcpsafe/ledger/redis",
+	"rediss":     "github.com/mcpsafe/mcpsafe/ledger/redis",
+	"postgres":   "github.com/mcpsafe/mcpsafe/ledger/postgres",
+	"postgresql": "github.com/mcpsafe/mcpsafe/ledger/postgres",
 }
 
-// Open returns the store a URL names:
+// Register makes Open hand the URLs of scheme (compared without regard to
+// case) to open. A backend package registers its schemes from its init
+// function, so that importing the package, even as
 //
-//	memory: or ""                          in-process (NewMemory with the default capacity)
-//	file:PATH                              SQLite file, shared by processes on one host
-//	redis://... rediss://...               Redis, shared by replicas
-//	postgres://... postgresql://...        PostgreSQL, shared by replicas
+//	import _ "github.com/mcpsafe/mcpsafe/ledger/redis"
 //
-// Query parameters read by the ledger itself (and removed before the URL
-// reaches a driver): ledger_timeout (per-operation bound, Go duration,
-// default 2s), ledger_sweep (expired-grant cleanup interval for file and
-// postgres, default 1m), ledger_prefix (redis key prefix, default
-// "mcpsafe:grant:"), ledger_table (postgres table, default "mcpsafe_grants").
-// Open of a shared store connects, pings and creates the schema, so a
-// misconfigured ledger fails at startup rather than at the first approval.
+// links it in; a program links in only the drivers it imports. Register
+// panics if scheme is empty, open is nil, or scheme is already registered:
+// two backends for one scheme would make Open's choice depend on import
+// order.
+func Register(scheme string, open Opener) {
+	scheme = strings.ToLower(scheme)
+	if scheme == "" || open == nil {
+		panic("ledger: Register needs a scheme and an opener")
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.openers[scheme]; dup {
+		panic("ledger: Register called twice for scheme " + scheme)
+	}
+	registry.openers[scheme] = open
+}
+
+// Open returns the store a URL names, through the backend registered for
+// its scheme:
+//
+//	memory: or ""                          in-process (NewMemory with the default capacity), always linked
+//	file:PATH                              SQLite file, shared by processes on one host (ledger/sqlite)
+//	redis://... rediss://...               Redis, shared by replicas (ledger/redis)
+//	postgres://... postgresql://...        PostgreSQL, shared by replicas (ledger/postgres)
+//
+// A scheme whose backend is not linked in fails with an error naming the
+// package to import. Query parameters read by the ledger itself (and
+// removed before the URL reaches a driver): ledger_timeout (per-operation
+// bound, Go duration, default 2s), ledger_sweep (expired-grant cleanup
+// interval for file and postgres, default 1m), ledger_prefix (redis key
+// prefix, default "mcpsafe:grant:"), ledger_table (postgres table, default
+// "mcpsafe_grants"). Open of a shared store connects, pings and creates
+// the schema, so a misconfigured ledger fails at startup rather than at the
+// first approval.
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	scheme, _, _ := strings.Cut(rawURL, ":")
-	switch strings.ToLower(scheme) {
-	case "", "memory":
-		if rawURL != "" && !strings.EqualFold(rawURL, "memory:") {
-			return nil, fmt.Errorf("ledger: memory store takes no options, got %q", rawURL)
+	scheme = strings.ToLower(scheme)
+	if scheme == "" {
+		scheme = "memory"
+	}
+	registry.RLock()
+	open := registry.openers[scheme]
+	registry.RUnlock()
+	if open != nil {
+		return open(ctx, rawURL)
+	}
+	if pkg, ok := backendPackages[scheme]; ok {
+		shown := scheme + "://"
+		if scheme == "file" {
+			shown = "file:"
 		}
-		return NewMemory(0), nil
-	case "file":
-		return openFile(ctx, rawURL)
-	case "redis", "rediss":
-		return openRedis(ctx, rawURL)
-	case "postgres", "postgresql":
-		return openPostgres(ctx, rawURL)
+		return nil, fmt.Errorf("ledger: no backend for %q is linked in: import _ %q", shown, pkg)
 	}
-	return nil, fmt.Errorf("ledger: unsupported URL scheme %q (want memory:, file:PATH, redis://, rediss://, postgres:// or postgresql://)", scheme)
+	return nil, fmt.Errorf("ledger: unsupported URL scheme %q (want memory:, file:PATH, redis://, rediss://, postgres:// or postgresql://%s)", scheme, otherSchemes())
 }
 
-// parseQuery is strict where url.URL.Query is not: Query silently drops a
-// malformed pair (such as one containing ';'), which would turn a bad
-// ledger_table into the default table.
-// splitURL parses a store URL and takes the ledger_* options out of its
-// query, so that what remains can go to the store's own driver.
-func splitURL(raw, kind string) (*url.URL, options, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, options{}, fmt.Errorf("ledger: %s URL: %w", kind, err)
-	}
-	q, err := parseQuery(u.RawQuery)
-	if err != nil {
-		return nil, options{}, err
-	}
-	o, err := takeOptions(q)
-	if err != nil {
-		return nil, options{}, err
-	}
-	u.RawQuery = q.Encode()
-	return u, o, nil
-}
-
-func parseQuery(raw string) (url.Values, error) {
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: URL query: %w", err)
-	}
-	return q, nil
-}
-
-// options are the ledger's own URL query parameters.
-type options struct {
-	timeout time.Duration
-	sweep   time.Duration
-	prefix  string
-	table   string
-}
-
-// takeOptions removes the ledger_* parameters from q and parses them. Any
-// other ledger_* key is an error: a typo must not silently select defaults.
-func takeOptions(q url.Values) (options, error) {
-	o := options{timeout: DefaultTimeout, sweep: DefaultSweepInterval}
-	for k, vs := range q {
-		if !strings.HasPrefix(k, "ledger_") {
-			continue
+// otherSchemes lists registered schemes beyond this module's own.
+func otherSchemes() string {
+	registry.RLock()
+	defer registry.RUnlock()
+	var extra []string
+	for s := range registry.openers {
+		if _, ours := backendPackages[s]; !ours && s != "memory" {
+			extra = append(extra, s+":")
 		}
-		if len(vs) != 1 {
-			return o, fmt.Errorf("ledger: parameter %s given %d times", k, len(vs))
-		}
-		v := vs[0]
-		switch k {
-		case "ledger_timeout", "ledger_sweep":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return o, fmt.Errorf("ledger: %s=%q: want a positive duration such as 2s", k, v)
-			}
-			if k == "ledger_timeout" {
-				o.timeout = d
-			} else {
-				o.sweep = d
-			}
-		case "ledger_prefix":
-			o.prefix = v
-		case "ledger_table":
-			o.table = v
-		default:
-			return o, fmt.Errorf("ledger: unknown parameter %s", k)
-		}
-		delete(q, k)
 	}
-	return o, nil
+	if len(extra) == 0 {
+		return ""
+	}
+	slices.Sort(extra)
+	return ", or one registered: " + strings.Join(extra, ", ")
 }
 
-// redactURL hides a password before a URL goes into an error message.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
+func openMemory(_ context.Context, rawURL string) (Store, error) {
+	if rawURL != "" && !strings.EqualFold(rawURL, "memory:") {
+		return nil, fmt.Errorf("ledger: memory store takes no options, got %q", rawURL)
 	}
-	return u.Redacted()
+	return NewMemory(0), nil
 }

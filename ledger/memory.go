@@ -50,10 +50,10 @@ func NewMemory(capacity int) *Memory {
 // ones are purged.
 func (m *Memory) Issue(ctx context.Context, nonce string, expires time.Time) error {
 	if err := ctx.Err(); err != nil {
-		return unavailable("memory", "issue", err)
+		return Unavailable("memory", "issue", err)
 	}
 	now := m.now()
-	if err := checkIssue(nonce, expires, now); err != nil {
+	if err := CheckIssue(nonce, expires, now); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -80,9 +80,9 @@ func (m *Memory) Issue(ctx context.Context, nonce string, expires time.Time) err
 // Redeem removes nonce and reports whether it was outstanding and unexpired.
 func (m *Memory) Redeem(ctx context.Context, nonce string) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return false, unavailable("memory", "redeem", err)
+		return false, Unavailable("memory", "redeem", err)
 	}
-	if err := checkNonce(nonce); err != nil {
+	if err := CheckNonce(nonce); err != nil {
 		return false, err
 	}
 	now := m.now()
@@ -135,10 +135,10 @@ func (m *Memory) purgeLocked(now time.Time) {
 // gate, which creates one only on a human's answer.
 func (m *Memory) PutStanding(ctx context.Context, s Standing) error {
 	if err := ctx.Err(); err != nil {
-		return unavailable("memory", "put standing", err)
+		return Unavailable("memory", "put standing", err)
 	}
 	now := m.now()
-	if err := checkStanding(s, now); err != nil {
+	if err := CheckStanding(s, now); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -179,8 +179,8 @@ func (s *memStanding) gone(now time.Time) bool {
 }
 
 func (s *memStanding) end() StandingEnd {
-	r := endReason(s.ended, s.Uses)
-	e := StandingEnd{Standing: s.Standing, Reason: r, By: s.by, At: endAt(r, s.Expires, s.endedAt)}
+	r := EndReason(s.ended, s.Uses)
+	e := StandingEnd{Standing: s.Standing, Reason: r, By: s.by, At: EndAt(r, s.Expires, s.endedAt)}
 	e.Data = append([]byte(nil), s.Data...)
 	return e
 }
@@ -188,9 +188,9 @@ func (s *memStanding) end() StandingEnd {
 // StandingFor lists live standing grants of scope, or all when scope is "".
 func (m *Memory) StandingFor(ctx context.Context, scope string) ([]Standing, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, unavailable("memory", "list standing", err)
+		return nil, Unavailable("memory", "list standing", err)
 	}
-	if err := checkScope(scope); err != nil {
+	if err := CheckScope(scope); err != nil {
 		return nil, err
 	}
 	now := m.now()
@@ -219,9 +219,9 @@ func (m *Memory) StandingFor(ctx context.Context, scope string) ([]Standing, err
 // UseStanding takes one use under the store's lock.
 func (m *Memory) UseStanding(ctx context.Context, id string) (int, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, false, unavailable("memory", "use standing", err)
+		return 0, false, Unavailable("memory", "use standing", err)
 	}
-	if err := checkNonce(id); err != nil {
+	if err := CheckNonce(id); err != nil {
 		return 0, false, err
 	}
 	now := m.now()
@@ -242,12 +242,12 @@ func (m *Memory) UseStanding(ctx context.Context, id string) (int, bool, error) 
 // tombstone says why and by whom.
 func (m *Memory) RevokeStanding(ctx context.Context, id string, r Revocation) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return false, unavailable("memory", "revoke standing", err)
+		return false, Unavailable("memory", "revoke standing", err)
 	}
-	if err := checkNonce(id); err != nil {
+	if err := CheckNonce(id); err != nil {
 		return false, err
 	}
-	if err := checkRevocation(&r); err != nil {
+	if err := CheckRevocation(&r); err != nil {
 		return false, err
 	}
 	now := m.now()
@@ -268,7 +268,7 @@ func (m *Memory) RevokeStanding(ctx context.Context, id string, r Revocation) (b
 // retention.
 func (m *Memory) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, unavailable("memory", "list ended standing", err)
+		return nil, Unavailable("memory", "list ended standing", err)
 	}
 	now := m.now()
 	m.mu.Lock()
@@ -296,9 +296,9 @@ func (m *Memory) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
 // ClaimStandingEnd claims an unclaimed end under the store's lock.
 func (m *Memory) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return StandingEnd{}, false, unavailable("memory", "claim standing end", err)
+		return StandingEnd{}, false, Unavailable("memory", "claim standing end", err)
 	}
-	if err := checkNonce(id); err != nil {
+	if err := CheckNonce(id); err != nil {
 		return StandingEnd{}, false, err
 	}
 	now := m.now()

@@ -1,199 +1,99 @@
-package ledger
+package ledger_test
 
 import (
 	"context"
 	"errors"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/ledger/ledgertest"
 )
 
-// Malformed URLs of every store are configuration errors with a precise
-// message, reported before any connection attempt (not ErrUnavailable,
-// which would read as an outage).
-func TestOpenMalformedURLsPrecise(t *testing.T) {
-	cases := []struct{ url, want string }{
-		{"file://[::1/x.db", "ledger: file URL: "},
-		{"file:/tmp/x.db#frag", `ledger: file URL has a fragment "frag"`},
-		{"file:/tmp/x.db?a=%zz", "ledger: URL query: "},
-		{"file:%zz", "ledger: file URL path: "},
-		{"file:%2Ftmp%2Fx%3Fmode=memory", "contains '?', '#' or NUL"},
-		{"redis://[::1/0", "ledger: redis URL: "},
-		{"redis://127.0.0.1:1/0?a=%zz", "ledger: URL query: "},
-		{"redis://127.0.0.1:1/0?ledger_timeout=soon", `ledger: ledger_timeout="soon": want a positive duration`},
-		{"postgres://[::1/test", "ledger: postgres URL: "},
-		{"postgres://postgres@127.0.0.1:1/test?a=%zz", "ledger: URL query: "},
-		{"postgres://postgres@127.0.0.1:1/test?ledger_sweep=0s", `ledger: ledger_sweep="0s": want a positive duration`},
-	}
-	for _, c := range cases {
-		t.Run(c.url, func(t *testing.T) {
-			s, err := Open(context.Background(), c.url)
-			if err == nil {
-				s.Close()
-				t.Fatalf("Open(%q) succeeded", c.url)
-			}
-			if errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Open(%q) = %v; want a configuration error containing %q", c.url, err, c.want)
-			}
-		})
-	}
-}
-
-// file:PATH with the path percent-encoded (an opaque URL) opens exactly
-// the decoded path (the '?' check runs on the decoded bytes: see the
-// %3F case in TestOpenMalformedURLsPrecise).
-func TestOpenFileOpaquePath(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "opaque ledger.db")
-	raw := "file:" + url.PathEscape(path)
-	if !strings.HasPrefix(raw, "file:%2F") {
-		t.Fatalf("test setup: %q is not opaque", raw)
-	}
-	s, err := Open(context.Background(), raw)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", raw, err)
-	}
-	defer s.Close()
-	if f, ok := s.(*File); !ok || f.path != path {
-		t.Fatalf("Open(%q) = %T at %v; want a File at %q", raw, s, s, path)
-	}
-	n := newNonce()
-	ctx := context.Background()
-	if err := s.Issue(ctx, n, time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := s.Redeem(ctx, n); !ok || err != nil {
-		t.Fatalf("first Redeem = %v, %v", ok, err)
-	}
-	if ok, err := s.Redeem(ctx, n); ok || err != nil {
-		t.Fatalf("second Redeem = %v, %v; want false, nil", ok, err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("the decoded path was not used: %v", err)
-	}
-}
-
-// OpenFile takes a plain path; a '?' in it would reach the SQLite driver
-// as DSN options (mode=memory: a ledger that forgets every spent grant on
-// restart), so it is refused before anything is created.
-func TestOpenFileRefusesDSNOptionsInPath(t *testing.T) {
-	dir := t.TempDir()
-	for _, p := range []string{
-		filepath.Join(dir, "a.db?mode=memory"),
-		filepath.Join(dir, "a.db#x"),
-		filepath.Join(dir, "a.db\x00b"),
+// This test binary links no backend but memory: a URL of another module
+// backend fails with the import that would link it in, as a configuration
+// error (not ErrUnavailable, which would read as an outage).
+func TestOpenNamesMissingBackend(t *testing.T) {
+	for url, pkg := range map[string]string{
+		"file:/tmp/x.db":                    `ledger: no backend for "file:" is linked in: import _ "github.com/mcpsafe/mcpsafe/ledger/sqlite"`,
+		"redis://127.0.0.1:6379/0":          `ledger: no backend for "redis://" is linked in: import _ "github.com/mcpsafe/mcpsafe/ledger/redis"`,
+		"REDISS://127.0.0.1:6379/0":         `ledger: no backend for "rediss://" is linked in: import _ "github.com/mcpsafe/mcpsafe/ledger/redis"`,
+		"postgres://postgres@127.0.0.1/x":   `ledger: no backend for "postgres://" is linked in: import _ "github.com/mcpsafe/mcpsafe/ledger/postgres"`,
+		"postgresql://postgres@127.0.0.1/x": `ledger: no backend for "postgresql://" is linked in: import _ "github.com/mcpsafe/mcpsafe/ledger/postgres"`,
 	} {
-		f, err := OpenFile(context.Background(), p)
-		if err == nil {
-			f.Close()
-			t.Fatalf("OpenFile(%q) succeeded", p)
-		}
-		if !strings.Contains(err.Error(), "contains '?', '#' or NUL") {
-			t.Fatalf("OpenFile(%q) = %v", p, err)
-		}
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Fatalf("a refused path still created %v", entries[0].Name())
-	}
-	// Control: the plain path opens.
-	f, err := OpenFile(context.Background(), filepath.Join(dir, "a.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-}
-
-// A sub-millisecond ledger_timeout must not become busy_timeout(0), which
-// in SQLite means "fail at once on a locked database": it is rounded up to
-// 1 ms. Opening itself gets at least openFloor, so it succeeds on a loaded
-// machine however short the operation timeout.
-func TestOpenFileSubMillisecondTimeout(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	raw := "file:" + path + "?ledger_timeout=900us&ledger_sweep=1h"
-	s, err := Open(context.Background(), raw)
-	if err != nil {
-		t.Fatalf("Open(%q) = %v", raw, err)
-	}
-	defer s.Close()
-	f := s.(*File)
-	var busy int64
-	if err := f.db.QueryRowContext(context.Background(), "PRAGMA busy_timeout").Scan(&busy); err != nil {
-		t.Fatal(err)
-	}
-	if busy != 1 {
-		t.Fatalf("busy_timeout = %d ms for a 900us ledger_timeout; want 1", busy)
-	}
-	if f.timeout != 900*time.Microsecond {
-		t.Fatalf("operation timeout %s, want the 900us asked for", f.timeout)
-	}
-}
-
-// An object squatting on the ledger's PostgreSQL table name must make Open
-// refuse, not run on top of it: a type of that name makes CREATE TABLE
-// fail; a view of that name (here one that would report a grant as
-// outstanding forever) is skipped by CREATE TABLE IF NOT EXISTS, and the
-// index creation on it fails.
-func TestPostgresSquattedTableName(t *testing.T) {
-	squatters := map[string]struct{ create, drop, want string }{
-		"type": {
-			`CREATE TYPE %s AS ENUM ('x')`, `DROP TYPE IF EXISTS %s`,
-			"already exists",
-		},
-		"view": {
-			`CREATE VIEW %s AS SELECT 'forever'::text AS nonce, now() + interval '1 day' AS expires_at`, `DROP VIEW IF EXISTS %s`,
-			"ledger unavailable: postgres create schema: ",
-		},
-	}
-	for name, sq := range squatters {
-		t.Run(name, func(t *testing.T) {
-			u, conn, table := postgresBackend(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			id := pgx.Identifier{table}.Sanitize()
-			if _, err := conn.Exec(ctx, strings.ReplaceAll(sq.create, "%s", id)); err != nil {
-				t.Fatal(err)
-			}
-			// Runs before postgresBackend's DROP TABLE (cleanups are LIFO),
-			// which would fail on a view.
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				if _, err := conn.Exec(ctx, strings.ReplaceAll(sq.drop, "%s", id)); err != nil {
-					t.Errorf("drop squatter: %v", err)
-				}
-			})
-			s, err := Open(ctx, withParams(u, "ledger_timeout", "5s"))
+		t.Run(url, func(t *testing.T) {
+			s, err := ledger.Open(context.Background(), url)
 			if err == nil {
 				s.Close()
-				t.Fatalf("Open over a %s named %s succeeded", name, table)
+				t.Fatalf("Open(%q) succeeded without its backend", url)
 			}
-			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "postgres create schema") || !strings.Contains(err.Error(), sq.want) {
-				t.Fatalf("Open over a %s = %v; want ErrUnavailable from create schema containing %q", name, err, sq.want)
+			if err.Error() != pkg || errors.Is(err, ledger.ErrUnavailable) {
+				t.Fatalf("Open(%q) = %v; want %s", url, err, pkg)
 			}
 		})
+	}
+}
+
+func TestOpenRejectsBadURLs(t *testing.T) {
+	for _, c := range []struct{ url, want string }{
+		{"ftp://127.0.0.1/x", `ledger: unsupported URL scheme "ftp"`},
+		{"memory:x", "memory store takes no options"},
+		{"memory://", "memory store takes no options"},
+		{"mem:", `ledger: unsupported URL scheme "mem"`},
+	} {
+		t.Run(c.url, func(t *testing.T) { ledgertest.OpenRefusesConfig(t, c.url, c.want) })
 	}
 	t.Run("control", func(t *testing.T) {
-		u, _, _ := postgresBackend(t)
-		ctx := context.Background()
-		s, err := Open(ctx, withParams(u, "ledger_timeout", "5s"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		n := newNonce()
-		if err := s.Issue(ctx, n, time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := s.Redeem(ctx, n); !ok || err != nil {
-			t.Fatalf("Redeem = %v, %v", ok, err)
-		}
-		if ok, err := s.Redeem(ctx, n); ok || err != nil {
-			t.Fatalf("second Redeem = %v, %v; want false, nil", ok, err)
+		for _, u := range []string{"", "memory:", "MEMORY:"} {
+			s, err := ledger.Open(context.Background(), u)
+			if err != nil {
+				t.Fatalf("Open(%q): %v", u, err)
+			}
+			if _, ok := s.(*ledger.Memory); !ok {
+				t.Fatalf("Open(%q) = %T; want *Memory", u, s)
+			}
+			s.Close()
 		}
 	})
+}
+
+// A registered scheme reaches its opener with the whole URL, whatever its
+// case; a scheme registered twice, or registered empty, panics rather than
+// let import order pick the backend.
+func TestRegister(t *testing.T) {
+	var got string
+	ledger.Register("Ledger-Test-Scheme", func(_ context.Context, raw string) (ledger.Store, error) {
+		got = raw
+		return ledger.NewMemory(1), nil
+	})
+	s, err := ledger.Open(context.Background(), "ledger-test-SCHEME://x?y=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got != "ledger-test-SCHEME://x?y=1" {
+		t.Fatalf("opener got %q", got)
+	}
+	if _, err := ledger.Open(context.Background(), "ftp://x"); err == nil || !strings.Contains(err.Error(), "ledger-test-scheme:") {
+		t.Fatalf("unsupported-scheme error %v does not list the registered scheme", err)
+	}
+	for name, reg := range map[string]func(){
+		"twice": func() {
+			ledger.Register("LEDGER-TEST-SCHEME", func(context.Context, string) (ledger.Store, error) { return nil, nil })
+		},
+		"memory": func() {
+			ledger.Register("memory", func(context.Context, string) (ledger.Store, error) { return nil, nil })
+		},
+		"empty":      func() { ledger.Register("", func(context.Context, string) (ledger.Store, error) { return nil, nil }) },
+		"nil opener": func() { ledger.Register("ledger-test-nil", nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("Register did not panic")
+				}
+			}()
+			reg()
+		})
+	}
 }

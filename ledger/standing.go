@@ -19,7 +19,7 @@ type Standing struct {
 	Data    []byte
 }
 
-// StandingStore is implemented by every store in this package. A use is one
+// StandingStore is implemented by every store of this module. A use is one
 // atomic step in the store: K uses raced from any number of clients and
 // replicas succeed exactly K times.
 type StandingStore interface {
@@ -53,15 +53,6 @@ type StandingStore interface {
 
 // Standing returns m itself: it keeps standing grants.
 func (m *Memory) Standing() StandingStore { return m }
-
-// Standing returns f itself: it keeps standing grants.
-func (f *File) Standing() StandingStore { return f }
-
-// Standing returns r itself: it keeps standing grants.
-func (r *Redis) Standing() StandingStore { return r }
-
-// Standing returns p itself: it keeps standing grants.
-func (p *Postgres) Standing() StandingStore { return p }
 
 // Why a standing grant ended.
 const (
@@ -104,7 +95,9 @@ const (
 	StandingClaimedRetention = time.Hour
 )
 
-func checkRevocation(r *Revocation) error {
+// CheckRevocation validates a Revocation and gives an empty Reason its
+// default, EndRevoked.
+func CheckRevocation(r *Revocation) error {
 	switch r.Reason {
 	case "":
 		r.Reason = EndRevoked
@@ -118,9 +111,9 @@ func checkRevocation(r *Revocation) error {
 	return nil
 }
 
-// endReason is the reason of an end the store did not record: a grant with
-// no uses left was used up, otherwise it expired.
-func endReason(recorded string, uses int) string {
+// EndReason is the reason of an end: the one the store recorded, or for an
+// end it did not record, used up when no uses are left and otherwise expired.
+func EndReason(recorded string, uses int) string {
 	switch {
 	case recorded != "":
 		return recorded
@@ -131,8 +124,10 @@ func endReason(recorded string, uses int) string {
 	}
 }
 
-// endAt is when an end happened as far as the store knows.
-func endAt(reason string, expires, revoked time.Time) time.Time {
+// EndAt is when an end of reason happened as far as the store knows: the
+// expiry for EndExpired, the zero time for EndUsedUp, and otherwise when it
+// was revoked.
+func EndAt(reason string, expires, revoked time.Time) time.Time {
 	switch reason {
 	case EndExpired:
 		return expires
@@ -153,11 +148,14 @@ const (
 // ErrInvalidStanding means PutStanding was given uses or data out of bounds.
 var ErrInvalidStanding = errors.New("ledger: invalid standing grant")
 
-func checkStanding(s Standing, now time.Time) error {
-	if err := checkIssue(s.ID, s.Expires, now); err != nil {
+// CheckStanding validates PutStanding's argument against the local clock
+// now: ID and Scope in nonce syntax, an expiry after now, 1 to
+// MaxStandingUses uses and at most MaxStandingData bytes of data.
+func CheckStanding(s Standing, now time.Time) error {
+	if err := CheckIssue(s.ID, s.Expires, now); err != nil {
 		return err
 	}
-	if err := checkNonce(s.Scope); err != nil {
+	if err := CheckNonce(s.Scope); err != nil {
 		return fmt.Errorf("scope: %w", err)
 	}
 	if s.Uses < 1 || s.Uses > MaxStandingUses {
@@ -169,9 +167,11 @@ func checkStanding(s Standing, now time.Time) error {
 	return nil
 }
 
-func checkScope(scope string) error {
+// CheckScope validates StandingFor's scope: "" (every scope) or nonce
+// syntax.
+func CheckScope(scope string) error {
 	if scope == "" {
 		return nil
 	}
-	return checkNonce(scope)
+	return CheckNonce(scope)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	_ "github.com/mcpsafe/mcpsafe/ledger/sqlite" // file:
 )
 
 func expose(t *testing.T, m *Metrics) string {

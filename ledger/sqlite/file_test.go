@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"bufio"
@@ -10,10 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/ledger/ledgertest"
 )
 
 func TestFileCreatedPrivate(t *testing.T) {
@@ -22,12 +24,12 @@ func TestFileCreatedPrivate(t *testing.T) {
 	// A fresh machine: the state directory does not exist yet.
 	dir := filepath.Join(t.TempDir(), "state", "mcpsafe")
 	path := filepath.Join(dir, "ledger.db")
-	s, err := Open(context.Background(), "file:"+path)
+	s, err := ledger.Open(context.Background(), "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Issue(context.Background(), newNonce(), time.Now().Add(time.Hour)); err != nil {
+	if err := s.Issue(context.Background(), ledgertest.NewNonce(), time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{dir, filepath.Dir(dir)} {
@@ -70,7 +72,7 @@ func TestFileBadDatabaseRefused(t *testing.T) {
 		"parent is a file": "file:" + filepath.Join(garbage, "l.db"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, err := Open(ctx, url+"?ledger_timeout=300ms")
+			s, err := ledger.Open(ctx, url+"?ledger_timeout=300ms")
 			if err == nil {
 				s.Close()
 				t.Fatalf("Open(%s) succeeded", url)
@@ -85,13 +87,13 @@ func TestFileBadDatabaseRefused(t *testing.T) {
 func TestFileCorruptedAfterIssue(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := OpenFile(ctx, path)
+	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nonces := make([]string, 200)
 	for i := range nonces {
-		nonces[i] = newNonce()
+		nonces[i] = ledgertest.NewNonce()
 		if err := s.Issue(ctx, nonces[i], time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +116,7 @@ func TestFileCorruptedAfterIssue(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := OpenFile(ctx, path)
+	s2, err := Open(ctx, path)
 	if err != nil {
 		t.Logf("corrupt ledger refused at Open: %v", err)
 		return
@@ -142,12 +144,12 @@ func TestFileCorruptedAfterIssue(t *testing.T) {
 func TestFileLockedRefuses(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := Open(ctx, "file:"+path+"?ledger_timeout=300ms")
+	s, err := ledger.Open(ctx, "file:"+path+"?ledger_timeout=300ms")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	n := newNonce()
+	n := ledgertest.NewNonce()
 	if err := s.Issue(ctx, n, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -163,15 +165,15 @@ func TestFileLockedRefuses(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
 		t.Fatal(err)
 	}
-	timed(t, "Redeem on a locked file", func() {
+	ledgertest.Timed(t, "Redeem on a locked file", func() {
 		ok, err := s.Redeem(ctx, n)
-		if ok || !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("Redeem while locked = %v, %v; want false, ErrUnavailable", ok, err)
+		if ok || !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("Redeem while locked = %v, %v; want false, ledger.ErrUnavailable", ok, err)
 		}
 	})
-	timed(t, "Issue on a locked file", func() {
-		if err := s.Issue(ctx, newNonce(), time.Now().Add(time.Hour)); !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("Issue while locked = %v; want ErrUnavailable", err)
+	ledgertest.Timed(t, "Issue on a locked file", func() {
+		if err := s.Issue(ctx, ledgertest.NewNonce(), time.Now().Add(time.Hour)); !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("Issue while locked = %v; want ledger.ErrUnavailable", err)
 		}
 	})
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
@@ -183,67 +185,22 @@ func TestFileLockedRefuses(t *testing.T) {
 	}
 }
 
-// TestSweepRemovesExpired checks that stores without native expiry delete
-// expired rows on their own and keep live ones.
+// TestSweepRemovesExpired: the file ledger deletes expired rows on its own
+// and keeps live ones.
 func TestSweepRemovesExpired(t *testing.T) {
-	ctx := context.Background()
-	count := map[string]func(t *testing.T) (url string, rows func() int){
-		"file": func(t *testing.T) (string, func() int) {
-			path := filepath.Join(t.TempDir(), "ledger.db")
-			return "file:" + path, func() int {
-				db, err := sql.Open("sqlite", path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
-				var n int
-				if err := db.QueryRow(`SELECT count(*) FROM grants`).Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-		},
-		"postgres": func(t *testing.T) (string, func() int) {
-			u, conn, table := postgresBackend(t)
-			return u, func() int {
-				var n int
-				if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-		},
-	}
-	for name, setup := range count {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			u, rows := setup(t)
-			s, err := Open(ctx, withParams(u, "ledger_sweep", "50ms"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			for i := 0; i < 5; i++ {
-				if err := s.Issue(ctx, newNonce(), time.Now().Add(20*time.Millisecond)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			live := newNonce()
-			if err := s.Issue(ctx, live, time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(5 * time.Second)
-			for rows() != 1 {
-				if time.Now().After(deadline) {
-					t.Fatalf("expired rows not swept: %d rows remain", rows())
-				}
-				time.Sleep(25 * time.Millisecond)
-			}
-			if ok, err := s.Redeem(ctx, live); !ok || err != nil {
-				t.Fatalf("control: live grant after sweep: %v, %v", ok, err)
-			}
-		})
-	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ledgertest.SweepRemovesExpired(t, "file:"+path, func() int {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM grants`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
 }
 
 // TestFileTwoProcesses has two OS processes redeem the same grants from one
@@ -251,7 +208,7 @@ func TestSweepRemovesExpired(t *testing.T) {
 func TestFileTwoProcesses(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := OpenFile(ctx, path)
+	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +216,7 @@ func TestFileTwoProcesses(t *testing.T) {
 	const total = 300
 	list := make([]string, total)
 	for i := range list {
-		list[i] = newNonce()
+		list[i] = ledgertest.NewNonce()
 		if err := s.Issue(ctx, list[i], time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +280,7 @@ func fileRedeemHelper(path, list string) error {
 	// SQLite's lock is not fair between processes (a waiter polls while the
 	// other process keeps re-taking it), so under load a 2 s bound can expire;
 	// this test is about exactly-once, not latency.
-	s, err := Open(context.Background(), "file:"+path+"?ledger_timeout="+conformanceTimeout)
+	s, err := ledger.Open(context.Background(), "file:"+path+"?ledger_timeout="+ledgertest.ConformanceTimeout)
 	if err != nil {
 		return err
 	}
@@ -351,42 +308,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestConcurrentOpen starts several replicas at once on a fresh backend:
-// schema creation must not race (CREATE TABLE IF NOT EXISTS is not atomic
-// against itself in PostgreSQL; SQLite switches to WAL on first open).
+// TestConcurrentOpen starts several processes' stores at once on a fresh
+// file (SQLite switches to WAL on first open).
 func TestConcurrentOpen(t *testing.T) {
-	urls := map[string]func(t *testing.T) string{
-		"file":     func(t *testing.T) string { return fileBackend(t) },
-		"postgres": func(t *testing.T) string { u, _, _ := postgresBackend(t); return u },
-	}
-	for name, mk := range urls {
-		t.Run(name, func(t *testing.T) {
-			u := mk(t)
-			const replicas = 6
-			stores := make([]Store, replicas)
-			errs := make([]error, replicas)
-			var wg sync.WaitGroup
-			for i := range stores {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					stores[i], errs[i] = Open(context.Background(), u)
-				}()
-			}
-			wg.Wait()
-			for i, err := range errs {
-				if err != nil {
-					t.Fatalf("replica %d: Open: %v", i, err)
-				}
-				defer stores[i].Close()
-			}
-			n := newNonce()
-			if err := stores[0].Issue(context.Background(), n, time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-			if wins, errc := race(context.Background(), stores, n, 60); wins != 1 || errc != 0 {
-				t.Fatalf("wins = %d, errors = %d; want 1, 0", wins, errc)
-			}
-		})
-	}
+	ledgertest.ConcurrentOpen(t, fileBackend(t))
 }

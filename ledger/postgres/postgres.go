@@ -1,4 +1,4 @@
-package ledger
+package postgres
 
 import (
 	"context"
@@ -10,18 +10,22 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/ledger/internal/storeurl"
 )
 
-// DefaultPostgresTable is the table the PostgreSQL store creates and uses.
-const DefaultPostgresTable = "mcpsafe_grants"
+// DefaultTable is the table the PostgreSQL store creates and uses.
+const DefaultTable = "mcpsafe_grants"
 
 var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// Postgres is a Store in a PostgreSQL table shared by replicas. Redeem is one
-// DELETE ... WHERE nonce = $1 AND expires_at > now() RETURNING: row locking
-// lets exactly one concurrent DELETE return the row. Expiry is judged by the
-// database clock, and a background DELETE removes expired rows.
-type Postgres struct {
+// Store is a ledger.Store in a PostgreSQL table shared by replicas. Redeem
+// is one DELETE ... WHERE nonce = $1 AND expires_at > now() RETURNING: row
+// locking lets exactly one concurrent DELETE return the row. Expiry is
+// judged by the database clock, and a background DELETE removes expired
+// rows.
+type Store struct {
 	pool    *pgxpool.Pool
 	table   string
 	timeout time.Duration
@@ -36,22 +40,39 @@ type Postgres struct {
 	closed  bool
 }
 
-func openPostgres(ctx context.Context, raw string) (Store, error) {
-	u, o, err := splitURL(raw, "postgres")
+func init() {
+	ledger.Register("postgres", openURL)
+	ledger.Register("postgresql", openURL)
+}
+
+func openURL(ctx context.Context, raw string) (ledger.Store, error) {
+	p, err := Open(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	if o.prefix != "" {
+	return p, nil
+}
+
+// Open connects to the PostgreSQL database a postgres:// or postgresql://
+// URL names (pgx's URL syntax, plus the ledger's ledger_timeout,
+// ledger_sweep and ledger_table parameters), pings it and creates the
+// tables if missing.
+func Open(ctx context.Context, raw string) (*Store, error) {
+	u, o, err := storeurl.Split(raw, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	if o.Prefix != "" {
 		return nil, errors.New("ledger: postgres URL does not take ledger_prefix (use ledger_table)")
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
 		// pgx errors can echo the connection string; keep the password out.
-		return nil, fmt.Errorf("ledger: postgres URL %s: cannot parse", redactURL(raw))
+		return nil, fmt.Errorf("ledger: postgres URL %s: cannot parse", storeurl.Redact(raw))
 	}
-	table := o.table
+	table := o.Table
 	if table == "" {
-		table = DefaultPostgresTable
+		table = DefaultTable
 	}
 	if !tableName.MatchString(table) {
 		return nil, fmt.Errorf("ledger: ledger_table %q: want [a-z_][a-z0-9_]{0,62}", table)
@@ -61,12 +82,12 @@ func openPostgres(ctx context.Context, raw string) (Store, error) {
 	if n := len(StandingTable(table) + "_scope"); n > 63 {
 		return nil, fmt.Errorf("ledger: ledger_table %q is too long to name its standing-grants table (at most %d bytes)", table, 63-(n-len(table)))
 	}
-	cfg.ConnConfig.ConnectTimeout = o.timeout
+	cfg.ConnConfig.ConnectTimeout = o.Timeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, unavailable("postgres", "connect "+redactURL(raw), err)
+		return nil, ledger.Unavailable("postgres", "connect "+storeurl.Redact(raw), err)
 	}
-	p := &Postgres{pool: pool, table: table, timeout: o.timeout, stop: make(chan struct{}), done: make(chan struct{})}
+	p := &Store{pool: pool, table: table, timeout: o.Timeout, stop: make(chan struct{}), done: make(chan struct{})}
 	t := pgx.Identifier{table}.Sanitize()
 	p.sqlIss = `INSERT INTO ` + t + ` AS g (nonce, expires_at) VALUES ($1, $2)
 		ON CONFLICT (nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE g.expires_at <= now()`
@@ -77,15 +98,15 @@ func openPostgres(ctx context.Context, raw string) (Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	go p.sweeper(o.sweep)
+	go p.sweeper(o.Sweep)
 	return p, nil
 }
 
-func (p *Postgres) init(ctx context.Context, t string) error {
-	ctx, cancel := opContext(ctx, p.timeout)
+func (p *Store) init(ctx context.Context, t string) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	if err := p.pool.Ping(ctx); err != nil {
-		return unavailable("postgres", "ping", err)
+		return ledger.Unavailable("postgres", "ping", err)
 	}
 	// Replicas starting together would race CREATE TABLE IF NOT EXISTS
 	// (it is not atomic against itself); an advisory lock serializes them.
@@ -107,44 +128,44 @@ func (p *Postgres) init(ctx context.Context, t string) error {
 		return err
 	})
 	if err != nil {
-		return unavailable("postgres", "create schema", err)
+		return ledger.Unavailable("postgres", "create schema", err)
 	}
 	return nil
 }
 
-// Issue inserts the row; an existing unexpired row makes it ErrExists.
-func (p *Postgres) Issue(ctx context.Context, nonce string, expires time.Time) error {
-	if err := checkIssue(nonce, expires, time.Now()); err != nil {
+// Issue inserts the row; an existing unexpired row makes it ledger.ErrExists.
+func (p *Store) Issue(ctx context.Context, nonce string, expires time.Time) error {
+	if err := ledger.CheckIssue(nonce, expires, time.Now()); err != nil {
 		return err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	tag, err := p.pool.Exec(ctx, p.sqlIss, nonce, expires)
 	if err != nil {
-		return unavailable("postgres", "issue", err)
+		return ledger.Unavailable("postgres", "issue", err)
 	}
 	if tag.RowsAffected() != 1 {
-		return ErrExists
+		return ledger.ErrExists
 	}
 	return nil
 }
 
 // Redeem deletes the unexpired row for nonce in one statement.
-func (p *Postgres) Redeem(ctx context.Context, nonce string) (bool, error) {
-	if err := checkNonce(nonce); err != nil {
+func (p *Store) Redeem(ctx context.Context, nonce string) (bool, error) {
+	if err := ledger.CheckNonce(nonce); err != nil {
 		return false, err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return false, ErrClosed
+		return false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	var got string
 	err := p.pool.QueryRow(ctx, p.sqlRed, nonce).Scan(&got)
@@ -152,15 +173,15 @@ func (p *Postgres) Redeem(ctx context.Context, nonce string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, unavailable("postgres", "redeem", err)
+		return false, ledger.Unavailable("postgres", "redeem", err)
 	}
 	if got != nonce {
-		return false, unavailable("postgres", "redeem", fmt.Errorf("deleted row %q, asked for %q", got, nonce))
+		return false, ledger.Unavailable("postgres", "redeem", fmt.Errorf("deleted row %q, asked for %q", got, nonce))
 	}
 	return true, nil
 }
 
-func (p *Postgres) sweeper(every time.Duration) {
+func (p *Store) sweeper(every time.Duration) {
 	defer close(p.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -179,8 +200,9 @@ func (p *Postgres) sweeper(every time.Duration) {
 	}
 }
 
-// Close stops the sweeper and the pool; later calls fail with ErrClosed.
-func (p *Postgres) Close() error {
+// Close stops the sweeper and the pool; later calls fail with
+// ledger.ErrClosed.
+func (p *Store) Close() error {
 	p.once.Do(func() {
 		close(p.stop)
 		<-p.done
@@ -240,17 +262,20 @@ func newStandingSQL(table string) standingSQL {
 	}
 }
 
+// Standing returns p itself: it keeps standing grants.
+func (p *Store) Standing() ledger.StandingStore { return p }
+
 // PutStanding records a standing grant.
-func (p *Postgres) PutStanding(ctx context.Context, s Standing) error {
-	if err := checkStanding(s, time.Now()); err != nil {
+func (p *Store) PutStanding(ctx context.Context, s ledger.Standing) error {
+	if err := ledger.CheckStanding(s, time.Now()); err != nil {
 		return err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	data := s.Data
 	if data == nil {
@@ -258,56 +283,56 @@ func (p *Postgres) PutStanding(ctx context.Context, s Standing) error {
 	}
 	tag, err := p.pool.Exec(ctx, p.st.put, s.ID, s.Scope, s.Expires, s.Uses, data)
 	if err != nil {
-		return unavailable("postgres", "put standing", err)
+		return ledger.Unavailable("postgres", "put standing", err)
 	}
 	if tag.RowsAffected() != 1 {
-		return ErrExists
+		return ledger.ErrExists
 	}
 	return nil
 }
 
 // StandingFor lists live standing grants of scope, or all when scope is "".
-func (p *Postgres) StandingFor(ctx context.Context, scope string) ([]Standing, error) {
-	if err := checkScope(scope); err != nil {
+func (p *Store) StandingFor(ctx context.Context, scope string) ([]ledger.Standing, error) {
+	if err := ledger.CheckScope(scope); err != nil {
 		return nil, err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return nil, ErrClosed
+		return nil, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	rows, err := p.pool.Query(ctx, p.st.list, scope)
 	if err != nil {
-		return nil, unavailable("postgres", "list standing", err)
+		return nil, ledger.Unavailable("postgres", "list standing", err)
 	}
 	defer rows.Close()
-	var out []Standing
+	var out []ledger.Standing
 	for rows.Next() {
-		var s Standing
+		var s ledger.Standing
 		if err := rows.Scan(&s.ID, &s.Scope, &s.Expires, &s.Uses, &s.Data); err != nil {
-			return nil, unavailable("postgres", "list standing", err)
+			return nil, ledger.Unavailable("postgres", "list standing", err)
 		}
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, unavailable("postgres", "list standing", err)
+		return nil, ledger.Unavailable("postgres", "list standing", err)
 	}
 	return out, nil
 }
 
 // UseStanding takes one use in one UPDATE ... RETURNING statement.
-func (p *Postgres) UseStanding(ctx context.Context, id string) (int, bool, error) {
-	if err := checkNonce(id); err != nil {
+func (p *Store) UseStanding(ctx context.Context, id string) (int, bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
 		return 0, false, err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return 0, false, ErrClosed
+		return 0, false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	var left int
 	err := p.pool.QueryRow(ctx, p.st.use, id).Scan(&left)
@@ -315,25 +340,25 @@ func (p *Postgres) UseStanding(ctx context.Context, id string) (int, bool, error
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, unavailable("postgres", "use standing", err)
+		return 0, false, ledger.Unavailable("postgres", "use standing", err)
 	}
 	return left, true, nil
 }
 
 // RevokeStanding ends a live standing grant in one UPDATE statement.
-func (p *Postgres) RevokeStanding(ctx context.Context, id string, r Revocation) (bool, error) {
-	if err := checkNonce(id); err != nil {
+func (p *Store) RevokeStanding(ctx context.Context, id string, r ledger.Revocation) (bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
 		return false, err
 	}
-	if err := checkRevocation(&r); err != nil {
+	if err := ledger.CheckRevocation(&r); err != nil {
 		return false, err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return false, ErrClosed
+		return false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	var one int
 	err := p.pool.QueryRow(ctx, p.st.revoke, id, r.Reason, r.By).Scan(&one)
@@ -341,77 +366,77 @@ func (p *Postgres) RevokeStanding(ctx context.Context, id string, r Revocation) 
 		return false, nil
 	}
 	if err != nil {
-		return false, unavailable("postgres", "revoke standing", err)
+		return false, ledger.Unavailable("postgres", "revoke standing", err)
 	}
 	return true, nil
 }
 
 // EndedStanding lists unclaimed ends.
-func (p *Postgres) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
+func (p *Store) EndedStanding(ctx context.Context) ([]ledger.StandingEnd, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return nil, ErrClosed
+		return nil, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	rows, err := p.pool.Query(ctx, p.st.ended, MaxEndedListed)
+	rows, err := p.pool.Query(ctx, p.st.ended, ledger.MaxEndedListed)
 	if err != nil {
-		return nil, unavailable("postgres", "list ended standing", err)
+		return nil, ledger.Unavailable("postgres", "list ended standing", err)
 	}
 	defer rows.Close()
-	var out []StandingEnd
+	var out []ledger.StandingEnd
 	for rows.Next() {
-		var e StandingEnd
+		var e ledger.StandingEnd
 		var at *time.Time
 		if err := rows.Scan(&e.ID, &e.Scope, &e.Expires, &e.Uses, &e.Data, &e.Reason, &e.By, &at); err != nil {
-			return nil, unavailable("postgres", "list ended standing", err)
+			return nil, ledger.Unavailable("postgres", "list ended standing", err)
 		}
 		out = append(out, postgresEnd(e, at))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, unavailable("postgres", "list ended standing", err)
+		return nil, ledger.Unavailable("postgres", "list ended standing", err)
 	}
 	return out, nil
 }
 
-func postgresEnd(e StandingEnd, at *time.Time) StandingEnd {
-	e.Reason = endReason(e.Reason, e.Uses)
+func postgresEnd(e ledger.StandingEnd, at *time.Time) ledger.StandingEnd {
+	e.Reason = ledger.EndReason(e.Reason, e.Uses)
 	var revoked time.Time
 	if at != nil {
 		revoked = *at
 	}
-	e.At = endAt(e.Reason, e.Expires, revoked)
+	e.At = ledger.EndAt(e.Reason, e.Expires, revoked)
 	return e
 }
 
 // ClaimStandingEnd claims an end in one UPDATE ... RETURNING statement.
-func (p *Postgres) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error) {
-	if err := checkNonce(id); err != nil {
-		return StandingEnd{}, false, err
+func (p *Store) ClaimStandingEnd(ctx context.Context, id string) (ledger.StandingEnd, bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
+		return ledger.StandingEnd{}, false, err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return StandingEnd{}, false, ErrClosed
+		return ledger.StandingEnd{}, false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	e := StandingEnd{Standing: Standing{ID: id}}
+	e := ledger.StandingEnd{Standing: ledger.Standing{ID: id}}
 	var at *time.Time
 	err := p.pool.QueryRow(ctx, p.st.claim, id).Scan(&e.Scope, &e.Expires, &e.Uses, &e.Data, &e.Reason, &e.By, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return StandingEnd{}, false, nil
+		return ledger.StandingEnd{}, false, nil
 	}
 	if err != nil {
-		return StandingEnd{}, false, unavailable("postgres", "claim standing end", err)
+		return ledger.StandingEnd{}, false, ledger.Unavailable("postgres", "claim standing end", err)
 	}
 	return postgresEnd(e, at), true, nil
 }
 
 // sweepStanding forgets tombstones past their retention, judged at now
 // (this process's clock: a skew only moves when a dead row goes).
-func (p *Postgres) sweepStanding(ctx context.Context, now time.Time) error {
-	_, err := p.pool.Exec(ctx, p.st.sweep, now.Add(-StandingClaimedRetention), now.Add(-StandingEndHorizon))
+func (p *Store) sweepStanding(ctx context.Context, now time.Time) error {
+	_, err := p.pool.Exec(ctx, p.st.sweep, now.Add(-ledger.StandingClaimedRetention), now.Add(-ledger.StandingEndHorizon))
 	return err
 }

@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"context"
@@ -13,14 +13,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/ledger/internal/storeurl"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
-// File is a Store in one SQLite database file. Several processes on one host
-// may open the same path: SQLite's file locks serialize their writes, and a
-// redemption is a single DELETE ... RETURNING statement, so exactly one of
-// them removes a given row.
-type File struct {
+// Store is a ledger.Store in one SQLite database file. Several processes
+// on one host may open the same path: SQLite's file locks serialize their
+// writes, and a redemption is a single DELETE ... RETURNING statement, so
+// exactly one of them removes a given row.
+type Store struct {
 	db      *sql.DB
 	path    string
 	timeout time.Duration
@@ -67,26 +69,26 @@ ALTER TABLE standing ADD COLUMN claimed_at INTEGER NOT NULL DEFAULT 0`
 
 // filePath extracts the path from file:PATH, file:///PATH or
 // file://localhost/PATH, and the ledger's own query parameters.
-func filePath(raw string) (string, options, error) {
+func filePath(raw string) (string, storeurl.Options, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", options{}, fmt.Errorf("ledger: file URL: %w", err)
+		return "", storeurl.Options{}, fmt.Errorf("ledger: file URL: %w", err)
 	}
 	if u.Host != "" && u.Host != "localhost" {
-		return "", options{}, fmt.Errorf("ledger: file URL names host %q; a file ledger is local to one host", u.Host)
+		return "", storeurl.Options{}, fmt.Errorf("ledger: file URL names host %q; a file ledger is local to one host", u.Host)
 	}
 	if u.Fragment != "" {
-		return "", options{}, fmt.Errorf("ledger: file URL has a fragment %q", u.Fragment)
+		return "", storeurl.Options{}, fmt.Errorf("ledger: file URL has a fragment %q", u.Fragment)
 	}
-	q, err := parseQuery(u.RawQuery)
+	q, err := storeurl.ParseQuery(u.RawQuery)
 	if err != nil {
-		return "", options{}, err
+		return "", storeurl.Options{}, err
 	}
-	o, err := takeOptions(q)
+	o, err := storeurl.TakeOptions(q)
 	if err != nil {
 		return "", o, err
 	}
-	if o.prefix != "" || o.table != "" {
+	if o.Prefix != "" || o.Table != "" {
 		return "", o, errors.New("ledger: file URL does not take ledger_prefix or ledger_table")
 	}
 	if len(q) != 0 {
@@ -108,13 +110,16 @@ func filePath(raw string) (string, options, error) {
 	return p, o, nil
 }
 
-// OpenFile opens (creating with mode 0600 if needed) the SQLite ledger at
-// path, with the default timeout and sweep interval.
-func OpenFile(ctx context.Context, path string) (*File, error) {
-	return openFileWith(ctx, path, options{timeout: DefaultTimeout, sweep: DefaultSweepInterval})
+func init() { ledger.Register("file", openURL) }
+
+// Open opens (creating with mode 0600 if needed) the SQLite ledger at
+// path, with the default timeout and sweep interval. ledger.Open opens one
+// from a file:PATH URL, which may also set them.
+func Open(ctx context.Context, path string) (*Store, error) {
+	return openFileWith(ctx, path, storeurl.Defaults())
 }
 
-func openFile(ctx context.Context, raw string) (Store, error) {
+func openURL(ctx context.Context, raw string) (ledger.Store, error) {
 	p, o, err := filePath(raw)
 	if err != nil {
 		return nil, err
@@ -126,7 +131,7 @@ func openFile(ctx context.Context, raw string) (Store, error) {
 	return f, nil
 }
 
-func openFileWith(ctx context.Context, path string, o options) (*File, error) {
+func openFileWith(ctx context.Context, path string, o storeurl.Options) (*Store, error) {
 	if strings.ContainsAny(path, "?#\x00") {
 		return nil, fmt.Errorf("ledger: file path %q contains '?', '#' or NUL", path)
 	}
@@ -143,7 +148,7 @@ func openFileWith(ctx context.Context, path string, o options) (*File, error) {
 	if err := fh.Close(); err != nil {
 		return nil, fmt.Errorf("ledger: file %s: %w", path, err)
 	}
-	busy := o.timeout.Milliseconds()
+	busy := o.Timeout.Milliseconds()
 	if busy < 1 {
 		busy = 1
 	}
@@ -164,12 +169,12 @@ func openFileWith(ctx context.Context, path string, o options) (*File, error) {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
-	f := &File{db: db, path: path, timeout: o.timeout, stop: make(chan struct{}), done: make(chan struct{})}
+	f := &Store{db: db, path: path, timeout: o.Timeout, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := f.init(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
-	go f.sweeper(o.sweep)
+	go f.sweeper(o.Sweep)
 	return f, nil
 }
 
@@ -178,11 +183,11 @@ func openFileWith(ctx context.Context, path string, o options) (*File, error) {
 // otherwise make a server fail to start on a loaded machine for no gain.
 const openFloor = 5 * time.Second
 
-func (f *File) init(ctx context.Context) error {
-	ctx, cancel := opContext(ctx, max(f.timeout, openFloor))
+func (f *Store) init(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, max(f.timeout, openFloor))
 	defer cancel()
 	if err := execRetryBusy(ctx, f.db, fileSchema); err != nil {
-		return unavailable("file", "create schema in "+f.path, err)
+		return ledger.Unavailable("file", "create schema in "+f.path, err)
 	}
 	// Refuse a database whose grants table is not the one we create: a
 	// different column type could make comparisons lie.
@@ -193,10 +198,10 @@ func (f *File) init(ctx context.Context) error {
 		`SELECT (SELECT count(*) FROM pragma_table_info('grants') WHERE (name='nonce' AND type='TEXT' AND pk=1) OR (name='expires_at' AND type='INTEGER')),
 		        (SELECT count(*) FROM pragma_table_info('standing') WHERE name = 'claimed_at')`).Scan(&cols, &upgraded)
 	if err != nil {
-		return unavailable("file", "check schema in "+f.path, err)
+		return ledger.Unavailable("file", "check schema in "+f.path, err)
 	}
 	if cols != 2 {
-		return unavailable("file", "check schema in "+f.path, errors.New("table grants has an unexpected shape"))
+		return ledger.Unavailable("file", "check schema in "+f.path, errors.New("table grants has an unexpected shape"))
 	}
 	if upgraded == 0 {
 		// One transaction: another process upgrading the same file at
@@ -204,7 +209,7 @@ func (f *File) init(ctx context.Context) error {
 		if err := execRetryBusy(ctx, f.db, "BEGIN IMMEDIATE; "+fileStandingEndColumns+"; COMMIT"); err != nil {
 			_, _ = f.db.ExecContext(ctx, "ROLLBACK")
 			if f.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('standing') WHERE name = 'claimed_at'`).Scan(&cols) != nil || cols == 0 {
-				return unavailable("file", "upgrade schema in "+f.path, err)
+				return ledger.Unavailable("file", "upgrade schema in "+f.path, err)
 			}
 		}
 	}
@@ -213,14 +218,14 @@ func (f *File) init(ctx context.Context) error {
 		// An expired row may be replaced, as an expired Redis key would be.
 		`INSERT INTO grants(nonce, expires_at) VALUES (?1, ?2)
 		 ON CONFLICT(nonce) DO UPDATE SET expires_at = excluded.expires_at WHERE grants.expires_at <= ?3`); err2 != nil {
-		return unavailable("file", "prepare", err2)
+		return ledger.Unavailable("file", "prepare", err2)
 	}
 	if f.redeem, err2 = f.db.PrepareContext(ctx,
 		`DELETE FROM grants WHERE nonce = ?1 AND expires_at > ?2 RETURNING nonce`); err2 != nil {
-		return unavailable("file", "prepare", err2)
+		return ledger.Unavailable("file", "prepare", err2)
 	}
 	if f.sweep, err2 = f.db.PrepareContext(ctx, `DELETE FROM grants WHERE expires_at <= ?1`); err2 != nil {
-		return unavailable("file", "prepare", err2)
+		return ledger.Unavailable("file", "prepare", err2)
 	}
 	for _, p := range []struct {
 		st  **sql.Stmt
@@ -248,50 +253,50 @@ func (f *File) init(ctx context.Context) error {
 		{&f.stSwp, `DELETE FROM standing WHERE (claimed_at > 0 AND claimed_at <= ?1) OR expires_at <= ?2`},
 	} {
 		if *p.st, err2 = f.db.PrepareContext(ctx, p.sql); err2 != nil {
-			return unavailable("file", "prepare", err2)
+			return ledger.Unavailable("file", "prepare", err2)
 		}
 	}
 	return nil
 }
 
 // Issue records nonce until expires (stored in Unix nanoseconds).
-func (f *File) Issue(ctx context.Context, nonce string, expires time.Time) error {
+func (f *Store) Issue(ctx context.Context, nonce string, expires time.Time) error {
 	now := time.Now()
-	if err := checkIssue(nonce, expires, now); err != nil {
+	if err := ledger.CheckIssue(nonce, expires, now); err != nil {
 		return err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	res, err := f.issue.ExecContext(ctx, nonce, expires.UnixNano(), now.UnixNano())
 	if err != nil {
-		return unavailable("file", "issue", err)
+		return ledger.Unavailable("file", "issue", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return unavailable("file", "issue", err)
+		return ledger.Unavailable("file", "issue", err)
 	}
 	if n != 1 {
-		return ErrExists
+		return ledger.ErrExists
 	}
 	return nil
 }
 
 // Redeem deletes the row for nonce if it is unexpired, in one statement.
-func (f *File) Redeem(ctx context.Context, nonce string) (bool, error) {
-	if err := checkNonce(nonce); err != nil {
+func (f *Store) Redeem(ctx context.Context, nonce string) (bool, error) {
+	if err := ledger.CheckNonce(nonce); err != nil {
 		return false, err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
-		return false, ErrClosed
+		return false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	var got string
 	err := f.redeem.QueryRowContext(ctx, nonce, time.Now().UnixNano()).Scan(&got)
@@ -299,15 +304,15 @@ func (f *File) Redeem(ctx context.Context, nonce string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, unavailable("file", "redeem", err)
+		return false, ledger.Unavailable("file", "redeem", err)
 	}
 	if got != nonce {
-		return false, unavailable("file", "redeem", fmt.Errorf("deleted row %q, asked for %q", got, nonce))
+		return false, ledger.Unavailable("file", "redeem", fmt.Errorf("deleted row %q, asked for %q", got, nonce))
 	}
 	return true, nil
 }
 
-func (f *File) sweeper(every time.Duration) {
+func (f *Store) sweeper(every time.Duration) {
 	defer close(f.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -327,8 +332,8 @@ func (f *File) sweeper(every time.Duration) {
 }
 
 // Close stops the sweeper and closes the database. Later calls fail with
-// ErrClosed.
-func (f *File) Close() error {
+// ledger.ErrClosed.
+func (f *Store) Close() error {
 	var err error
 	f.once.Do(func() {
 		close(f.stop)
@@ -341,19 +346,22 @@ func (f *File) Close() error {
 	return err
 }
 
+// Standing returns f itself: it keeps standing grants.
+func (f *Store) Standing() ledger.StandingStore { return f }
+
 // PutStanding records a standing grant; an expired or used-up row with the
 // same ID may be replaced.
-func (f *File) PutStanding(ctx context.Context, s Standing) error {
+func (f *Store) PutStanding(ctx context.Context, s ledger.Standing) error {
 	now := time.Now()
-	if err := checkStanding(s, now); err != nil {
+	if err := ledger.CheckStanding(s, now); err != nil {
 		return err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	data := s.Data
 	if data == nil {
@@ -361,60 +369,60 @@ func (f *File) PutStanding(ctx context.Context, s Standing) error {
 	}
 	res, err := f.stPut.ExecContext(ctx, s.ID, s.Scope, s.Expires.UnixNano(), s.Uses, data, now.UnixNano())
 	if err != nil {
-		return unavailable("file", "put standing", err)
+		return ledger.Unavailable("file", "put standing", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return unavailable("file", "put standing", err)
+		return ledger.Unavailable("file", "put standing", err)
 	} else if n != 1 {
-		return ErrExists
+		return ledger.ErrExists
 	}
 	return nil
 }
 
 // StandingFor lists live standing grants of scope, or all when scope is "".
-func (f *File) StandingFor(ctx context.Context, scope string) ([]Standing, error) {
-	if err := checkScope(scope); err != nil {
+func (f *Store) StandingFor(ctx context.Context, scope string) ([]ledger.Standing, error) {
+	if err := ledger.CheckScope(scope); err != nil {
 		return nil, err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
-		return nil, ErrClosed
+		return nil, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	rows, err := f.stList.QueryContext(ctx, scope, time.Now().UnixNano())
 	if err != nil {
-		return nil, unavailable("file", "list standing", err)
+		return nil, ledger.Unavailable("file", "list standing", err)
 	}
 	defer rows.Close()
-	var out []Standing
+	var out []ledger.Standing
 	for rows.Next() {
-		var s Standing
+		var s ledger.Standing
 		var exp int64
 		if err := rows.Scan(&s.ID, &s.Scope, &exp, &s.Uses, &s.Data); err != nil {
-			return nil, unavailable("file", "list standing", err)
+			return nil, ledger.Unavailable("file", "list standing", err)
 		}
 		s.Expires = time.Unix(0, exp)
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, unavailable("file", "list standing", err)
+		return nil, ledger.Unavailable("file", "list standing", err)
 	}
 	return out, nil
 }
 
 // UseStanding takes one use in one UPDATE ... RETURNING statement.
-func (f *File) UseStanding(ctx context.Context, id string) (int, bool, error) {
-	if err := checkNonce(id); err != nil {
+func (f *Store) UseStanding(ctx context.Context, id string) (int, bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
 		return 0, false, err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
-		return 0, false, ErrClosed
+		return 0, false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	var left int
 	err := f.stUse.QueryRowContext(ctx, id, time.Now().UnixNano()).Scan(&left)
@@ -422,25 +430,25 @@ func (f *File) UseStanding(ctx context.Context, id string) (int, bool, error) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, unavailable("file", "use standing", err)
+		return 0, false, ledger.Unavailable("file", "use standing", err)
 	}
 	return left, true, nil
 }
 
 // RevokeStanding ends a live standing grant in one UPDATE statement.
-func (f *File) RevokeStanding(ctx context.Context, id string, r Revocation) (bool, error) {
-	if err := checkNonce(id); err != nil {
+func (f *Store) RevokeStanding(ctx context.Context, id string, r ledger.Revocation) (bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
 		return false, err
 	}
-	if err := checkRevocation(&r); err != nil {
+	if err := ledger.CheckRevocation(&r); err != nil {
 		return false, err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
-		return false, ErrClosed
+		return false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	var one int
 	err := f.stRev.QueryRowContext(ctx, id, time.Now().UnixNano(), r.Reason, r.By).Scan(&one)
@@ -448,75 +456,75 @@ func (f *File) RevokeStanding(ctx context.Context, id string, r Revocation) (boo
 		return false, nil
 	}
 	if err != nil {
-		return false, unavailable("file", "revoke standing", err)
+		return false, ledger.Unavailable("file", "revoke standing", err)
 	}
 	return true, nil
 }
 
 // EndedStanding lists unclaimed ends.
-func (f *File) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
+func (f *Store) EndedStanding(ctx context.Context) ([]ledger.StandingEnd, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
-		return nil, ErrClosed
+		return nil, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	rows, err := f.stEnded.QueryContext(ctx, time.Now().UnixNano(), MaxEndedListed)
+	rows, err := f.stEnded.QueryContext(ctx, time.Now().UnixNano(), ledger.MaxEndedListed)
 	if err != nil {
-		return nil, unavailable("file", "list ended standing", err)
+		return nil, ledger.Unavailable("file", "list ended standing", err)
 	}
 	defer rows.Close()
-	var out []StandingEnd
+	var out []ledger.StandingEnd
 	for rows.Next() {
-		var e StandingEnd
+		var e ledger.StandingEnd
 		var exp, at int64
 		if err := rows.Scan(&e.ID, &e.Scope, &exp, &e.Uses, &e.Data, &e.Reason, &e.By, &at); err != nil {
-			return nil, unavailable("file", "list ended standing", err)
+			return nil, ledger.Unavailable("file", "list ended standing", err)
 		}
 		out = append(out, fileEnd(e, exp, at))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, unavailable("file", "list ended standing", err)
+		return nil, ledger.Unavailable("file", "list ended standing", err)
 	}
 	return out, nil
 }
 
-func fileEnd(e StandingEnd, exp, at int64) StandingEnd {
+func fileEnd(e ledger.StandingEnd, exp, at int64) ledger.StandingEnd {
 	e.Expires = time.Unix(0, exp)
-	e.Reason = endReason(e.Reason, e.Uses)
-	e.At = endAt(e.Reason, e.Expires, time.Unix(0, at))
+	e.Reason = ledger.EndReason(e.Reason, e.Uses)
+	e.At = ledger.EndAt(e.Reason, e.Expires, time.Unix(0, at))
 	return e
 }
 
 // ClaimStandingEnd claims an end in one UPDATE ... RETURNING statement:
 // SQLite's write lock lets exactly one process change claimed_at from 0.
-func (f *File) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error) {
-	if err := checkNonce(id); err != nil {
-		return StandingEnd{}, false, err
+func (f *Store) ClaimStandingEnd(ctx context.Context, id string) (ledger.StandingEnd, bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
+		return ledger.StandingEnd{}, false, err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
-		return StandingEnd{}, false, ErrClosed
+		return ledger.StandingEnd{}, false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	e := StandingEnd{Standing: Standing{ID: id}}
+	e := ledger.StandingEnd{Standing: ledger.Standing{ID: id}}
 	var exp, at int64
 	err := f.stClaim.QueryRowContext(ctx, id, time.Now().UnixNano()).Scan(&e.Scope, &exp, &e.Uses, &e.Data, &e.Reason, &e.By, &at)
 	if errors.Is(err, sql.ErrNoRows) {
-		return StandingEnd{}, false, nil
+		return ledger.StandingEnd{}, false, nil
 	}
 	if err != nil {
-		return StandingEnd{}, false, unavailable("file", "claim standing end", err)
+		return ledger.StandingEnd{}, false, ledger.Unavailable("file", "claim standing end", err)
 	}
 	return fileEnd(e, exp, at), true, nil
 }
 
 // sweepStanding forgets tombstones past their retention, judged at now.
-func (f *File) sweepStanding(ctx context.Context, now time.Time) error {
-	_, err := f.stSwp.ExecContext(ctx, now.Add(-StandingClaimedRetention).UnixNano(), now.Add(-StandingEndHorizon).UnixNano())
+func (f *Store) sweepStanding(ctx context.Context, now time.Time) error {
+	_, err := f.stSwp.ExecContext(ctx, now.Add(-ledger.StandingClaimedRetention).UnixNano(), now.Add(-ledger.StandingEndHorizon).UnixNano())
 	return err
 }
 

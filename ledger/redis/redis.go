@@ -1,4 +1,4 @@
-package ledger
+package redis
 
 import (
 	"context"
@@ -10,23 +10,26 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/ledger/internal/storeurl"
 )
 
-// DefaultRedisPrefix is prepended to every nonce to form its Redis key.
-const DefaultRedisPrefix = "mcpsafe:grant:"
+// DefaultPrefix is prepended to every nonce to form its Redis key.
+const DefaultPrefix = "mcpsafe:grant:"
 
 // redisMarker starts every value the ledger writes. The rest is the expiry
 // in Unix nanoseconds, checked again on redemption, so that a key written by
 // something else, or without the TTL we set, is never taken for a grant.
 const redisMarker = "mcpsafe-ledger/1 "
 
-// Redis is a Store in a Redis server shared by replicas. Issue is one
-// SET NX PX; Redeem is one GETDEL, atomic in Redis, so exactly one client
-// receives the value. Redis deletes expired grants by their TTL.
-type Redis struct {
-	client  *redis.Client
+// Store is a ledger.Store in a Redis server shared by replicas. Issue is
+// one SET NX PX; Redeem is one GETDEL, atomic in Redis, so exactly one
+// client receives the value. Redis deletes expired grants by their TTL.
+type Store struct {
+	client  *goredis.Client
 	prefix  string
 	timeout time.Duration
 	// now is this process's clock: it checks new grants, never judges a
@@ -36,28 +39,44 @@ type Redis struct {
 	closed bool
 }
 
-func openRedis(ctx context.Context, raw string) (Store, error) {
-	u, o, err := splitURL(raw, "redis")
+func init() {
+	ledger.Register("redis", openURL)
+	ledger.Register("rediss", openURL)
+}
+
+func openURL(ctx context.Context, raw string) (ledger.Store, error) {
+	r, err := Open(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	if o.table != "" {
+	return r, nil
+}
+
+// Open connects to the Redis server a redis:// or rediss:// URL names
+// (go-redis's URL syntax, plus the ledger's ledger_timeout and
+// ledger_prefix parameters) and pings it.
+func Open(ctx context.Context, raw string) (*Store, error) {
+	u, o, err := storeurl.Split(raw, "redis")
+	if err != nil {
+		return nil, err
+	}
+	if o.Table != "" {
 		return nil, errors.New("ledger: redis URL does not take ledger_table (use ledger_prefix)")
 	}
-	opt, err := redis.ParseURL(u.String())
+	opt, err := goredis.ParseURL(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("ledger: redis URL %s: %w", redactURL(raw), err)
+		return nil, fmt.Errorf("ledger: redis URL %s: %w", storeurl.Redact(raw), err)
 	}
-	prefix := o.prefix
+	prefix := o.Prefix
 	if prefix == "" {
-		prefix = DefaultRedisPrefix
+		prefix = DefaultPrefix
 	}
-	return newRedis(ctx, opt, prefix, o.timeout, redactURL(raw))
+	return newRedis(ctx, opt, prefix, o.Timeout, storeurl.Redact(raw))
 }
 
 // redisOptions bounds every network step by timeout and disables what would
 // add round trips or unbounded waits.
-func redisOptions(opt *redis.Options, timeout time.Duration) {
+func redisOptions(opt *goredis.Options, timeout time.Duration) {
 	opt.ContextTimeoutEnabled = true
 	opt.DialTimeout = timeout
 	opt.ReadTimeout = timeout
@@ -74,42 +93,42 @@ func redisOptions(opt *redis.Options, timeout time.Duration) {
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
-func newRedis(ctx context.Context, opt *redis.Options, prefix string, timeout time.Duration, name string) (*Redis, error) {
+func newRedis(ctx context.Context, opt *goredis.Options, prefix string, timeout time.Duration, name string) (*Store, error) {
 	redisOptions(opt, timeout)
-	r := &Redis{client: redis.NewClient(opt), prefix: prefix, timeout: timeout, now: time.Now}
-	pctx, cancel := opContext(ctx, timeout)
+	r := &Store{client: goredis.NewClient(opt), prefix: prefix, timeout: timeout, now: time.Now}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := r.client.Ping(pctx).Err(); err != nil {
 		r.client.Close()
-		return nil, unavailable("redis", "ping "+name, err)
+		return nil, ledger.Unavailable("redis", "ping "+name, err)
 	}
 	return r, nil
 }
 
 // Issue stores the marker under the nonce's key with SET NX and a
 // millisecond TTL rounded up; redemption also checks the exact expiry.
-func (r *Redis) Issue(ctx context.Context, nonce string, expires time.Time) error {
+func (r *Store) Issue(ctx context.Context, nonce string, expires time.Time) error {
 	now := time.Now()
-	if err := checkIssue(nonce, expires, now); err != nil {
+	if err := ledger.CheckIssue(nonce, expires, now); err != nil {
 		return err
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
 	ttl := expires.Sub(now)
 	if rem := ttl % time.Millisecond; rem != 0 {
 		ttl += time.Millisecond - rem
 	}
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	ok, err := r.client.SetNX(ctx, r.prefix+nonce, redisMarker+strconv.FormatInt(expires.UnixNano(), 10), ttl).Result()
 	if err != nil {
-		return unavailable("redis", "issue", err)
+		return ledger.Unavailable("redis", "issue", err)
 	}
 	if !ok {
-		return ErrExists
+		return ledger.ErrExists
 	}
 	return nil
 }
@@ -117,27 +136,27 @@ func (r *Redis) Issue(ctx context.Context, nonce string, expires time.Time) erro
 // Redeem takes the key with GETDEL and approves only our marker with an
 // expiry still in the future. Anything else stored under the key is
 // reported as an error and never as an approval.
-func (r *Redis) Redeem(ctx context.Context, nonce string) (bool, error) {
-	if err := checkNonce(nonce); err != nil {
+func (r *Store) Redeem(ctx context.Context, nonce string) (bool, error) {
+	if err := ledger.CheckNonce(nonce); err != nil {
 		return false, err
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
-		return false, ErrClosed
+		return false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	v, err := r.client.GetDel(ctx, r.prefix+nonce).Result()
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(err, goredis.Nil) {
 		return false, nil
 	}
 	if err != nil {
-		return false, unavailable("redis", "redeem", err)
+		return false, ledger.Unavailable("redis", "redeem", err)
 	}
 	exp, err := parseRedisValue(v)
 	if err != nil {
-		return false, unavailable("redis", "redeem", err)
+		return false, ledger.Unavailable("redis", "redeem", err)
 	}
 	return time.Now().UnixNano() < exp, nil
 }
@@ -154,8 +173,8 @@ func parseRedisValue(v string) (int64, error) {
 	return exp, nil
 }
 
-// Close closes the client; later calls fail with ErrClosed.
-func (r *Redis) Close() error {
+// Close closes the client; later calls fail with ledger.ErrClosed.
+func (r *Store) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -170,9 +189,9 @@ func (r *Redis) Close() error {
 // atomic in Redis: a use checks expiry and count and decrements in one
 // script, so K uses raced from any number of replicas succeed exactly K
 // times. Expiry is judged from the stored time, never from the key's TTL:
-// the key outlives the grant by StandingEndHorizon, so that its end can be
-// journaled, and is shortened to StandingClaimedRetention once claimed. A
-// revocation sets the uses to 0 (what a use checks) and leaves the key in
+// the key outlives the grant by ledger.StandingEndHorizon, so that its end
+// can be journaled, and is shortened to ledger.StandingClaimedRetention once
+// claimed. A revocation sets the uses to 0 (what a use checks) and leaves the key in
 // the set of all until the end is claimed.
 //
 // "Now" is the Redis server's clock (TIME), read inside each script and in
@@ -180,26 +199,26 @@ func (r *Redis) Close() error {
 // still agree on which grants are live, as PostgreSQL replicas do with the
 // database's now().
 var (
-	redisPutStanding = redis.NewScript(`
+	redisPutStanding = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'scope', ARGV[2], 'exp', ARGV[3], 'uses', ARGV[4], 'data', ARGV[5])
 redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(ARGV[3]) / 1000000) + 1 + tonumber(ARGV[6]))
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[1])
 return 1`)
-	redisUseStanding = redis.NewScript(redisNowLua + `
+	redisUseStanding = goredis.NewScript(redisNowLua + `
 local v = redis.call('HMGET', KEYS[1], 'exp', 'uses')
 if not v[1] or not v[2] then return -1 end
 if tonumber(v[1]) <= now or tonumber(v[2]) <= 0 then return -1 end
 return redis.call('HINCRBY', KEYS[1], 'uses', -1)`)
-	redisRevokeStanding = redis.NewScript(redisNowLua + `
+	redisRevokeStanding = goredis.NewScript(redisNowLua + `
 local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'scope')
 if not v[1] or not v[2] then return 0 end
 if tonumber(v[1]) <= now or tonumber(v[2]) <= 0 then return 0 end
 redis.call('HSET', KEYS[1], 'uses', 0, 'ended', ARGV[3], 'by', ARGV[4], 'at', nowText)
 if v[3] then redis.call('SREM', ARGV[2] .. v[3], ARGV[1]) end
 return 1`)
-	redisClaimStanding = redis.NewScript(redisNowLua + `
+	redisClaimStanding = goredis.NewScript(redisNowLua + `
 local v = redis.call('HMGET', KEYS[1], 'exp', 'uses', 'claimed', 'scope', 'data', 'ended', 'by', 'at')
 if not v[1] or not v[2] or v[3] then return false end
 if tonumber(v[1]) > now and tonumber(v[2]) > 0 then return false end
@@ -218,7 +237,7 @@ local nowText = t[1] .. string.format('%06d', tonumber(t[2])) .. '000'
 local now = tonumber(nowText)`
 
 // serverNow reads the Redis server's time from a pipeline's TIME.
-func serverNow(cmd *redis.TimeCmd) (int64, error) {
+func serverNow(cmd *goredis.TimeCmd) (int64, error) {
 	t, err := cmd.Result()
 	if err != nil {
 		return 0, err
@@ -226,48 +245,51 @@ func serverNow(cmd *redis.TimeCmd) (int64, error) {
 	return t.UnixNano(), nil
 }
 
-func (r *Redis) standingKey(id string) string  { return r.prefix + "standing:" + id }
-func (r *Redis) standingScope(s string) string { return r.prefix + "standing-scope:" + s }
-func (r *Redis) standingAll() string           { return r.prefix + "standing-all" }
+func (r *Store) standingKey(id string) string  { return r.prefix + "standing:" + id }
+func (r *Store) standingScope(s string) string { return r.prefix + "standing-scope:" + s }
+func (r *Store) standingAll() string           { return r.prefix + "standing-all" }
+
+// Standing returns r itself: it keeps standing grants.
+func (r *Store) Standing() ledger.StandingStore { return r }
 
 // PutStanding records a standing grant.
-func (r *Redis) PutStanding(ctx context.Context, s Standing) error {
+func (r *Store) PutStanding(ctx context.Context, s ledger.Standing) error {
 	now := r.now()
-	if err := checkStanding(s, now); err != nil {
+	if err := ledger.CheckStanding(s, now); err != nil {
 		return err
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	n, err := redisPutStanding.Run(ctx, r.client,
 		[]string{r.standingKey(s.ID), r.standingScope(s.Scope), r.standingAll()},
 		s.ID, s.Scope, strconv.FormatInt(s.Expires.UnixNano(), 10), s.Uses, string(s.Data),
-		StandingEndHorizon.Milliseconds()).Int()
+		ledger.StandingEndHorizon.Milliseconds()).Int()
 	if err != nil {
-		return unavailable("redis", "put standing", err)
+		return ledger.Unavailable("redis", "put standing", err)
 	}
 	if n != 1 {
-		return ErrExists
+		return ledger.ErrExists
 	}
 	return nil
 }
 
 // StandingFor lists live standing grants of scope, or all when scope is
 // "", and drops index entries whose grant is gone.
-func (r *Redis) StandingFor(ctx context.Context, scope string) ([]Standing, error) {
-	if err := checkScope(scope); err != nil {
+func (r *Store) StandingFor(ctx context.Context, scope string) ([]ledger.Standing, error) {
+	if err := ledger.CheckScope(scope); err != nil {
 		return nil, err
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
-		return nil, ErrClosed
+		return nil, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	index := r.standingAll()
 	if scope != "" {
@@ -275,25 +297,25 @@ func (r *Redis) StandingFor(ctx context.Context, scope string) ([]Standing, erro
 	}
 	ids, err := r.client.SMembers(ctx, index).Result()
 	if err != nil {
-		return nil, unavailable("redis", "list standing", err)
+		return nil, ledger.Unavailable("redis", "list standing", err)
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	pipe := r.client.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(ids))
+	cmds := make([]*goredis.SliceCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HMGet(ctx, r.standingKey(id), "scope", "exp", "uses", "data")
 	}
 	clock := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable("redis", "list standing", err)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, ledger.Unavailable("redis", "list standing", err)
 	}
 	now, err := serverNow(clock)
 	if err != nil {
-		return nil, unavailable("redis", "list standing", err)
+		return nil, ledger.Unavailable("redis", "list standing", err)
 	}
-	var out []Standing
+	var out []ledger.Standing
 	var gone []any
 	for i, cmd := range cmds {
 		v, err := cmd.Result()
@@ -308,12 +330,12 @@ func (r *Redis) StandingFor(ctx context.Context, scope string) ([]Standing, erro
 		exp, err1 := strconv.ParseInt(expS, 10, 64)
 		uses, err2 := strconv.Atoi(usesS)
 		if err1 != nil || err2 != nil {
-			return nil, unavailable("redis", "list standing", fmt.Errorf("standing grant %s is malformed", ids[i]))
+			return nil, ledger.Unavailable("redis", "list standing", fmt.Errorf("standing grant %s is malformed", ids[i]))
 		}
 		if exp <= now || uses <= 0 {
 			continue
 		}
-		out = append(out, Standing{ID: ids[i], Scope: sc, Expires: time.Unix(0, exp), Uses: uses, Data: []byte(data)})
+		out = append(out, ledger.Standing{ID: ids[i], Scope: sc, Expires: time.Unix(0, exp), Uses: uses, Data: []byte(data)})
 	}
 	if len(gone) > 0 {
 		// Best effort: an index entry without its grant is skipped anyway.
@@ -323,20 +345,20 @@ func (r *Redis) StandingFor(ctx context.Context, scope string) ([]Standing, erro
 }
 
 // UseStanding takes one use in one script.
-func (r *Redis) UseStanding(ctx context.Context, id string) (int, bool, error) {
-	if err := checkNonce(id); err != nil {
+func (r *Store) UseStanding(ctx context.Context, id string) (int, bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
 		return 0, false, err
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
-		return 0, false, ErrClosed
+		return 0, false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	left, err := redisUseStanding.Run(ctx, r.client, []string{r.standingKey(id)}).Int()
 	if err != nil {
-		return 0, false, unavailable("redis", "use standing", err)
+		return 0, false, ledger.Unavailable("redis", "use standing", err)
 	}
 	if left < 0 {
 		return 0, false, nil
@@ -346,59 +368,59 @@ func (r *Redis) UseStanding(ctx context.Context, id string) (int, bool, error) {
 
 // RevokeStanding ends a live standing grant in one script and takes it out
 // of its scope's index.
-func (r *Redis) RevokeStanding(ctx context.Context, id string, rev Revocation) (bool, error) {
-	if err := checkNonce(id); err != nil {
+func (r *Store) RevokeStanding(ctx context.Context, id string, rev ledger.Revocation) (bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
 		return false, err
 	}
-	if err := checkRevocation(&rev); err != nil {
+	if err := ledger.CheckRevocation(&rev); err != nil {
 		return false, err
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
-		return false, ErrClosed
+		return false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	n, err := redisRevokeStanding.Run(ctx, r.client, []string{r.standingKey(id)},
 		id, r.prefix+"standing-scope:", rev.Reason, rev.By).Int()
 	if err != nil {
-		return false, unavailable("redis", "revoke standing", err)
+		return false, ledger.Unavailable("redis", "revoke standing", err)
 	}
 	return n == 1, nil
 }
 
 // EndedStanding lists unclaimed ends from the set of all grants, and drops
 // index entries whose key is gone.
-func (r *Redis) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
+func (r *Store) EndedStanding(ctx context.Context) ([]ledger.StandingEnd, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
-		return nil, ErrClosed
+		return nil, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	ids, err := r.client.SMembers(ctx, r.standingAll()).Result()
 	if err != nil {
-		return nil, unavailable("redis", "list ended standing", err)
+		return nil, ledger.Unavailable("redis", "list ended standing", err)
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	pipe := r.client.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(ids))
+	cmds := make([]*goredis.SliceCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HMGet(ctx, r.standingKey(id), "exp", "uses", "scope", "data", "ended", "by", "at", "claimed")
 	}
 	clock := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable("redis", "list ended standing", err)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, ledger.Unavailable("redis", "list ended standing", err)
 	}
 	now, err := serverNow(clock)
 	if err != nil {
-		return nil, unavailable("redis", "list ended standing", err)
+		return nil, ledger.Unavailable("redis", "list ended standing", err)
 	}
-	var out []StandingEnd
+	var out []ledger.StandingEnd
 	var gone []any
 	for i, cmd := range cmds {
 		v, err := cmd.Result()
@@ -415,7 +437,7 @@ func (r *Redis) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
 		}
 		e, err := redisEnd(ids[i], strs)
 		if err != nil {
-			return nil, unavailable("redis", "list ended standing", err)
+			return nil, ledger.Unavailable("redis", "list ended standing", err)
 		}
 		if e.Expires.UnixNano() > now && e.Uses > 0 {
 			continue // live
@@ -426,15 +448,15 @@ func (r *Redis) EndedStanding(ctx context.Context) ([]StandingEnd, error) {
 		// Best effort: an index entry without its grant is skipped anyway.
 		r.client.SRem(ctx, r.standingAll(), gone...)
 	}
-	slices.SortFunc(out, func(a, b StandingEnd) int { return a.Expires.Compare(b.Expires) })
-	if len(out) > MaxEndedListed {
-		out = out[:MaxEndedListed]
+	slices.SortFunc(out, func(a, b ledger.StandingEnd) int { return a.Expires.Compare(b.Expires) })
+	if len(out) > ledger.MaxEndedListed {
+		out = out[:ledger.MaxEndedListed]
 	}
 	return out, nil
 }
 
 // redisEnd parses exp, uses, scope, data, ended, by and at.
-func redisEnd(id string, v []string) (StandingEnd, error) {
+func redisEnd(id string, v []string) (ledger.StandingEnd, error) {
 	exp, err1 := strconv.ParseInt(v[0], 10, 64)
 	uses, err2 := strconv.Atoi(v[1])
 	at := int64(0)
@@ -443,42 +465,42 @@ func redisEnd(id string, v []string) (StandingEnd, error) {
 		at, err3 = strconv.ParseInt(v[6], 10, 64)
 	}
 	if err1 != nil || err2 != nil || err3 != nil {
-		return StandingEnd{}, fmt.Errorf("standing grant %s is malformed", id)
+		return ledger.StandingEnd{}, fmt.Errorf("standing grant %s is malformed", id)
 	}
-	e := StandingEnd{Standing: Standing{ID: id, Scope: v[2], Expires: time.Unix(0, exp), Uses: uses, Data: []byte(v[3])}}
-	e.Reason = endReason(v[4], uses)
+	e := ledger.StandingEnd{Standing: ledger.Standing{ID: id, Scope: v[2], Expires: time.Unix(0, exp), Uses: uses, Data: []byte(v[3])}}
+	e.Reason = ledger.EndReason(v[4], uses)
 	e.By = v[5]
-	e.At = endAt(e.Reason, e.Expires, time.Unix(0, at))
+	e.At = ledger.EndAt(e.Reason, e.Expires, time.Unix(0, at))
 	return e, nil
 }
 
 // ClaimStandingEnd claims an end in one script: it sets the claimed field
 // only where none is, so exactly one client sees it succeed.
-func (r *Redis) ClaimStandingEnd(ctx context.Context, id string) (StandingEnd, bool, error) {
-	if err := checkNonce(id); err != nil {
-		return StandingEnd{}, false, err
+func (r *Store) ClaimStandingEnd(ctx context.Context, id string) (ledger.StandingEnd, bool, error) {
+	if err := ledger.CheckNonce(id); err != nil {
+		return ledger.StandingEnd{}, false, err
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
-		return StandingEnd{}, false, ErrClosed
+		return ledger.StandingEnd{}, false, ledger.ErrClosed
 	}
-	ctx, cancel := opContext(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	v, err := redisClaimStanding.Run(ctx, r.client, []string{r.standingKey(id), r.standingAll()},
-		id, r.prefix+"standing-scope:", StandingClaimedRetention.Milliseconds()).StringSlice()
-	if errors.Is(err, redis.Nil) {
-		return StandingEnd{}, false, nil
+		id, r.prefix+"standing-scope:", ledger.StandingClaimedRetention.Milliseconds()).StringSlice()
+	if errors.Is(err, goredis.Nil) {
+		return ledger.StandingEnd{}, false, nil
 	}
 	if err != nil {
-		return StandingEnd{}, false, unavailable("redis", "claim standing end", err)
+		return ledger.StandingEnd{}, false, ledger.Unavailable("redis", "claim standing end", err)
 	}
 	if len(v) != 7 {
-		return StandingEnd{}, false, unavailable("redis", "claim standing end", fmt.Errorf("script answered %d values", len(v)))
+		return ledger.StandingEnd{}, false, ledger.Unavailable("redis", "claim standing end", fmt.Errorf("script answered %d values", len(v)))
 	}
 	e, err := redisEnd(id, v)
 	if err != nil {
-		return StandingEnd{}, false, unavailable("redis", "claim standing end", err)
+		return ledger.StandingEnd{}, false, ledger.Unavailable("redis", "claim standing end", err)
 	}
 	return e, true, nil
 }

@@ -1,4 +1,4 @@
-package ledger
+package ledgertest
 
 import (
 	"context"
@@ -7,24 +7,31 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe/ledger"
 )
 
-// backend opens stores for one test. open may be called several times; every
-// store it returns shares one backend (same file, Redis prefix, table).
-type backend func(t *testing.T) (open func(t *testing.T) Store)
+// A Backend opens stores for one test. open may be called several times;
+// every store it returns shares one backend (same file, Redis prefix,
+// table), as replicas do.
+type Backend func(t *testing.T) (open func(t *testing.T) ledger.Store)
 
-// conformanceTimeout replaces the 2 s default in the conformance suite, which
-// tests semantics: under -race on a loaded 2-core machine, 1,000 redemptions
-// queued on one SQLite connection can take longer than 2 s, and the late ones
-// would (correctly) fail closed. The bound itself is tested in fault_test.go.
-const conformanceTimeout = "30s"
+// ConformanceTimeout is the ledger_timeout URLBackend sets, in place of the
+// 2 s default: the conformance suite tests semantics, and under -race on a
+// loaded 2-core machine 1,000 redemptions queued on one SQLite connection
+// can take longer than 2 s, and the late ones would (correctly) fail
+// closed. Each backend tests the bound itself.
+const ConformanceTimeout = "30s"
 
-func urlBackend(url func(t *testing.T) string) backend {
-	return func(t *testing.T) func(t *testing.T) Store {
-		u := withParams(url(t), "ledger_timeout", conformanceTimeout)
-		return func(t *testing.T) Store {
+// URLBackend is the Backend whose stores ledger.Open opens from the URL
+// url(t) returns (once per test), with ledger_timeout set to
+// ConformanceTimeout. The URL's backend must be linked in.
+func URLBackend(url func(t *testing.T) string) Backend {
+	return func(t *testing.T) func(t *testing.T) ledger.Store {
+		u := WithParams(url(t), "ledger_timeout", ConformanceTimeout)
+		return func(t *testing.T) ledger.Store {
 			t.Helper()
-			s, err := Open(context.Background(), u)
+			s, err := ledger.Open(context.Background(), u)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -34,38 +41,21 @@ func urlBackend(url func(t *testing.T) string) backend {
 	}
 }
 
-func backends() map[string]backend {
-	return map[string]backend{
-		// One Memory is the whole backend, so "two stores" are one object.
-		"memory": func(t *testing.T) func(t *testing.T) Store {
-			m := NewMemory(0)
-			t.Cleanup(func() { m.Close() })
-			return func(*testing.T) Store { return m }
-		},
-		"file":     urlBackend(func(t *testing.T) string { return fileBackend(t) }),
-		"redis":    urlBackend(func(t *testing.T) string { u, _, _ := redisBackend(t); return u }),
-		"postgres": urlBackend(func(t *testing.T) string { u, _, _ := postgresBackend(t); return u }),
-	}
-}
-
-func TestConformance(t *testing.T) {
-	for _, name := range []string{"memory", "file", "redis", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			conformance(t, backends()[name])
-		})
-	}
-}
-
-// conformance is the one suite every store must pass unchanged.
-func conformance(t *testing.T, newBackend backend) {
+// Conformance is the one suite every store must pass unchanged: one-time
+// grants redeemed exactly once (also raced by 1,000 goroutines and over two
+// stores on one backend), expiry, invalid nonces, cancelled contexts and
+// closed stores refused, and standing grants counted exactly, judged by
+// expiry, revocable, listed by scope, their ends claimed once. It sleeps
+// (briefly) to let grants expire by the real clock, which a store's
+// backend judges.
+func Conformance(t *testing.T, newBackend Backend) {
 	ctx := context.Background()
 	hour := func() time.Time { return time.Now().Add(time.Hour) }
 	t.Run("standing", func(t *testing.T) { standingConformance(t, newBackend) })
 
 	t.Run("issue then redeem once", func(t *testing.T) {
 		s := newBackend(t)(t)
-		n := newNonce()
+		n := NewNonce()
 		if err := s.Issue(ctx, n, hour()); err != nil {
 			t.Fatalf("Issue: %v", err)
 		}
@@ -79,14 +69,14 @@ func conformance(t *testing.T, newBackend backend) {
 
 	t.Run("unknown nonce", func(t *testing.T) {
 		s := newBackend(t)(t)
-		if ok, err := s.Redeem(ctx, newNonce()); ok || err != nil {
+		if ok, err := s.Redeem(ctx, NewNonce()); ok || err != nil {
 			t.Fatalf("Redeem(unknown) = %v, %v; want false, nil", ok, err)
 		}
 	})
 
 	t.Run("expired not redeemable", func(t *testing.T) {
 		s := newBackend(t)(t)
-		expired, live := newNonce(), newNonce()
+		expired, live := NewNonce(), NewNonce()
 		if err := s.Issue(ctx, expired, time.Now().Add(40*time.Millisecond)); err != nil {
 			t.Fatalf("Issue: %v", err)
 		}
@@ -104,13 +94,13 @@ func conformance(t *testing.T, newBackend backend) {
 
 	t.Run("double issue", func(t *testing.T) {
 		s := newBackend(t)(t)
-		n := newNonce()
+		n := NewNonce()
 		first := hour()
 		if err := s.Issue(ctx, n, first); err != nil {
 			t.Fatalf("Issue: %v", err)
 		}
-		if err := s.Issue(ctx, n, first.Add(time.Hour)); !errors.Is(err, ErrExists) {
-			t.Fatalf("second Issue = %v; want ErrExists", err)
+		if err := s.Issue(ctx, n, first.Add(time.Hour)); !errors.Is(err, ledger.ErrExists) {
+			t.Fatalf("second Issue = %v; want ledger.ErrExists", err)
 		}
 		if ok, err := s.Redeem(ctx, n); !ok || err != nil {
 			t.Fatalf("Redeem = %v, %v; want true, nil", ok, err)
@@ -123,9 +113,9 @@ func conformance(t *testing.T, newBackend backend) {
 	t.Run("issue in the past", func(t *testing.T) {
 		s := newBackend(t)(t)
 		for _, exp := range []time.Time{time.Now().Add(-time.Second), time.Now(), {}} {
-			n := newNonce()
-			if err := s.Issue(ctx, n, exp); !errors.Is(err, ErrExpired) {
-				t.Fatalf("Issue(expires=%v) = %v; want ErrExpired", exp, err)
+			n := NewNonce()
+			if err := s.Issue(ctx, n, exp); !errors.Is(err, ledger.ErrExpired) {
+				t.Fatalf("Issue(expires=%v) = %v; want ledger.ErrExpired", exp, err)
 			}
 			if ok, err := s.Redeem(ctx, n); ok || err != nil {
 				t.Fatalf("Redeem after refused Issue = %v, %v; want false, nil", ok, err)
@@ -135,15 +125,15 @@ func conformance(t *testing.T, newBackend backend) {
 
 	t.Run("invalid nonces", func(t *testing.T) {
 		s := newBackend(t)(t)
-		for _, n := range invalidNonces {
-			if err := s.Issue(ctx, n, hour()); !errors.Is(err, ErrInvalidNonce) {
-				t.Errorf("Issue(%q) = %v; want ErrInvalidNonce", n, err)
+		for _, n := range InvalidNonces() {
+			if err := s.Issue(ctx, n, hour()); !errors.Is(err, ledger.ErrInvalidNonce) {
+				t.Errorf("Issue(%q) = %v; want ledger.ErrInvalidNonce", n, err)
 			}
-			if ok, err := s.Redeem(ctx, n); ok || !errors.Is(err, ErrInvalidNonce) {
-				t.Errorf("Redeem(%q) = %v, %v; want false, ErrInvalidNonce", n, ok, err)
+			if ok, err := s.Redeem(ctx, n); ok || !errors.Is(err, ledger.ErrInvalidNonce) {
+				t.Errorf("Redeem(%q) = %v, %v; want false, ledger.ErrInvalidNonce", n, ok, err)
 			}
 		}
-		for _, n := range validNonces {
+		for _, n := range ValidNonces() {
 			if err := s.Issue(ctx, n, hour()); err != nil {
 				t.Errorf("control: Issue(%q) = %v", n, err)
 			}
@@ -155,11 +145,11 @@ func conformance(t *testing.T, newBackend backend) {
 
 	t.Run("1000 goroutines race one nonce", func(t *testing.T) {
 		s := newBackend(t)(t)
-		n := newNonce()
+		n := NewNonce()
 		if err := s.Issue(ctx, n, hour()); err != nil {
 			t.Fatalf("Issue: %v", err)
 		}
-		wins, errs := race(ctx, []Store{s}, n, 1000)
+		wins, errs := Race(ctx, []ledger.Store{s}, n, 1000)
 		if wins != 1 || errs != 0 {
 			t.Fatalf("wins = %d, errors = %d; want exactly 1 win, 0 errors", wins, errs)
 		}
@@ -175,7 +165,7 @@ func conformance(t *testing.T, newBackend backend) {
 			go func() {
 				defer wg.Done()
 				for i := 0; i < each; i++ {
-					n := newNonce()
+					n := NewNonce()
 					if err := s.Issue(ctx, n, hour()); err != nil {
 						bad.Add(1)
 						continue
@@ -203,7 +193,7 @@ func conformance(t *testing.T, newBackend backend) {
 		const nonces = 50
 		list := make([]string, nonces)
 		for i := range list {
-			list[i] = newNonce()
+			list[i] = NewNonce()
 			issuer := a
 			if i%2 == 1 {
 				issuer = b
@@ -212,12 +202,12 @@ func conformance(t *testing.T, newBackend backend) {
 				t.Fatalf("Issue: %v", err)
 			}
 		}
-		// The other store sees the issue: ErrExists across instances.
-		if err := b.Issue(ctx, list[0], hour()); !errors.Is(err, ErrExists) {
-			t.Fatalf("Issue via b of a nonce issued via a = %v; want ErrExists", err)
+		// The other store sees the issue: ledger.ErrExists across instances.
+		if err := b.Issue(ctx, list[0], hour()); !errors.Is(err, ledger.ErrExists) {
+			t.Fatalf("Issue via b of a nonce issued via a = %v; want ledger.ErrExists", err)
 		}
 		for _, n := range list {
-			wins, errs := race(ctx, []Store{a, b}, n, 40)
+			wins, errs := Race(ctx, []ledger.Store{a, b}, n, 40)
 			if wins != 1 || errs != 0 {
 				t.Fatalf("nonce %s: wins = %d, errors = %d; want 1, 0", n, wins, errs)
 			}
@@ -226,7 +216,7 @@ func conformance(t *testing.T, newBackend backend) {
 
 	t.Run("expired nonce may be issued again", func(t *testing.T) {
 		s := newBackend(t)(t)
-		n := newNonce()
+		n := NewNonce()
 		if err := s.Issue(ctx, n, time.Now().Add(30*time.Millisecond)); err != nil {
 			t.Fatalf("Issue: %v", err)
 		}
@@ -241,17 +231,17 @@ func conformance(t *testing.T, newBackend backend) {
 
 	t.Run("cancelled context refuses", func(t *testing.T) {
 		s := newBackend(t)(t)
-		n := newNonce()
+		n := NewNonce()
 		if err := s.Issue(ctx, n, hour()); err != nil {
 			t.Fatalf("Issue: %v", err)
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if err := s.Issue(cctx, newNonce(), hour()); !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("Issue(cancelled) = %v; want ErrUnavailable", err)
+		if err := s.Issue(cctx, NewNonce(), hour()); !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("Issue(cancelled) = %v; want ledger.ErrUnavailable", err)
 		}
-		if ok, err := s.Redeem(cctx, n); ok || !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("Redeem(cancelled) = %v, %v; want false, ErrUnavailable", ok, err)
+		if ok, err := s.Redeem(cctx, n); ok || !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("Redeem(cancelled) = %v, %v; want false, ledger.ErrUnavailable", ok, err)
 		}
 		if ok, err := s.Redeem(ctx, n); !ok || err != nil {
 			t.Fatalf("control: Redeem = %v, %v; want true, nil", ok, err)
@@ -260,7 +250,7 @@ func conformance(t *testing.T, newBackend backend) {
 
 	t.Run("closed store refuses", func(t *testing.T) {
 		s := newBackend(t)(t)
-		n := newNonce()
+		n := NewNonce()
 		if err := s.Issue(ctx, n, hour()); err != nil {
 			t.Fatalf("Issue: %v", err)
 		}
@@ -270,23 +260,24 @@ func conformance(t *testing.T, newBackend backend) {
 		if err := s.Close(); err != nil {
 			t.Fatalf("second Close: %v", err)
 		}
-		if ok, err := s.Redeem(ctx, n); ok || !errors.Is(err, ErrClosed) || !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("Redeem after Close = %v, %v; want false, ErrClosed", ok, err)
+		if ok, err := s.Redeem(ctx, n); ok || !errors.Is(err, ledger.ErrClosed) || !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("Redeem after Close = %v, %v; want false, ledger.ErrClosed", ok, err)
 		}
-		if err := s.Issue(ctx, newNonce(), hour()); !errors.Is(err, ErrClosed) {
-			t.Fatalf("Issue after Close = %v; want ErrClosed", err)
+		if err := s.Issue(ctx, NewNonce(), hour()); !errors.Is(err, ledger.ErrClosed) {
+			t.Fatalf("Issue after Close = %v; want ledger.ErrClosed", err)
 		}
 	})
 }
 
-// race has n goroutines, spread over stores, redeem one nonce at once.
-func race(ctx context.Context, stores []Store, nonce string, n int) (wins, errs int64) {
+// Race has n goroutines, spread over stores, redeem one nonce at once,
+// and counts their wins and errors.
+func Race(ctx context.Context, stores []ledger.Store, nonce string, n int) (wins, errs int64) {
 	var wg sync.WaitGroup
 	var w, e atomic.Int64
 	start := make(chan struct{})
 	for i := 0; i < n; i++ {
 		wg.Add(1)
-		go func(s Store) {
+		go func(s ledger.Store) {
 			defer wg.Done()
 			<-start
 			ok, err := s.Redeem(ctx, nonce)
@@ -303,24 +294,26 @@ func race(ctx context.Context, stores []Store, nonce string, n int) (wins, errs 
 	return w.Load(), e.Load()
 }
 
-func standingOf(t *testing.T, s Store) StandingStore {
+// standingOf is the store's standing grants, through Store.Standing (what
+// the gate calls); every store of this module keeps them.
+func standingOf(t *testing.T, s ledger.Store) ledger.StandingStore {
 	t.Helper()
-	ss, ok := s.(StandingStore)
-	if !ok {
-		t.Fatalf("%T does not implement StandingStore", s)
+	ss := s.Standing()
+	if ss == nil {
+		t.Fatalf("%T keeps no standing grants (Standing returned nil)", s)
 	}
 	return ss
 }
 
 // standingConformance: standing grants are counted exactly, judged by
 // expiry (exclusive), revocable, listed by scope, on every store.
-func standingConformance(t *testing.T, newBackend backend) {
+func standingConformance(t *testing.T, newBackend Backend) {
 	ctx := context.Background()
 	hour := func() time.Time { return time.Now().Add(time.Hour) }
-	put := func(t *testing.T, s StandingStore, scope string, uses int, exp time.Time) string {
+	put := func(t *testing.T, s ledger.StandingStore, scope string, uses int, exp time.Time) string {
 		t.Helper()
-		id := newNonce()
-		if err := s.PutStanding(ctx, Standing{ID: id, Scope: scope, Expires: exp, Uses: uses, Data: []byte("d:" + id)}); err != nil {
+		id := NewNonce()
+		if err := s.PutStanding(ctx, ledger.Standing{ID: id, Scope: scope, Expires: exp, Uses: uses, Data: []byte("d:" + id)}); err != nil {
 			t.Fatalf("PutStanding: %v", err)
 		}
 		return id
@@ -328,7 +321,7 @@ func standingConformance(t *testing.T, newBackend backend) {
 
 	t.Run("uses counted to zero", func(t *testing.T) {
 		s := standingOf(t, newBackend(t)(t))
-		id := put(t, s, newNonce(), 3, hour())
+		id := put(t, s, NewNonce(), 3, hour())
 		for i, want := range []int{2, 1, 0} {
 			left, ok, err := s.UseStanding(ctx, id)
 			if err != nil || !ok || left != want {
@@ -338,14 +331,14 @@ func standingConformance(t *testing.T, newBackend backend) {
 		if _, ok, err := s.UseStanding(ctx, id); ok || err != nil {
 			t.Fatalf("use after the last = %v, %v; want false, nil", ok, err)
 		}
-		if _, ok, err := s.UseStanding(ctx, newNonce()); ok || err != nil {
+		if _, ok, err := s.UseStanding(ctx, NewNonce()); ok || err != nil {
 			t.Fatalf("use of unknown = %v, %v; want false, nil", ok, err)
 		}
 	})
 
 	t.Run("list by scope", func(t *testing.T) {
 		s := standingOf(t, newBackend(t)(t))
-		a, b := newNonce(), newNonce()
+		a, b := NewNonce(), NewNonce()
 		ida := put(t, s, a, 2, hour())
 		idb := put(t, s, b, 1, hour())
 		got, err := s.StandingFor(ctx, a)
@@ -377,7 +370,7 @@ func standingConformance(t *testing.T, newBackend backend) {
 
 	t.Run("expiry is exclusive", func(t *testing.T) {
 		s := standingOf(t, newBackend(t)(t))
-		scope := newNonce()
+		scope := NewNonce()
 		short := put(t, s, scope, 5, time.Now().Add(40*time.Millisecond))
 		live := put(t, s, scope, 5, hour())
 		time.Sleep(80 * time.Millisecond)
@@ -395,17 +388,17 @@ func standingConformance(t *testing.T, newBackend backend) {
 	t.Run("revoke", func(t *testing.T) {
 		open := newBackend(t)
 		a, b := standingOf(t, open(t)), standingOf(t, open(t))
-		scope := newNonce()
+		scope := NewNonce()
 		id := put(t, a, scope, 5, hour())
 		other := put(t, a, scope, 5, hour())
-		if ok, err := b.RevokeStanding(ctx, id, Revocation{By: "alice via the test"}); !ok || err != nil {
+		if ok, err := b.RevokeStanding(ctx, id, ledger.Revocation{By: "alice via the test"}); !ok || err != nil {
 			t.Fatalf("RevokeStanding via b = %v, %v; want true, nil", ok, err)
 		}
 		// Effective on the other store at once.
 		if _, ok, err := a.UseStanding(ctx, id); ok || err != nil {
 			t.Fatalf("use after revoke = %v, %v; want false, nil", ok, err)
 		}
-		if ok, err := a.RevokeStanding(ctx, id, Revocation{}); ok || err != nil {
+		if ok, err := a.RevokeStanding(ctx, id, ledger.Revocation{}); ok || err != nil {
 			t.Fatalf("second revoke = %v, %v; want false, nil", ok, err)
 		}
 		if _, ok, err := a.UseStanding(ctx, other); !ok || err != nil {
@@ -418,18 +411,18 @@ func standingConformance(t *testing.T, newBackend backend) {
 
 	t.Run("invalid puts", func(t *testing.T) {
 		s := standingOf(t, newBackend(t)(t))
-		id := put(t, s, newNonce(), 1, hour())
+		id := put(t, s, NewNonce(), 1, hour())
 		for name, c := range map[string]struct {
-			st   Standing
+			st   ledger.Standing
 			want error
 		}{
-			"existing id":  {Standing{ID: id, Scope: newNonce(), Expires: hour(), Uses: 9}, ErrExists},
-			"zero uses":    {Standing{ID: newNonce(), Scope: newNonce(), Expires: hour(), Uses: 0}, ErrInvalidStanding},
-			"too many":     {Standing{ID: newNonce(), Scope: newNonce(), Expires: hour(), Uses: MaxStandingUses + 1}, ErrInvalidStanding},
-			"past expiry":  {Standing{ID: newNonce(), Scope: newNonce(), Expires: time.Now(), Uses: 1}, ErrExpired},
-			"bad id":       {Standing{ID: "a b", Scope: newNonce(), Expires: hour(), Uses: 1}, ErrInvalidNonce},
-			"bad scope":    {Standing{ID: newNonce(), Scope: "x:y", Expires: hour(), Uses: 1}, ErrInvalidNonce},
-			"data too big": {Standing{ID: newNonce(), Scope: newNonce(), Expires: hour(), Uses: 1, Data: make([]byte, MaxStandingData+1)}, ErrInvalidStanding},
+			"existing id":  {ledger.Standing{ID: id, Scope: NewNonce(), Expires: hour(), Uses: 9}, ledger.ErrExists},
+			"zero uses":    {ledger.Standing{ID: NewNonce(), Scope: NewNonce(), Expires: hour(), Uses: 0}, ledger.ErrInvalidStanding},
+			"too many":     {ledger.Standing{ID: NewNonce(), Scope: NewNonce(), Expires: hour(), Uses: ledger.MaxStandingUses + 1}, ledger.ErrInvalidStanding},
+			"past expiry":  {ledger.Standing{ID: NewNonce(), Scope: NewNonce(), Expires: time.Now(), Uses: 1}, ledger.ErrExpired},
+			"bad id":       {ledger.Standing{ID: "a b", Scope: NewNonce(), Expires: hour(), Uses: 1}, ledger.ErrInvalidNonce},
+			"bad scope":    {ledger.Standing{ID: NewNonce(), Scope: "x:y", Expires: hour(), Uses: 1}, ledger.ErrInvalidNonce},
+			"data too big": {ledger.Standing{ID: NewNonce(), Scope: NewNonce(), Expires: hour(), Uses: 1, Data: make([]byte, ledger.MaxStandingData+1)}, ledger.ErrInvalidStanding},
 		} {
 			if err := s.PutStanding(ctx, c.st); !errors.Is(err, c.want) {
 				t.Errorf("%s: PutStanding = %v; want %v", name, err, c.want)
@@ -446,15 +439,15 @@ func standingConformance(t *testing.T, newBackend backend) {
 
 	t.Run("K uses raced over two stores", func(t *testing.T) {
 		open := newBackend(t)
-		stores := []StandingStore{standingOf(t, open(t)), standingOf(t, open(t))}
+		stores := []ledger.StandingStore{standingOf(t, open(t)), standingOf(t, open(t))}
 		const k, clients = 7, 200
-		id := put(t, stores[0], newNonce(), k, hour())
+		id := put(t, stores[0], NewNonce(), k, hour())
 		var wg sync.WaitGroup
 		var wins, errs atomic.Int64
 		start := make(chan struct{})
 		for i := 0; i < clients; i++ {
 			wg.Add(1)
-			go func(s StandingStore) {
+			go func(s ledger.StandingStore) {
 				defer wg.Done()
 				<-start
 				_, ok, err := s.UseStanding(ctx, id)
@@ -476,7 +469,7 @@ func standingConformance(t *testing.T, newBackend backend) {
 	t.Run("ends kept until claimed, claimed once", func(t *testing.T) {
 		open := newBackend(t)
 		a, b := standingOf(t, open(t)), standingOf(t, open(t))
-		scope := newNonce()
+		scope := NewNonce()
 		expired := put(t, a, scope, 5, time.Now().Add(40*time.Millisecond))
 		usedUp := put(t, a, scope, 1, hour())
 		revoked := put(t, a, scope, 5, hour())
@@ -485,16 +478,16 @@ func standingConformance(t *testing.T, newBackend backend) {
 			t.Fatalf("the one use = %v, %v", ok, err)
 		}
 		before := time.Now()
-		if ok, err := b.RevokeStanding(ctx, revoked, Revocation{By: "alice via the test"}); !ok || err != nil {
+		if ok, err := b.RevokeStanding(ctx, revoked, ledger.Revocation{By: "alice via the test"}); !ok || err != nil {
 			t.Fatalf("RevokeStanding = %v, %v", ok, err)
 		}
 		time.Sleep(80 * time.Millisecond)
-		want := map[string]string{expired: EndExpired, usedUp: EndUsedUp, revoked: EndRevoked}
+		want := map[string]string{expired: ledger.EndExpired, usedUp: ledger.EndUsedUp, revoked: ledger.EndRevoked}
 		ends, err := b.EndedStanding(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]StandingEnd{}
+		got := map[string]ledger.StandingEnd{}
 		for _, e := range ends {
 			got[e.ID] = e
 		}
@@ -538,63 +531,63 @@ func standingConformance(t *testing.T, newBackend backend) {
 			if _, ok, err := b.UseStanding(ctx, id); ok || err != nil {
 				t.Fatalf("use of claimed %s = %v, %v", reason, ok, err)
 			}
-			if err := b.PutStanding(ctx, Standing{ID: id, Scope: scope, Expires: hour(), Uses: 9}); !errors.Is(err, ErrExists) {
-				t.Fatalf("re-put of claimed %s = %v; want ErrExists", reason, err)
+			if err := b.PutStanding(ctx, ledger.Standing{ID: id, Scope: scope, Expires: hour(), Uses: 9}); !errors.Is(err, ledger.ErrExists) {
+				t.Fatalf("re-put of claimed %s = %v; want ledger.ErrExists", reason, err)
 			}
-			if ok, err := b.RevokeStanding(ctx, id, Revocation{}); ok || err != nil {
+			if ok, err := b.RevokeStanding(ctx, id, ledger.Revocation{}); ok || err != nil {
 				t.Fatalf("revoke of claimed %s = %v, %v", reason, ok, err)
 			}
 		}
 		if ends, err := a.EndedStanding(ctx); err != nil || len(ends) != 0 {
 			t.Fatalf("EndedStanding after claims = %+v, %v; want none", ends, err)
 		}
-		if _, ok, err := a.ClaimStandingEnd(ctx, newNonce()); ok || err != nil {
+		if _, ok, err := a.ClaimStandingEnd(ctx, NewNonce()); ok || err != nil {
 			t.Fatalf("claim of unknown = %v, %v", ok, err)
 		}
 	})
 
 	t.Run("revoke leaves an end as it was", func(t *testing.T) {
 		s := standingOf(t, newBackend(t)(t))
-		id := put(t, s, newNonce(), 1, hour())
+		id := put(t, s, NewNonce(), 1, hour())
 		if _, ok, _ := s.UseStanding(ctx, id); !ok {
 			t.Fatal("control: the use failed")
 		}
-		if ok, err := s.RevokeStanding(ctx, id, Revocation{By: "late"}); ok || err != nil {
+		if ok, err := s.RevokeStanding(ctx, id, ledger.Revocation{By: "late"}); ok || err != nil {
 			t.Fatalf("revoke of a used-up grant = %v, %v; want false, nil", ok, err)
 		}
 		e, ok, err := s.ClaimStandingEnd(ctx, id)
-		if !ok || err != nil || e.Reason != EndUsedUp || e.By != "" {
+		if !ok || err != nil || e.Reason != ledger.EndUsedUp || e.By != "" {
 			t.Fatalf("claim = %+v, %v, %v; want used-up by nobody", e, ok, err)
 		}
 	})
 
 	t.Run("invalid revocations", func(t *testing.T) {
 		s := standingOf(t, newBackend(t)(t))
-		id := put(t, s, newNonce(), 2, hour())
-		for name, r := range map[string]Revocation{
-			"unknown reason": {Reason: EndExpired},
-			"by too long":    {By: string(make([]byte, MaxRevokedBy+1))},
+		id := put(t, s, NewNonce(), 2, hour())
+		for name, r := range map[string]ledger.Revocation{
+			"unknown reason": {Reason: ledger.EndExpired},
+			"by too long":    {By: string(make([]byte, ledger.MaxRevokedBy+1))},
 		} {
-			if ok, err := s.RevokeStanding(ctx, id, r); ok || !errors.Is(err, ErrInvalidStanding) {
-				t.Errorf("%s: RevokeStanding = %v, %v; want ErrInvalidStanding", name, ok, err)
+			if ok, err := s.RevokeStanding(ctx, id, r); ok || !errors.Is(err, ledger.ErrInvalidStanding) {
+				t.Errorf("%s: RevokeStanding = %v, %v; want ledger.ErrInvalidStanding", name, ok, err)
 			}
 		}
-		if ok, err := s.RevokeStanding(ctx, id, Revocation{Reason: EndPolicyChanged, By: "mcpsafe"}); !ok || err != nil {
+		if ok, err := s.RevokeStanding(ctx, id, ledger.Revocation{Reason: ledger.EndPolicyChanged, By: "mcpsafe"}); !ok || err != nil {
 			t.Fatalf("control: policy-changed revocation = %v, %v", ok, err)
 		}
-		if e, ok, err := s.ClaimStandingEnd(ctx, id); !ok || err != nil || e.Reason != EndPolicyChanged {
+		if e, ok, err := s.ClaimStandingEnd(ctx, id); !ok || err != nil || e.Reason != ledger.EndPolicyChanged {
 			t.Fatalf("claim = %+v, %v, %v; want policy-changed", e, ok, err)
 		}
 	})
 
 	t.Run("claims raced over two stores", func(t *testing.T) {
 		open := newBackend(t)
-		stores := []StandingStore{standingOf(t, open(t)), standingOf(t, open(t))}
+		stores := []ledger.StandingStore{standingOf(t, open(t)), standingOf(t, open(t))}
 		const grants, claimers = 10, 16
 		ids := make([]string, grants)
 		for i := range ids {
-			ids[i] = put(t, stores[0], newNonce(), 3, hour())
-			if ok, err := stores[1].RevokeStanding(ctx, ids[i], Revocation{By: "racer"}); !ok || err != nil {
+			ids[i] = put(t, stores[0], NewNonce(), 3, hour())
+			if ok, err := stores[1].RevokeStanding(ctx, ids[i], ledger.Revocation{By: "racer"}); !ok || err != nil {
 				t.Fatalf("revoke: %v, %v", ok, err)
 			}
 		}
@@ -604,7 +597,7 @@ func standingConformance(t *testing.T, newBackend backend) {
 		start := make(chan struct{})
 		for c := 0; c < claimers; c++ {
 			wg.Add(1)
-			go func(s StandingStore) {
+			go func(s ledger.StandingStore) {
 				defer wg.Done()
 				<-start
 				for i, id := range ids {
@@ -630,10 +623,10 @@ func standingConformance(t *testing.T, newBackend backend) {
 	t.Run("closed store refuses", func(t *testing.T) {
 		st := newBackend(t)(t)
 		s := standingOf(t, st)
-		id := put(t, s, newNonce(), 1, hour())
+		id := put(t, s, NewNonce(), 1, hour())
 		st.Close()
-		if _, ok, err := s.UseStanding(ctx, id); ok || !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("use after Close = %v, %v; want false, ErrUnavailable", ok, err)
+		if _, ok, err := s.UseStanding(ctx, id); ok || !errors.Is(err, ledger.ErrUnavailable) {
+			t.Fatalf("use after Close = %v, %v; want false, ledger.ErrUnavailable", ok, err)
 		}
 	})
 }
