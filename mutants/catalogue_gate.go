@@ -11,7 +11,7 @@ var gateMutants = []Mutant{
 		Why:      "the ledger is never asked: a grant can be redeemed again and again",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "ok, err := g.ledger.Redeem(ctx, gr.Nonce)",
 				New:  "ok, err := true, error(nil)",
 			},
@@ -23,7 +23,7 @@ var gateMutants = []Mutant{
 		Why:      "a failing client elicitation counts as an approval",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "res, err := k.req.Session.Elicit(ectx, params)\n",
 				New:  "res, err := k.req.Session.Elicit(ectx, params)\n\tif err != nil && !errors.Is(ectx.Err(), context.DeadlineExceeded) {\n\t\tres, err = &mcp.ElicitResult{Action: \"accept\", Content: map[string]any{\"approve\": true}}, nil\n\t}\n",
 			},
@@ -35,7 +35,7 @@ var gateMutants = []Mutant{
 		Why:      "an elicitation that times out counts as an approval",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "res, err := k.req.Session.Elicit(ectx, params)\n",
 				New:  "res, err := k.req.Session.Elicit(ectx, params)\n\tif err != nil && errors.Is(ectx.Err(), context.DeadlineExceeded) {\n\t\tres, err = &mcp.ElicitResult{Action: \"accept\", Content: map[string]any{\"approve\": true}}, nil\n\t}\n",
 			},
@@ -47,7 +47,7 @@ var gateMutants = []Mutant{
 		Why:      "action cancel counts as an approval",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tcase \"cancel\":\n\t\treturn refusal(ReasonCancelled, \"the user dismissed the approval request\")",
 				New:  "\tcase \"cancel\":\n\t\treturn nil",
 			},
@@ -59,7 +59,7 @@ var gateMutants = []Mutant{
 		Why:      "decline with approve:true in the content counts as an approval",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tcase \"decline\":\n",
 				New:  "\tcase \"decline\":\n\t\tif v, _ := res.Content[\"approve\"].(bool); v {\n\t\t\treturn nil\n\t\t}\n",
 			},
@@ -71,19 +71,24 @@ var gateMutants = []Mutant{
 		Why:      "\"accept\" compared case-insensitively (Accept, ACCEPT pass)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tswitch res.Action {\n\tcase \"accept\":",
 				New:  "\tswitch {\n\tcase strings.EqualFold(res.Action, \"accept\"):",
 			},
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tcase \"decline\":\n\t\treturn refusal(ReasonDeclined, \"the user declined",
 				New:  "\tcase res.Action == \"decline\":\n\t\treturn refusal(ReasonDeclined, \"the user declined",
 			},
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tcase \"cancel\":\n\t\treturn refusal(ReasonCancelled",
 				New:  "\tcase res.Action == \"cancel\":\n\t\treturn refusal(ReasonCancelled",
+			},
+			{
+				File: "approval_elicit.go",
+				Old:  "\t\"errors\"\n",
+				New:  "\t\"errors\"\n\t\"strings\"\n",
 			},
 		},
 	},
@@ -93,19 +98,24 @@ var gateMutants = []Mutant{
 		Why:      "any action starting with \"accept\" passes (accepted, accept-all)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tswitch res.Action {\n\tcase \"accept\":",
 				New:  "\tswitch {\n\tcase strings.HasPrefix(res.Action, \"accept\"):",
 			},
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tcase \"decline\":\n\t\treturn refusal(ReasonDeclined, \"the user declined",
 				New:  "\tcase res.Action == \"decline\":\n\t\treturn refusal(ReasonDeclined, \"the user declined",
 			},
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tcase \"cancel\":\n\t\treturn refusal(ReasonCancelled",
 				New:  "\tcase res.Action == \"cancel\":\n\t\treturn refusal(ReasonCancelled",
+			},
+			{
+				File: "approval_elicit.go",
+				Old:  "\t\"errors\"\n",
+				New:  "\t\"errors\"\n\t\"strings\"\n",
 			},
 		},
 	},
@@ -115,7 +125,7 @@ var gateMutants = []Mutant{
 		Why:      "approve is truthy instead of exactly the JSON boolean true (\"true\", 1, \"yes\" pass)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "if v, ok := res.Content[\"approve\"].(bool); ok && v {",
 				New:  "if v := res.Content[\"approve\"]; v != nil && v != false && v != \"\" && v != \"false\" {",
 			},
@@ -127,7 +137,7 @@ var gateMutants = []Mutant{
 		Why:      "a missing approve field counts as yes",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "if v, ok := res.Content[\"approve\"].(bool); ok && v {",
 				New:  "if v, ok := res.Content[\"approve\"].(bool); !ok || v {",
 			},
@@ -139,7 +149,7 @@ var gateMutants = []Mutant{
 		Why:      "answers beyond ours are ignored instead of refused",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "if len(answers) != 1 {",
 				New:  "if len(answers) == 0 {",
 			},
@@ -151,7 +161,7 @@ var gateMutants = []Mutant{
 		Why:      "MRTR: the answer is read before the state is spent, so a declined state stays redeemable",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_elicit.go",
 				Old:  "\tgr, r := g.openFor(ctx, k, state, grantElicit)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n",
 				New:  "\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n\tgr, r := g.openFor(ctx, k, state, grantElicit)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n",
 			},
@@ -204,7 +214,7 @@ var gateMutants = []Mutant{
 		Why:      "a rule that errors or panics counts as a match (auto-approve on error)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "\tif err != nil {\n\t\treturn false, err\n\t}\n\treturn hit, nil",
 				New:  "\tif err != nil {\n\t\treturn true, nil\n\t}\n\treturn hit, nil",
 			},
@@ -216,7 +226,7 @@ var gateMutants = []Mutant{
 		Why:      "a deny rule that errors or panics lets the call through",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed",
 				New:  "\t\tif err != nil && false {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed",
 			},
@@ -228,7 +238,7 @@ var gateMutants = []Mutant{
 		Why:      "an allow rule that errors counts as a match",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "if hit, err := matchRule(ctx, rule, k.c, k.resolved); err == nil && hit {",
 				New:  "if hit, err := matchRule(ctx, rule, k.c, k.resolved); err != nil || hit {",
 			},
@@ -240,12 +250,12 @@ var gateMutants = []Mutant{
 		Why:      "deny rules are evaluated after the approval instead of first (a human is asked, an auto-approve rule runs the call)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "\tfor _, rule := range k.t.Deny {\n\t\thit, err := matchRule(ctx, rule, k.c, k.resolved)\n\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed, so the call is denied: %v\", rule.Name, err)\n\t\t}",
 				New:  "\tfor _, rule := range k.t.Deny {\n\t\tif !carriesApproval(k) {\n\t\t\tbreak\n\t\t}\n\t\thit, err := matchRule(ctx, rule, k.c, k.resolved)\n\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed, so the call is denied: %v\", rule.Name, err)\n\t\t}",
 			},
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {",
 				New:  "func carriesApproval(k *call) bool {\n\treturn k.token != nil || k.req.Params.RequestState != \"\" || len(k.req.Params.InputResponses) > 0\n}\n\nfunc (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {",
 			},
@@ -257,7 +267,7 @@ var gateMutants = []Mutant{
 		Why:      "expiry boundary inclusive: valid while now <= expires",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case !k.now.Before(gr.expires()):",
 				New:  "case k.now.After(gr.expires()):",
 			},
@@ -269,7 +279,7 @@ var gateMutants = []Mutant{
 		Why:      "expiry not checked at all (the ledger still expires grants)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case !k.now.Before(gr.expires()):",
 				New:  "case false:",
 			},
@@ -281,7 +291,7 @@ var gateMutants = []Mutant{
 		Why:      "the argument digest is not compared: approve cache.txt, delete thesis.txt",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case gr.Args != k.digest:",
 				New:  "case false && gr.Args != k.digest:",
 			},
@@ -293,12 +303,12 @@ var gateMutants = []Mutant{
 		Why:      "the digest is computed over the non-canonical JSON (nested key order, whitespace, number spelling change it)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "if k.digest, err = canon.Digest(canonical); err != nil {",
 				New:  "if k.digest, err = noncanonicalDigest(rest); err != nil {",
 			},
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "// checkRules resolves the call,",
 				New:  "func noncanonicalDigest(b []byte) (string, error) {\n\tsum := sha256.Sum256(b)\n\treturn hex.EncodeToString(sum[:]), nil\n}\n\n// checkRules resolves the call,",
 			},
@@ -310,7 +320,7 @@ var gateMutants = []Mutant{
 		Why:      "a grant issued to one principal is accepted from another",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case gr.Principal != k.c.Principal:",
 				New:  "case false && gr.Principal != k.c.Principal:",
 			},
@@ -322,12 +332,12 @@ var gateMutants = []Mutant{
 		Why:      "a grant survives a change of the tool's policy",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case gr.Policy != k.t.policy:",
 				New:  "case false && gr.Policy != k.t.policy:",
 			},
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case gr.Policy != g.currentPolicy(k.t.Name):",
 				New:  "case false && gr.Policy != g.currentPolicy(k.t.Name):",
 			},
@@ -339,7 +349,7 @@ var gateMutants = []Mutant{
 		Why:      "the policy hash leaves out the rule names, so adding a deny rule keeps old grants valid",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "gate_register.go",
 				Old:  "Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),",
 				New:  "Deny: names(nil), Allow: names(nil), Auto: names(nil),",
 			},
@@ -351,12 +361,12 @@ var gateMutants = []Mutant{
 		Why:      "a grant for one tool is accepted by another (tool neither compared nor in the policy hash)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case gr.Tool != k.t.Name:",
 				New:  "case false && gr.Tool != k.t.Name:",
 			},
 			{
-				File: "gate.go",
+				File: "gate_register.go",
 				Old:  "Tool: t.Name, Mode: t.mode,",
 				New:  "Mode: t.mode,",
 			},
@@ -368,7 +378,7 @@ var gateMutants = []Mutant{
 		Why:      "a request state is accepted as a token and vice versa",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case gr.Mode != mode:",
 				New:  "case false && gr.Mode != mode:",
 			},
@@ -380,7 +390,7 @@ var gateMutants = []Mutant{
 		Why:      "a grant claiming a future issue time is accepted",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "case time.UnixMilli(gr.IssuedAt).After(k.now.Add(maxClockSkew)):",
 				New:  "case false:",
 			},
@@ -404,7 +414,7 @@ var gateMutants = []Mutant{
 		Why:      "a resolver that finds nothing is not a refusal",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "if len(res) == 0 {\n\t\treturn nil, refusal(ReasonResolverFailed",
 				New:  "if len(res) == 0 && false {\n\t\treturn nil, refusal(ReasonResolverFailed",
 			},
@@ -416,7 +426,7 @@ var gateMutants = []Mutant{
 		Why:      "arguments are not validated against the tool's schema",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "if err := t.schema.Validate(inst); err != nil {",
 				New:  "if err := t.schema.Validate(inst); err != nil && false {",
 			},
@@ -428,7 +438,7 @@ var gateMutants = []Mutant{
 		Why:      "a token is redeemed for a tool in elicit-only mode",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "if !g.tokenAllowed(k.t, k.now) || k.t.mode == ModeElicit || k.t.mode == ModeChannel {",
 				New:  "if !g.tokenAllowed(k.t, k.now) || k.t.mode == ModeChannel {",
 			},
@@ -464,12 +474,12 @@ var gateMutants = []Mutant{
 		Why:      "the opt-in list matches by prefix (delete allows delete_note)",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "gate_register.go",
 				Old:  "if g.opts.AllowTokenFor[i].Tool == t.Name {",
 				New:  "if strings.HasPrefix(t.Name, g.opts.AllowTokenFor[i].Tool) {",
 			},
 			{
-				File: "gate.go",
+				File: "gate_register.go",
 				Old:  "\t\"slices\"\n",
 				New:  "\t\"slices\"\n\t\"strings\"\n",
 			},
@@ -481,7 +491,7 @@ var gateMutants = []Mutant{
 		Why:      "the opt-in list accepts glob patterns (delete_* allows delete_note)",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "gate_register.go",
 				Old:  "if g.opts.AllowTokenFor[i].Tool == t.Name {",
 				New:  "if ok, _ := path.Match(g.opts.AllowTokenFor[i].Tool, t.Name); ok {",
 			},
@@ -491,9 +501,9 @@ var gateMutants = []Mutant{
 				New:  "\tcase ' ', '\\t', '\\n':",
 			},
 			{
-				File: "gate.go",
-				Old:  "\t\"log/slog\"\n",
-				New:  "\t\"log/slog\"\n\t\"path\"\n",
+				File: "gate_register.go",
+				Old:  "\t\"maps\"\n",
+				New:  "\t\"maps\"\n\t\"path\"\n",
 			},
 		},
 	},
@@ -503,7 +513,7 @@ var gateMutants = []Mutant{
 		Why:      "an expired opt-in still allows tokens",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "approval_token.go",
 				Old:  "return t.optIn != nil && (t.optIn.Until.IsZero() || now.Before(t.optIn.Until))",
 				New:  "return t.optIn != nil",
 			},
@@ -515,7 +525,7 @@ var gateMutants = []Mutant{
 		Why:      "no global/per-principal cap on outstanding grants",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "gate_pending.go",
 				Old:  "\tif p.byUser[principal] >= p.perUser {\n\t\treturn errTooManyPendingUser",
 				New:  "\tif p.byUser[principal] >= p.perUser && false {\n\t\treturn errTooManyPendingUser",
 			},
@@ -601,9 +611,14 @@ var gateMutants = []Mutant{
 		Why:      "the gate does not cut secret values out of the plan: a preview that copies a password shows it to the approver, the model and the journal",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "return redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields)), hex.EncodeToString(sum[:]), nil",
 				New:  "return plan, hex.EncodeToString(sum[:]), nil",
+			},
+			{
+				File: "gate_call_check.go",
+				Old:  "\t\"github.com/mcpsafe/mcpsafe/journal\"\n",
+				New:  "",
 			},
 		},
 	},
@@ -627,7 +642,7 @@ var gateMutants = []Mutant{
 		Why:      "a gated tool's description, title and annotations are not bound: a redefined tool keeps its approvals",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "gate_register.go",
 				Old:  "\t\tTitle:  t.Title, Description: t.Description, Annotations: t.Annotations,\n",
 				New:  "",
 			},
@@ -640,7 +655,7 @@ var gateMutants = []Mutant{
 		Why:      "an approval given while the tool was redefined is checked against the old definition and runs",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "approval_token.go",
 				Old:  "\tcase gr.Policy != g.currentPolicy(k.t.Name):\n",
 				New:  "\tcase false && gr.Policy != g.currentPolicy(k.t.Name):\n",
 			},
@@ -705,7 +720,7 @@ var gateMutants = []Mutant{
 		Why:      "an irreversible tool offers standing grants without being named in AllowGrantsFor",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "gate_register.go",
 				Old:  "\t\tgt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)",
 				New:  "\t\tgt.grantsNamed = true",
 			},
@@ -718,7 +733,7 @@ var gateMutants = []Mutant{
 		Why:      "a grant is created although the target changed while the human decided (its scope may not be the one shown)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "grant_offer.go",
 				Old:  "\tif r != nil || target != approvedTarget {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res",
 				New:  "\tif r != nil || target == \"\" && approvedTarget == \"x\" {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res",
 			},
@@ -731,7 +746,7 @@ var gateMutants = []Mutant{
 		Why:      "grant binding without scopes: the policy hash covers a grant's limits, not its scopes, so a reload that narrows a scope keeps the grants made under the wider one, and a decision on the old offers is applied to the new list",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "gate_register.go",
 				Old:  "\t\t\tScopes: t.Grants.ScopesBinding,\n",
 				New:  "",
 			},
@@ -770,7 +785,7 @@ var gateMutants = []Mutant{
 		Why:      "a tool whose approval_token is its own argument gets one-time tokens (which would then be swallowed instead of reaching the tool)",
 		Edits: []Edit{
 			{
-				File: "gate.go",
+				File: "approval_token.go",
 				Old:  "\tif t.OwnsTokenField {\n\t\treturn false // approval_token is the tool's own argument\n\t}\n",
 				New:  "",
 			},
@@ -783,7 +798,7 @@ var gateMutants = []Mutant{
 		Why:      "the gate takes the tool's own approval_token out of the call: the upstream never gets it",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "gate_call_check.go",
 				Old:  "\t\ttok = nil\n\t}\n\tif tok != nil {",
 				New:  "\t\ttok = nil\n\t\trest, _, _ = canon.SplitMember(rest, TokenField)\n\t}\n\tif tok != nil {",
 			},

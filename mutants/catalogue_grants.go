@@ -25,7 +25,7 @@ var grantMutants = []Mutant{
 		Why:      "a scope that yields a non-bool (a string \"true\", a number) covers the call",
 		Edits: []Edit{
 			{
-				File: "grant_standing.go",
+				File: "grant_scope.go",
 				Old:  "\t\treturn false, fmt.Errorf(\"the scope yielded %v, not a bool\", v)",
 				New:  "\t\treturn true, nil",
 			},
@@ -64,7 +64,7 @@ var grantMutants = []Mutant{
 		Why:      "a grant choice that only resembles a listed one (another case) creates a grant",
 		Edits: []Edit{
 			{
-				File: "grant_standing.go",
+				File: "grant_offer.go",
 				Old:  "\t\tif offers[i].ID == answer {",
 				New:  "\t\tif strings.EqualFold(offers[i].ID, answer) {",
 			},
@@ -77,7 +77,7 @@ var grantMutants = []Mutant{
 		Why:      "a client-relayed approval creates a grant where the policy does not allow it",
 		Edits: []Edit{
 			{
-				File: "grant_standing.go",
+				File: "grant_offer.go",
 				Old:  "\tif assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {",
 				New:  "\tif false {",
 			},

@@ -1,0 +1,153 @@
+package mcpsafe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// issue creates a grant for this call, records its nonce in the ledger and
+// seals it.
+func (g *Gate) issue(ctx context.Context, k *call, mode string) (*grant, string, *Refusal) {
+	nonce, err := newNonce()
+	if err != nil {
+		return nil, "", refusal(ReasonLedgerUnavailable, "%v", err)
+	}
+	exp := k.now.Add(g.opts.TTL)
+	gr := &grant{
+		Version: grantVersion, Tool: k.t.Name, Args: k.digest, Resolved: k.target,
+		Policy: k.t.policy, Principal: k.c.Principal, Audience: g.opts.Audience,
+		IssuedAt: k.now.UnixMilli(), ExpiresAt: exp.UnixMilli(), Nonce: nonce, Mode: mode,
+	}
+	if err := g.pending.add(nonce, g.pendingKey(k), exp, k.now); err != nil {
+		return nil, "", refusal(ReasonTooManyPending, "%v; approve or let the pending ones expire first", err)
+	}
+	if err := g.ledger.Issue(ctx, nonce, exp); err != nil {
+		g.pending.done(nonce)
+		return nil, "", refusal(ReasonLedgerUnavailable, "the approval ledger could not record the request: %v", err)
+	}
+	sealed, err := sealGrant(g.ring, gr)
+	if err != nil {
+		g.pending.done(nonce)
+		return nil, "", refusal(ReasonLedgerUnavailable, "sealing the approval failed: %v", err)
+	}
+	return gr, sealed, nil
+}
+
+func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *Refusal) {
+	ctx, span := g.step(ctx, "ask")
+	defer func() { endStep(span, r) }()
+	view := planView(k.plan)
+	shown := renderPlan(view) + "\n" + renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields))
+	if r := checkPromptSize(shown); r != nil {
+		return nil, r
+	}
+	gr, sealed, r := g.issue(ctx, k, grantToken)
+	if r != nil {
+		return nil, r
+	}
+	if !g.park(gr.Nonce, "token", k, nil, gr.expires()) {
+		g.spend(ctx, gr.Nonce)
+		return nil, shuttingDown("no approval is handed out")
+	}
+	exp := gr.expires().UTC().Format(time.RFC3339Nano)
+	text := fmt.Sprintf("Approval required before %s runs. Show this plan to the user, word for word, and ask them to approve it:\n\n%s\n\n"+
+		"Only if the user approves, call %s again with exactly the same arguments plus %q set to the approval_token of the JSON below (valid until %s, single use). Do not approve on the user's behalf.",
+		k.t.Name, shown, k.t.Name, TokenField, exp)
+	sc := ApprovalRequired{Status: "approval_required", ApprovalToken: sealed, ExpiresAt: exp, Plan: view}
+	// The spec asks for structured content serialized in a text block too:
+	// clients that forward only content would leave the model without the
+	// token.
+	js, err := json.Marshal(sc)
+	if err != nil {
+		g.spend(ctx, gr.Nonce)
+		return nil, refusal(ReasonLedgerUnavailable, "encoding the approval failed: %v", err)
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(js)}},
+		StructuredContent: sc,
+	}, nil
+}
+
+// openFor authenticates a sealed grant and checks every binding against
+// this call, then spends it in the ledger. The order matters: verify before
+// parse, bindings before redeem, and redeem before the answer is looked at.
+func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (_ *grant, r *Refusal) {
+	ctx, span := g.step(ctx, "redeem")
+	defer func() { endStep(span, r) }()
+	gr, r := g.checkGrant(k, sealed, mode)
+	if r != nil {
+		return nil, r
+	}
+	ok, err := g.ledger.Redeem(ctx, gr.Nonce)
+	g.pending.done(gr.Nonce)
+	g.unpark(gr.Nonce)
+	if err != nil {
+		return nil, refusal(ReasonLedgerUnavailable, "the approval ledger could not be checked: %v", err)
+	}
+	if !ok {
+		return nil, refusal(ReasonTokenSpent, "this approval was already used or has expired")
+	}
+	if o := g.opts.Observer; o != nil {
+		o.HumanDecision(mode, k.now.Sub(time.UnixMilli(gr.IssuedAt)))
+	}
+	return gr, nil
+}
+
+// checkGrant authenticates a sealed grant and checks every binding against
+// this call, without spending it.
+func (g *Gate) checkGrant(k *call, sealed, mode string) (*grant, *Refusal) {
+	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	if err != nil {
+		return nil, refusal(ReasonTokenInvalid, "the approval is not valid for this server")
+	}
+	switch {
+	case gr.Mode != mode:
+		return nil, refusal(ReasonTokenInvalid, "the approval was issued for another approval path")
+	case gr.Tool != k.t.Name:
+		return nil, refusal(ReasonTokenInvalid, "the approval was issued for another tool")
+	case gr.Principal != k.c.Principal:
+		return nil, refusal(ReasonTokenInvalid, "the approval was issued to another principal")
+	case gr.Policy != k.t.policy:
+		return nil, refusal(ReasonTokenInvalid, "the tool's policy changed since the approval was issued")
+	case gr.Policy != g.currentPolicy(k.t.Name):
+		// The human was asked while the call waited in this handler, and
+		// meanwhile the tool was re-registered with another definition.
+		return nil, refusal(ReasonTokenInvalid, "the tool was redefined or removed while the approval was pending")
+	case time.UnixMilli(gr.IssuedAt).After(k.now.Add(maxClockSkew)):
+		return nil, refusal(ReasonTokenInvalid, "the approval claims to be issued in the future")
+	case !k.now.Before(gr.expires()):
+		return nil, refusal(ReasonTokenExpired, "the approval expired at %s; preview the call again", gr.expires().UTC().Format(time.RFC3339))
+	case gr.Args != k.digest:
+		return nil, refusal(ReasonArgumentsChanged, "the arguments differ from the ones that were approved; preview the call again")
+	}
+	return gr, nil
+}
+
+func (g *Gate) redeemToken(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	if !g.tokenAllowed(k.t, k.now) || k.t.mode == ModeElicit || k.t.mode == ModeChannel {
+		return nil, refusal(ReasonPolicyDenied, "approval tokens are not allowed for %s", k.t.Name)
+	}
+	gr, r := g.openFor(ctx, k, *k.token, grantToken)
+	if r != nil {
+		return nil, r
+	}
+	return g.execute(ctx, k, gr.Resolved, Approval{
+		Decision: journal.TokenRedeemed, By: "token", Assurance: AssuranceClientRelayed, CallID: gr.Nonce,
+	})
+}
+
+// tokenAllowed reports whether t may use a one-time token now.
+func (g *Gate) tokenAllowed(t *gatedTool, now time.Time) bool {
+	if t.OwnsTokenField {
+		return false // approval_token is the tool's own argument
+	}
+	if !t.Irreversible {
+		return true
+	}
+	return t.optIn != nil && (t.optIn.Until.IsZero() || now.Before(t.optIn.Until))
+}

@@ -1,0 +1,192 @@
+package mcpsafe
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mcpsafe/mcpsafe/internal/canon"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// decode checks the arguments before anything else looks at them: duplicate
+// keys, keys equal under case folding, a case variant of approval_token or
+// a schema violation refuse the call, since a digest must mean one call to
+// every parser.
+func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) {
+	k := &call{t: t, req: req, now: g.opts.Clock()}
+	k.c = Call{Tool: t.Name, Principal: g.opts.Principal(req)}
+	if req.Session != nil {
+		k.c.Session = req.Session.ID()
+	}
+	rest, tok, err := canon.SplitMember(req.Params.Arguments, TokenField)
+	if errors.Is(err, canon.ErrFoldedKey) {
+		// Rules and previews read keys exactly; a tool decoding with
+		// encoding/json matches them case-insensitively. Two spellings of
+		// one key would let them judge one call while another runs.
+		return k, refusal(ReasonArgumentsInvalid, "argument names must differ in more than letter case, and %s must be spelt exactly: %v", TokenField, err)
+	}
+	if err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments are not a valid JSON object: %v", err)
+	}
+	if t.OwnsTokenField {
+		// approval_token is the tool's own argument (checked above for
+		// case variants all the same): it stays in the call and its digest.
+		if rest = bytes.TrimSpace(req.Params.Arguments); len(rest) == 0 || string(rest) == "null" {
+			rest = []byte("{}")
+		}
+		tok = nil
+	}
+	if tok != nil {
+		var s string
+		if err := json.Unmarshal(tok, &s); err != nil {
+			return k, refusal(ReasonArgumentsInvalid, "%s must be a string", TokenField)
+		}
+		k.token = &s
+	}
+	var inst any
+	if err := json.Unmarshal(req.Params.Arguments, &inst); err != nil || inst == nil {
+		inst = map[string]any{}
+	}
+	if err := t.schema.Validate(inst); err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments do not match the tool's schema: %v", err)
+	}
+	canonical, err := canon.Canonical(rest)
+	if err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be canonicalized: %v", err)
+	}
+	k.c.Arguments = canonical
+	if k.digest, err = canon.Digest(canonical); err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be digested: %v", err)
+	}
+	return k, nil
+}
+
+// checkRules resolves the call, runs deny and allow rules, and previews. It
+// runs before any approval path so that nothing a client answers can
+// override a rule.
+func (g *Gate) checkRules(ctx context.Context, k *call) *Refusal {
+	var r *Refusal
+	if k.resolved, r = g.resolve(ctx, k); r != nil {
+		return r
+	}
+	for _, rule := range k.t.Deny {
+		hit, err := matchRule(ctx, rule, k.c, k.resolved)
+		if err != nil {
+			return refusal(ReasonPolicyDenied, "deny rule %q failed, so the call is denied: %v", rule.Name, err)
+		}
+		if hit {
+			return refusal(ReasonPolicyDenied, "denied by rule %q", rule.Name)
+		}
+	}
+	if len(k.t.Allow) > 0 {
+		allowed := false
+		for _, rule := range k.t.Allow {
+			if hit, err := matchRule(ctx, rule, k.c, k.resolved); err == nil && hit {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
+			return refusal(ReasonPolicyDenied, "no allow rule matches this call")
+		}
+	}
+	plan, target, r := g.preview(ctx, k.t, k.c, k.resolved)
+	if r != nil {
+		return r
+	}
+	k.plan, k.target = plan, target
+	return nil
+}
+
+func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {
+	if k.t.Resolve == nil {
+		return nil, nil
+	}
+	ctx, span := g.step(ctx, "resolve")
+	res, r := g.runResolve(ctx, k)
+	endStep(span, r)
+	return res, r
+}
+
+func (g *Gate) runResolve(ctx context.Context, k *call) (Resolved, *Refusal) {
+	var res Resolved
+	err := safely(func() error {
+		var err error
+		res, err = k.t.Resolve(ctx, k.c)
+		return err
+	})
+	if err != nil {
+		return nil, asRefusal(err, ReasonResolverFailed)
+	}
+	if len(res) == 0 {
+		return nil, refusal(ReasonResolverFailed, "the resolver found nothing for these arguments")
+	}
+	return res, nil
+}
+
+// preview asks the tool for its plan and digests what the approval binds:
+// the resolved context and the targets with their state.
+func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) (_ Plan, _ string, r *Refusal) {
+	ctx, span := g.step(ctx, "preview")
+	defer func() { endStep(span, r) }()
+	var plan Plan
+	err := safely(func() error {
+		var err error
+		plan, err = t.Preview(ctx, c, res)
+		return err
+	})
+	if err != nil {
+		return Plan{}, "", asRefusal(err, ReasonPreviewFailed)
+	}
+	if strings.TrimSpace(plan.Summary) == "" {
+		return Plan{}, "", refusal(ReasonPreviewFailed, "the tool's preview has no summary")
+	}
+	b, err := json.Marshal(struct {
+		Resolved Resolved `json:"resolved"`
+		Targets  []Target `json:"targets"`
+	}{res, plan.Targets})
+	if err != nil {
+		return Plan{}, "", refusal(ReasonResolverFailed, "resolved context cannot be encoded: %v", err)
+	}
+	// Not RFC 8785: the resolved context is the server's own data (inodes,
+	// nanosecond times) that need not fit an IEEE double, and encoding/json
+	// is deterministic for it (sorted map keys, exact integers).
+	sum := sha256.Sum256(b)
+	// Redacted after the digest: the binding covers what the tool saw.
+	return redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields)), hex.EncodeToString(sum[:]), nil
+}
+
+// matchRule runs a rule; only an exact true with a nil error is a match. A
+// panic is an error.
+func matchRule(ctx context.Context, rule Rule, c Call, res Resolved) (bool, error) {
+	if rule.Match == nil {
+		return false, fmt.Errorf("rule %q has no Match", rule.Name)
+	}
+	var hit bool
+	err := safely(func() error {
+		var err error
+		hit, err = rule.Match(ctx, c, res)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return hit, nil
+}
+
+// safely runs f and turns a panic into an error.
+func safely(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f()
+}

@@ -1,0 +1,300 @@
+package mcpsafe
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpsafe/mcpsafe/internal/canon"
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Register adds t to server behind the gate. The gate owns the AddTool call:
+// it sets the annotations, adds approval_token to the input schema, and
+// wraps the handler so that Execute runs only after approval.
+func (g *Gate) Register(server *mcp.Server, t Tool) error {
+	gt, sdkTool, err := g.prepare(t)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	if _, dup := g.tools[t.Name]; dup {
+		g.mu.Unlock()
+		return fmt.Errorf("mcpsafe: tool %q registered twice", t.Name)
+	}
+	g.tools[t.Name] = gt
+	g.mu.Unlock()
+	server.AddTool(sdkTool, g.handler(gt))
+	return nil
+}
+
+// Remove takes gated tools off server and out of the gate, so that they
+// can be registered again with a new definition (for example when an
+// upstream server's tool list changes). Outstanding grants for a tool whose
+// policy changed are void, because the policy hash differs.
+func (g *Gate) Remove(server *mcp.Server, names ...string) {
+	g.mu.Lock()
+	for _, n := range names {
+		delete(g.tools, n)
+	}
+	g.mu.Unlock()
+	server.RemoveTools(names...)
+}
+
+// CheckOptIns reports an error when AllowTokenFor or AllowGrantsFor names a
+// tool that is not registered, or one that is reversible, or (grants) one
+// without a grant policy: an opt-in that does nothing is a typo waiting to
+// bite. Call it after registering every tool.
+func (g *Gate) CheckOptIns() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range g.opts.AllowTokenFor {
+		t, ok := g.tools[o.Tool]
+		if !ok {
+			return &OptInError{"AllowTokenFor", o.Tool, "is not a gated tool of this server", g.optInCandidates(false)}
+		}
+		if !t.Irreversible {
+			return &OptInError{"AllowTokenFor", o.Tool, "is reversible and needs no opt-in", g.optInCandidates(false)}
+		}
+	}
+	for _, n := range g.opts.AllowGrantsFor {
+		t, ok := g.tools[n]
+		switch {
+		case !ok:
+			return &OptInError{"AllowGrantsFor", n, "is not a gated tool of this server", g.optInCandidates(true)}
+		case !t.Irreversible:
+			return &OptInError{"AllowGrantsFor", n, "is reversible and needs no opt-in", g.optInCandidates(true)}
+		case t.Grants == nil:
+			return &OptInError{"AllowGrantsFor", n, "has no grant policy (Tool.Grants)", g.optInCandidates(true)}
+		}
+	}
+	return nil
+}
+
+func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
+	switch {
+	case t.Name == "":
+		return nil, nil, errors.New("mcpsafe: Tool.Name is empty")
+	case t.Preview == nil:
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q has no Preview", t.Name)
+	case t.Execute == nil:
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q has no Execute", t.Name)
+	}
+	mode := t.Mode
+	if mode == "" {
+		mode = g.opts.Mode
+	}
+	if !validMode(mode) {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown mode %q", t.Name, mode)
+	}
+	if mode == ModeChannel && g.opts.Approver == nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode channel but Options.Approver is nil", t.Name)
+	}
+	minA := t.MinAssurance
+	if minA == 0 {
+		minA = AssuranceClientRelayed
+	}
+	if minA > AssurancePasskey || minA < AssuranceClientRelayed {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown MinAssurance %d", t.Name, minA)
+	}
+	if minA >= AssuranceChannel && mode != ModeChannel {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q requires channel assurance but its mode is %s", t.Name, mode)
+	}
+	schemaMap, err := withTokenField(t.InputSchema, !t.OwnsTokenField)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: %w", t.Name, err)
+	}
+	raw, _ := json.Marshal(schemaMap)
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
+	}
+	gt := &gatedTool{Tool: t, mode: mode, schema: resolved, minAssur: minA}
+	if g.opts.TracerProvider != nil {
+		gt.Execute = tracedExecute(g.tracer, gt.Execute)
+	}
+	for i := range g.opts.AllowTokenFor {
+		if g.opts.AllowTokenFor[i].Tool == t.Name {
+			gt.optIn = &g.opts.AllowTokenFor[i]
+		}
+	}
+	if t.Grants != nil {
+		p := t.Grants
+		if p.MaxTTL <= 0 || p.MaxUses < 2 || p.MaxUses > ledger.MaxStandingUses+1 {
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q: Grants needs MaxTTL > 0 and MaxUses in 2..%d", t.Name, ledger.MaxStandingUses+1)
+		}
+		if g.standing == nil {
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) keeps none (its Standing method returns nil)", t.Name, g.ledger)
+		}
+		gt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)
+	}
+	gt.policy = policyHash(gt, raw)
+	ann := &mcp.ToolAnnotations{Title: t.Title}
+	if t.Annotations != nil {
+		copied := *t.Annotations
+		ann = &copied
+	}
+	// A gated tool changes something by definition; an irreversible one is
+	// destructive whatever the author or an upstream server claimed.
+	ann.ReadOnlyHint = false
+	if t.Irreversible || ann.DestructiveHint == nil {
+		destructive := t.Irreversible
+		ann.DestructiveHint = &destructive
+	}
+	sdkTool := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: json.RawMessage(raw),
+		Annotations: ann,
+	}
+	// A result that may be "approval_required" or "approval_pending"
+	// cannot match the tool's own output schema, and clients that validate
+	// structured content would reject it.
+	if mode == ModeElicit || (mode == ModeChannel && !g.resumable()) {
+		sdkTool.OutputSchema = t.OutputSchema
+	}
+	return gt, sdkTool, nil
+}
+
+// withTokenField returns the schema as a JSON object with an optional string
+// property approval_token (when add). Schemas with additionalProperties:false
+// would otherwise reject the token. Without add, the schema must declare
+// approval_token itself.
+func withTokenField(schema any, add bool) (map[string]any, error) {
+	if schema == nil {
+		return nil, errors.New("input schema is nil")
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, errors.New("input schema is not a JSON object")
+	}
+	if m["type"] != "object" {
+		return nil, errors.New(`input schema must have "type": "object"`)
+	}
+	props, _ := m["properties"].(map[string]any)
+	if props == nil {
+		if _, present := m["properties"]; present {
+			return nil, errors.New("input schema properties is not an object")
+		}
+		props = map[string]any{}
+	}
+	if _, taken := props[TokenField]; taken && add {
+		return nil, fmt.Errorf("input schema already has a property %q (a tool whose own argument it is sets OwnsTokenField)", TokenField)
+	} else if !taken && !add {
+		return nil, fmt.Errorf("OwnsTokenField is set but the input schema has no property %q", TokenField)
+	}
+	// The gate refuses arguments with two names equal under case folding,
+	// and any case variant of the token field: a schema that needs one
+	// could never be called.
+	folded := map[string]string{}
+	if add {
+		folded[canon.FoldKey(TokenField)] = TokenField
+	}
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		if other, dup := folded[canon.FoldKey(name)]; dup {
+			return nil, fmt.Errorf("input schema properties %q and %q differ only in letter case; the gate refuses such arguments", other, name)
+		}
+		folded[canon.FoldKey(name)] = name
+	}
+	if !add {
+		return m, nil
+	}
+	props[TokenField] = map[string]any{
+		"type":        "string",
+		"description": "One-time approval token returned by a previous call with the same arguments, after the user saw the plan.",
+	}
+	m["properties"] = props
+	return m, nil
+}
+
+// policyHash digests everything about a tool's policy that a grant relies
+// on. Rules are functions and cannot be hashed: their names stand in, so
+// renaming, adding or removing a rule voids outstanding grants. What the
+// tool says about itself (title, description, annotations, input schema) is
+// part of it: an approval given while a tool described itself one way does
+// not carry over to a tool that now says something else (an upstream
+// server behind the proxy can re-announce its tools at any time).
+func policyHash(t *gatedTool, schema []byte) string {
+	names := func(rs []Rule) []string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = r.Name
+		}
+		return out
+	}
+	p := struct {
+		Tool         string               `json:"tool"`
+		Mode         Mode                 `json:"mode"`
+		Irreversible bool                 `json:"irreversible"`
+		MinAssurance Assurance            `json:"min_assurance"`
+		Deny         []string             `json:"deny"`
+		Allow        []string             `json:"allow"`
+		Auto         []string             `json:"auto"`
+		OptIn        bool                 `json:"opt_in"`
+		OptInUntil   int64                `json:"opt_in_until"`
+		Schema       string               `json:"schema"`
+		Title        string               `json:"title"`
+		Description  string               `json:"description"`
+		Annotations  *mcp.ToolAnnotations `json:"annotations"`
+		Grants       *grantPolicyHash     `json:"grants,omitempty"`
+	}{
+		Tool: t.Name, Mode: t.mode, Irreversible: t.Irreversible, MinAssurance: t.minAssur,
+		Deny: names(t.Deny), Allow: names(t.Allow), Auto: names(t.AutoApprove),
+		Schema: string(schema),
+		Title:  t.Title, Description: t.Description, Annotations: t.Annotations,
+	}
+	if t.optIn != nil {
+		p.OptIn = true
+		if !t.optIn.Until.IsZero() {
+			p.OptInUntil = t.optIn.Until.UnixMilli()
+		}
+	}
+	if t.Grants != nil {
+		p.Grants = &grantPolicyHash{
+			MaxTTL: t.Grants.MaxTTL.Milliseconds(), MaxUses: t.Grants.MaxUses,
+			ClientRelayed: t.Grants.ClientRelayed, Offered: t.grantsNamed,
+			Scopes: t.Grants.ScopesBinding,
+		}
+	}
+	b, _ := json.Marshal(p)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// grantPolicyHash is the part of a tool's grant policy bound into grants:
+// lowering a ceiling, withdrawing grants or changing the scopes
+// (GrantPolicy.ScopesBinding) voids grants made before.
+type grantPolicyHash struct {
+	MaxTTL        int64  `json:"max_ttl_ms"`
+	MaxUses       int    `json:"max_uses"`
+	ClientRelayed bool   `json:"client_relayed"`
+	Offered       bool   `json:"offered"`
+	Scopes        string `json:"scopes,omitempty"`
+}
+
+// Tools returns the names of the gated tools, sorted.
+func (g *Gate) Tools() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	names := make([]string, 0, len(g.tools))
+	for n := range g.tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

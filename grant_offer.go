@@ -1,0 +1,194 @@
+package mcpsafe
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/prompt"
+)
+
+// GrantPolicy lets the human who approves a call of the tool approve,
+// instead of that call alone, a standing grant: this call and calls like it,
+// by the same principal, for at most MaxTTL and MaxUses uses (this call
+// included), within a scope derived from the approved call.
+type GrantPolicy struct {
+	// MaxTTL is the longest window a grant may have. Required.
+	MaxTTL time.Duration
+	// MaxUses is the most uses a grant may have, the approving call
+	// included. Required, at least 2 (one use is an ordinary approval).
+	MaxUses int
+	// ClientRelayed lets a client-relayed approval (an elicitation accept)
+	// create a grant. Without it grants are offered only through the
+	// out-of-band channel, whose approvers are authenticated.
+	ClientRelayed bool
+	// Scopes derives the scopes the human may choose from the call to
+	// approve, besides "exactly these arguments", which is always offered.
+	// Each scope is shown in words and evaluated as CEL. It must be a pure
+	// function of the call and its resolved state: the offers are computed
+	// again when the answer arrives, and an answer names an offer by its
+	// position.
+	Scopes func(c Call, r Resolved) ([]GrantScope, error)
+	// ScopesBinding names what Scopes derives (a function cannot be
+	// hashed): a version, or a digest of the fixed scopes it returns. It is
+	// part of the tool's policy hash, so changing it voids the grants made
+	// under the old scopes and the approvals pending under them, whose
+	// answer names an offer by its position (under another scope list the
+	// same ID would name another scope). Change it whenever Scopes changes
+	// what it returns. A policy file (mcpsafe proxy) sets it to a digest of
+	// its scopes' words and CEL.
+	ScopesBinding string
+}
+
+// GrantScope is a constraint on the calls a standing grant covers.
+type GrantScope struct {
+	// Words describe the scope to the human, e.g. "paths under /data/tmp/".
+	Words string
+	// CEL decides whether a call fits. It sees tool, principal, args (the
+	// canonical arguments), args_digest and resolved (the resolved state of
+	// the later call). Only the exact bool true fits; an error or any other
+	// value refuses the grant for that call, which is then asked as usual.
+	CEL string
+}
+
+// GrantOffer is one standing grant a human may choose when approving.
+type GrantOffer struct {
+	ID    string        `json:"id"`    // what to answer to choose it
+	Label string        `json:"label"` // the whole offer in words, sanitized
+	Words string        `json:"scope"` // the scope in words, sanitized
+	CEL   string        `json:"cel"`
+	TTL   time.Duration `json:"ttl"`
+	Uses  int           `json:"uses"` // the approving call included
+
+	raw string // the scope's words as the tool gave them
+}
+
+// offerLimits are the limits offered for each scope: a short default and
+// the policy's ceiling, never above it.
+func offerLimits(p *GrantPolicy) [][2]int64 {
+	short := [2]int64{int64(min(15*time.Minute, p.MaxTTL)), int64(min(3, p.MaxUses))}
+	ceil := [2]int64{int64(p.MaxTTL), int64(p.MaxUses)}
+	if short == ceil {
+		return [][2]int64{ceil}
+	}
+	return [][2]int64{short, ceil}
+}
+
+// OnceOffer is the answer that approves the call alone.
+const OnceOffer = "once"
+
+// grantsOffered reports whether t offers standing grants at all.
+func (t *gatedTool) grantsOffered() bool { return t.Grants != nil && t.grantsNamed }
+
+// offers lists the standing grants a human may choose for this call, in a
+// fixed order: they are computed again, from the same call and policy, when
+// the answer comes back.
+func (g *Gate) offers(k *call, assurance Assurance) ([]GrantOffer, error) {
+	t := k.t
+	if !t.grantsOffered() || g.standing == nil {
+		return nil, nil
+	}
+	if assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {
+		return nil, nil
+	}
+	scopes := []GrantScope{{Words: "exactly these arguments", CEL: fmt.Sprintf("args_digest == %q", k.digest)}}
+	if t.Grants.Scopes != nil {
+		var more []GrantScope
+		err := safely(func() error {
+			var err error
+			more, err = t.Grants.Scopes(k.c, k.resolved)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("grant scopes: %w", err)
+		}
+		scopes = append(scopes, more...)
+	}
+	var out []GrantOffer
+	for i, s := range scopes {
+		if strings.TrimSpace(s.Words) == "" || strings.TrimSpace(s.CEL) == "" {
+			return nil, fmt.Errorf("grant scope %d has no words or no CEL", i)
+		}
+		if _, err := g.program(s.CEL); err != nil {
+			return nil, fmt.Errorf("grant scope %d: %w", i, err)
+		}
+		words := prompt.Quote(s.Words)
+		for j, l := range offerLimits(t.Grants) {
+			ttl, uses := time.Duration(l[0]), int(l[1])
+			out = append(out, GrantOffer{
+				ID:    fmt.Sprintf("grant-%d-%d", i+1, j+1),
+				Label: fmt.Sprintf("this and calls with %s, for %s, %d uses in all", words, shortDuration(ttl), uses),
+				Words: words, CEL: s.CEL, TTL: ttl, Uses: uses, raw: s.Words,
+			})
+		}
+	}
+	return out, nil
+}
+
+// shortDuration writes 15m, 1h, 1h30m rather than 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// chosenOffer maps an answer to an offer. Only an exact listed ID counts;
+// anything else is an error, and the whole approval is refused.
+func chosenOffer(offers []GrantOffer, answer string) (*GrantOffer, error) {
+	if answer == OnceOffer {
+		return nil, nil
+	}
+	for i := range offers {
+		if offers[i].ID == answer {
+			return &offers[i], nil
+		}
+	}
+	return nil, fmt.Errorf("the answer chose %s, which is not one of the offers", prompt.Quote(answer))
+}
+
+// chooseStanding creates the standing grant the approver chose, if any.
+// The offers are computed again from the same call and policy; only an
+// exact listed choice counts, and anything else refuses the approval.
+func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *Approval, approvedTarget string) *Refusal {
+	if choice == nil || *choice == OnceOffer {
+		return nil
+	}
+	// The offers derive from the resolved state: recomputed on another
+	// state they could differ from what the approver saw. The human may
+	// have taken a while (in-call elicitation, channel), so look again.
+	res, r := g.resolve(ctx, k)
+	if r != nil {
+		return refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
+	}
+	_, target, r := g.preview(ctx, k.t, k.c, res)
+	if r != nil || target != approvedTarget {
+		return refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
+	}
+	k.resolved = res
+	offers, err := g.offers(k, a.Assurance)
+	if err != nil {
+		return refusal(ReasonPreviewFailed, "%v", err)
+	}
+	if len(offers) == 0 && *choice != OnceOffer {
+		return refusal(ReasonDeclined, "the answer chose a standing grant, and none was offered")
+	}
+	o, err := chosenOffer(offers, *choice)
+	if err != nil {
+		return refusal(ReasonDeclined, "%v", err)
+	}
+	if o == nil {
+		return nil
+	}
+	id, r := g.createStanding(ctx, k, o, *a)
+	if r != nil {
+		return r
+	}
+	a.Grant = id
+	return nil
+}
