@@ -30,19 +30,9 @@ type WireProbe struct {
 // A service that does not know probes but took the signature (HTTP 400)
 // counts as reachable.
 func (w *Webhook) Probe(ctx context.Context) error {
-	body, err := json.Marshal(WireProbe{Version: 1, Type: "probe", Nonce: newNonce()})
+	resp, err := w.postSigned(ctx, WireProbe{Version: 1, Type: "probe", Nonce: newNonce()})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRequest, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRequest, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(SignatureHeader, Sign(w.secret, body, w.now()))
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return w.transportError(ctx, err)
+		return err
 	}
 	defer resp.Body.Close()
 	switch {
@@ -101,4 +91,26 @@ func (s *Service) handleProbe(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	s.log().Info("a gate checked the channel: signature accepted", "remote", r.RemoteAddr)
 	writeJSON(w, http.StatusOK, map[string]any{"approved": false, "probe": "ok"})
+}
+
+// postSigned sends v as a signed JSON POST to the webhook URL (a probe or a
+// withdrawal: messages that ask for no decision). Its errors are already
+// the package's (ErrRequest, ErrUnavailable, ErrTimeout); the caller closes
+// the body.
+func (w *Webhook) postSigned(ctx context.Context, v any) (*http.Response, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRequest, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRequest, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(SignatureHeader, Sign(w.secret, body, w.now()))
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return nil, w.transportError(ctx, err)
+	}
+	return resp, nil
 }

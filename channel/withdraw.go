@@ -220,22 +220,12 @@ func (w *Webhook) Withdraw(ctx context.Context, r mcpsafe.ApprovalRequest, reaso
 		// and that error has been reported already.
 		return nil
 	}
-	body, err := json.Marshal(WireWithdrawal{
+	resp, err := w.postSigned(ctx, WireWithdrawal{
 		Version: 1, Type: "withdraw", ID: r.ID, Audience: r.Audience, ArgsDigest: r.ArgsDigest,
 		Reason: reason, Nonce: newNonce(),
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRequest, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRequest, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(SignatureHeader, Sign(w.secret, body, w.now()))
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return w.transportError(ctx, err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
