@@ -15,5 +15,6 @@ var catalogue = [][]Mutant{
 	channelMutants,
 	gatewayMutants,
 	proxyMutants,
+	relayMutants,
 	cliMutants,
 }

@@ -52,6 +52,7 @@ type UpstreamPipe struct {
 	tokens map[string]int             // fast-lane progress tokens still routed to the client
 	down   func([]byte) error         // writes a line to the downstream client
 	sdkSeq uint64
+	order  *notifyOrder // barriers before the SDK client's responses (notify_order.go)
 
 	fastCalls atomic.Int64 // calls that took the fast lane, for tests
 }
@@ -312,6 +313,12 @@ func (u *UpstreamPipe) toSDKWithID(line []byte, orig json.RawMessage) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
+	}
+	u.mu.Lock()
+	o := u.order
+	u.mu.Unlock()
+	if o != nil { // see notify_order.go
+		b = append(o.barrier(), b...)
 	}
 	_, err = u.sdkFeed.Write(append(b, '\n'))
 	return err

@@ -38,8 +38,11 @@ type Gateway struct {
 
 	conf    *serverconf.Gate
 	gateCfg serverconf.Config
-	log     *slog.Logger
-	opts    GatewayOptions
+	// logLevels are the levels downstream sessions set, for every server
+	// (restarted ones too) to put on its 2026-07-28 requests.
+	logLevels sync.Map
+	log       *slog.Logger
+	opts      GatewayOptions
 
 	reloadMu sync.Mutex // one Reload at a time
 
@@ -110,6 +113,8 @@ type member struct {
 	suspect func(*Server)
 	// starting is told of a server about to register its tools.
 	starting func(*Server)
+	// logLevels is the gateway's: see Server.setLogLevel.
+	logLevels *sync.Map
 }
 
 // NewGateway builds the shared stores from gate, starts every server of
@@ -242,7 +247,7 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	}
 	g.mu.Unlock()
 	sl := &slot{spec: sp, known: map[string]bool{}}
-	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, conf: g.conf,
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, conf: g.conf, logLevels: &g.logLevels,
 		// Shared by every Server that ever runs under this name, so that
 		// one restarted (after a crash or by a reload) or removed and added
 		// back is held to the strictest treatment its tools ever had.

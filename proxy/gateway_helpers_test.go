@@ -19,7 +19,8 @@ import (
 const gwUpstreamEnv = "MCPSAFE_PROXY_TEST_GW_UPSTREAM"
 
 // runGatewayUpstream serves echo and pid (read-only), note and wipe
-// (destructive: each call appends a line to $MCPSAFE_GW_LOG), and a prompt.
+// (destructive: each call appends a line to $MCPSAFE_GW_LOG), chatty
+// (read-only: logs chattyLogs messages, then answers), and a prompt.
 // While the file $MCPSAFE_GW_BLOCK exists it refuses to start, so that a
 // test can hold a crashed upstream down.
 func runGatewayUpstream() int {
@@ -53,6 +54,7 @@ func runGatewayUpstream() int {
 				return textResult(name + " done"), nil
 			})
 	}
+	srv.AddTool(&mcp.Tool{Name: "chatty", InputSchema: objectSchema, Annotations: ro}, chatty)
 	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "says hello"},
 		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello from gw-upstream"}}}}, nil

@@ -78,10 +78,14 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if err != nil {
 					return nil, err
 				}
+				if leg.InitializeResult().ProtocolVersion >= modernProtocol {
+					continue // it reads the level from each request (withCaps)
+				}
 				if err := leg.SetLoggingLevel(ctx, p); err != nil {
 					return nil, err
 				}
 			}
+			g.levels().set(req.GetSession(), p)
 		}
 		return next(ctx, method, req)
 	}

@@ -85,8 +85,10 @@ type Server struct {
 
 	progress   sync.Map // upstream progress token -> progressTarget
 	progressID atomic.Uint64
+	logLevels  sync.Map // *mcp.ServerSession -> mcp.LoggingLevel its client set (log_level.go)
 
 	relay  relayState
+	orders orders // notifications before the answers they precede (notify_order.go)
 	cont   continuations
 	pipe   *UpstreamPipe // the upstream command, when the fast lane can use it
 	httpUp *httpLane     // the upstream's HTTP endpoint, for the HTTP fast lane
@@ -687,20 +689,29 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListResourceTemplatesRequest:
 			return relayResult(leg.ListResourceTemplates(ctx, r.Params))
 		case *mcp.ReadResourceRequest:
-			return relayResult(leg.ReadResource(ctx, withCaps(s, leg, r.Params)))
+			res, err := leg.ReadResource(ctx, withCaps(s, leg, r.Session, r.Params))
+			s.inOrder(ctx, leg)
+			return relayResult(res, err)
 		case *mcp.ListPromptsRequest:
 			return relayResult(leg.ListPrompts(ctx, r.Params))
 		case *mcp.GetPromptRequest:
-			return relayResult(leg.GetPrompt(ctx, withCaps(s, leg, r.Params)))
+			res, err := leg.GetPrompt(ctx, withCaps(s, leg, r.Session, r.Params))
+			s.inOrder(ctx, leg)
+			return relayResult(res, err)
 		case *mcp.CompleteRequest:
 			return relayResult(leg.Complete(ctx, r.Params))
 		}
 		// logging/setLevel: upstream first, then the downstream session
 		// records the level to filter relayed messages by.
 		p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
-		if err := leg.SetLoggingLevel(ctx, p); err != nil {
-			return nil, err
+		if leg.InitializeResult().ProtocolVersion < modernProtocol {
+			if err := leg.SetLoggingLevel(ctx, p); err != nil {
+				return nil, err
+			}
 		}
+		// A 2026-07-28 upstream has no session level: the proxy keeps it
+		// and puts it on each request of this client (withCaps).
+		s.levels().set(req.GetSession(), p)
 		return next(ctx, method, req)
 	}
 }
@@ -722,14 +733,21 @@ func relayResult[R mcp.Result](res R, err error) (mcp.Result, error) {
 func withCaps[P interface {
 	GetMeta() map[string]any
 	SetMeta(map[string]any)
-}](s *Server, leg *mcp.ClientSession, p P) P {
+}](s *Server, leg *mcp.ClientSession, down *mcp.ServerSession, p P) P {
 	m := p.GetMeta()
-	if m == nil {
+	modern := leg.InitializeResult().ProtocolVersion >= modernProtocol
+	level, hasLevel := s.levels().of(down)
+	_, ownLevel := m[mcp.MetaKeyLogLevel]
+	addLevel := modern && hasLevel && !ownLevel
+	if m == nil && !addLevel {
 		return p
 	}
 	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]any{}
+	}
 	delete(out, mcp.MetaKeyProtocolVersion)
-	if leg.InitializeResult().ProtocolVersion < modernProtocol {
+	if !modern {
 		delete(out, mcp.MetaKeyClientInfo)
 		delete(out, mcp.MetaKeyClientCapabilities)
 	} else if caps, ok := out[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
@@ -740,6 +758,11 @@ func withCaps[P interface {
 			}
 		}
 		out[mcp.MetaKeyClientCapabilities] = kept
+	}
+	if addLevel {
+		// A client of the 2025-11-25 generation set its level for the
+		// session; the 2026-07-28 upstream reads it from each request.
+		out[mcp.MetaKeyLogLevel] = level
 	}
 	p.SetMeta(out)
 	return p
@@ -802,7 +825,7 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 		}
 		params.Meta = maps.Clone(down.Params.Meta)
 		delete(params.Meta, "progressToken")
-		params = withCaps(s, leg, params)
+		params = withCaps(s, leg, down.Session, params)
 		if tok := down.Params.GetProgressToken(); tok != nil {
 			up := fmt.Sprintf("mcpsafe-%d", s.progressID.Add(1))
 			s.progress.Store(up, progressTarget{session: down.Session, ctx: ctx, token: tok})
@@ -817,6 +840,7 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 	params.Meta = mcpsafe.InjectTraceContext(ctx, params.Meta)
 	start := time.Now()
 	res, err := leg.CallTool(ctx, params)
+	s.inOrder(ctx, leg)
 	if s.conf != nil && s.conf.Metrics != nil {
 		s.conf.Metrics.Upstream(time.Since(start), err)
 	}

@@ -143,8 +143,13 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 // receiving middleware, since the SDK client answers them itself.
 func (s *Server) connectLeg(ctx context.Context, t mcp.Transport, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, s.clientOptions())
-	client.AddReceivingMiddleware(s.relayClientRequests)
-	return client.Connect(ctx, t, opts)
+	client.AddReceivingMiddleware(s.relayClientRequests, s.takeBarriers)
+	t, order := s.withOrder(t)
+	cs, err := client.Connect(ctx, t, opts)
+	if err == nil && order != nil {
+		s.orders.byLeg.Store(cs, order)
+	}
+	return cs, err
 }
 
 // legFor picks the upstream session for a downstream request: the legacy

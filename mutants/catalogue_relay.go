@@ -1,0 +1,32 @@
+package mutants
+
+// relayMutants break what the proxy relays besides tool calls: the order
+// of the upstream's notifications and its answers, the log level.
+var relayMutants = []Mutant{
+	{
+		Name:     "relay-answer-before-notifications",
+		Packages: []string{"./proxy"},
+		Run:      "TestNotificationsArriveBeforeTheAnswer",
+		Why:      "a relayed answer does not wait for the upstream's notifications before it (the client loses log messages)",
+		Edits: []Edit{
+			{
+				File: "proxy/notify_order.go",
+				Old:  "\tif v, ok := s.orders.byLeg.Load(leg); ok {",
+				New:  "\tif v, ok := s.orders.byLeg.Load(leg); ok && leg == nil {",
+			},
+		},
+	},
+	{
+		Name:     "relay-log-level-not-carried",
+		Packages: []string{"./proxy"},
+		Run:      "TestNotificationsArriveBeforeTheAnswer",
+		Why:      "a 2025-11-25 client's log level is not put on requests to a 2026-07-28 upstream (it logs nothing)",
+		Edits: []Edit{
+			{
+				File: "proxy/proxy.go",
+				Old:  "\taddLevel := modern && hasLevel && !ownLevel",
+				New:  "\taddLevel := false && modern && hasLevel && !ownLevel",
+			},
+		},
+	},
+}
