@@ -29,4 +29,17 @@ var relayMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "relay-command-leg-not-used",
+		Packages: []string{"./proxy"},
+		Run:      "TestLegacyClientIsAskedThroughACommandUpstream",
+		Why:      "a 2025-11-25 client shares the 2026-07-28 session of a command upstream, which cannot ask it mid-call",
+		Edits: []Edit{
+			{
+				File: "proxy/relay.go",
+				Old:  "\tif !ok || s.relay.legacyTransport == nil || v.ProtocolVersion() >= modernProtocol",
+				New:  "\tif _, cmd := s.relay.legacyTransport.(*CommandLeg); cmd || !ok || s.relay.legacyTransport == nil || v.ProtocolVersion() >= modernProtocol",
+			},
+		},
+	},
 }

@@ -301,14 +301,8 @@ func (g *Gateway) release(server, down string) {
 	}
 }
 
-// transport returns a fresh connection to sp's upstream and the audience
-// derived from it. A command is started here, on a pipe the stdio fast
-// lane can share (see ServeStdio).
-func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
-	if sp.URL != "" {
-		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
-		return t, DefaultAudience(t), nil
-	}
+// command returns a new, unstarted command for sp's upstream.
+func (g *Gateway) command(sp *ServerSpec) *exec.Cmd {
 	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
 	cmd.Dir = sp.Dir
 	if len(sp.Env) > 0 {
@@ -321,6 +315,18 @@ func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
 	if g.opts.Stderr != nil {
 		cmd.Stderr = g.opts.Stderr
 	}
+	return cmd
+}
+
+// transport returns a fresh connection to sp's upstream and the audience
+// derived from it. A command is started here, on a pipe the stdio fast
+// lane can share (see ServeStdio).
+func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
+	if sp.URL != "" {
+		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		return t, DefaultAudience(t), nil
+	}
+	cmd := g.command(sp)
 	aud := DefaultAudience(&mcp.CommandTransport{Command: cmd})
 	pipe, err := StartUpstream(cmd)
 	if err != nil {
@@ -352,6 +358,8 @@ func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
 	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout, member: sl.m}
 	if sp.URL != "" {
 		cfg.LegacyUpstream, _, _ = g.transport(sp)
+	} else {
+		cfg.LegacyUpstream = &CommandLeg{Command: func() *exec.Cmd { return g.command(sp) }}
 	}
 	srv, err := NewServer(ctx, cfg)
 	g.mu.Lock()

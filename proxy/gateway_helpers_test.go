@@ -20,7 +20,8 @@ const gwUpstreamEnv = "MCPSAFE_PROXY_TEST_GW_UPSTREAM"
 
 // runGatewayUpstream serves echo and pid (read-only), note and wipe
 // (destructive: each call appends a line to $MCPSAFE_GW_LOG), chatty
-// (read-only: logs chattyLogs messages, then answers), and a prompt.
+// (read-only: logs chattyLogs messages, then answers), ask (read-only: asks
+// the client in-call, as a 2025-11-25 server does), and a prompt.
 // While the file $MCPSAFE_GW_BLOCK exists it refuses to start, so that a
 // test can hold a crashed upstream down.
 func runGatewayUpstream() int {
@@ -55,6 +56,7 @@ func runGatewayUpstream() int {
 			})
 	}
 	srv.AddTool(&mcp.Tool{Name: "chatty", InputSchema: objectSchema, Annotations: ro}, chatty)
+	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: objectSchema, Annotations: ro}, askInCall)
 	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "says hello"},
 		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello from gw-upstream"}}}}, nil

@@ -129,6 +129,10 @@ func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
 		t.mu.Lock()
 		t.order = o
 		t.mu.Unlock()
+	case *CommandLeg:
+		t.mu.Lock()
+		t.order = o
+		t.mu.Unlock()
 	case *mcp.StreamableClientTransport:
 		c := *t
 		hc := http.DefaultClient

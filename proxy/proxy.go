@@ -32,7 +32,8 @@ type Config struct {
 	// stdio, streamable HTTP, or in-memory in tests). Required.
 	Upstream mcp.Transport
 	// LegacyUpstream, when set, is a second transport to the same upstream
-	// (HTTP can be dialled twice, a command cannot). Downstream clients of
+	// (a second session over HTTP, a second process for a command: see
+	// CommandLeg). Downstream clients of
 	// the 2025-11-25 generation then get an upstream session of their own
 	// generation, in which the upstream may ask them things mid-call. Nil:
 	// every client shares the upstream session.
@@ -340,6 +341,9 @@ func (s *Server) Close() error {
 		if err := s.relay.legacy.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
+	}
+	if cl, ok := s.relay.legacyTransport.(*CommandLeg); ok {
+		cl.close()
 	}
 	if s.member != nil {
 		// The gateway's stores stay open; only this server's tools go.

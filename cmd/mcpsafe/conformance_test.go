@@ -100,16 +100,21 @@ func startEverything(t *testing.T, bin string, stateful bool) string {
 	}
 }
 
-// startHTTPProxy runs `mcpsafe proxy --http` in front of upstream and
-// returns its URL.
+// startHTTPProxy runs `mcpsafe proxy --http` in front of upstream (a URL,
+// or else a command it runs over stdio) and returns its URL.
 func startHTTPProxy(t *testing.T, upstream, policy string, stateful bool) string {
 	t.Helper()
-	args := []string{"proxy", "--journal", filepath.Join(t.TempDir(), "j.jsonl"), "--http", "127.0.0.1:0", "--upstream-url", upstream}
+	args := []string{"proxy", "--journal", filepath.Join(t.TempDir(), "j.jsonl"), "--http", "127.0.0.1:0"}
 	if policy != "" {
 		args = append(args, "--policy", policy)
 	}
 	if stateful {
 		args = append(args, "--http-stateful")
+	}
+	if strings.HasPrefix(upstream, "http") {
+		args = append(args, "--upstream-url", upstream)
+	} else {
+		args = append(args, "--", upstream)
 	}
 	cmd := exec.Command(binary, args...)
 	stderr, err := cmd.StderrPipe()
@@ -283,11 +288,22 @@ func TestProxyConformance(t *testing.T) {
 				t.Fatalf("no scenario passes directly; the set-up is broken:\n%s", direct.output)
 			}
 
-			auto := runSuite(t, node, entry, startHTTPProxy(t, upstream, autoApproveAll(t, upstream), g.stateful), g)
-			t.Logf("%s, direct vs through mcpsafe proxy (auto-approve-all policy):\n%s", g.name, table(direct, auto))
-			if !slices.Equal(direct.passing(), auto.passing()) {
-				t.Errorf("%s: the proxy is not transparent: passing scored scenarios differ (direct %d, through the proxy %d): %v",
-					g.name, len(direct.passing()), len(auto.passing()), diff(direct, auto))
+			// The same upstream over HTTP and over stdio (how most MCP
+			// servers run): the proxy's legs differ (a stdio upstream
+			// cannot be dialled again for a 2025-11-25 leg).
+			// The policy names the tools the server has; the suite's run
+			// added one to this server, so the stdio one (a new process)
+			// gets the policy of a fresh server.
+			for _, up := range []struct{ name, upstream, policy string }{
+				{"HTTP", upstream, autoApproveAll(t, upstream)},
+				{"stdio", everything, autoApproveAll(t, startEverything(t, everything, g.stateful))},
+			} {
+				auto := runSuite(t, node, entry, startHTTPProxy(t, up.upstream, up.policy, g.stateful), g)
+				t.Logf("%s, direct vs through mcpsafe proxy, upstream over %s (auto-approve-all policy):\n%s", g.name, up.name, table(direct, auto))
+				if !slices.Equal(direct.passing(), auto.passing()) {
+					t.Errorf("%s, upstream over %s: the proxy is not transparent: passing scored scenarios differ (direct %d, through the proxy %d): %v",
+						g.name, up.name, len(direct.passing()), len(auto.passing()), diff(direct, auto))
+				}
 			}
 
 			// The default policy gates every tool of this server (none is

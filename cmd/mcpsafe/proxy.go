@@ -76,14 +76,19 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
 		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
 	} else {
-		cmd := exec.Command(command[0], command[1:]...)
-		cmd.Stderr = stderr
-		pipe, err := proxy.StartUpstream(cmd)
+		newCmd := func() *exec.Cmd {
+			cmd := exec.Command(command[0], command[1:]...)
+			cmd.Stderr = stderr
+			return cmd
+		}
+		pipe, err := proxy.StartUpstream(newCmd())
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpsafe proxy: starting the upstream:", err)
 			return 1
 		}
 		cfg.Upstream = pipe
+		// Clients of the 2025-11-25 generation get a second process.
+		cfg.LegacyUpstream = &proxy.CommandLeg{Command: newCmd}
 	}
 	stop, ctx := newStopper("mcpsafe proxy", cfg.Gate.ShutdownGrace, stderr)
 	defer stop.close()
