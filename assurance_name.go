@@ -7,6 +7,8 @@ func (a Assurance) String() string {
 	switch a {
 	case AssuranceClientRelayed:
 		return "client_relayed"
+	case AssuranceLocalPage:
+		return "local_page"
 	case AssuranceChannel:
 		return "channel"
 	case AssurancePasskey:

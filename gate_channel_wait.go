@@ -229,6 +229,9 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
 	}
 	assurance := AssuranceClientRelayed
+	if dec.Assurance == AssuranceLocalPage && len(dec.Approvers) == 0 {
+		assurance = AssuranceLocalPage // a click on the local approval page
+	}
 	if len(dec.Approvers) > 0 {
 		assurance = AssuranceChannel
 		if dec.Assurance == AssurancePasskey {

@@ -59,6 +59,11 @@ const (
 	// AssuranceClientRelayed: an elicitation accept or a token typed back.
 	// A client, or a hook in it, can produce either without a person.
 	AssuranceClientRelayed Assurance = iota + 1
+	// AssuranceLocalPage: a click on the local approval page (package
+	// approvalpage) of a server on the user's machine. It proves that
+	// someone who could use a browser there decided (a person, or an agent
+	// with a browser tool), not who.
+	AssuranceLocalPage
 	// AssuranceChannel: an approver authenticated by an out-of-band channel.
 	AssuranceChannel
 	// AssurancePasskey: each approver signed this exact call with a

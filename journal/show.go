@@ -156,6 +156,8 @@ func detail(rec *Record) string {
 		parts = append(parts, "error: "+rec.Error)
 	}
 	switch rec.Assurance {
+	case "local_page":
+		parts = append(parts, "assurance local page (a click on the server's own approval page)")
 	case "channel":
 		parts = append(parts, "assurance channel")
 	case "passkey":

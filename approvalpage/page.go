@@ -1,0 +1,275 @@
+// Package approvalpage serves the local approval page: a web page on the
+// user's own machine where a person approves or denies one pending call.
+//
+// It is for servers that run where their user is (`mcpsafe files`,
+// `mcpsafe proxy`, the gateway) and whose client cannot ask anyone
+// (Claude Desktop, claude.ai, Gemini CLI) or can only relay a form answer
+// that a client hook could give without a person. Each pending call gets
+// its own link, unguessable (256 random bits in the path), valid until the
+// call's approval expires, good for one decision. The link reaches the
+// person by a URL-mode elicitation when the client declares it, or else in
+// the user's browser, opened by the server (Options.Open); it is never
+// put where only the model would see it.
+//
+// The page shows the plan whole and two buttons, Approve and Deny. A
+// decision is a POST from the page itself: the Host must be the page's
+// own address (no DNS rebinding), the Origin the page's origin (no
+// cross-site form), and the form carries a token that only the page held.
+// A click proves that someone who could use a browser on this machine
+// decided, not who: anyone (or any agent with a browser tool) that can
+// open the link can click. The gate records it as its own assurance level,
+// AssuranceLocalPage, above a relayed form answer and below an approval
+// service's authenticated approver.
+//
+// The page listens on loopback only.
+package approvalpage
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+)
+
+// Options configure a Page.
+type Options struct {
+	// Addr is the address to listen on: a loopback host and a port, or
+	// port 0 for any free one ("127.0.0.1:0").
+	Addr string
+	// Open shows a link to the person when the call's client cannot be
+	// sent it. Nil opens the user's browser: $BROWSER when set, else the
+	// platform's opener (xdg-open, open).
+	Open func(link string) error
+	// Logger gets the address in use and failures to open a link; nil
+	// discards them.
+	Logger *slog.Logger
+	// Clock is the time source (tests); nil is time.Now.
+	Clock func() time.Time
+}
+
+// A Page is the local approval page. It is the gate's approver for the
+// calls it shows: see Await, Link and Withdraw.
+type Page struct {
+	opts Options
+	ln   net.Listener
+	srv  *http.Server
+	base string // http://HOST:PORT
+
+	mu      sync.Mutex
+	byID    map[string]*pending // request ID (the grant's nonce) -> its page
+	byLink  map[string]*pending // link secret -> its page
+	closing bool
+}
+
+// pending is one call's page.
+type pending struct {
+	req    mcpsafe.ApprovalRequest
+	secret string // the link's path part
+	form   string // the form token the page holds
+	shown  bool   // the link went to the person (elicited or opened)
+	done   chan struct{}
+	// Set once, under Page.mu, before done is closed.
+	approved  bool
+	withdrawn string // why, when the gate withdrew it
+}
+
+// Listen starts the page on opts.Addr.
+func Listen(opts Options) (*Page, error) {
+	if err := CheckAddr(opts.Addr); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Open == nil {
+		opts.Open = OpenBrowser
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("approval page: %w", err)
+	}
+	p := &Page{opts: opts, ln: ln, base: "http://" + ln.Addr().String(),
+		byID: map[string]*pending{}, byLink: map[string]*pending{}}
+	p.srv = &http.Server{Handler: p.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
+	go p.srv.Serve(ln)
+	opts.Logger.Info("approval page: serving on loopback", "url", p.base)
+	return p, nil
+}
+
+// CheckAddr refuses a listen address that is not on loopback.
+func CheckAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("approval page: %q is not HOST:PORT (e.g. 127.0.0.1:0): %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("approval page: %q is not a loopback address; the page has no login, so it listens on 127.0.0.1 or ::1 only (for approvers elsewhere, use `mcpsafe approvals serve`)", addr)
+	}
+	return nil
+}
+
+// URL is the page's base address.
+func (p *Page) URL() string { return p.base }
+
+// Close stops serving; the calls waiting on the page are not approved.
+func (p *Page) Close() error {
+	p.mu.Lock()
+	p.closing = true
+	for _, e := range p.byID {
+		p.settleLocked(e, false, "the approval page stopped")
+	}
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return p.srv.Shutdown(ctx)
+}
+
+// errors the gate maps to its refusals.
+var errClosed = errors.New("approval page: stopped")
+
+// Link registers r (once) and returns its page's link, for the gate to
+// send in a URL-mode elicitation. Nothing is opened.
+func (p *Page) Link(r mcpsafe.ApprovalRequest) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, err := p.registerLocked(r)
+	if err != nil {
+		return "", err
+	}
+	e.shown = true
+	return p.base + "/a/" + e.secret, nil
+}
+
+// Approve asks and waits for the decision until ctx ends.
+func (p *Page) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+	return p.Await(ctx, r, 0)
+}
+
+// Await registers r (once), opens its link for the person unless Link
+// handed it out already, and waits at most wait (no limit but ctx when
+// wait <= 0). Still undecided then: an error wrapping mcpsafe.ErrPending,
+// and the page stays open. A decision is delivered to one Await only.
+func (p *Page) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
+	p.mu.Lock()
+	e, err := p.registerLocked(r)
+	if err != nil {
+		p.mu.Unlock()
+		return mcpsafe.ApprovalDecision{}, err
+	}
+	open := !e.shown
+	e.shown = true
+	p.mu.Unlock()
+	if open {
+		link := p.base + "/a/" + e.secret
+		if err := p.opts.Open(link); err != nil {
+			// The link stays valid; the log (the operator's, never the
+			// model's) has it.
+			p.opts.Logger.Warn("approval page: could not open the browser; open the link yourself", "tool", r.Tool, "link", link, "err", err)
+		}
+	}
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return mcpsafe.ApprovalDecision{}, ctx.Err()
+	case <-timeout:
+		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", mcpsafe.ErrPending)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byID[r.ID] != e {
+		return mcpsafe.ApprovalDecision{}, errors.New("approval page: the decision was delivered already")
+	}
+	delete(p.byID, r.ID) // delivered once
+	switch {
+	case e.withdrawn != "":
+		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %s: %w", e.withdrawn, mcpsafe.ErrNoDecision)
+	case !e.approved:
+		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", mcpsafe.ErrDenied)
+	}
+	return mcpsafe.ApprovalDecision{Approved: true, Assurance: mcpsafe.AssuranceLocalPage}, nil
+}
+
+// Withdraw ends r's page: nobody will pick its decision up.
+func (p *Page) Withdraw(_ context.Context, r mcpsafe.ApprovalRequest, reason string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.byID[r.ID]; e != nil {
+		p.settleLocked(e, false, "withdrew the request ("+reason+")")
+	}
+	return nil
+}
+
+// registerLocked finds r's page or makes it. A request ID seen again must
+// be the same request: its tool, arguments digest, principal and expiry.
+func (p *Page) registerLocked(r mcpsafe.ApprovalRequest) (*pending, error) {
+	if p.closing {
+		return nil, errClosed
+	}
+	if r.ID == "" {
+		return nil, errors.New("approval page: a request without an ID")
+	}
+	if e := p.byID[r.ID]; e != nil {
+		if e.req.Tool != r.Tool || e.req.ArgsDigest != r.ArgsDigest || e.req.Principal != r.Principal || !e.req.ExpiresAt.Equal(r.ExpiresAt) {
+			return nil, errors.New("approval page: a request ID reused for another call")
+		}
+		return e, nil
+	}
+	p.sweepLocked()
+	e := &pending{req: r, secret: random(), form: random(), done: make(chan struct{})}
+	p.byID[r.ID] = e
+	p.byLink[e.secret] = e
+	return e, nil
+}
+
+// settleLocked records the one decision of e.
+func (p *Page) settleLocked(e *pending, approved bool, withdrawn string) bool {
+	select {
+	case <-e.done:
+		return false
+	default:
+	}
+	e.approved, e.withdrawn = approved, withdrawn
+	close(e.done)
+	return true
+}
+
+// sweepLocked forgets links an hour past their expiry (the page says
+// "expired" until then).
+func (p *Page) sweepLocked() {
+	now := p.opts.Clock()
+	for k, e := range p.byLink {
+		if now.After(e.req.ExpiresAt.Add(time.Hour)) {
+			delete(p.byLink, k)
+			if p.byID[e.req.ID] == e {
+				delete(p.byID, e.req.ID)
+			}
+		}
+	}
+}
+
+func random() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func sameSecret(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

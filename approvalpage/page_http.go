@@ -1,0 +1,164 @@
+package approvalpage
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/prompt"
+)
+
+//go:embed page.html
+var pageHTML string
+
+var pageTmpl = template.Must(template.New("page").Parse(pageHTML))
+
+// view is what the template shows; every text in it was sanitized for a
+// person (package prompt) and is escaped by html/template.
+type view struct {
+	Tool, Summary string
+	Details       []string
+	Targets       [][]string // name, state
+	Arguments     string     // indented JSON, sanitized
+	Principal     string
+	Irreversible  bool
+	ExpiresAt     string
+	Left          string
+	Form          string
+	State         string // "" (undecided), approved, denied, withdrawn, expired
+	Why           string
+}
+
+func (p *Page) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /a/{secret}", p.show)
+	mux.HandleFunc("POST /a/{secret}", p.decide)
+	return p.guard(mux)
+}
+
+// guard answers only requests addressed to the page's own host (a page on
+// another name that resolves to loopback is a DNS rebinding attempt), and
+// sets the headers every answer carries.
+func (p *Page) guard(next http.Handler) http.Handler {
+	host := strings.TrimPrefix(p.base, "http://")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer") // the link is the secret
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Frame-Options", "DENY")
+		if r.Host != host {
+			http.Error(w, "this page answers only at "+p.base, http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (p *Page) lookup(r *http.Request) *pending {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byLink[r.PathValue("secret")]
+}
+
+func (p *Page) show(w http.ResponseWriter, r *http.Request) {
+	e := p.lookup(r)
+	if e == nil {
+		http.Error(w, "no such approval request: the link is wrong, or it expired long ago", http.StatusNotFound)
+		return
+	}
+	p.render(w, e, "", http.StatusOK)
+}
+
+// decide takes the one decision of a page: from the page itself (its
+// origin, its form token), before the request expires, once.
+func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
+	e := p.lookup(r)
+	if e == nil {
+		http.Error(w, "no such approval request", http.StatusNotFound)
+		return
+	}
+	if r.Header.Get("Origin") != p.base || (r.Header.Get("Sec-Fetch-Site") != "" && r.Header.Get("Sec-Fetch-Site") != "same-origin") {
+		http.Error(w, "refused: the decision must come from the approval page itself", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil || !sameSecret(r.PostForm.Get("form"), e.form) {
+		http.Error(w, "refused: the form is not this page's", http.StatusForbidden)
+		return
+	}
+	var approved bool
+	switch r.PostForm.Get("decision") {
+	case "approve":
+		approved = true
+	case "deny":
+	default:
+		http.Error(w, "refused: the decision is approve or deny", http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	expired := !p.opts.Clock().Before(e.req.ExpiresAt)
+	settled := !expired && p.settleLocked(e, approved, "")
+	p.mu.Unlock()
+	switch {
+	case expired:
+		p.render(w, e, "This request expired before the decision; nothing was approved.", http.StatusGone)
+	case !settled:
+		p.render(w, e, "This request was decided already; the second click changed nothing.", http.StatusConflict)
+	default:
+		p.render(w, e, "", http.StatusOK)
+	}
+}
+
+func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int) {
+	now := p.opts.Clock()
+	v := view{
+		Tool: prompt.Quote(e.req.Tool), Summary: e.req.Summary, Details: e.req.Details,
+		Principal: e.req.Principal, Irreversible: e.req.Irreversible,
+		ExpiresAt: e.req.ExpiresAt.UTC().Format(time.RFC3339), Form: e.form, Why: why,
+	}
+	if left := e.req.ExpiresAt.Sub(now).Round(time.Second); left > 0 {
+		v.Left = left.String()
+	}
+	for _, t := range e.req.Targets {
+		v.Targets = append(v.Targets, []string{prompt.Text(t.Name), prompt.Text(t.State)})
+	}
+	if len(e.req.Arguments) > 0 {
+		var buf bytes.Buffer
+		if json.Indent(&buf, e.req.Arguments, "", "  ") == nil {
+			v.Arguments = prompt.Text(buf.String())
+		} else {
+			v.Arguments = prompt.Text(string(e.req.Arguments))
+		}
+	}
+	p.mu.Lock()
+	select {
+	case <-e.done:
+		switch {
+		case e.withdrawn != "":
+			v.State = "withdrawn"
+			if v.Why == "" {
+				v.Why = "The server " + e.withdrawn + "; nothing will run."
+			}
+		case e.approved:
+			v.State = "approved"
+		default:
+			v.State = "denied"
+		}
+	default:
+		if !now.Before(e.req.ExpiresAt) {
+			v.State = "expired"
+		}
+	}
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := pageTmpl.Execute(w, v); err != nil {
+		p.opts.Logger.Warn("approval page: rendering failed", "err", err)
+	}
+}
