@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approvals"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/metrics"
@@ -99,7 +100,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve: --tls-cert and --tls-key go together")
 		return 2
 	}
-	req, err := channel.ParseRequire(require)
+	req, err := approvals.ParseRequire(require)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
 		return 2
@@ -115,35 +116,35 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	var approvers []channel.Approver
+	var approvers []approvals.Approver
 	if *approversFile != "" {
-		if approvers, err = channel.LoadApproversFile(*approversFile); err != nil {
+		if approvers, err = approvals.LoadApproversFile(*approversFile); err != nil {
 			return fail(err)
 		}
 	}
-	var sso *channel.OIDCConfig
+	var sso *approvals.OIDCConfig
 	if *oidcIssuer != "" {
 		if *oidcClient == "" || *oidcUsers == "" || *origin == "" {
 			fmt.Fprintln(stderr, "mcpsafe approvals serve: --oidc-issuer needs --oidc-client-id, --oidc-users-file and --origin (the redirect URL is ORIGIN/oidc/callback)")
 			return 2
 		}
-		sso = &channel.OIDCConfig{Issuer: *oidcIssuer, ClientID: *oidcClient, Claim: *oidcClaim}
-		if sso.Users, err = channel.LoadOIDCUsersFile(*oidcUsers); err != nil {
+		sso = &approvals.OIDCConfig{Issuer: *oidcIssuer, ClientID: *oidcClient, Claim: *oidcClaim}
+		if sso.Users, err = approvals.LoadOIDCUsersFile(*oidcUsers); err != nil {
 			return fail(err)
 		}
 		if *oidcSecret != "" {
-			if sso.ClientSecret, err = channel.LoadClientSecretFile(*oidcSecret); err != nil {
+			if sso.ClientSecret, err = approvals.LoadClientSecretFile(*oidcSecret); err != nil {
 				return fail(err)
 			}
 		}
 	}
-	var pkOpts *channel.PasskeyOptions
+	var pkOpts *approvals.PasskeyOptions
 	switch {
 	case *passkeysFile != "" && *origin == "":
 		fmt.Fprintln(stderr, "mcpsafe approvals serve: --passkeys-file needs --origin (passkeys are bound to the origin they were made on)")
 		return 2
 	case *passkeysFile != "":
-		pkOpts = &channel.PasskeyOptions{File: *passkeysFile, Tools: requirePasskey}
+		pkOpts = &approvals.PasskeyOptions{File: *passkeysFile, Tools: requirePasskey}
 	case len(requirePasskey) > 0:
 		fmt.Fprintln(stderr, "mcpsafe approvals serve: --require-passkey needs --passkeys-file")
 		return 2
@@ -154,7 +155,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	opts := channel.ServiceOptions{
+	opts := approvals.ServiceOptions{
 		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...), Journals: journals,
@@ -177,7 +178,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		m = metrics.New()
 		opts.OnDecided = m.ChannelDecision
 	}
-	svc, err := channel.NewService(opts)
+	svc, err := approvals.NewService(opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -210,7 +211,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		kept = "kept in the store (a gate holding an approval_pending handle re-attaches after a restart)"
 	}
 	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, stderr, func() {
-		n := svc.WithdrawWaiting(channel.WithdrawnServiceStopped)
+		n := svc.WithdrawWaiting(approvals.WithdrawnServiceStopped)
 		fmt.Fprintf(stderr, "mcpsafe approvals: stopping: withdrew %d request(s) a gate was waiting on; %d other pending request(s) %s\n", n, svc.Pending(), kept)
 		svc.Close()
 	}); err != nil {
