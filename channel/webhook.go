@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
@@ -238,28 +239,10 @@ func NewWebhook(rawURL string, secret []byte, opts ...WebhookOption) (*Webhook, 
 			return nil, err
 		}
 	}
-	if u.Scheme == "http" && !w.allowHTTP && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !w.allowHTTP && !loopback.Host(u.Hostname()) {
 		return nil, fmt.Errorf("channel: webhook url %q is plain http to a non-loopback host; use https (or WithPlainHTTP)", rawURL)
 	}
 	return w, nil
-}
-
-// IsLoopbackAddr reports whether a listen address (host:port) binds only
-// to loopback. An empty host binds every interface and is not loopback.
-func IsLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	return isLoopback(host)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Approve sends r and waits for the answer. It returns Approved true only

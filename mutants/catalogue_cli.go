@@ -13,8 +13,8 @@ var cliMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "serverconf/http.go",
-				Old:  "if h.Addr != \"\" && h.Auth.Issuer == \"\" && !channel.IsLoopbackAddr(h.Addr) {",
-				New:  "if false && h.Addr != \"\" && !channel.IsLoopbackAddr(h.Addr) {",
+				Old:  "if h.Addr != \"\" && h.Auth.Issuer == \"\" && !loopback.Addr(h.Addr) {",
+				New:  "if false && h.Addr != \"\" && !loopback.Addr(h.Addr) {",
 			},
 		},
 	},

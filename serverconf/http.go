@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/httpauth"
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,7 +130,7 @@ func (h *HTTP) Check() error {
 			return fmt.Errorf("--http %q is not HOST:PORT: give the port too, e.g. --http 127.0.0.1:8765 (or 127.0.0.1:0 for any free port)", h.Addr)
 		}
 	}
-	if h.Addr != "" && h.Auth.Issuer == "" && !channel.IsLoopbackAddr(h.Addr) {
+	if h.Addr != "" && h.Auth.Issuer == "" && !loopback.Addr(h.Addr) {
 		return fmt.Errorf("%s: %w", h.Addr, ErrNoIdentity)
 	}
 	return nil

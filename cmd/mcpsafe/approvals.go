@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/approvals"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/metrics"
 	"github.com/mcpsafe/mcpsafe/serverconf"
@@ -109,7 +110,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpsafe approvals serve: --listen %q is not HOST:PORT: give the port too, e.g. --listen 127.0.0.1:8080\n", *listen)
 		return 2
 	}
-	if *tlsCert == "" && !*plainHTTP && !channel.IsLoopbackAddr(*listen) {
+	if *tlsCert == "" && !*plainHTTP && !loopback.Addr(*listen) {
 		return fail(fmt.Errorf("%s is not a loopback address: use --tls-cert/--tls-key, a TLS proxy on this host, or --allow-plain-http", *listen))
 	}
 	secret, err := channel.LoadSecretFile(*secretFile)

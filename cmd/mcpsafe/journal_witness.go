@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/mcpsafe/mcpsafe/witness"
@@ -62,7 +62,7 @@ func journalWitness(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe journal witness serve:", err)
 		return 1
 	}
-	if *tlsCert == "" && !*plainHTTP && !channel.IsLoopbackAddr(*listen) {
+	if *tlsCert == "" && !*plainHTTP && !loopback.Addr(*listen) {
 		return fail(fmt.Errorf("%s is not a loopback address: use --tls-cert/--tls-key, a TLS proxy on this host, or --allow-plain-http", *listen))
 	}
 	var vs []note.Verifier
