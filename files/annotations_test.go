@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

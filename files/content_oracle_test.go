@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

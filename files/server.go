@@ -10,8 +10,9 @@ import (
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/safefs"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -124,5 +125,5 @@ func ParseOptIn(v string) (mcpsafe.OptIn, error) { return serverconf.ParseOptIn(
 // stateful mode lets legacy clients elicit in-call but pins a client to the
 // replica that holds its session.
 func (s *Server) HTTPHandler(stateless bool) http.Handler {
-	return serverconf.HTTP{Stateful: !stateless}.MCPHandler(s.MCP)
+	return mcphttp.HTTP{Stateful: !stateless}.MCPHandler(s.MCP)
 }

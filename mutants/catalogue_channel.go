@@ -293,7 +293,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "attestation-unchecked",
-		Packages: []string{"./channel", "./approvals", "./serverconf"},
+		Packages: []string{"./channel", "./approvals", "./internal/serverconf"},
 		Run:      "TestSignedDecisionThroughService|TestForgedAttestationsRefused|TestApproverPublicKeyFlag",
 		Why:      "a gate configured with the service's public key accepts approvals without checking their signature",
 		Edits: []Edit{

@@ -66,7 +66,7 @@ var gateChannelMutants = []Mutant{
 	},
 	{
 		Name:     "http-anonymous-one-pending-bucket",
-		Packages: []string{"./serverconf"},
+		Packages: []string{"./mcphttp"},
 		Run:      "TestAnonymousClientsHaveTheirOwnPendingAllowance",
 		Why:      "all unauthenticated HTTP callers share one pending allowance that one client can fill",
 		Edits: []Edit{

@@ -18,7 +18,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvals"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

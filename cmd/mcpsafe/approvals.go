@@ -19,8 +19,8 @@ import (
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/metrics"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 )
 
 func init() {
@@ -58,7 +58,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	maxWait := fl.Duration("max-wait", time.Hour, "longest a request may stay pending")
 	tlsCert := fl.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
-	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
+	bodyTimeout := fl.Duration("body-timeout", mcphttp.DefaultBodyTimeout, "how long a client may take to send a request body")
 	grantsLedger := fl.String("ledger", "", "the gated servers' shared ledger (file:PATH, redis://..., postgres://...): list and revoke their standing grants in the page and the API")
 	metricsAddr := fl.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
 	oidcIssuer := fl.String("oidc-issuer", "", "single sign-on: the OpenID provider's issuer URL (needs --origin, --oidc-client-id, --oidc-users-file)")
@@ -198,7 +198,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srv := serverconf.NewHTTPServer(svc, serverconf.DefaultHeaderTimeout, *bodyTimeout, approvalsMaxBody)
+	srv := mcphttp.NewHTTPServer(svc, mcphttp.DefaultHeaderTimeout, *bodyTimeout, approvalsMaxBody)
 	scheme := "http"
 	if *tlsCert != "" {
 		scheme = "https"

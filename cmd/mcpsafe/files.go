@@ -13,7 +13,8 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -39,7 +40,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	grantTTL := fl.Duration("grant-max-ttl", 0, "with --grants: the longest grant an approver may choose (default 1h)")
 	grantUses := fl.Int("grant-max-uses", 0, "with --grants: the most uses an approver may grant, the approving call included (default 20)")
 	grantRelayed := fl.Bool("grants-client-relayed", false, "with --grants: an elicitation answer (relayed by the client) may create a grant; without it only the approval channel's authenticated approvers can")
-	var web serverconf.HTTP
+	var web mcphttp.HTTP
 	web.RegisterFlags(fl)
 	cfg := files.Config{Gate: serverconf.Config{Audience: "mcpsafe-files"}}
 	cfg.Gate.RegisterFlags(fl)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/witness"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -90,8 +90,8 @@ func journalWitness(args []string, stdout, stderr io.Writer) int {
 	// The handler reads a body only after the bearer check, and caps it at
 	// one checkpoint; the deadline bounds a slow sender.
 	srv := &http.Server{
-		Handler:           serverconf.BodyDeadline(w.Handler(), 10*time.Second),
-		ReadHeaderTimeout: serverconf.DefaultHeaderTimeout,
+		Handler:           mcphttp.BodyDeadline(w.Handler(), 10*time.Second),
+		ReadHeaderTimeout: mcphttp.DefaultHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

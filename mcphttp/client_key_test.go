@@ -1,4 +1,4 @@
-package serverconf
+package mcphttp
 
 import (
 	"context"

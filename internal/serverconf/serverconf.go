@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/metrics"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -285,7 +286,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
 		// Only MCPHandler serves these servers over HTTP, and it always
 		// replaces the client's copy of this header.
-		ClientAddrHeader: ClientAddrHeader,
+		ClientAddrHeader: mcphttp.ClientAddrHeader,
 	}}
 	defer func() {
 		if err != nil {

@@ -1,4 +1,4 @@
-package serverconf_test
+package mcphttp_test
 
 import (
 	"context"
@@ -16,8 +16,9 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/internal/slowhttp"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,7 +38,7 @@ func serveLimited(t *testing.T, h http.Handler, bodyTimeout time.Duration, maxBo
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := serverconf.NewHTTPServer(h, time.Second, bodyTimeout, maxBody)
+	hs := mcphttp.NewHTTPServer(h, time.Second, bodyTimeout, maxBody)
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	return ln.Addr().String()
@@ -93,9 +94,9 @@ func TestBodyDeadlineLiftedAfterBody(t *testing.T) {
 		h    http.Handler
 		want string
 	}{
-		{"buffered", serverconf.LimitBodies(wait(false), timeout, 1<<20), "alive"},
-		{"read by the handler", serverconf.BodyDeadline(wait(false), timeout), "alive"},
-		{"control: deadline kept", serverconf.BodyDeadline(wait(true), timeout), ""},
+		{"buffered", mcphttp.LimitBodies(wait(false), timeout, 1<<20), "alive"},
+		{"read by the handler", mcphttp.BodyDeadline(wait(false), timeout), "alive"},
+		{"control: deadline kept", mcphttp.BodyDeadline(wait(true), timeout), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -154,7 +155,7 @@ func TestLimitBodiesRefusesOversizedBody(t *testing.T) {
 
 // filesOver starts a files server (token mode) behind serverconf's MCP
 // handler and returns its URL and root.
-func filesOver(t *testing.T, web serverconf.HTTP, gate serverconf.Config) (string, *mcp.Server) {
+func filesOver(t *testing.T, web mcphttp.HTTP, gate serverconf.Config) (string, *mcp.Server) {
 	t.Helper()
 	root := t.TempDir()
 	for _, n := range []string{"a", "b", "c", "d"} {
@@ -228,8 +229,8 @@ func status(t *testing.T, cs *mcp.ClientSession, path string) string {
 // a client that fills its allowance (and forges the address header to get
 // more) leaves the others theirs.
 func TestAnonymousClientsHaveTheirOwnPendingAllowance(t *testing.T) {
-	url, _ := filesOver(t, serverconf.HTTP{}, serverconf.Config{MaxPendingPerPrincipal: 2})
-	forged := http.Header{serverconf.ClientAddrHeader: {"forged"}}
+	url, _ := filesOver(t, mcphttp.HTTP{}, serverconf.Config{MaxPendingPerPrincipal: 2})
+	forged := http.Header{mcphttp.ClientAddrHeader: {"forged"}}
 	greedy, err := connect(url, from("127.0.0.1", forged))
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +258,7 @@ func TestAnonymousClientsHaveTheirOwnPendingAllowance(t *testing.T) {
 // Stateful sessions are capped per client and in all, and a closed session
 // frees its slot; other clients are not locked out by one that hit its cap.
 func TestSessionCaps(t *testing.T) {
-	url, _ := filesOver(t, serverconf.HTTP{Stateful: true, MaxSessions: 3, MaxSessionsPerClient: 2}, serverconf.Config{})
+	url, _ := filesOver(t, mcphttp.HTTP{Stateful: true, MaxSessions: 3, MaxSessionsPerClient: 2}, serverconf.Config{})
 	a := from("127.0.0.1", nil)
 	var open []*mcp.ClientSession
 	for i := range 2 {
@@ -294,7 +295,7 @@ func TestSessionCaps(t *testing.T) {
 
 // An idle stateful session is closed by the server, and its slot freed.
 func TestIdleSessionsExpire(t *testing.T) {
-	url, server := filesOver(t, serverconf.HTTP{Stateful: true, SessionIdle: 200 * time.Millisecond, MaxSessionsPerClient: 1}, serverconf.Config{})
+	url, server := filesOver(t, mcphttp.HTTP{Stateful: true, SessionIdle: 200 * time.Millisecond, MaxSessionsPerClient: 1}, serverconf.Config{})
 	c := from("127.0.0.1", nil)
 	cs, err := connect(url, c)
 	if err != nil {

@@ -1,4 +1,9 @@
-package serverconf
+// Package mcphttp serves a gated MCP server over streamable HTTP, with what
+// keeps one client from exhausting it: authentication (package httpauth),
+// session caps per caller, body size and time limits, and the caller's
+// address handed to the gate (ClientAddrHeader) for its per-caller pending
+// allowance. `mcpsafe files` and `mcpsafe proxy` share it, flags included.
+package mcphttp
 
 import (
 	"bytes"
