@@ -16,7 +16,6 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/internal/slowhttp"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -153,9 +152,10 @@ func TestLimitBodiesRefusesOversizedBody(t *testing.T) {
 	}
 }
 
-// filesOver starts a files server (token mode) behind serverconf's MCP
-// handler and returns its URL and root.
-func filesOver(t *testing.T, web mcphttp.HTTP, gate serverconf.Config) (string, *mcp.Server) {
+// filesOver starts a files server (token mode) behind the MCP handler and
+// returns its URL and root. The gate reads the caller's address where the
+// handler puts it, as the CLI's gate does.
+func filesOver(t *testing.T, web mcphttp.HTTP, gate mcpsafe.Options) (string, *mcp.Server) {
 	t.Helper()
 	root := t.TempDir()
 	for _, n := range []string{"a", "b", "c", "d"} {
@@ -166,7 +166,8 @@ func filesOver(t *testing.T, web mcphttp.HTTP, gate serverconf.Config) (string, 
 	gate.Audience = "limits-test"
 	gate.Mode = mcpsafe.ModeToken
 	gate.AllowTokenFor = []mcpsafe.OptIn{{Tool: "delete_file"}}
-	gate.NoJournal = true
+	gate.Journal = mcpsafe.NoJournal
+	gate.ClientAddrHeader = mcphttp.ClientAddrHeader
 	srv, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: gate})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +230,7 @@ func status(t *testing.T, cs *mcp.ClientSession, path string) string {
 // a client that fills its allowance (and forges the address header to get
 // more) leaves the others theirs.
 func TestAnonymousClientsHaveTheirOwnPendingAllowance(t *testing.T) {
-	url, _ := filesOver(t, mcphttp.HTTP{}, serverconf.Config{MaxPendingPerPrincipal: 2})
+	url, _ := filesOver(t, mcphttp.HTTP{}, mcpsafe.Options{MaxPendingPerPrincipal: 2})
 	forged := http.Header{mcphttp.ClientAddrHeader: {"forged"}}
 	greedy, err := connect(url, from("127.0.0.1", forged))
 	if err != nil {
@@ -258,7 +259,7 @@ func TestAnonymousClientsHaveTheirOwnPendingAllowance(t *testing.T) {
 // Stateful sessions are capped per client and in all, and a closed session
 // frees its slot; other clients are not locked out by one that hit its cap.
 func TestSessionCaps(t *testing.T) {
-	url, _ := filesOver(t, mcphttp.HTTP{Stateful: true, MaxSessions: 3, MaxSessionsPerClient: 2}, serverconf.Config{})
+	url, _ := filesOver(t, mcphttp.HTTP{Stateful: true, MaxSessions: 3, MaxSessionsPerClient: 2}, mcpsafe.Options{})
 	a := from("127.0.0.1", nil)
 	var open []*mcp.ClientSession
 	for i := range 2 {
@@ -295,7 +296,7 @@ func TestSessionCaps(t *testing.T) {
 
 // An idle stateful session is closed by the server, and its slot freed.
 func TestIdleSessionsExpire(t *testing.T) {
-	url, server := filesOver(t, mcphttp.HTTP{Stateful: true, SessionIdle: 200 * time.Millisecond, MaxSessionsPerClient: 1}, serverconf.Config{})
+	url, server := filesOver(t, mcphttp.HTTP{Stateful: true, SessionIdle: 200 * time.Millisecond, MaxSessionsPerClient: 1}, mcpsafe.Options{})
 	c := from("127.0.0.1", nil)
 	cs, err := connect(url, c)
 	if err != nil {

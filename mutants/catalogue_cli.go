@@ -104,7 +104,7 @@ var cliMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "cmd/mcpsafe/files.go",
-				Old:  "\tcfg.Gate.Instance = rootsInstance(roots)\n",
+				Old:  "\tgc.Instance = rootsInstance(roots)\n",
 				New:  "",
 			},
 		},
