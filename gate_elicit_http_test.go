@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A client that declared elicitation but is refused for it must be told
 // what is in the way, not that it "cannot elicit". Over stateless HTTP a
 // client before 2026-07-28 cannot be asked in-call; the
-// mcpsafe servers' default (serverconf.HTTP), gives it a session and it
+// mcpsafe servers' default (mcphttp.HTTP), gives it a session and it
 // is asked.
 func TestElicitationOverHTTPSessions(t *testing.T) {
 	accept := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -23,14 +23,14 @@ func TestElicitationOverHTTPSessions(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		protocol string
-		http     serverconf.HTTP
+		http     mcphttp.HTTP
 		want     string // "" means the call is asked and runs
 	}{
-		{"legacy client, stateless", legacy, serverconf.HTTP{Stateless: true}, "stateless HTTP cannot do"},
-		{"control: legacy client, default", legacy, serverconf.HTTP{}, ""},
-		{"control: MRTR client, default", "", serverconf.HTTP{}, ""},
-		{"control: MRTR client, stateless", "", serverconf.HTTP{Stateless: true}, ""},
-		{"control: legacy client, stateful", legacy, serverconf.HTTP{Stateful: true}, ""},
+		{"legacy client, stateless", legacy, mcphttp.HTTP{Stateless: true}, "stateless HTTP cannot do"},
+		{"control: legacy client, default", legacy, mcphttp.HTTP{}, ""},
+		{"control: MRTR client, default", "", mcphttp.HTTP{}, ""},
+		{"control: MRTR client, stateless", "", mcphttp.HTTP{Stateless: true}, ""},
+		{"control: legacy client, stateful", legacy, mcphttp.HTTP{Stateful: true}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)

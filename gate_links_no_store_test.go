@@ -35,7 +35,7 @@ func TestGateLinksNoStoreDriver(t *testing.T) {
 	if got := linkedDrivers(t, "github.com/mcpsafe/mcpsafe"); len(got) != 0 {
 		t.Errorf("the gate links in store drivers %v; a backend must be chosen by import", got)
 	}
-	if got := linkedDrivers(t, "github.com/mcpsafe/mcpsafe/serverconf"); len(got) != len(storeDrivers) {
+	if got := linkedDrivers(t, "github.com/mcpsafe/mcpsafe/internal/serverconf"); len(got) != len(storeDrivers) {
 		t.Errorf("control: serverconf links in %v; want all of %v", got, storeDrivers)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
@@ -61,7 +62,9 @@ type Attestation struct {
 	Signature string          `json:"signature"` // base64 (standard) Ed25519
 }
 
-func signStatement(key ed25519.PrivateKey, st Statement) (Attestation, error) {
+// SignStatement signs st with the approval service's key; VerifyAttestation
+// checks it with the public key.
+func SignStatement(key ed25519.PrivateKey, st Statement) (Attestation, error) {
 	body, err := json.Marshal(st)
 	if err != nil {
 		return Attestation{}, err
@@ -99,7 +102,7 @@ func VerifyAttestation(pub ed25519.PublicKey, raw []byte) (Statement, error) {
 }
 
 func strictJSON(raw []byte, v any) error {
-	if err := checkNoDuplicateKeys(raw); err != nil {
+	if err := wire.NoDuplicateKeys(raw); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -120,15 +123,15 @@ func (st Statement) checkApproval(r mcpsafe.ApprovalRequest, approvers []string)
 	case !st.Approved:
 		return fmt.Errorf("%w: the signed statement does not approve", ErrAttestation)
 	case st.ID != r.ID:
-		return fmt.Errorf("%w: signed for request %q, not %q", ErrAttestation, clip(st.ID), clip(r.ID))
+		return fmt.Errorf("%w: signed for request %q, not %q", ErrAttestation, wire.Clip(st.ID), wire.Clip(r.ID))
 	case st.Tool != r.Tool:
-		return fmt.Errorf("%w: signed for tool %q, not %q", ErrAttestation, clip(st.Tool), clip(r.Tool))
+		return fmt.Errorf("%w: signed for tool %q, not %q", ErrAttestation, wire.Clip(st.Tool), wire.Clip(r.Tool))
 	case st.ArgsDigest != r.ArgsDigest:
 		return fmt.Errorf("%w: signed for other arguments", ErrAttestation)
 	case st.Principal != r.Principal:
-		return fmt.Errorf("%w: signed for principal %q, not %q", ErrAttestation, clip(st.Principal), clip(r.Principal))
+		return fmt.Errorf("%w: signed for principal %q, not %q", ErrAttestation, wire.Clip(st.Principal), wire.Clip(r.Principal))
 	case st.Audience != r.Audience:
-		return fmt.Errorf("%w: signed for audience %q, not %q", ErrAttestation, clip(st.Audience), clip(r.Audience))
+		return fmt.Errorf("%w: signed for audience %q, not %q", ErrAttestation, wire.Clip(st.Audience), wire.Clip(r.Audience))
 	case !st.ExpiresAt.Equal(r.ExpiresAt):
 		return fmt.Errorf("%w: signed for another expiry", ErrAttestation)
 	case st.DecidedAt.IsZero() || !st.DecidedAt.Before(r.ExpiresAt):
@@ -177,7 +180,7 @@ func CheckJournalRecord(pub ed25519.PublicKey, rec journal.Record) (Statement, e
 	case !st.Approved:
 		return st, fmt.Errorf("%w: the signed statement does not approve", ErrAttestation)
 	case st.ID != rec.Call:
-		return st, fmt.Errorf("%w: signed for request %q, the record is call %q", ErrAttestation, clip(st.ID), clip(rec.Call))
+		return st, fmt.Errorf("%w: signed for request %q, the record is call %q", ErrAttestation, wire.Clip(st.ID), wire.Clip(rec.Call))
 	case st.Tool != rec.Tool || st.ArgsDigest != rec.ArgsDigest || st.Principal != rec.Principal:
 		return st, fmt.Errorf("%w: signed for another tool, arguments or principal than the record's", ErrAttestation)
 	case !sameNames(st.Approvers, by):
@@ -248,7 +251,7 @@ func (w *Webhook) checkAttestation(r mcpsafe.ApprovalRequest, ans answer) (json.
 		return nil, fmt.Errorf("%w: %w", ErrBadResponse, err)
 	}
 	if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == "") {
-		return nil, fmt.Errorf("%w: %w: the answer chooses grant %q, the signed statement %q", ErrBadResponse, ErrAttestation, clip(g), clip(st.Grant))
+		return nil, fmt.Errorf("%w: %w: the answer chooses grant %q, the signed statement %q", ErrBadResponse, ErrAttestation, wire.Clip(g), wire.Clip(st.Grant))
 	}
 	return ans.Attestation, nil
 }
@@ -298,14 +301,14 @@ func CheckJournal(r io.Reader, pub ed25519.PublicKey, passkeys *PasskeyRegistry)
 		}
 		st, err := CheckJournalRecord(pub, rec)
 		if err != nil {
-			return n, fmt.Errorf("journal line %d (call %s): %w", line, clip(rec.Call), err)
+			return n, fmt.Errorf("journal line %d (call %s): %w", line, wire.Clip(rec.Call), err)
 		}
 		if rec.Assurance == AssurancePasskeyName || st.Assurance == AssurancePasskeyName {
 			if passkeys == nil {
-				return n, fmt.Errorf("journal line %d (call %s): a passkey approval, and no passkeys file to re-check it with", line, clip(rec.Call))
+				return n, fmt.Errorf("journal line %d (call %s): a passkey approval, and no passkeys file to re-check it with", line, wire.Clip(rec.Call))
 			}
 			if err := passkeys.CheckStatementPasskeys(st, 1); err != nil {
-				return n, fmt.Errorf("journal line %d (call %s): %w", line, clip(rec.Call), err)
+				return n, fmt.Errorf("journal line %d (call %s): %w", line, wire.Clip(rec.Call), err)
 			}
 		}
 		n++

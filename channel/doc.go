@@ -1,18 +1,22 @@
-// Package channel carries approvals out of band, away from the model and
-// the MCP client: the gate asks a person through a signed webhook, and the
-// answer comes back signed.
+// Package channel is the gate's side of out-of-band approval, away from
+// the model and the MCP client: the gate asks a person through a signed
+// webhook, and the answer comes back signed. It is the contract every gate
+// needs, and nothing of the approval service:
 //
-// It holds two things (a later split will make them two packages):
+//   - the wire types ([WireRequest], [WireWithdrawal], [WireProbe]), their
+//     limits ([MaxRequestBytes] and the others) and the status words of an
+//     answer ([StatusPending] and the others);
+//   - the webhook client ([NewWebhook], an mcpsafe.Approver that can also
+//     resume, withdraw and probe);
+//   - request signatures ([Sign], [VerifySignature], [VerifySignatureKey]);
+//   - Ed25519 decision attestations ([SignStatement], [VerifyAttestation])
+//     and passkey assertions bound to one call ([PasskeyRegistry]);
+//   - the journal checks that re-verify them ([CheckJournal],
+//     [CheckJournalRecord]).
 //
-//   - The contract every gate needs: the wire types ([WireRequest],
-//     [WireWithdrawal]), the webhook client ([NewWebhook], an
-//     mcpsafe.Approver), request signatures ([Sign], [VerifySignature]),
-//     Ed25519 decision attestations ([VerifyAttestation]) and passkey
-//     assertions bound to one call, and the journal checks that re-verify
-//     them ([CheckJournal], [CheckJournalRecord]).
-//   - The approval service behind `mcpsafe approvals serve` ([NewService]):
-//     the approvers' pages and API, login (passwords, OIDC, passkeys),
-//     N-of-M decisions, standing-grant offers and the overview.
+// The approval service behind `mcpsafe approvals serve` (pages, API, login,
+// OIDC, passkey ceremonies, its store) is package approvals, which speaks
+// this contract from the other end.
 //
 // Every failure on the way (a bad signature, an unknown answer, a timeout,
 // a service that cannot be reached) means not approved.

@@ -15,6 +15,7 @@ import (
 	"github.com/go-webauthn/webauthn/protocol"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/wire"
 )
 
 // A passkey approval is a WebAuthn assertion whose challenge is derived
@@ -40,7 +41,7 @@ type PasskeyProof struct {
 // TargetsDigest is the hex SHA-256 of the targets' JSON, as the challenge
 // and the signed statement name them.
 func TargetsDigest(targets []mcpsafe.Target) string {
-	b, _ := json.Marshal(nonNilTargets(targets)) // plain strings always encode
+	b, _ := json.Marshal(wire.NonNil(targets)) // plain strings always encode
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
@@ -155,10 +156,10 @@ func (reg *PasskeyRegistry) VerifyProof(p PasskeyProof, challenge []byte) error 
 		}
 	}
 	if key == nil {
-		return fmt.Errorf("%w: credential %q is not registered", ErrPasskey, clip(p.CredentialID))
+		return fmt.Errorf("%w: credential %q is not registered", ErrPasskey, wire.Clip(p.CredentialID))
 	}
 	if !mcpsafe.SameIdentity(key.Approver, p.Approver) {
-		return fmt.Errorf("%w: credential %q belongs to %s, not %s", ErrPasskey, clip(p.CredentialID), key.Approver, clip(p.Approver))
+		return fmt.Errorf("%w: credential %q belongs to %s, not %s", ErrPasskey, wire.Clip(p.CredentialID), key.Approver, wire.Clip(p.Approver))
 	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(p.Assertion)
 	if err != nil {
@@ -171,21 +172,9 @@ func (reg *PasskeyRegistry) VerifyProof(p PasskeyProof, challenge []byte) error 
 	err = parsed.Verify(base64.RawURLEncoding.EncodeToString(challenge), reg.RPID, "", []string{reg.Origin}, nil, nil,
 		protocol.TopOriginImplicitVerificationMode, false, true, true, pub, protocol.SignaturePolicy{})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrPasskey, describe(err))
+		return fmt.Errorf("%w: %v", ErrPasskey, wire.PasskeyError(err))
 	}
 	return nil
-}
-
-// describe adds the library's detail, which names the failed step.
-func describe(err error) string {
-	var pe *protocol.Error
-	if errors.As(err, &pe) && pe.Details != "" {
-		if pe.DevInfo != "" {
-			return pe.Details + ": " + pe.DevInfo
-		}
-		return pe.Details
-	}
-	return err.Error()
 }
 
 // checkPasskeys verifies the proofs of an answer for request r: at least
@@ -202,7 +191,7 @@ func (reg *PasskeyRegistry) checkPasskeys(r mcpsafe.ApprovalRequest, approvers [
 	for _, p := range proofs {
 		k, err := mcpsafe.IdentityKey(p.Approver)
 		if err != nil || !named[k] {
-			return fmt.Errorf("%w: a proof names %q, who is not among the approvers", ErrPasskey, clip(p.Approver))
+			return fmt.Errorf("%w: a proof names %q, who is not among the approvers", ErrPasskey, wire.Clip(p.Approver))
 		}
 		if err := reg.VerifyProof(p, challenge); err != nil {
 			return fmt.Errorf("%w (approver %s)", err, p.Approver)
@@ -252,7 +241,7 @@ func (reg *PasskeyRegistry) CheckStatementPasskeys(st Statement, need int) error
 	for _, p := range st.Passkeys {
 		k, err := mcpsafe.IdentityKey(p.Approver)
 		if err != nil || !named[k] {
-			return fmt.Errorf("%w: a proof names %q, who is not among the approvers", ErrPasskey, clip(p.Approver))
+			return fmt.Errorf("%w: a proof names %q, who is not among the approvers", ErrPasskey, wire.Clip(p.Approver))
 		}
 		if err := reg.VerifyProof(p, challenge); err != nil {
 			return err

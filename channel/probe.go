@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 )
 
 // WireProbe is the body of a start-up probe: POSTed to the webhook URL
@@ -41,56 +39,6 @@ func (w *Webhook) Probe(ctx context.Context) error {
 		return nil
 	}
 	return statusError(resp, "start-up probe")
-}
-
-// isProbe reports whether body is a probe: its "type" is exactly
-// "probe" (a request never has "type"; a withdrawal says "withdraw").
-func isProbe(body []byte) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return false
-	}
-	return string(m["type"]) == `"probe"`
-}
-
-func decodeProbe(body []byte) error {
-	var m WireProbe
-	if err := checkNoDuplicateKeys(body); err != nil {
-		return fmt.Errorf("probe body: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return fmt.Errorf("probe body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("probe body: data after the JSON object")
-	}
-	if m.Version != 1 {
-		return fmt.Errorf("probe version %d not supported (want 1)", m.Version)
-	}
-	return nil
-}
-
-// handleProbe answers a gate's start-up probe: the signature is checked
-// like a request's, and nothing is kept: no request, no replay entry (a
-// replayed probe learns only that the service is up, which its answer to
-// anyone says too). The answer is never an approval.
-func (s *Service) handleProbe(w http.ResponseWriter, r *http.Request, body []byte) {
-	if len(body) > maxRequestBytes {
-		s.refuse(w, r, "probe", fail(http.StatusRequestEntityTooLarge, "probe too large"))
-		return
-	}
-	if err := VerifySignature(r.Header.Get(SignatureHeader), body, s.opts.Secret, time.Now(), s.opts.Tolerance); err != nil {
-		s.refuse(w, r, "probe", fail(http.StatusUnauthorized, "%v", err))
-		return
-	}
-	if err := decodeProbe(body); err != nil {
-		s.refuse(w, r, "probe", fail(http.StatusBadRequest, "%v", err))
-		return
-	}
-	s.log().Info("a gate checked the channel: signature accepted", "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, map[string]any{"approved": false, "probe": "ok"})
 }
 
 // postSigned sends v as a signed JSON POST to the webhook URL (a probe or a

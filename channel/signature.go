@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe/internal/wire"
 )
 
 // SignatureHeader carries the webhook signature:
@@ -50,16 +52,16 @@ func mac(secret []byte, ts string, body []byte) []byte {
 // which an attacker can vary with extra elements), until it falls out of
 // the window.
 func VerifySignature(header string, body []byte, secret []byte, now time.Time, tolerance time.Duration) error {
-	_, err := verifySignature(header, body, secret, now, tolerance)
+	_, err := VerifySignatureKey(header, body, secret, now, tolerance)
 	return err
 }
 
-// verifySignature is VerifySignature that also returns the replay key:
+// VerifySignatureKey is VerifySignature that also returns the replay key:
 // what the signature covers, the timestamp and the MAC that matched. Two
 // headers that differ only in extra elements, their order, or other v1
 // entries carry the same key, so a receiver that remembers keys (not
 // header text) sees them as the one replay they are.
-func verifySignature(header string, body []byte, secret []byte, now time.Time, tolerance time.Duration) (replayKey string, err error) {
+func VerifySignatureKey(header string, body []byte, secret []byte, now time.Time, tolerance time.Duration) (replayKey string, err error) {
 	if len(secret) < MinSecretLen {
 		return "", fmt.Errorf("%w: secret is %d bytes, need at least %d", ErrSignature, len(secret), MinSecretLen)
 	}
@@ -84,7 +86,7 @@ func verifySignature(header string, body []byte, secret []byte, now time.Time, t
 	want := mac(secret, ts, body)
 	ok := false
 	for _, s := range sigs {
-		ok = secretEqual(want, s) || ok // no early exit: every entry is compared
+		ok = wire.SecretEqual(want, s) || ok // no early exit: every entry is compared
 	}
 	if !ok {
 		return "", fmt.Errorf("%w: signature does not match", ErrSignature)

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
+	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
@@ -67,6 +69,29 @@ const MaxResponseBytes = 64 << 10
 // DefaultTimeout bounds one Approve call when WithTimeout is not given. The
 // request's own ExpiresAt bounds it too, whichever comes first.
 const DefaultTimeout = 10 * time.Minute
+
+// Limits on one webhook request: the approval service refuses a larger
+// one, and Webhook checks them before sending, so that a plan too large to
+// show whole is refused as such (and never cut to fit).
+const (
+	MaxRequestBytes = 256 << 10
+	MaxSummaryBytes = 4096
+	MaxPlanLines    = 200
+	// MaxGrantOffers bounds the standing grants one request may offer.
+	MaxGrantOffers = 16
+)
+
+// Status of a request in the approval service, and the reason its answer
+// gives when it does not approve.
+const (
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusDenied   = "denied"
+	StatusExpired  = "expired"
+	// StatusWithdrawn: the gate took the request back because nobody will
+	// pick the decision up (its caller went away, or it stopped waiting).
+	StatusWithdrawn = "withdrawn"
+)
 
 // WireRequest is the JSON body a Webhook POSTs. Field names are a public
 // contract (see docs/USAGE.md (channel approvals)).
@@ -214,18 +239,10 @@ func NewWebhook(rawURL string, secret []byte, opts ...WebhookOption) (*Webhook, 
 			return nil, err
 		}
 	}
-	if u.Scheme == "http" && !w.allowHTTP && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !w.allowHTTP && !loopback.Host(u.Hostname()) {
 		return nil, fmt.Errorf("channel: webhook url %q is plain http to a non-loopback host; use https (or WithPlainHTTP)", rawURL)
 	}
 	return w, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Approve sends r and waits for the answer. It returns Approved true only
@@ -259,7 +276,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	}
 	wire := WireRequest{
 		Version: 1, ID: r.ID, Tool: r.Tool, Summary: r.Summary,
-		Details: nonNil(r.Details), Targets: nonNilTargets(r.Targets),
+		Details: wire.NonNil(r.Details), Targets: wire.NonNil(r.Targets),
 		ArgsDigest: r.ArgsDigest, Principal: r.Principal, Audience: r.Audience,
 		Irreversible: r.Irreversible, ExpiresAt: r.ExpiresAt.UTC(),
 		MinApprovers: w.require[r.Tool], Nonce: newNonce(), Grants: r.Grants,
@@ -387,12 +404,12 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 // never cut to fit).
 func fitsService(r WireRequest, size int) error {
 	switch {
-	case size > maxRequestBytes:
-		return fmt.Errorf("the request is %d bytes, the approval service takes at most %d", size, maxRequestBytes)
-	case len(r.Summary) > maxSummaryBytes:
-		return fmt.Errorf("the summary is %d bytes, the approval service takes at most %d", len(r.Summary), maxSummaryBytes)
-	case len(r.Details) > maxPlanLines || len(r.Targets) > maxPlanLines:
-		return fmt.Errorf("the plan has %d details and %d targets, the approval service takes at most %d of each", len(r.Details), len(r.Targets), maxPlanLines)
+	case size > MaxRequestBytes:
+		return fmt.Errorf("the request is %d bytes, the approval service takes at most %d", size, MaxRequestBytes)
+	case len(r.Summary) > MaxSummaryBytes:
+		return fmt.Errorf("the summary is %d bytes, the approval service takes at most %d", len(r.Summary), MaxSummaryBytes)
+	case len(r.Details) > MaxPlanLines || len(r.Targets) > MaxPlanLines:
+		return fmt.Errorf("the plan has %d details and %d targets, the approval service takes at most %d of each", len(r.Details), len(r.Targets), MaxPlanLines)
 	}
 	return nil
 }
@@ -507,20 +524,6 @@ func newNonce() string {
 	return hex.EncodeToString(b)
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func nonNilTargets(t []mcpsafe.Target) []mcpsafe.Target {
-	if t == nil {
-		return []mcpsafe.Target{}
-	}
-	return t
-}
-
 // answer is a parsed approver response.
 type answer struct {
 	ID        string
@@ -540,7 +543,7 @@ type answer struct {
 // "approved":true} means nothing and is rejected.
 func parseAnswer(raw []byte) (answer, error) {
 	var a answer
-	if err := checkNoDuplicateKeys(raw); err != nil {
+	if err := wire.NoDuplicateKeys(raw); err != nil {
 		return a, fmt.Errorf("%w: %v", ErrBadResponse, err)
 	}
 	var fields map[string]json.RawMessage
@@ -566,7 +569,7 @@ func parseAnswer(raw []byte) (answer, error) {
 		approved = true
 	case "false":
 	default:
-		return a, fmt.Errorf("%w: \"approved\" is %s, not the JSON boolean true or false", ErrBadResponse, clip(string(v)))
+		return a, fmt.Errorf("%w: \"approved\" is %s, not the JSON boolean true or false", ErrBadResponse, wire.Clip(string(v)))
 	}
 	if v, ok := fields["id"]; ok {
 		if err := json.Unmarshal(v, &a.ID); err != nil {
@@ -623,65 +626,4 @@ func parseAnswer(raw []byte) (answer, error) {
 	}
 	a.Approved = approved
 	return a, nil
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
-}
-
-// checkNoDuplicateKeys walks the JSON tokens and fails on any object that
-// repeats a key.
-func checkNoDuplicateKeys(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	type frame struct {
-		obj  bool
-		keys map[string]bool
-		key  bool // next string token in this object is a key
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if top != nil && top.obj {
-					top.key = true
-				}
-				stack = append(stack, &frame{obj: t == '{', keys: map[string]bool{}, key: true})
-				if len(stack) > 32 {
-					return errors.New("nested too deeply")
-				}
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		case string:
-			if top != nil && top.obj && top.key {
-				if top.keys[t] {
-					return fmt.Errorf("duplicate key %q", clip(t))
-				}
-				top.keys[t] = true
-				top.key = false
-				continue
-			}
-		}
-		if top != nil && top.obj {
-			top.key = true
-		}
-	}
 }

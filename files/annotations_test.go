@@ -4,15 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // What a client reads from tools/list: read-only tools are idempotent and
 // not destructive; the gated ones are neither read-only nor idempotent.
 func TestToolAnnotations(t *testing.T) {
-	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{t.TempDir()}, Gate: serverconf.Config{NoJournal: true}})
+	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{t.TempDir()}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,10 +21,9 @@ import (
 func tokenFixture(t *testing.T) (root string, cs *mcp.ClientSession) {
 	t.Helper()
 	root = t.TempDir()
-	srv, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: serverconf.Config{
-		JournalPath:   filepath.Join(t.TempDir(), "journal.jsonl"),
-		AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}},
-	}})
+	gate, path := journaled(t)
+	gate.AllowTokenFor = []mcpsafe.OptIn{{Tool: files.DeleteFile}}
+	srv, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: gate, JournalPath: path})
 	if err != nil {
 		t.Fatal(err)
 	}

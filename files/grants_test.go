@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -32,8 +32,8 @@ func newGrantFixture(t *testing.T, g files.Grants, first map[string]any, mkdirs 
 	for _, d := range mkdirs {
 		must(t, os.MkdirAll(filepath.Join(f.root, d), 0o755))
 	}
-	srv, err := files.NewServer(context.Background(), files.Config{Roots: []string{f.root}, Grants: g,
-		Gate: serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")}})
+	gate, path := journaled(t)
+	srv, err := files.NewServer(context.Background(), files.Config{Roots: []string{f.root}, Grants: g, Gate: gate, JournalPath: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,13 +225,13 @@ func TestGrantsConfigRefused(t *testing.T) {
 		"case-folded name":   {Tools: []string{"Delete_File"}},
 		"name with a suffix": {Tools: []string{"delete_file "}},
 	} {
-		if s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Grants: g, Gate: serverconf.Config{NoJournal: true}}); err == nil {
+		if s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Grants: g, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}}); err == nil {
 			s.Close()
 			t.Errorf("%s: NewServer accepted %+v", name, g)
 		}
 	}
 	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root},
-		Grants: files.Grants{Tools: []string{files.DeleteFile, files.MoveFile}}, Gate: serverconf.Config{NoJournal: true}})
+		Grants: files.Grants{Tools: []string{files.DeleteFile, files.MoveFile}}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}})
 	if err != nil {
 		t.Fatalf("control: %v", err)
 	}

@@ -4,26 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/safefs"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Config is everything `mcpsafe files` takes on its command line: the
-// roots, and the gate options every gated server shares.
+// Config is what a files server owns, the roots and its grants, and the
+// gate's options.
 type Config struct {
 	Roots []string
 	// Grants makes delete_file and move_file offer standing grants.
 	Grants Grants
-	// Gate configures the gate, keys, ledger, journal and channel. An empty
-	// Audience means "mcpsafe-files". The journal must lie outside the roots.
-	Gate serverconf.Config
+	// Gate configures the gate: keys, ledger, journal, channel. An empty
+	// Audience means "mcpsafe-files". The server closes none of the stores
+	// it names: whoever opened them closes them after the server.
+	Gate mcpsafe.Options
+	// JournalPath is the file of Gate.Journal, when it has one: it must lie
+	// outside the roots, where the agent cannot reach it. Check it before
+	// the journal is opened with JournalOutsideRoots.
+	JournalPath string
 }
 
 // Server is a ready `mcpsafe files` server.
@@ -46,59 +49,39 @@ func (s *Server) Close() error {
 }
 
 // NewServer checks cfg and builds the server. Anything doubtful is a startup
-// error: no roots, a root that is a symlink, a journal inside a root, a
-// shared ledger without a shared key, an opt-in for a tool it does not have.
+// error: no roots, a root that is a symlink, a journal inside a root, an
+// opt-in for a tool it does not have.
 func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
-	if len(cfg.Roots) == 0 {
-		return nil, errors.New("no --root given: name the directories the agent may touch (nothing defaults to / or the working directory)")
-	}
-	if err := cfg.Grants.check(); err != nil {
-		return nil, err
-	}
 	s := &Server{}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	if s.FS, err = safefs.New(cfg.Roots...); err != nil {
+	if s.FS, err = openRoots(cfg.Roots, &cfg.Grants); err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, s.FS.Close)
-
-	gc := cfg.Gate
-	if gc.Audience == "" {
-		gc.Audience = "mcpsafe-files"
-	}
-	outer := gc.CheckJournalPath
-	gc.CheckJournalPath = func(path string) error {
-		if s.FS.Covers(path) || s.FS.Covers(filepath.Dir(path)) {
-			return fmt.Errorf("the journal %s lies inside a root the agent can reach: put it elsewhere (--journal)", path)
+	if cfg.JournalPath != "" {
+		if err := journalOutside(s.FS, cfg.JournalPath); err != nil {
+			return nil, err
 		}
-		if outer != nil {
-			return outer(path)
-		}
-		return nil
 	}
-	conf, err := serverconf.Build(ctx, gc)
-	if err != nil {
-		return nil, err
+	s.JournalPath = cfg.JournalPath
+	opts := cfg.Gate
+	if opts.Audience == "" {
+		opts.Audience = "mcpsafe-files"
 	}
-	s.closers = append(s.closers, conf.Close)
-	s.JournalPath = conf.JournalPath
-	opts := conf.Options
 	if slices.Contains(cfg.Grants.Tools, DeleteFile) {
 		// Irreversible: offered only because the operator named it.
-		opts.AllowGrantsFor = append(opts.AllowGrantsFor, DeleteFile)
+		opts.AllowGrantsFor = append(slices.Clip(opts.AllowGrantsFor), DeleteFile)
 	}
 	if s.Gate, err = mcpsafe.New(opts); err != nil {
 		return nil, err
 	}
-	// Closed before the journal and ledger: its sweep journals into them.
+	// Closed before the journal and ledger (its sweep journals into them),
+	// which its caller closes after the server.
 	s.closers = append(s.closers, s.Gate.Close)
-	if conf.Metrics != nil {
-		conf.Metrics.SetPending(s.Gate.Pending)
-	}
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-files", Version: Version}, &mcp.ServerOptions{
 		Instructions: "File tools confined to: " + strings.Join(s.FS.Roots(), ", ") +
 			". delete_file and move_file need the user's approval of a plan first; show the plan to the user as given.",
@@ -115,14 +98,36 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 // Version is reported to clients.
 var Version = "dev"
 
-// ParseOptIn reads one --allow-token-for value: TOOL, or TOOL@YYYY-MM-DD.
-func ParseOptIn(v string) (mcpsafe.OptIn, error) { return serverconf.ParseOptIn(v) }
+// openRoots checks the roots and grants (filling in the grants' defaults)
+// and opens the roots.
+func openRoots(roots []string, grants *Grants) (*safefs.FS, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("no --root given: name the directories the agent may touch (nothing defaults to / or the working directory)")
+	}
+	if err := grants.check(); err != nil {
+		return nil, err
+	}
+	return safefs.New(roots...)
+}
 
-// HTTPHandler serves the server over streamable HTTP. Stateless mode keeps
-// no session between requests, so replicas behind a load balancer can serve
-// any request (approvals then travel as tokens or MRTR request state);
-// stateful mode lets legacy clients elicit in-call but pins a client to the
-// replica that holds its session.
-func (s *Server) HTTPHandler(stateless bool) http.Handler {
-	return serverconf.HTTP{Stateful: !stateless}.MCPHandler(s.MCP)
+// journalOutside refuses a journal the agent could reach through fsys.
+func journalOutside(fsys *safefs.FS, path string) error {
+	if fsys.Covers(path) || fsys.Covers(filepath.Dir(path)) {
+		return fmt.Errorf("the journal %s lies inside a root the agent can reach: put it elsewhere (--journal)", path)
+	}
+	return nil
+}
+
+// JournalOutsideRoots returns a check of a journal's path, for whoever
+// opens the journal before NewServer: it refuses a path inside the roots
+// (and roots or grants NewServer would refuse), before the journal exists.
+func JournalOutsideRoots(roots []string, grants Grants) func(path string) error {
+	return func(path string) error {
+		fsys, err := openRoots(roots, &grants)
+		if err != nil {
+			return err
+		}
+		defer fsys.Close()
+		return journalOutside(fsys, path)
+	}
 }

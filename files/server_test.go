@@ -15,20 +15,21 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestHTTPHandlerServesTools(t *testing.T) {
 	root := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("abc"), 0o644))
-	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: serverconf.Config{NoJournal: true}})
+	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	for _, stateless := range []bool{true, false} {
-		hs := httptest.NewServer(s.HTTPHandler(stateless))
+		hs := httptest.NewServer(mcphttp.HTTP{Stateful: !stateless}.MCPHandler(s.MCP))
 		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
 		if err != nil {
@@ -55,7 +56,7 @@ func TestHTTPHandlerServesTools(t *testing.T) {
 func TestNewServerRefusesDuplicateOptIn(t *testing.T) {
 	root := t.TempDir()
 	dup := []mcpsafe.OptIn{{Tool: files.DeleteFile}, {Tool: files.DeleteFile}}
-	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: dup}})
+	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: dup}})
 	if err == nil {
 		s.Close()
 		t.Fatal("NewServer accepted an opt-in named twice")
@@ -64,7 +65,7 @@ func TestNewServerRefusesDuplicateOptIn(t *testing.T) {
 		t.Fatalf("error should say the opt-in is named twice: %v", err)
 	}
 	// Control: named once, accepted.
-	s, err = files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: dup[:1]}})
+	s, err = files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: dup[:1]}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,4 +87,17 @@ func TestUnknownErrorKindRefusedAsFailed(t *testing.T) {
 	if res, m := f.call(t, files.FileInfo, map[string]any{"path": ok}); res.IsError {
 		t.Fatalf("255-byte name refused: %v %s", m, resultText(res))
 	}
+}
+
+// journaled is the gate's options with a journal in a file of its own
+// (outside the roots), closed after the server the test builds on it.
+func journaled(t *testing.T) (mcpsafe.Options, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return mcpsafe.Options{Journal: j}, path
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +49,8 @@ func newFixture(t *testing.T, answer string) *fixture {
 	must(t, os.Link(filepath.Join(f.root, "thesis.txt"), filepath.Join(f.root, "thesis-hardlink.txt")))
 
 	var err error
-	f.srv, err = files.NewServer(context.Background(), files.Config{Roots: []string{f.root}, Gate: serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")}})
+	gate, path := journaled(t)
+	f.srv, err = files.NewServer(context.Background(), files.Config{Roots: []string{f.root}, Gate: gate, JournalPath: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,26 +249,32 @@ func TestNewServerRefuses(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	for name, cfg := range map[string]files.Config{
-		"no roots":             {Gate: serverconf.Config{NoJournal: true}},
-		"missing root":         {Roots: []string{filepath.Join(root, "nope")}, Gate: serverconf.Config{NoJournal: true}},
-		"journal inside root":  {Roots: []string{root}, Gate: serverconf.Config{JournalPath: filepath.Join(root, "j.jsonl")}},
-		"opt-in for no tool":   {Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: "rm_rf"}}}},
-		"opt-in is reversible": {Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.MoveFile}}}},
+		"no roots":             {Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}},
+		"missing root":         {Roots: []string{filepath.Join(root, "nope")}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}},
+		"journal inside root":  {Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}, JournalPath: filepath.Join(root, "j.jsonl")},
+		"opt-in for no tool":   {Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: []mcpsafe.OptIn{{Tool: "rm_rf"}}}},
+		"opt-in is reversible": {Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.MoveFile}}}},
 	} {
 		if s, err := files.NewServer(ctx, cfg); err == nil {
 			s.Close()
 			t.Errorf("%s: NewServer accepted %+v", name, cfg)
 		}
 	}
+	// The same check before the journal is opened (the CLI's order): a
+	// path inside a root is refused, one outside is not (control).
+	check := files.JournalOutsideRoots([]string{root}, files.Grants{})
+	if err := check(filepath.Join(root, "j.jsonl")); err == nil {
+		t.Error("JournalOutsideRoots accepted a journal inside the root")
+	}
+	if err := check(filepath.Join(t.TempDir(), "j.jsonl")); err != nil {
+		t.Errorf("JournalOutsideRoots refused a journal outside the roots: %v", err)
+	}
 	// Control, and the HTTP handler answers.
-	s, err := files.NewServer(ctx, files.Config{Roots: []string{root}, Gate: serverconf.Config{NoJournal: true, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}})
+	s, err := files.NewServer(ctx, files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	hs := httptest.NewServer(s.HTTPHandler(true))
+	hs := httptest.NewServer(mcphttp.HTTP{}.MCPHandler(s.MCP))
 	defer hs.Close()
-	if _, err := files.ParseOptIn("delete_file"); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -7,7 +7,7 @@ package mutants
 var channelMutants = []Mutant{
 	{
 		Name:     "webhook-yes-approves",
-		Packages: []string{"./channel"},
+		Packages: []string{"./channel", "./approvals"},
 		Run:      "TestWebhook",
 		Why:      "a webhook answering \"approved\":\"yes\" (or 1, \"true\") approves",
 		Edits: []Edit{
@@ -20,7 +20,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "webhook-5xx-approves",
-		Packages: []string{"./channel"},
+		Packages: []string{"./channel", "./approvals"},
 		Run:      "TestWebhook",
 		Why:      "a webhook answering HTTP 5xx counts as approved",
 		Edits: []Edit{
@@ -33,7 +33,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "webhook-self-approval",
-		Packages: []string{"./channel"},
+		Packages: []string{"./channel", "./approvals"},
 		Run:      "TestWebhook",
 		Why:      "the requesting principal may approve its own request",
 		Edits: []Edit{
@@ -46,12 +46,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "channel-probe-unverified",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestProbeChecksSecretAndURL",
 		Why:      "the approval service answers a start-up probe without checking its signature: a gate with the wrong secret starts as if its channel worked",
 		Edits: []Edit{
 			{
-				File: "channel/probe.go",
+				File: "approvals/probe.go",
 				Old:  "s.opts.Secret, time.Now(), s.opts.Tolerance); err != nil {",
 				New:  "s.opts.Secret, time.Now(), s.opts.Tolerance); false && err != nil {",
 			},
@@ -59,7 +59,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "channel-withdraw-skips-open-request",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestWithdrawOnlyWhatNeverOpenedIsSkipped",
 		Why:      "a 409 (another caller waits on the request) counts as never opened: its withdrawal is skipped and the request stays approvable at the service",
 		Edits: []Edit{
@@ -72,12 +72,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "sod-service-compares-raw-names",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestSelfApproval",
 		Why:      "the service compares approver and principal as strings again, so approver alice may approve a request of user:alice",
 		Edits: []Edit{
 			{
-				File: "channel/service.go",
+				File: "approvals/service.go",
 				Old:  "\t\tif mcpsafe.SameIdentity(by, cur.Req.Principal) {",
 				New:  "\t\tif strings.EqualFold(by, cur.Req.Principal) {",
 			},
@@ -85,12 +85,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "service-host-unchecked",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestHostHeaderChecked",
 		Why:      "the approval service answers any Host header (DNS rebinding)",
 		Edits: []Edit{
 			{
-				File: "channel/service.go",
+				File: "approvals/service.go",
 				Old:  "\tif !s.hosts[hostOnly(r.Host)] {",
 				New:  "\tif false && !s.hosts[hostOnly(r.Host)] {",
 			},
@@ -98,12 +98,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "service-bearer-unthrottled",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestBearerGuessingThrottled",
 		Why:      "the bearer API ignores the failed-attempt budget: tokens can be guessed without limit",
 		Edits: []Edit{
 			{
-				File: "channel/http.go",
+				File: "approvals/http.go",
 				Old:  "\t\tif blocked, wait := s.throttle.blocked(r); blocked {\n\t\t\ttooMany(w, wait)",
 				New:  "\t\tif blocked, wait := s.throttle.blocked(r); false && blocked {\n\t\t\ttooMany(w, wait)",
 			},
@@ -111,25 +111,25 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "secret-compare-leaks-length",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestSecretsComparedAsDigests",
 		Why:      "secrets reach subtle.ConstantTimeCompare as they are, whose early return on a length mismatch reveals the secret's length",
 		Edits: []Edit{
 			{
-				File: "channel/guard.go",
-				Old:  "\tda, db := sha256.Sum256(a), sha256.Sum256(b)\n\treturn ctCompare(da[:], db[:]) == 1",
-				New:  "\t_, _ = sha256.Sum256(a), sha256.Sum256(b)\n\treturn ctCompare(a, b) == 1",
+				File: "internal/wire/wire.go",
+				Old:  "\tda, db := sha256.Sum256(a), sha256.Sum256(b)\n\treturn CTCompare(da[:], db[:]) == 1",
+				New:  "\t_, _ = sha256.Sum256(a), sha256.Sum256(b)\n\treturn CTCompare(a, b) == 1",
 			},
 		},
 	},
 	{
 		Name:     "webhook-replay-keyed-on-header-text",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestReplay",
 		Why:      "the replay cache remembers the header text: the same signed request with ,x=1 appended is fresh and can take the gate's decision",
 		Edits: []Edit{
 			{
-				File: "channel/service.go",
+				File: "approvals/service.go",
 				Old:  "fresh, err := s.st.sawSignature(replayKey, ",
 				New:  "fresh, err := s.st.sawSignature(sig, ",
 			},
@@ -137,12 +137,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "webhook-replay-before-memory-start",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestReplayAfterRestart",
 		Why:      "with the memory store, a request signed before a restart can be replayed after it (the replay cache started empty)",
 		Edits: []Edit{
 			{
-				File: "channel/service.go",
+				File: "approvals/service.go",
 				Old:  "\t\ts.replayFloor = time.Now().Unix()",
 				New:  "\t\ts.replayFloor = 0",
 			},
@@ -150,12 +150,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "service-keeps-secrets",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestServiceRedactsSecrets",
 		Why:      "the approval service stores, serves and shows a careless sender's secrets as sent",
 		Edits: []Edit{
 			{
-				File: "channel/service.go",
+				File: "approvals/service.go",
 				Old:  "\treturn redactRequest(req), nil\n",
 				New:  "\treturn req, nil\n",
 			},
@@ -163,12 +163,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "service-store-world-readable",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestStoreFilePrivate",
 		Why:      "the approval service's SQLite store is created with the default mode (0644): any local user reads the plans",
 		Edits: []Edit{
 			{
-				File: "channel/store.go",
+				File: "approvals/store.go",
 				Old:  "\tif err := privateFile(path); err != nil {\n",
 				New:  "\tif err := error(nil); err != nil {\n",
 			},
@@ -176,12 +176,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "page-hides-arguments",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestBrowserPaddedPlanShowsEveryArgument",
 		Why:      "the approval page shows the plan but not the arguments: a plan that names none of them hides where the call goes",
 		Edits: []Edit{
 			{
-				File: "channel/web/page.html",
+				File: "approvals/web/page.html",
 				Old:  "    {{if .Args}}\n",
 				New:  "    {{if false}}\n",
 			},
@@ -202,7 +202,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "chanwait-202-approves",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestAcceptedIsNeverApproval",
 		Why:      "a 202 (still pending) answer is parsed like a decision, so its body can approve",
 		Edits: []Edit{
@@ -215,38 +215,38 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "chanwait-withdraw-unsigned",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestWithdrawal",
 		Why:      "the service accepts a withdrawal without a valid signature",
 		Edits: []Edit{
 			{
-				File: "channel/withdraw.go",
-				Old:  "if err := VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil {",
-				New:  "if err := VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil && false {",
+				File: "approvals/withdraw.go",
+				Old:  "if err := channel.VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil {",
+				New:  "if err := channel.VerifySignature(sig, body, s.opts.Secret, now, s.opts.Tolerance); err != nil && false {",
 			},
 		},
 	},
 	{
 		Name:     "chanwait-withdrawn-still-pending",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestWithdrawal",
 		Why:      "a withdrawn request stays pending, so an approver can still approve it",
 		Edits: []Edit{
 			{
-				File: "channel/withdraw.go",
-				Old:  "next.Status, next.DecidedAt, next.Withdrawn = StatusWithdrawn, now, m.Reason",
+				File: "approvals/withdraw.go",
+				Old:  "next.Status, next.DecidedAt, next.Withdrawn = channel.StatusWithdrawn, now, m.Reason",
 				New:  "next.Withdrawn = m.Reason",
 			},
 		},
 	},
 	{
 		Name:     "chanwait-withdraw-any-request",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestWithdrawal",
 		Why:      "a withdrawal need not match the request's audience and argument digest",
 		Edits: []Edit{
 			{
-				File: "channel/withdraw.go",
+				File: "approvals/withdraw.go",
 				Old:  "if e.rec.Req.Audience != m.Audience || e.rec.Req.ArgsDigest != m.ArgsDigest {",
 				New:  "if false {",
 			},
@@ -254,12 +254,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "standing-service-unlisted-grant",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestServiceGrantChoice",
 		Why:      "the approval service accepts a grant choice the request did not offer",
 		Edits: []Edit{
 			{
-				File: "channel/service.go",
+				File: "approvals/service.go",
 				Old:  "\tif approve && !offered(cur.Req, grant) {",
 				New:  "\tif false {",
 			},
@@ -267,12 +267,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "passwd-plaintext-accepted",
-		Packages: []string{"./channel", "./cmd/mcpsafe"},
+		Packages: []string{"./approvals", "./cmd/mcpsafe"},
 		Run:      "TestApproversFileRefusesPlainText|TestLoadApproversFile|TestApprovalsPasswd",
 		Why:      "an approvers file line holding a plain-text password is loaded as a token instead of refused",
 		Edits: []Edit{
 			{
-				File: "channel/auth.go",
+				File: "approvals/auth.go",
 				Old:  "\t\tif !IsPasswordHash(token) {\n\t\t\treturn nil, fmt.Errorf(",
 				New:  "\t\tif !IsPasswordHash(token) {\n\t\t\tout = append(out, Approver{Name: name, Token: token})\n\t\t\tcontinue\n\t\t}\n\t\tif false {\n\t\t\treturn nil, fmt.Errorf(",
 			},
@@ -280,12 +280,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "argon2-any-password",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestPasswordHash|TestHashedApproverLogin",
 		Why:      "the argon2id comparison compares nothing: any password logs in as any hashed approver",
 		Edits: []Edit{
 			{
-				File: "channel/password.go",
+				File: "approvals/password.go",
 				Old:  "return subtle.ConstantTimeCompare(got, h.key) == 1",
 				New:  "return subtle.ConstantTimeCompare(got[:0], h.key[:0]) == 1",
 			},
@@ -293,7 +293,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "attestation-unchecked",
-		Packages: []string{"./channel", "./serverconf"},
+		Packages: []string{"./channel", "./approvals", "./internal/serverconf"},
 		Run:      "TestSignedDecisionThroughService|TestForgedAttestationsRefused|TestApproverPublicKeyFlag",
 		Why:      "a gate configured with the service's public key accepts approvals without checking their signature",
 		Edits: []Edit{
@@ -319,38 +319,38 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "oidc-state-not-bound-to-browser",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOIDCCallbackBoundToBrowser",
 		Why:      "the SSO callback does not compare the state with the browser's cookie: an attacker's callback URL logs the victim in as the attacker",
 		Edits: []Edit{
 			{
-				File: "channel/oidc.go",
-				Old:  "if state == \"\" || err != nil || ctCompare([]byte(c.Value), []byte(state)) != 1 {",
+				File: "approvals/oidc.go",
+				Old:  "if state == \"\" || err != nil || wire.CTCompare([]byte(c.Value), []byte(state)) != 1 {",
 				New:  "if state == \"\" || c == nil && err == nil {",
 			},
 		},
 	},
 	{
 		Name:     "oidc-nonce-unchecked",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOIDCLogin",
 		Why:      "the ID token's nonce is not compared with the sign-in's: a token minted for another sign-in is accepted",
 		Edits: []Edit{
 			{
-				File: "channel/oidc.go",
-				Old:  "if ctCompare([]byte(id.Nonce), []byte(flow.nonce)) != 1 {",
+				File: "approvals/oidc.go",
+				Old:  "if wire.CTCompare([]byte(id.Nonce), []byte(flow.nonce)) != 1 {",
 				New:  "if false {",
 			},
 		},
 	},
 	{
 		Name:     "oidc-audience-unchecked",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOIDCLogin",
 		Why:      "an ID token issued to another client (aud) signs an approver in",
 		Edits: []Edit{
 			{
-				File: "channel/oidc.go",
+				File: "approvals/oidc.go",
 				Old:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})",
 				New:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipClientIDCheck: true})",
 			},
@@ -358,12 +358,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "oidc-expiry-unchecked",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOIDCLogin",
 		Why:      "an expired ID token signs an approver in",
 		Edits: []Edit{
 			{
-				File: "channel/oidc.go",
+				File: "approvals/oidc.go",
 				Old:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})",
 				New:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipExpiryCheck: true})",
 			},
@@ -371,12 +371,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "oidc-issuer-unchecked",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOIDCLogin",
 		Why:      "an ID token from another issuer signs an approver in",
 		Edits: []Edit{
 			{
-				File: "channel/oidc.go",
+				File: "approvals/oidc.go",
 				Old:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now})",
 				New:  "p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SkipIssuerCheck: true})",
 			},
@@ -384,12 +384,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "oidc-unverified-email",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOIDCLogin",
 		Why:      "an email address the provider has not verified names an approver",
 		Edits: []Edit{
 			{
-				File: "channel/oidc.go",
+				File: "approvals/oidc.go",
 				Old:  "if cl.Verified == nil || !*cl.Verified {",
 				New:  "if false {",
 			},
@@ -397,7 +397,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "passkey-gate-skips-user-verification",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestPasskeyNeedsUserVerificationAndNotAPassword",
 		Why:      "the gate accepts a passkey assertion made without user verification",
 		Edits: []Edit{
@@ -410,7 +410,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "passkey-challenge-ignores-id-and-targets",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestPasskeyAssertionBoundToCall",
 		Why:      "the passkey challenge does not cover the request id and targets: an assertion for call A approves call B",
 		Edits: []Edit{
@@ -423,12 +423,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "passkey-login-approves",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestPasskeyNeedsUserVerificationAndNotAPassword|TestPasskeyTwoOfM",
 		Why:      "a password (or SSO) login alone approves a request that requires a passkey",
 		Edits: []Edit{
 			{
-				File: "channel/service.go",
+				File: "approvals/service.go",
 				Old:  "if s.needsPasskey(&cur) && v.Passkey == nil {",
 				New:  "if false && v.Passkey == nil {",
 			},
@@ -436,7 +436,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "passkey-n-of-m-counts-one",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestPasskeyTwoOfM",
 		Why:      "N-of-M with passkeys is satisfied by one approver's passkey",
 		Edits: []Edit{
@@ -449,7 +449,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "passkey-required-unchecked-without-registry",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestPasskeyRequiredFailsClosed",
 		Why:      "a webhook with no passkey registry approves a request whose tool requires passkeys",
 		Edits: []Edit{
@@ -462,7 +462,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "journal-evidence-not-bound-to-record",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestJournalCarriesSignedDecision",
 		Why:      "journal verify accepts a record whose signed statement is about another call",
 		Edits: []Edit{
@@ -480,7 +480,7 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "journal-passkeys-unchecked",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestPasskeyApprovalRuns",
 		Why:      "journal verify does not re-check the passkey assertions of a passkey-level record",
 		Edits: []Edit{
@@ -493,13 +493,13 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "service-ignores-unknown-assurance",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestServiceRefusesPasskeyRequestsItCannotMeet",
 		Why:      "the approval service ignores a min_assurance it does not know instead of refusing the request",
 		Edits: []Edit{
 			{
-				File: "channel/service.go",
-				Old:  "\tcase req.MinAssurance != \"\" && req.MinAssurance != AssurancePasskeyName:\n",
+				File: "approvals/service.go",
+				Old:  "\tcase req.MinAssurance != \"\" && req.MinAssurance != channel.AssurancePasskeyName:\n",
 				New:  "\tcase false:\n",
 			},
 		},
@@ -519,12 +519,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "grant-revoker-not-kept",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestServiceRevocationJournaledByGate",
 		Why:      "a revocation from the approval service does not say who revoked",
 		Edits: []Edit{
 			{
-				File: "channel/http.go",
+				File: "approvals/http.go",
 				Old:  "s.opts.Grants, who+\" via \"+via, func",
 				New:  "s.opts.Grants, \"the approval service\", func",
 			},
@@ -532,12 +532,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "overview-journal-summary-unescaped",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOverviewEscapesHostileJournal",
 		Why:      "the record view shows a journal summary without making its control and bidi characters visible",
 		Edits: []Edit{
 			{
-				File: "channel/web/journal.html",
+				File: "approvals/web/journal.html",
 				Old:  "{{vis .Rec.Summary}}",
 				New:  "{{.Rec.Summary}}",
 			},
@@ -545,12 +545,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "overview-reason-label-raw",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOverviewEscapesHostileJournal",
 		Why:      "the refusal chart shows a reason code from the journal as it is (bidi and invisible characters included)",
 		Edits: []Edit{
 			{
-				File: "channel/web/overview.html",
+				File: "approvals/web/overview.html",
 				Old:  "text-anchor=\"end\">{{vis .Label}}</text>",
 				New:  "text-anchor=\"end\">{{.Label}}</text>",
 			},
@@ -558,12 +558,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "overview-args-not-redacted-again",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestRecordViewRedactsAgain",
 		Why:      "the record view shows journal arguments as stored, a secret held in clear included",
 		Edits: []Edit{
 			{
-				File: "channel/overview.go",
+				File: "approvals/overview.go",
 				Old:  "if clean := journal.Redact(rec.Args, nil); len(clean) > 0 {",
 				New:  "if clean := rec.Args; len(clean) > 0 {",
 			},
@@ -571,12 +571,12 @@ var channelMutants = []Mutant{
 	},
 	{
 		Name:     "overview-records-without-session",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestOverviewNeedsSignIn",
 		Why:      "the journal record view answers without a signed-in session",
 		Edits: []Edit{
 			{
-				File: "channel/overview.go",
+				File: "approvals/overview.go",
 				Old:  "m.HandleFunc(\"GET /journal\", s.withSession(false, s.journalRecords))",
 				New:  "m.HandleFunc(\"GET /journal\", func(w http.ResponseWriter, r *http.Request) { s.journalRecords(w, r, &session{}) })",
 			},

@@ -12,20 +12,20 @@ var cliMutants = []Mutant{
 		Why:      "files/proxy --http serve a non-loopback address without authentication (every caller is anonymous)",
 		Edits: []Edit{
 			{
-				File: "serverconf/http.go",
-				Old:  "if h.Addr != \"\" && h.Auth.Issuer == \"\" && !channel.IsLoopbackAddr(h.Addr) {",
-				New:  "if false && h.Addr != \"\" && !channel.IsLoopbackAddr(h.Addr) {",
+				File: "mcphttp/http.go",
+				Old:  "if h.Addr != \"\" && h.Auth.Issuer == \"\" && !loopback.Addr(h.Addr) {",
+				New:  "if false && h.Addr != \"\" && !loopback.Addr(h.Addr) {",
 			},
 		},
 	},
 	{
 		Name:     "http-body-no-deadline",
-		Packages: []string{"./serverconf"},
+		Packages: []string{"./mcphttp"},
 		Run:      "TestLimitBodiesCutsOffSlowBody",
 		Why:      "a request body may trickle in forever (slowloris holds connections)",
 		Edits: []Edit{
 			{
-				File: "serverconf/http.go",
+				File: "mcphttp/http.go",
 				Old:  "\t\t\t_ = rc.SetReadDeadline(time.Now().Add(timeout))\n",
 				New:  "",
 			},
@@ -33,12 +33,12 @@ var cliMutants = []Mutant{
 	},
 	{
 		Name:     "http-sessions-uncapped-per-client",
-		Packages: []string{"./serverconf"},
+		Packages: []string{"./mcphttp"},
 		Run:      "TestSessionCaps",
 		Why:      "one client may open stateful sessions until the server is full",
 		Edits: []Edit{
 			{
-				File: "serverconf/http.go",
+				File: "mcphttp/http.go",
 				Old:  "if l.byClient[client] >= l.perClient {",
 				New:  "if false {",
 			},
@@ -46,12 +46,12 @@ var cliMutants = []Mutant{
 	},
 	{
 		Name:     "http-sessions-never-idle",
-		Packages: []string{"./serverconf"},
+		Packages: []string{"./mcphttp"},
 		Run:      "TestIdleSessionsExpire",
 		Why:      "idle stateful sessions are never closed",
 		Edits: []Edit{
 			{
-				File: "serverconf/http.go",
+				File: "mcphttp/http.go",
 				Old:  "\t\t\tSessionTimeout:      h.SessionIdle,\n",
 				New:  "",
 			},
@@ -59,12 +59,12 @@ var cliMutants = []Mutant{
 	},
 	{
 		Name:     "chanwait-timeout-over-ttl",
-		Packages: []string{"./serverconf"},
+		Packages: []string{"./internal/serverconf"},
 		Run:      "TestChannelTimesFromFlags",
 		Why:      "--approver-timeout longer than --ttl is accepted and silently cut to --ttl",
 		Edits: []Edit{
 			{
-				File: "serverconf/serverconf.go",
+				File: "internal/serverconf/serverconf.go",
 				Old:  "\tcase cfg.ApproverTimeout > ttl:",
 				New:  "\tcase false:",
 			},
@@ -77,7 +77,7 @@ var cliMutants = []Mutant{
 		Why:      "over stateless --http a client that drops its request is not noticed: its channel request stays approvable",
 		Edits: []Edit{
 			{
-				File: "serverconf/http.go",
+				File: "mcphttp/http.go",
 				Old:  "\t\t\tPropagateRequestCancellation: true,\n",
 				New:  "",
 			},
@@ -104,19 +104,19 @@ var cliMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "cmd/mcpsafe/files.go",
-				Old:  "\tcfg.Gate.Instance = rootsInstance(roots)\n",
+				Old:  "\tgc.Instance = rootsInstance(roots)\n",
 				New:  "",
 			},
 		},
 	},
 	{
 		Name:     "default-journal-twin-refused",
-		Packages: []string{"./cmd/mcpsafe", "./serverconf"},
+		Packages: []string{"./cmd/mcpsafe", "./internal/serverconf"},
 		Run:      "TestDefaultStateSideBySide|TestDefaultJournalPerInstance",
 		Why:      "a twin on default settings gets no slot of its own: one configuration in two MCP clients fails to start",
 		Edits: []Edit{
 			{
-				File: "serverconf/serverconf.go",
+				File: "internal/serverconf/serverconf.go",
 				Old:  "\tfor n := 1; n <= journal.DefaultSlots; n++ {",
 				New:  "\tfor n := 1; n <= 1; n++ {",
 			},

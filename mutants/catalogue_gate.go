@@ -593,7 +593,7 @@ var gateMutants = []Mutant{
 	},
 	{
 		Name:     "sod-user-prefix-kept",
-		Packages: []string{".", "./channel"},
+		Packages: []string{".", "./approvals"},
 		Run:      "TestIdentity|TestSameIdentity|TestSelfApproval|TestWebhookRefusesRequester",
 		Why:      "the identity key keeps the user: prefix: principals and approver names live in two namespaces",
 		Edits: []Edit{
@@ -689,7 +689,7 @@ var gateMutants = []Mutant{
 	},
 	{
 		Name:     "chanwait-refusal-journal-cancelled",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestChannelCallerGoneWithdraws",
 		Why:      "the refusal is journaled on the caller's cancelled context and lost",
 		Edits: []Edit{

@@ -66,7 +66,7 @@ var gateChannelMutants = []Mutant{
 	},
 	{
 		Name:     "http-anonymous-one-pending-bucket",
-		Packages: []string{"./serverconf"},
+		Packages: []string{"./mcphttp"},
 		Run:      "TestAnonymousClientsHaveTheirOwnPendingAllowance",
 		Why:      "all unauthenticated HTTP callers share one pending allowance that one client can fill",
 		Edits: []Edit{
@@ -79,7 +79,7 @@ var gateChannelMutants = []Mutant{
 	},
 	{
 		Name:     "chanwait-no-progress",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestChannelWaitSendsProgress",
 		Why:      "no progress notifications while a human decides: clients that reset their timeout on progress give up anyway",
 		Edits: []Edit{
@@ -92,7 +92,7 @@ var gateChannelMutants = []Mutant{
 	},
 	{
 		Name:     "chanwait-caller-gone-not-withdrawn",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestChannelCallerGoneWithdraws",
 		Why:      "a caller that cancels or disconnects leaves its request approvable at the service",
 		Edits: []Edit{
@@ -105,7 +105,7 @@ var gateChannelMutants = []Mutant{
 	},
 	{
 		Name:     "chanwait-handle-is-approval",
-		Packages: []string{"./channel"},
+		Packages: []string{"./approvals"},
 		Run:      "TestChannelAsyncHandle",
 		Why:      "a pending handle runs the call without the approver's decision",
 		Edits: []Edit{

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -124,10 +124,10 @@ func serveHTTPProxy(upstream string, stateful bool) int {
 	fmt.Printf("http://%s/mcp\n", l.Addr())
 	// The idle-session measurement opens 65 sessions from one address:
 	// above the default per-caller cap, which is not what it measures.
-	web := serverconf.HTTP{Stateful: stateful, MaxSessionsPerClient: 1000}
+	web := mcphttp.HTTP{Stateful: stateful, MaxSessionsPerClient: 1000}
 	// As web.Serve wraps it (less authentication), fast lane included.
 	h := s.HTTPFastLane(web.MCPHandler(s.MCP), web)
-	http.Serve(l, serverconf.LimitBodies(h, serverconf.DefaultBodyTimeout, serverconf.DefaultMaxBodyBytes))
+	http.Serve(l, mcphttp.LimitBodies(h, mcphttp.DefaultBodyTimeout, mcphttp.DefaultMaxBodyBytes))
 	return 0
 }
 

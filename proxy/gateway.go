@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -574,7 +575,7 @@ func (g *Gateway) Server(name string) *Server {
 
 // HTTPHandler serves the gateway over streamable HTTP.
 func (g *Gateway) HTTPHandler(stateless bool) http.Handler {
-	return serverconf.HTTP{Stateful: !stateless}.MCPHandler(g.MCP)
+	return mcphttp.HTTP{Stateful: !stateless}.MCPHandler(g.MCP)
 }
 
 // route finds the server a downstream tool or prompt name belongs to: by

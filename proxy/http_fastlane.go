@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -67,9 +67,9 @@ func newHTTPLane(t mcp.Transport) *httpLane {
 
 // HTTPFastLane wraps next, the proxy's MCP handler as served with h's
 // options, with the HTTP fast lane. It belongs inside authentication and
-// the body limits (serverconf.HTTP.Wrap). next comes back unchanged when
+// the body limits (mcphttp.HTTP.Wrap). next comes back unchanged when
 // the fast lane cannot apply to this server at all.
-func (s *Server) HTTPFastLane(next http.Handler, h serverconf.HTTP) http.Handler {
+func (s *Server) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
 	up := s.httpUp
 	if up == nil || s.member != nil || h.Stateful || s.Upstream == nil ||
 		s.Upstream.InitializeResult() == nil || s.Upstream.InitializeResult().ProtocolVersion != modernProtocol {
@@ -77,7 +77,7 @@ func (s *Server) HTTPFastLane(next http.Handler, h serverconf.HTTP) http.Handler
 	}
 	maxBody := h.MaxBodyBytes
 	if maxBody <= 0 {
-		maxBody = serverconf.DefaultMaxBodyBytes
+		maxBody = mcphttp.DefaultMaxBodyBytes
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !fastHTTPHeaders(r) {

@@ -15,7 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -86,8 +87,8 @@ func laneProxy(t *testing.T, upstream string, pol *Policy) (*Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	web := serverconf.HTTP{}
-	h := serverconf.BufferBodies(s.HTTPFastLane(web.MCPHandler(s.MCP), web), serverconf.DefaultMaxBodyBytes)
+	web := mcphttp.HTTP{}
+	h := mcphttp.BufferBodies(s.HTTPFastLane(web.MCPHandler(s.MCP), web), mcphttp.DefaultMaxBodyBytes)
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return s, hs.URL
@@ -377,7 +378,7 @@ func TestHTTPFastLaneStatefulOff(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	for _, stateful := range []bool{true, false} {
-		web := serverconf.HTTP{Stateful: stateful}
+		web := mcphttp.HTTP{Stateful: stateful}
 		hs := httptest.NewServer(s.HTTPFastLane(web.MCPHandler(s.MCP), web))
 		before := s.httpUp.calls.Load()
 		code, msgs := rawCall(t, hs.URL, laneBody("echo"), map[string]string{"Mcp-Name": "echo"})

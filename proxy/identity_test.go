@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/channel"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/approvals"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -189,7 +189,7 @@ func TestPlanNamesServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const bearer = "alice-token-0123456789abcdef"
-	svc, err := channel.NewService(channel.ServiceOptions{Secret: secret, Approvers: []channel.Approver{{Name: "alice", Token: bearer}}})
+	svc, err := approvals.NewService(approvals.ServiceOptions{Secret: secret, Approvers: []approvals.Approver{{Name: "alice", Token: bearer}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,13 +230,18 @@ func TestPlanNamesServer(t *testing.T) {
 	// The approval service's request.
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() { done <- call(t, plain, "gated_fail", map[string]any{}) }()
-	var item channel.Item
+	// The fields of the service's API this test reads.
+	type apiItem struct {
+		ID, Summary, Audience string
+		Details               []string
+	}
+	var item apiItem
 	deadline := time.Now().Add(10 * time.Second)
 	for item.ID == "" {
 		if time.Now().After(deadline) {
 			t.Fatal("the request never reached the approval service")
 		}
-		var list struct{ Requests []channel.Item }
+		var list struct{ Requests []apiItem }
 		apiJSON(t, http.MethodGet, hs.URL+"/api/requests", bearer, &list)
 		if len(list.Requests) > 0 {
 			item = list.Requests[0]

@@ -26,8 +26,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

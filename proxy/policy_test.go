@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 )
 
 // Every policy mistake is a startup error that says where it is.

@@ -17,8 +17,9 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -367,7 +368,7 @@ func UpstreamHTTPClient() *http.Client {
 // HTTPHandler serves the proxy over streamable HTTP (see files.Server's
 // HTTPHandler for stateless versus stateful).
 func (s *Server) HTTPHandler(stateless bool) http.Handler {
-	return serverconf.HTTP{Stateful: !stateless}.MCPHandler(s.MCP)
+	return mcphttp.HTTP{Stateful: !stateless}.MCPHandler(s.MCP)
 }
 
 func (s *Server) listUpstream(ctx context.Context) (map[string]*mcp.Tool, error) {

@@ -15,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approvals"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/metrics"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 )
 
 func init() {
@@ -56,7 +58,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	maxWait := fl.Duration("max-wait", time.Hour, "longest a request may stay pending")
 	tlsCert := fl.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
-	bodyTimeout := fl.Duration("body-timeout", serverconf.DefaultBodyTimeout, "how long a client may take to send a request body")
+	bodyTimeout := fl.Duration("body-timeout", mcphttp.DefaultBodyTimeout, "how long a client may take to send a request body")
 	grantsLedger := fl.String("ledger", "", "the gated servers' shared ledger (file:PATH, redis://..., postgres://...): list and revoke their standing grants in the page and the API")
 	metricsAddr := fl.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
 	oidcIssuer := fl.String("oidc-issuer", "", "single sign-on: the OpenID provider's issuer URL (needs --origin, --oidc-client-id, --oidc-users-file)")
@@ -99,7 +101,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve: --tls-cert and --tls-key go together")
 		return 2
 	}
-	req, err := channel.ParseRequire(require)
+	req, err := approvals.ParseRequire(require)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
 		return 2
@@ -108,42 +110,42 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpsafe approvals serve: --listen %q is not HOST:PORT: give the port too, e.g. --listen 127.0.0.1:8080\n", *listen)
 		return 2
 	}
-	if *tlsCert == "" && !*plainHTTP && !channel.IsLoopbackAddr(*listen) {
+	if *tlsCert == "" && !*plainHTTP && !loopback.Addr(*listen) {
 		return fail(fmt.Errorf("%s is not a loopback address: use --tls-cert/--tls-key, a TLS proxy on this host, or --allow-plain-http", *listen))
 	}
 	secret, err := channel.LoadSecretFile(*secretFile)
 	if err != nil {
 		return fail(err)
 	}
-	var approvers []channel.Approver
+	var approvers []approvals.Approver
 	if *approversFile != "" {
-		if approvers, err = channel.LoadApproversFile(*approversFile); err != nil {
+		if approvers, err = approvals.LoadApproversFile(*approversFile); err != nil {
 			return fail(err)
 		}
 	}
-	var sso *channel.OIDCConfig
+	var sso *approvals.OIDCConfig
 	if *oidcIssuer != "" {
 		if *oidcClient == "" || *oidcUsers == "" || *origin == "" {
 			fmt.Fprintln(stderr, "mcpsafe approvals serve: --oidc-issuer needs --oidc-client-id, --oidc-users-file and --origin (the redirect URL is ORIGIN/oidc/callback)")
 			return 2
 		}
-		sso = &channel.OIDCConfig{Issuer: *oidcIssuer, ClientID: *oidcClient, Claim: *oidcClaim}
-		if sso.Users, err = channel.LoadOIDCUsersFile(*oidcUsers); err != nil {
+		sso = &approvals.OIDCConfig{Issuer: *oidcIssuer, ClientID: *oidcClient, Claim: *oidcClaim}
+		if sso.Users, err = approvals.LoadOIDCUsersFile(*oidcUsers); err != nil {
 			return fail(err)
 		}
 		if *oidcSecret != "" {
-			if sso.ClientSecret, err = channel.LoadClientSecretFile(*oidcSecret); err != nil {
+			if sso.ClientSecret, err = approvals.LoadClientSecretFile(*oidcSecret); err != nil {
 				return fail(err)
 			}
 		}
 	}
-	var pkOpts *channel.PasskeyOptions
+	var pkOpts *approvals.PasskeyOptions
 	switch {
 	case *passkeysFile != "" && *origin == "":
 		fmt.Fprintln(stderr, "mcpsafe approvals serve: --passkeys-file needs --origin (passkeys are bound to the origin they were made on)")
 		return 2
 	case *passkeysFile != "":
-		pkOpts = &channel.PasskeyOptions{File: *passkeysFile, Tools: requirePasskey}
+		pkOpts = &approvals.PasskeyOptions{File: *passkeysFile, Tools: requirePasskey}
 	case len(requirePasskey) > 0:
 		fmt.Fprintln(stderr, "mcpsafe approvals serve: --require-passkey needs --passkeys-file")
 		return 2
@@ -154,7 +156,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	opts := channel.ServiceOptions{
+	opts := approvals.ServiceOptions{
 		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
 		Hosts: append(listenHost(*listen), hosts...), Journals: journals,
@@ -177,7 +179,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		m = metrics.New()
 		opts.OnDecided = m.ChannelDecision
 	}
-	svc, err := channel.NewService(opts)
+	svc, err := approvals.NewService(opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -196,7 +198,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srv := serverconf.NewHTTPServer(svc, serverconf.DefaultHeaderTimeout, *bodyTimeout, approvalsMaxBody)
+	srv := mcphttp.NewHTTPServer(svc, mcphttp.DefaultHeaderTimeout, *bodyTimeout, approvalsMaxBody)
 	scheme := "http"
 	if *tlsCert != "" {
 		scheme = "https"
@@ -210,7 +212,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		kept = "kept in the store (a gate holding an approval_pending handle re-attaches after a restart)"
 	}
 	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, stderr, func() {
-		n := svc.WithdrawWaiting(channel.WithdrawnServiceStopped)
+		n := svc.WithdrawWaiting(approvals.WithdrawnServiceStopped)
 		fmt.Fprintf(stderr, "mcpsafe approvals: stopping: withdrew %d request(s) a gate was waiting on; %d other pending request(s) %s\n", n, svc.Pending(), kept)
 		svc.Close()
 	}); err != nil {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/approvals"
 )
 
 // runApprovalsPasswd sets one approver's password (read from stdin, so it
@@ -28,7 +28,7 @@ func runApprovalsPasswd(args []string, stdin io.Reader, stdout, stderr io.Writer
 			fmt.Fprintln(stderr, "mcpsafe approvals passwd: --convert takes no NAME")
 			return 2
 		}
-		n, err := channel.ConvertApproversFile(*file)
+		n, err := approvals.ConvertApproversFile(*file)
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpsafe approvals passwd:", err)
 			return 1
@@ -47,7 +47,7 @@ func runApprovalsPasswd(args []string, stdin io.Reader, stdout, stderr io.Writer
 		return 1
 	}
 	pw := strings.TrimRight(line, "\r\n")
-	if err := channel.SetPassword(*file, name, pw); err != nil {
+	if err := approvals.SetPassword(*file, name, pw); err != nil {
 		fmt.Fprintln(stderr, "mcpsafe approvals passwd:", err)
 		return 1
 	}

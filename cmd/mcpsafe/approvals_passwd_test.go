@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/approvals"
 )
 
 // `approvals passwd` stores a hash that serve then accepts; a plain-text
@@ -34,8 +34,8 @@ func TestApprovalsPasswd(t *testing.T) {
 	if strings.Contains(string(data), "alice-token-0123456789") || !strings.HasPrefix(string(data), "alice:$argon2id$") {
 		t.Fatalf("file holds %q", data)
 	}
-	list, err := channel.LoadApproversFile(af)
-	if err != nil || len(list) != 1 || !channel.VerifyPassword(list[0].Hash, "alice-token-0123456789") {
+	list, err := approvals.LoadApproversFile(af)
+	if err != nil || len(list) != 1 || !approvals.VerifyPassword(list[0].Hash, "alice-token-0123456789") {
 		t.Fatalf("control: %+v, %v", list, err)
 	}
 
@@ -51,7 +51,7 @@ func TestApprovalsPasswd(t *testing.T) {
 	if code, msg, _ := passwd("", "--approvers-file", af, "--convert"); code != 0 || !strings.Contains(msg, "hashed 1") {
 		t.Fatalf("convert: exit %d, %q", code, msg)
 	}
-	if _, err := channel.LoadApproversFile(af); err != nil {
+	if _, err := approvals.LoadApproversFile(af); err != nil {
 		t.Fatalf("after convert: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approvals"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -27,7 +28,7 @@ func approvalsFiles(t *testing.T) (secretFile, approversFile string) {
 		t.Fatal(err)
 	}
 	for name, pw := range map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789ab"} {
-		if err := channel.SetPassword(approversFile, name, pw); err != nil {
+		if err := approvals.SetPassword(approversFile, name, pw); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,7 +13,8 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -39,10 +40,10 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	grantTTL := fl.Duration("grant-max-ttl", 0, "with --grants: the longest grant an approver may choose (default 1h)")
 	grantUses := fl.Int("grant-max-uses", 0, "with --grants: the most uses an approver may grant, the approving call included (default 20)")
 	grantRelayed := fl.Bool("grants-client-relayed", false, "with --grants: an elicitation answer (relayed by the client) may create a grant; without it only the approval channel's authenticated approvers can")
-	var web serverconf.HTTP
+	var web mcphttp.HTTP
 	web.RegisterFlags(fl)
-	cfg := files.Config{Gate: serverconf.Config{Audience: "mcpsafe-files"}}
-	cfg.Gate.RegisterFlags(fl)
+	gc := serverconf.Config{Audience: "mcpsafe-files"}
+	gc.RegisterFlags(fl)
 	if code, done := parseFlags(fl, args, stdout); done {
 		return code
 	}
@@ -54,30 +55,29 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe files:", err)
 		return 2
 	}
-	cfg.Roots = roots
 	// The default journal is keyed by the roots too: two servers over
 	// different directories (the README's Claude Desktop and VS Code
 	// entries) run side by side on default flags.
-	cfg.Gate.Instance = rootsInstance(roots)
-	cfg.Grants = files.Grants{Tools: grants, MaxTTL: *grantTTL, MaxUses: *grantUses, ClientRelayed: *grantRelayed}
-	cfg.Gate.Mode = mcpsafe.Mode(*mode)
-	cfg.Gate.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gc.Instance = rootsInstance(roots)
+	g := files.Grants{Tools: grants, MaxTTL: *grantTTL, MaxUses: *grantUses, ClientRelayed: *grantRelayed}
+	gc.Mode = mcpsafe.Mode(*mode)
+	gc.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for _, v := range optIns {
-		o, err := files.ParseOptIn(v)
+		o, err := serverconf.ParseOptIn(v)
 		if err != nil {
 			fmt.Fprintln(stderr, errLine("mcpsafe files", err))
 			return 2
 		}
-		cfg.Gate.AllowTokenFor = append(cfg.Gate.AllowTokenFor, o)
+		gc.AllowTokenFor = append(gc.AllowTokenFor, o)
 	}
-	stop, ctx := newStopper("mcpsafe files", cfg.Gate.ShutdownGrace, stderr)
+	stop, ctx := newStopper("mcpsafe files", gc.ShutdownGrace, stderr)
 	defer stop.close()
-	srv, err := files.NewServer(ctx, cfg)
+	srv, closeAll, err := newFilesServer(ctx, roots, g, gc)
 	if err != nil {
 		fmt.Fprintln(stderr, errLine("mcpsafe files", flagWords(err)))
 		return 1
 	}
-	defer srv.Close()
+	defer closeAll()
 	stop.serve(srv.Gate)
 	if web.Addr == "" {
 		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
@@ -89,6 +89,26 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// newFilesServer opens the stores the flags name (refusing a journal inside
+// the roots before it exists) and builds the server on them. closeAll
+// closes the server, then the stores.
+func newFilesServer(ctx context.Context, roots []string, g files.Grants, gc serverconf.Config) (_ *files.Server, closeAll func() error, err error) {
+	gc.CheckJournalPath = files.JournalOutsideRoots(roots, g)
+	conf, err := serverconf.Build(ctx, gc)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := files.NewServer(ctx, files.Config{Roots: roots, Grants: g, Gate: conf.Options, JournalPath: conf.JournalPath})
+	if err != nil {
+		conf.Close()
+		return nil, nil, err
+	}
+	if conf.Metrics != nil {
+		conf.Metrics.SetPending(srv.Gate.Pending)
+	}
+	return srv, func() error { return errors.Join(srv.Close(), conf.Close()) }, nil
 }
 
 // rootsInstance names a files server by its roots, absolute and sorted.

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/witness"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -62,7 +62,7 @@ func journalWitness(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcpsafe journal witness serve:", err)
 		return 1
 	}
-	if *tlsCert == "" && !*plainHTTP && !channel.IsLoopbackAddr(*listen) {
+	if *tlsCert == "" && !*plainHTTP && !loopback.Addr(*listen) {
 		return fail(fmt.Errorf("%s is not a loopback address: use --tls-cert/--tls-key, a TLS proxy on this host, or --allow-plain-http", *listen))
 	}
 	var vs []note.Verifier
@@ -90,8 +90,8 @@ func journalWitness(args []string, stdout, stderr io.Writer) int {
 	// The handler reads a body only after the bearer check, and caps it at
 	// one checkpoint; the deadline bounds a slow sender.
 	srv := &http.Server{
-		Handler:           serverconf.BodyDeadline(w.Handler(), 10*time.Second),
-		ReadHeaderTimeout: serverconf.DefaultHeaderTimeout,
+		Handler:           mcphttp.BodyDeadline(w.Handler(), 10*time.Second),
+		ReadHeaderTimeout: mcphttp.DefaultHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,
 	}

@@ -14,8 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/proxy"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,7 +30,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	upstreamURL := fl.String("upstream-url", "", "streamable HTTP endpoint of the upstream server")
 	configPath := fl.String("config", "", "gateway configuration (YAML): several upstreams, each with its own policy and audience")
 	watch := fl.Duration("watch", 0, "with --config: also reload when the file's content changes, looking this often (default 0: only on SIGHUP)")
-	var web serverconf.HTTP
+	var web mcphttp.HTTP
 	web.RegisterFlags(fl)
 	cfg := proxy.Config{}
 	fl.DurationVar(&cfg.StartTimeout, "upstream-timeout", proxy.DefaultStartTimeout, "how long the upstream may take to start and answer initialize and tools/list")
@@ -127,7 +128,7 @@ var errUpstreamGone = errors.New("the upstream server went away")
 // runGateway serves several upstreams from one configuration file;
 // SIGHUP reloads it (a file that does not load is refused, and the running
 // configuration stays).
-func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Duration, web serverconf.HTTP, stderr io.Writer) int {
+func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Duration, web mcphttp.HTTP, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	file, err := proxy.LoadGateway(path)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approvals"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -42,7 +43,7 @@ func approvalPage(args []string) error {
 	fl.Parse(args)
 	secret := []byte(strings.Repeat("s", 32))
 	const name, token = "alice", "alice-token-0123456789"
-	svc, err := channel.NewService(channel.ServiceOptions{Secret: secret, Approvers: []channel.Approver{{Name: name, Token: token}},
+	svc, err := approvals.NewService(approvals.ServiceOptions{Secret: secret, Approvers: []approvals.Approver{{Name: name, Token: token}},
 		MaxPending: *pending + 10})
 	if err != nil {
 		return err

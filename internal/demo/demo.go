@@ -17,7 +17,6 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
 	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -97,24 +96,31 @@ func (d *demo) exists(name string) bool {
 // session starts a server with cfg and connects a client to it.
 func (d *demo) session(ctx context.Context, cfg files.Config, copts *mcp.ClientOptions) (*mcp.ClientSession, func(), error) {
 	cfg.Roots = []string{d.root}
-	cfg.Gate.JournalPath = d.journal
+	j, err := journal.Open(d.journal)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Gate.Journal, cfg.JournalPath = j, d.journal
 	srv, err := files.NewServer(ctx, cfg)
 	if err != nil {
+		j.Close()
 		return nil, nil, err
 	}
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP.Connect(ctx, st, nil)
 	if err != nil {
 		srv.Close()
+		j.Close()
 		return nil, nil, err
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "demo-client", Version: "1"}, copts).Connect(ctx, ct, nil)
 	if err != nil {
 		ss.Close()
 		srv.Close()
+		j.Close()
 		return nil, nil, err
 	}
-	return cs, func() { cs.Close(); ss.Close(); srv.Close() }, nil
+	return cs, func() { cs.Close(); ss.Close(); srv.Close(); j.Close() }, nil
 }
 
 func (d *demo) elicitation(ctx context.Context) error {
@@ -161,7 +167,7 @@ func (d *demo) tokens(ctx context.Context) error {
 	d.say("\n== 2. One-time token: for a client that cannot elicit")
 	d.say("The operator opted delete_file in to tokens (--allow-token-for delete_file);")
 	d.say("without that, an irreversible tool is refused when the client cannot ask its user.")
-	cs, done, err := d.session(ctx, files.Config{Gate: serverconf.Config{AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}}, nil)
+	cs, done, err := d.session(ctx, files.Config{Gate: mcpsafe.Options{AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}}, nil)
 	if err != nil {
 		return err
 	}

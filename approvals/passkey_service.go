@@ -1,0 +1,257 @@
+package approvals
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+
+	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/wire"
+)
+
+// PasskeyOptions turns on passkeys in the approval service: approvers
+// register them (after logging in), and a request that requires one can
+// only be approved with an assertion for that exact call.
+type PasskeyOptions struct {
+	// File keeps the registered passkeys (a PasskeyRegistry, mode 0600);
+	// "" keeps them in memory only. Gates load a copy to verify approvals.
+	File string
+	// Tools require a passkey approval whatever the gate asks (the gate's
+	// MinAssurance AssurancePasskey asks for it per request too).
+	Tools []string
+}
+
+type passkeys struct {
+	wa    *webauthn.WebAuthn
+	file  string
+	tools map[string]bool
+
+	mu    sync.Mutex
+	reg   channel.PasskeyRegistry
+	flags map[string]webauthn.CredentialFlags // by credential id, kept for the backup-state checks
+	reg1  map[string]webauthn.SessionData     // registration in progress, by approver
+	login map[string]webauthn.SessionData     // approval in progress, by approver and request
+}
+
+func newPasskeys(o PasskeyOptions, origin string) (*passkeys, error) {
+	if origin == "" {
+		return nil, errors.New("channel: passkeys need the service's Origin (the WebAuthn relying party)")
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return nil, fmt.Errorf("channel: passkeys: origin %q: %v", origin, err)
+	}
+	wa, err := webauthn.New(&webauthn.Config{RPID: u.Hostname(), RPDisplayName: "mcpsafe approvals", RPOrigins: []string{origin}})
+	if err != nil {
+		return nil, fmt.Errorf("channel: passkeys: %v", err)
+	}
+	p := &passkeys{wa: wa, file: o.File, tools: map[string]bool{}, flags: map[string]webauthn.CredentialFlags{},
+		reg1: map[string]webauthn.SessionData{}, login: map[string]webauthn.SessionData{},
+		reg: channel.PasskeyRegistry{RPID: u.Hostname(), Origin: origin, Passkeys: []channel.RegisteredPasskey{}}}
+	for _, t := range o.Tools {
+		p.tools[t] = true
+	}
+	if o.File != "" {
+		if _, err := os.Stat(o.File); err == nil {
+			reg, err := channel.LoadPasskeyRegistry(o.File)
+			if err != nil {
+				return nil, err
+			}
+			if reg.RPID != p.reg.RPID || reg.Origin != origin {
+				return nil, fmt.Errorf("channel: passkeys file %s is for %s, this service is %s: passkeys are bound to their origin", o.File, reg.Origin, origin)
+			}
+			p.reg = *reg
+		}
+	}
+	return p, nil
+}
+
+// pkUser is an approver as go-webauthn sees it. The user handle is derived
+// from the identity key, so it is stable and never shown.
+type pkUser struct {
+	name  string
+	creds []webauthn.Credential
+}
+
+func (u pkUser) WebAuthnID() []byte {
+	k, _ := mcpsafe.IdentityKey(u.name)
+	h := sha256.Sum256([]byte("mcpsafe approver\n" + k))
+	return h[:]
+}
+func (u pkUser) WebAuthnName() string                       { return u.name }
+func (u pkUser) WebAuthnDisplayName() string                { return u.name }
+func (u pkUser) WebAuthnCredentials() []webauthn.Credential { return u.creds }
+
+func (p *passkeys) userLocked(name string) pkUser {
+	u := pkUser{name: name}
+	for _, r := range p.reg.Passkeys {
+		if !mcpsafe.SameIdentity(r.Approver, name) {
+			continue
+		}
+		id, _ := base64.RawURLEncoding.DecodeString(r.CredentialID)
+		pub, _ := base64.RawURLEncoding.DecodeString(r.PublicKey)
+		u.creds = append(u.creds, webauthn.Credential{ID: id, PublicKey: pub, Flags: p.flags[r.CredentialID]})
+	}
+	return u
+}
+
+// needsPasskey reports whether approving r takes a passkey.
+func (s *Service) needsPasskey(r *record) bool {
+	if r.Req.MinAssurance == channel.AssurancePasskeyName {
+		return true
+	}
+	return s.pk != nil && s.pk.tools[r.Req.Tool]
+}
+
+func (s *Service) passkeyRoutes(m *http.ServeMux) {
+	m.HandleFunc("POST /passkeys/register/begin", s.withSession(true, s.pkRegisterBegin))
+	m.HandleFunc("POST /passkeys/register/finish", s.withSession(true, s.pkRegisterFinish))
+	m.HandleFunc("POST /passkeys/approve/{id}/begin", s.withSession(true, s.pkApproveBegin))
+	m.HandleFunc("POST /passkeys/approve/{id}/finish", s.withSession(true, s.pkApproveFinish))
+}
+
+func (s *Service) pkRegisterBegin(w http.ResponseWriter, r *http.Request, sess *session) {
+	p := s.pk
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := p.userLocked(sess.name)
+	var exclude []protocol.CredentialDescriptor
+	for _, c := range u.creds {
+		exclude = append(exclude, c.Descriptor())
+	}
+	opts, sd, err := p.wa.BeginRegistration(u,
+		webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{
+			UserVerification: protocol.VerificationRequired, ResidentKey: protocol.ResidentKeyRequirementPreferred,
+		}),
+		webauthn.WithExclusions(exclude))
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "passkey registration: " + wire.PasskeyError(err)})
+		return
+	}
+	p.reg1[sess.name] = *sd
+	writeJSON(w, http.StatusOK, opts)
+}
+
+func (s *Service) pkRegisterFinish(w http.ResponseWriter, r *http.Request, sess *session) {
+	p := s.pk
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sd, ok := p.reg1[sess.name]
+	delete(p.reg1, sess.name)
+	if !ok {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "no passkey registration in progress; start again"})
+		return
+	}
+	cred, err := p.wa.FinishRegistration(p.userLocked(sess.name), sd, r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "passkey refused: " + wire.PasskeyError(err)})
+		return
+	}
+	id := base64.RawURLEncoding.EncodeToString(cred.ID)
+	next := p.reg
+	next.Passkeys = append(append([]channel.RegisteredPasskey(nil), p.reg.Passkeys...), channel.RegisteredPasskey{
+		Approver: sess.name, CredentialID: id, PublicKey: base64.RawURLEncoding.EncodeToString(cred.PublicKey)})
+	if p.file != "" {
+		if err := next.Save(p.file); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "the passkey could not be stored; nothing registered"})
+			return
+		}
+	}
+	p.reg, p.flags[id] = next, cred.Flags
+	writeJSON(w, http.StatusOK, map[string]any{"registered": id, "approver": sess.name})
+}
+
+func loginKey(name, id string) string { return name + "\x00" + id }
+
+func (s *Service) pkApproveBegin(w http.ResponseWriter, r *http.Request, sess *session) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	e, ok := s.entries[id]
+	var req channel.WireRequest
+	if ok {
+		req = e.rec.Req
+		ok = e.rec.Status == channel.StatusPending
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no pending request " + channel.Visible(wire.Clip(id))})
+		return
+	}
+	if mcpsafe.SameIdentity(sess.name, req.Principal) {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "you asked for this call; another approver must approve it"})
+		return
+	}
+	p := s.pk
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := p.userLocked(sess.name)
+	if len(u.creds) == 0 {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "register a passkey first"})
+		return
+	}
+	challenge := channel.PasskeyChallenge(req.ID, req.Tool, req.ArgsDigest, channel.TargetsDigest(req.Targets), req.ExpiresAt, req.Audience)
+	opts, sd, err := p.wa.BeginLogin(u, webauthn.WithChallenge(challenge), webauthn.WithUserVerification(protocol.VerificationRequired))
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "passkey approval: " + wire.PasskeyError(err)})
+		return
+	}
+	p.login[loginKey(sess.name, id)] = *sd
+	writeJSON(w, http.StatusOK, opts)
+}
+
+func (s *Service) pkApproveFinish(w http.ResponseWriter, r *http.Request, sess *session) {
+	id := r.PathValue("id")
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "reading the assertion: " + err.Error()})
+		return
+	}
+	p := s.pk
+	p.mu.Lock()
+	sd, ok := p.login[loginKey(sess.name, id)]
+	delete(p.login, loginKey(sess.name, id))
+	u := p.userLocked(sess.name)
+	p.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "no passkey approval in progress for this request; start again"})
+		return
+	}
+	parsed, err := protocol.ParseCredentialRequestResponseBytes(raw)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "passkey refused: " + wire.PasskeyError(err)})
+		return
+	}
+	// The challenge was derived from the request when the ceremony began;
+	// ValidateLogin compares it, the origin, the RP ID, user presence and
+	// (VerificationRequired) user verification, and the signature.
+	cred, err := p.wa.ValidateLogin(u, sd, parsed)
+	if err != nil {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "passkey refused: " + wire.PasskeyError(err)})
+		return
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "passkey refused: not JSON"})
+		return
+	}
+	proof := &channel.PasskeyProof{Approver: sess.name, CredentialID: base64.RawURLEncoding.EncodeToString(cred.ID), Assertion: compact.Bytes()}
+	rec, herr := s.decideVote(id, vote{By: sess.name, Passkey: proof}, true, "")
+	if herr != nil {
+		writeJSON(w, herr.code, map[string]any{"error": herr.msg})
+		return
+	}
+	writeJSON(w, http.StatusOK, itemOf(rec, sess.name))
+}

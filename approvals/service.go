@@ -1,0 +1,821 @@
+package approvals
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
+)
+
+// ServiceOptions configures the approval service.
+type ServiceOptions struct {
+	// Secret verifies webhook signatures (at least MinSecretLen bytes).
+	Secret []byte
+	// Approvers may log in and decide (at least one).
+	Approvers []Approver
+	// Require maps a tool name to the number of distinct approvers it
+	// needs (default 1). A request's own min_approvers can raise it, never
+	// lower it.
+	Require map[string]int
+	// Store is "" or "memory" (state lost on restart) or "file:PATH" (an
+	// SQLite database; pending requests survive a restart).
+	Store string
+	// Tolerance is the signature timestamp window (default 5 minutes).
+	Tolerance time.Duration
+	// MaxWait caps how long a request stays pending, whatever its
+	// expires_at says (default 1 hour).
+	MaxWait time.Duration
+	// MaxPending caps pending requests (default 1000); beyond it new
+	// requests are refused with 503.
+	MaxPending int
+	// Origin is the public origin of the web UI, e.g.
+	// "https://approvals.example.com". Default: derived from each
+	// request's Host and TLS state. Set it behind a TLS-terminating proxy.
+	Origin string
+	// SessionTTL is how long a login lasts (default 12 hours).
+	SessionTTL time.Duration
+	// Retention is how long decided and expired requests stay in the
+	// history (default 7 days); older ones are deleted from the store.
+	Retention time.Duration
+	// Hosts are the host names (or IP addresses) the service answers to;
+	// a request whose Host header names any other host is refused (421),
+	// which defeats DNS rebinding. localhost, 127.0.0.1, ::1 and the host
+	// of Origin are always included; add the public name (or the address)
+	// clients use.
+	Hosts []string
+	// Grants, when set, is the ledger the gated servers share: the page
+	// and the API list its live standing grants and revoke them.
+	Grants ledger.StandingStore
+	// OnDecided, if set, is called when a request leaves pending (status
+	// approved, denied or expired) with how long it waited: for metrics.
+	// It runs under the service's lock and must return quickly.
+	OnDecided func(status string, waited time.Duration)
+	// SigningKey, when set, signs every approval the service answers with
+	// (an attestation, see VerifyAttestation); gates configured with the
+	// public key refuse approvals without a valid one.
+	SigningKey ed25519.PrivateKey
+	// OIDC, when set, adds single sign-on for approvers (alongside the
+	// local Approvers, or instead of them: Approvers may then be empty).
+	// It needs Origin (the redirect URL is Origin/oidc/callback).
+	OIDC *OIDCConfig
+	// Passkeys, when set, lets approvers register passkeys and approve with
+	// them; requests that require one can be approved no other way. It
+	// needs Origin (the WebAuthn relying party).
+	Passkeys *PasskeyOptions
+	// Journals are gate journals (mcpsafe files/proxy --journal) the
+	// overview charts and lists, read only, while their gates write them.
+	Journals []string
+	// Logger receives what the operator must see: webhook calls refused
+	// (with the reason the caller was told and what to change), signed
+	// calls to a path that is not the webhook, gates' start-up probes.
+	// Default: nothing is logged.
+	Logger *slog.Logger
+}
+
+// Service is the approval service: a signed webhook endpoint that
+// long-polls until a human decides, a web UI, and a JSON API for bots.
+type Service struct {
+	opts     ServiceOptions
+	st       store
+	auth     *authenticator
+	mux      *http.ServeMux
+	hosts    map[string]bool
+	throttle *throttle
+	oidc     *oidcLogin // nil without single sign-on
+	pk       *passkeys  // nil without passkeys
+
+	mu       sync.Mutex
+	entries  map[string]*entry
+	version  uint64
+	changed  chan struct{} // closed (and replaced) on every change
+	done     chan struct{}
+	closeOne sync.Once
+	wg       sync.WaitGroup
+
+	bodyTimeout time.Duration // reading a webhook body; tests shorten it
+	// replayFloor: signatures older than this (unix seconds) are refused,
+	// because the replay cache does not reach back that far.
+	replayFloor int64
+}
+
+type entry struct {
+	rec     *record
+	decided chan struct{} // closed when rec.Status leaves pending
+	polling bool          // a webhook caller is waiting on it
+}
+
+// NewService builds the service and loads its store.
+func NewService(opts ServiceOptions) (*Service, error) {
+	if len(opts.Secret) < channel.MinSecretLen {
+		return nil, fmt.Errorf("channel: service secret is %d bytes, need at least %d", len(opts.Secret), channel.MinSecretLen)
+	}
+	if len(opts.Approvers) > 0 || opts.OIDC == nil {
+		if err := checkApprovers(opts.Approvers); err != nil {
+			return nil, err
+		}
+	}
+	people := len(opts.Approvers)
+	if opts.OIDC != nil {
+		people += len(opts.OIDC.Users)
+	}
+	for tool, n := range opts.Require {
+		if tool == "" || n < 1 {
+			return nil, fmt.Errorf("channel: require %q=%d: need a tool name and N >= 1", tool, n)
+		}
+		if n > people {
+			return nil, fmt.Errorf("channel: %s requires %d approvers but only %d are configured", tool, n, people)
+		}
+	}
+	if opts.Origin != "" && !regexp.MustCompile(`^https?://[^/]+$`).MatchString(opts.Origin) {
+		return nil, fmt.Errorf("channel: origin %q must look like https://host[:port]", opts.Origin)
+	}
+	hosts, err := allowedHosts(opts.Hosts, opts.Origin)
+	if err != nil {
+		return nil, err
+	}
+	setDefault(&opts.Tolerance, 5*time.Minute)
+	setDefault(&opts.MaxWait, time.Hour)
+	setDefault(&opts.SessionTTL, 12*time.Hour)
+	setDefault(&opts.Retention, 7*24*time.Hour)
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = 1000
+	}
+	var pk *passkeys
+	if opts.Passkeys != nil {
+		if pk, err = newPasskeys(*opts.Passkeys, opts.Origin); err != nil {
+			return nil, err
+		}
+	}
+	var sso *oidcLogin
+	if opts.OIDC != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sso, err = newOIDCLogin(ctx, *opts.OIDC, opts.Origin)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	st, err := openStore(opts.Store)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		opts:     opts,
+		st:       st,
+		hosts:    hosts,
+		throttle: newThrottle(failBurst, failRefill, failDelay),
+		auth:     newAuthenticator(opts.Approvers, opts.SessionTTL),
+		oidc:     sso,
+		pk:       pk,
+		entries:  map[string]*entry{},
+		changed:  make(chan struct{}),
+		done:     make(chan struct{}),
+
+		bodyTimeout: 30 * time.Second,
+	}
+	if _, ok := st.(*memStore); ok {
+		s.replayFloor = time.Now().Unix()
+	}
+	recs, err := st.load()
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	for _, r := range recs {
+		e := &entry{rec: r, decided: make(chan struct{})}
+		if r.Status != channel.StatusPending {
+			close(e.decided)
+		}
+		s.entries[r.Req.ID] = e
+	}
+	s.routes()
+	s.wg.Add(1)
+	go s.expireLoop()
+	return s, nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// Close ends waiting webhook calls and live-update streams (their callers
+// see no approval) and closes the store.
+func (s *Service) Close() error {
+	var err error
+	s.closeOne.Do(func() {
+		close(s.done)
+		s.wg.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		err = s.st.close()
+	})
+	return err
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	// Not no-referrer: under it Chromium sends "Origin: null" on same-site
+	// form posts, which the CSRF check then (rightly) refuses.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if !s.hosts[hostOnly(r.Host)] {
+		s.refuse(w, r, "call", fail(http.StatusMisdirectedRequest, "host %q is not served here (add it with --host, or use a name this service serves)", channel.Visible(wire.Clip(r.Host))))
+		return
+	}
+	if r.Method == http.MethodPost && r.Header.Get(channel.SignatureHeader) != "" && r.URL.Path != webhookPath {
+		// A gate whose --approver-url lacks /webhook: say so to both
+		// sides, instead of a bare 404 or 405.
+		s.refuse(w, r, "signed call", fail(http.StatusNotFound, "no webhook at %q: approval requests go to %s (the gate's --approver-url must end in %s)", channel.Visible(wire.Clip(r.URL.Path)), webhookPath, webhookPath))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// webhookPath is where gates POST requests, withdrawals and probes.
+const webhookPath = "/webhook"
+
+func (s *Service) log() *slog.Logger {
+	if s.opts.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.opts.Logger
+}
+
+// refuse answers a webhook-side call with herr and logs why, so that the
+// operator of the service sees what the gate was told.
+func (s *Service) refuse(w http.ResponseWriter, r *http.Request, what string, herr *httpError) {
+	args := []any{"status", herr.code, "reason", herr.msg, "path", channel.Visible(wire.Clip(r.URL.Path)), "remote", r.RemoteAddr}
+	if herr.code == http.StatusUnauthorized {
+		args = append(args, "fix", "the sender's secret (mcpsafe --approver-secret-file) is not this service's --secret-file, or a clock is off")
+	}
+	s.log().Warn("refused a "+what, args...)
+	writeJSON(w, herr.code, map[string]any{"approved": false, "error": herr.msg})
+}
+
+func (s *Service) expireLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			s.expireLocked(time.Now())
+			s.pruneLocked(time.Now())
+			s.mu.Unlock()
+		}
+	}
+}
+
+// expireLocked moves overdue pending requests to expired.
+func (s *Service) expireLocked(now time.Time) {
+	changed := false
+	for _, e := range s.entries {
+		if e.rec.Status != channel.StatusPending || now.Before(e.rec.Deadline) {
+			continue
+		}
+		next := *e.rec
+		next.Status, next.DecidedAt = channel.StatusExpired, now
+		if err := s.st.save(&next); err != nil {
+			// Stays pending in the store; it is still past its deadline, so
+			// nothing can approve it, and the next tick tries again.
+			continue
+		}
+		*e.rec = next
+		close(e.decided)
+		changed = true
+		s.decided(&next)
+	}
+	if changed {
+		s.notifyLocked()
+	}
+}
+
+// pruneLocked forgets decided requests older than the retention. A pruned
+// id could be sent again only with a fresh signature, that is by a holder
+// of the secret, and would then be a new request.
+func (s *Service) pruneLocked(now time.Time) {
+	changed := false
+	for id, e := range s.entries {
+		if e.rec.Status == channel.StatusPending || e.polling || now.Sub(e.rec.DecidedAt) < s.opts.Retention {
+			continue
+		}
+		if err := s.st.remove(id); err != nil {
+			continue
+		}
+		delete(s.entries, id)
+		changed = true
+	}
+	if changed {
+		s.notifyLocked()
+	}
+}
+
+func (s *Service) notifyLocked() {
+	s.version++
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Webhook endpoint.
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func fail(code int, format string, a ...any) *httpError {
+	return &httpError{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
+	// A slow body must not hold a connection open forever; the deadline is
+	// per handler, since a server-wide ReadTimeout would also cut off the
+	// long poll that follows.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
+	body, err := io.ReadAll(io.LimitReader(r.Body, channel.MaxRequestBytes+1))
+	if err != nil {
+		// The deadline stays: the server must not wait for the rest of
+		// this body before answering.
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusBadRequest, map[string]any{"approved": false, "error": "reading body: " + err.Error()})
+		return
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	if isProbe(body) {
+		s.handleProbe(w, r, body)
+		return
+	}
+	if isWithdrawal(body) {
+		s.handleWithdraw(w, r.Header.Get(channel.SignatureHeader), body)
+		return
+	}
+	e, herr := s.admit(r.Header.Get(channel.SignatureHeader), body)
+	if herr != nil {
+		s.refuse(w, r, "webhook request", herr)
+		return
+	}
+	released := false // answerPending let go of the request already
+	defer func() {
+		if released {
+			return // another caller may be attached by now
+		}
+		s.mu.Lock()
+		e.polling = false
+		s.mu.Unlock()
+	}()
+	s.mu.Lock()
+	deadline := e.rec.Deadline
+	s.mu.Unlock()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	stillPending := preferredWait(r, deadline)
+	select {
+	case <-e.decided:
+	case <-timer.C:
+	case <-stillPending:
+		if released = s.answerPending(w, e); released {
+			return
+		}
+	case <-r.Context().Done():
+		return // the caller left; the request stays pending for a re-attach
+	case <-s.done:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "service shutting down"})
+		return
+	}
+	s.mu.Lock()
+	s.expireLocked(time.Now())
+	if e.rec.Status == channel.StatusPending { // a failing store kept it pending
+		s.mu.Unlock()
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "store unavailable"})
+		return
+	}
+	if e.rec.Delivered {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusConflict, map[string]any{"approved": false, "error": "decision already delivered"})
+		return
+	}
+	next := *e.rec
+	next.Delivered = true
+	if err := s.st.save(&next); err != nil {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "store unavailable"})
+		return
+	}
+	*e.rec = next
+	ans := answerFor(&next)
+	s.notifyLocked()
+	s.mu.Unlock()
+	if err := s.attest(&next, ans); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"approved": false, "error": "signing the decision failed"})
+		return
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+func answerFor(r *record) map[string]any {
+	ans := map[string]any{"id": r.Req.ID, "approved": r.Status == channel.StatusApproved, "reason": r.Status}
+	if r.Status == channel.StatusApproved && r.Grant != "" {
+		ans["grant"] = r.Grant
+	}
+	var names []string
+	switch r.Status {
+	case channel.StatusApproved:
+		var proofs []channel.PasskeyProof
+		for _, v := range r.Approvals {
+			names = append(names, v.By)
+			if v.Passkey != nil {
+				proofs = append(proofs, *v.Passkey)
+			}
+		}
+		if proofs != nil {
+			ans["passkeys"] = proofs
+		}
+	case channel.StatusDenied:
+		if r.DeniedBy != nil {
+			names = []string{r.DeniedBy.By}
+		}
+	}
+	if names != nil {
+		ans["approvers"] = names
+	}
+	return ans
+}
+
+// admit verifies and registers a webhook request, or re-attaches a caller
+// to the same request after a dropped connection or a service restart.
+func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
+	if len(body) > channel.MaxRequestBytes {
+		return nil, fail(http.StatusRequestEntityTooLarge, "request larger than %d bytes", channel.MaxRequestBytes)
+	}
+	now := time.Now()
+	replayKey, err := channel.VerifySignatureKey(sig, body, s.opts.Secret, now, s.opts.Tolerance)
+	if err != nil {
+		return nil, fail(http.StatusUnauthorized, "%v", err)
+	}
+	ts, _, _ := strings.Cut(replayKey, ".")
+	if sec, _ := strconv.ParseInt(ts, 10, 64); sec < s.replayFloor {
+		// Signed before this process started, and the memory store's
+		// replay cache started empty: a replay cannot be told from a
+		// late original, so both are refused. The sender signs again.
+		return nil, fail(http.StatusConflict, "signature t=%s is older than this service (memory store: replays from before the start cannot be recognised); sign again", ts)
+	}
+	req, err := decodeWireRequest(body)
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "%v", err)
+	}
+	if req.MinAssurance == channel.AssurancePasskeyName && s.pk == nil {
+		// Nobody here could ever approve it: say so now, not at the expiry.
+		return nil, fail(http.StatusBadRequest, "%s requires passkey approvals, and this service has no passkeys configured (--passkeys-file)", channel.Visible(wire.Clip(req.Tool)))
+	}
+	// Identify the request by its decoded content without the nonce, so a
+	// re-sent copy with a fresh signature matches.
+	same := req
+	same.Nonce = ""
+	canon, _ := json.Marshal(same)
+	digest := sha256.Sum256(canon)
+	bodyDigest := hex.EncodeToString(digest[:])
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Under the lock: the memory store's map is not safe for concurrent
+	// use, and a replay racing its original must lose.
+	fresh, err := s.st.sawSignature(replayKey, now.Add(2*s.opts.Tolerance))
+	if err != nil {
+		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
+	}
+	if !fresh {
+		return nil, fail(http.StatusConflict, "replayed signature (t=%s)", ts)
+	}
+	s.expireLocked(now)
+	if e, ok := s.entries[req.ID]; ok {
+		switch {
+		case subtle.ConstantTimeCompare([]byte(e.rec.BodyDigest), []byte(bodyDigest)) != 1:
+			return nil, fail(http.StatusConflict, "request id %s was already used for a different request", req.ID)
+		case e.rec.Delivered:
+			return nil, fail(http.StatusConflict, "request %s: decision already delivered (single use)", req.ID)
+		case e.polling:
+			return nil, fail(http.StatusConflict, "request %s: another caller is already waiting for it", req.ID)
+		}
+		e.polling = true
+		return e, nil
+	}
+	pending := 0
+	for _, e := range s.entries {
+		if e.rec.Status == channel.StatusPending {
+			pending++
+		}
+	}
+	if pending >= s.opts.MaxPending {
+		return nil, fail(http.StatusServiceUnavailable, "too many pending requests (%d)", pending)
+	}
+	deadline := req.ExpiresAt
+	if limit := now.Add(s.opts.MaxWait); limit.Before(deadline) {
+		deadline = limit
+	}
+	if !now.Before(deadline) {
+		return nil, fail(http.StatusBadRequest, "request already expired")
+	}
+	required := max(1, s.opts.Require[req.Tool], req.MinApprovers)
+	if required > len(s.opts.Approvers) {
+		return nil, fail(http.StatusBadRequest, "request needs %d approvers, only %d are configured", required, len(s.opts.Approvers))
+	}
+	rec := &record{Req: req, BodyDigest: bodyDigest, Received: now, Deadline: deadline, Required: required, Status: channel.StatusPending}
+	if err := s.st.save(rec); err != nil {
+		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
+	}
+	e := &entry{rec: rec, decided: make(chan struct{}), polling: true}
+	s.entries[req.ID] = e
+	s.notifyLocked()
+	return e, nil
+}
+
+func decodeWireRequest(body []byte) (channel.WireRequest, error) {
+	var req channel.WireRequest
+	if err := wire.NoDuplicateKeys(body); err != nil {
+		return req, fmt.Errorf("request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("request body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return req, errors.New("request body: data after the JSON object")
+	}
+	switch {
+	case req.Version != 1:
+		return req, fmt.Errorf("request version %d not supported (want 1)", req.Version)
+	case !idRE.MatchString(req.ID):
+		return req, errors.New("request id must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+	case req.Tool == "" || len(req.Tool) > 128:
+		return req, errors.New("tool must be 1-128 bytes")
+	case len(req.Summary) > channel.MaxSummaryBytes || len(req.Details) > channel.MaxPlanLines || len(req.Targets) > channel.MaxPlanLines:
+		return req, errors.New("plan too large")
+	case len(req.Arguments) > 0 && !isObject(req.Arguments):
+		return req, errors.New("arguments must be a JSON object")
+	case req.ExpiresAt.IsZero():
+		return req, errors.New("expires_at is required")
+	case req.MinApprovers < 0:
+		return req, errors.New("min_approvers must not be negative")
+	case len(req.Grants) > channel.MaxGrantOffers:
+		return req, fmt.Errorf("at most %d grant offers", channel.MaxGrantOffers)
+	case req.MinAssurance != "" && req.MinAssurance != channel.AssurancePasskeyName:
+		// An assurance this service does not know could not be met.
+		return req, fmt.Errorf("min_assurance %q not supported (want %q or none)", wire.Clip(req.MinAssurance), channel.AssurancePasskeyName)
+	}
+	for _, o := range req.Grants {
+		switch {
+		case !idRE.MatchString(o.ID) || o.ID == mcpsafe.OnceOffer:
+			return req, errors.New("a grant offer id must be 1-128 characters of A-Z a-z 0-9 . _ : - and not \"once\"")
+		case len(o.Label) > channel.MaxSummaryBytes || len(o.CEL) > channel.MaxSummaryBytes || len(o.Words) > channel.MaxSummaryBytes:
+			return req, errors.New("a grant offer is too long")
+		case o.Uses < 2 || o.TTL <= 0:
+			return req, errors.New("a grant offer needs at least 2 uses and a positive ttl")
+		}
+	}
+	// Separation of duties needs to know who asked: a principal with no
+	// identity key could be anyone, approvers included.
+	if _, err := mcpsafe.IdentityKey(req.Principal); err != nil {
+		return req, fmt.Errorf("principal: %v", err)
+	}
+	all := []string{req.Tool, req.Summary, req.ArgsDigest, req.Principal, req.Audience}
+	for _, o := range req.Grants {
+		all = append(all, o.Label, o.Words, o.CEL)
+	}
+	all = append(all, req.Details...)
+	for _, t := range req.Targets {
+		all = append(all, t.Name, t.State)
+	}
+	for _, v := range all {
+		if !utf8.ValidString(v) {
+			return req, errors.New("plan text is not valid UTF-8")
+		}
+	}
+	return redactRequest(req), nil
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// redactRequest hides secrets before a request is kept, shown or served:
+// any gated server holding the secret can send one, and not every sender
+// redacts. Values of sensitive arguments (journal's common names) are cut
+// out of the plan text too, then the arguments are redacted by name.
+func redactRequest(req channel.WireRequest) channel.WireRequest {
+	if len(req.Arguments) == 0 {
+		return req
+	}
+	s := journal.FindSecrets(req.Arguments, nil)
+	req.Arguments = journal.Redact(req.Arguments, nil)
+	if s.Empty() {
+		return req
+	}
+	req.Summary = s.Text(req.Summary)
+	details := make([]string, len(req.Details))
+	for i, d := range req.Details {
+		details[i] = s.Text(d)
+	}
+	req.Details = details
+	targets := make([]mcpsafe.Target, len(req.Targets))
+	for i, t := range req.Targets {
+		targets[i] = mcpsafe.Target{Name: s.Text(t.Name), State: s.Text(t.State)}
+	}
+	req.Targets = targets
+	return req
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Decisions.
+
+var errNotFound = errors.New("no such request")
+
+// decide records one approver's vote. It returns the record as it is now.
+// offered reports whether grant is a choice the request offers: this call
+// alone ("" or "once") or exactly one of its grant IDs.
+func offered(req channel.WireRequest, grant string) bool {
+	if grant == "" || grant == mcpsafe.OnceOffer {
+		return true
+	}
+	for _, o := range req.Grants {
+		if o.ID == grant {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) decide(id, by string, approve bool, grant string) (record, *httpError) {
+	return s.decideVote(id, vote{By: by}, approve, grant)
+}
+
+// decideVote records v (its time is set here). An approval of a request
+// that needs a passkey must carry one (already verified by the caller),
+// and approves that call alone: the passkey signed this call, not a grant.
+func (s *Service) decideVote(id string, v vote, approve bool, grant string) (record, *httpError) {
+	by := v.By
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(now)
+	e, ok := s.entries[id]
+	if !ok {
+		return record{}, fail(http.StatusNotFound, "%v: %s", errNotFound, id)
+	}
+	cur := *e.rec
+	if cur.Status != channel.StatusPending {
+		who := ""
+		switch {
+		case cur.Status == channel.StatusDenied && cur.DeniedBy != nil:
+			who = " by " + cur.DeniedBy.By
+		case cur.Status == channel.StatusApproved:
+			who = " by " + strings.Join(voters(&cur), ", ")
+		}
+		return cur, fail(http.StatusConflict, "already %s%s", cur.Status, who)
+	}
+	next := cur
+	next.Approvals = append([]vote(nil), cur.Approvals...)
+	if grant == mcpsafe.OnceOffer {
+		grant = ""
+	}
+	if approve && !offered(cur.Req, grant) {
+		return cur, fail(http.StatusBadRequest, "grant %q is not one of the request's offers", grant)
+	}
+	if approve && len(cur.Approvals) > 0 && grant != cur.Grant {
+		return cur, fail(http.StatusConflict, "the approvals so far chose %q; every approver must approve the same grant", cur.Grant)
+	}
+	if approve {
+		next.Grant = grant
+		// One namespace, one comparison (mcpsafe.SameIdentity): approver
+		// "alice" is principal "user:alice", and a principal that cannot
+		// be compared counts as everyone's.
+		if mcpsafe.SameIdentity(by, cur.Req.Principal) {
+			return cur, fail(http.StatusForbidden, "%s asked for this call (as %q) and cannot approve it; another approver must", by, cur.Req.Principal)
+		}
+		if s.needsPasskey(&cur) && v.Passkey == nil {
+			return cur, fail(http.StatusForbidden, "%s requires a passkey approval of this exact call; a login alone cannot approve it", cur.Req.Tool)
+		}
+		if s.needsPasskey(&cur) && grant != "" {
+			return cur, fail(http.StatusBadRequest, "%s requires a passkey on each call; a standing grant cannot be chosen for it", cur.Req.Tool)
+		}
+		for _, v := range cur.Approvals {
+			if mcpsafe.SameIdentity(v.By, by) {
+				return cur, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
+			}
+		}
+		v.At = now
+		next.Approvals = append(next.Approvals, v)
+		if len(next.Approvals) >= next.Required {
+			next.Status, next.DecidedAt = channel.StatusApproved, now
+		}
+	} else {
+		next.Status, next.DecidedAt = channel.StatusDenied, now
+		next.DeniedBy = &vote{By: by, At: now}
+	}
+	if err := s.st.save(&next); err != nil {
+		return cur, fail(http.StatusServiceUnavailable, "store unavailable; nothing recorded")
+	}
+	*e.rec = next
+	if next.Status != channel.StatusPending {
+		close(e.decided)
+		s.decided(&next)
+	}
+	s.notifyLocked()
+	return next, nil
+}
+
+func (s *Service) decided(r *record) {
+	if s.opts.OnDecided != nil {
+		s.opts.OnDecided(r.Status, r.DecidedAt.Sub(r.Received))
+	}
+}
+
+// Pending is the number of requests waiting for a decision.
+func (s *Service) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.entries {
+		if e.rec.Status == channel.StatusPending {
+			n++
+		}
+	}
+	return n
+}
+
+func voters(r *record) []string {
+	var out []string
+	for _, v := range r.Approvals {
+		out = append(out, v.By)
+	}
+	return out
+}
+
+// snapshot returns copies of all records: pending in arrival order, then
+// history, newest first.
+func (s *Service) snapshot() (pending, history []record, version uint64, changed <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(time.Now())
+	for _, e := range s.entries {
+		if e.rec.Status == channel.StatusPending {
+			pending = append(pending, *e.rec)
+		} else {
+			history = append(history, *e.rec)
+		}
+	}
+	// Oldest first, so a new request lands at the end of the page and never
+	// pushes a card the approver is about to click.
+	sort.Slice(pending, func(i, j int) bool {
+		if !pending[i].Received.Equal(pending[j].Received) {
+			return pending[i].Received.Before(pending[j].Received)
+		}
+		return pending[i].Req.ID < pending[j].Req.ID
+	})
+	sort.Slice(history, func(i, j int) bool { return history[i].DecidedAt.After(history[j].DecidedAt) })
+	if len(history) > 200 {
+		history = history[:200]
+	}
+	return pending, history, s.version, s.changed
+}

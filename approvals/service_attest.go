@@ -1,0 +1,37 @@
+package approvals
+
+import (
+	"github.com/mcpsafe/mcpsafe/channel"
+)
+
+// attest adds the signed statement to an approval answer when the service
+// has a signing key. Denials and other outcomes are not signed: they never
+// let anything run.
+func (s *Service) attest(r *record, ans map[string]any) error {
+	if s.opts.SigningKey == nil || r.Status != channel.StatusApproved {
+		return nil
+	}
+	names := []string{}
+	var proofs []channel.PasskeyProof
+	for _, v := range r.Approvals {
+		names = append(names, v.By)
+		if v.Passkey != nil {
+			proofs = append(proofs, *v.Passkey)
+		}
+	}
+	assurance := "channel"
+	if len(proofs) > 0 && len(proofs) == len(r.Approvals) {
+		assurance = channel.AssurancePasskeyName
+	}
+	a, err := channel.SignStatement(s.opts.SigningKey, channel.Statement{
+		Version: 1, ID: r.Req.ID, Tool: r.Req.Tool, ArgsDigest: r.Req.ArgsDigest,
+		Principal: r.Req.Principal, Audience: r.Req.Audience, ExpiresAt: r.Req.ExpiresAt.UTC(),
+		Approved: true, Approvers: names, Assurance: assurance, DecidedAt: r.DecidedAt.UTC(),
+		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant,
+	})
+	if err != nil {
+		return err
+	}
+	ans["attestation"] = a
+	return nil
+}
