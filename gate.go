@@ -131,7 +131,8 @@ type Gate struct {
 }
 
 type gatedTool struct {
-	Tool
+	Tool     // without its Resolve, Preview and Execute: see steps
+	steps    // the tool's functions
 	mode     Mode
 	policy   string // hash bound into grants
 	schema   *jsonschema.Resolved

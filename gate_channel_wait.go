@@ -127,7 +127,7 @@ func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
 	return ApprovalRequest{
 		ID: gr.Nonce, Tool: k.t.Name, Summary: view.Summary, Details: view.Details,
 		Targets: k.plan.Targets, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
-		ArgsDigest: k.digest, Principal: k.c.Principal,
+		ArgsDigest: k.c.ArgsDigest, Principal: k.c.Principal,
 		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
 		Grants:       g.channelOffers(k),
 		MinAssurance: k.t.minAssur,
