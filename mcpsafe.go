@@ -151,8 +151,7 @@ type Tool struct {
 	// tool: it is approved by elicitation or the channel, or refused.
 	OwnsTokenField bool
 	// OutputSchema is advertised only in ModeElicit, and in ModeChannel
-	// when the Approver cannot answer "pending" (is not a
-	// ResumableApprover). Otherwise the first call can answer with an
+	// when the Approver cannot answer "pending" (has no Awaiter). Otherwise the first call can answer with an
 	// approval_required or approval_pending result, which is not an error
 	// and does not follow the tool's schema, and clients that validate
 	// structured output would reject it.
@@ -252,8 +251,20 @@ type ApprovalDecision struct {
 }
 
 // Approver asks a human somewhere else. Any error means not approved.
+//
+// What else an approver can do is part of its type, never found by a type
+// assertion that a wrapper (metrics, tracing, a test double) would
+// silently defeat: Awaiter and Withdrawer return nil when the approver
+// cannot. A wrapper that embeds the Approver it wraps forwards both; one
+// that does not must decide. The gate asks once, in New.
 type Approver interface {
 	Approve(ctx context.Context, r ApprovalRequest) (ApprovalDecision, error)
+	// Awaiter returns the approver's way of keeping a request open
+	// across calls, or nil when it has none.
+	Awaiter() Awaiter
+	// Withdrawer returns the approver's way of taking a request back, or
+	// nil when it has none.
+	Withdrawer() Withdrawer
 }
 
 // Ledger records issued grants and redeems each at most once.
