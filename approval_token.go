@@ -19,7 +19,7 @@ func (g *Gate) issue(ctx context.Context, k *call, mode string) (*grant, string,
 	}
 	exp := k.now.Add(g.opts.TTL)
 	gr := &grant{
-		Version: grantVersion, Tool: k.t.Name, Args: k.digest, Resolved: k.target,
+		Version: grantVersion, Tool: k.t.Name, Args: k.c.ArgsDigest, Resolved: k.target,
 		Policy: k.t.policy, Principal: k.c.Principal, Audience: g.opts.Audience,
 		IssuedAt: k.now.UnixMilli(), ExpiresAt: exp.UnixMilli(), Nonce: nonce, Mode: mode,
 	}
@@ -122,7 +122,7 @@ func (g *Gate) checkGrant(k *call, sealed, mode string) (*grant, *Refusal) {
 		return nil, refusal(ReasonTokenInvalid, "the approval claims to be issued in the future")
 	case !k.now.Before(gr.expires()):
 		return nil, refusal(ReasonTokenExpired, "the approval expired at %s; preview the call again", gr.expires().UTC().Format(time.RFC3339))
-	case gr.Args != k.digest:
+	case gr.Args != k.c.ArgsDigest:
 		return nil, refusal(ReasonArgumentsChanged, "the arguments differ from the ones that were approved; preview the call again")
 	}
 	return gr, nil

@@ -66,7 +66,7 @@ type Options struct {
 	// token waits before it answers "approval_pending" with a handle to
 	// call again with (default 45 seconds, under the 60 seconds most
 	// clients give a request). It applies only when the Approver is a
-	// ResumableApprover; calls with a progress token wait up to
+	// resumable (has an Awaiter); calls with a progress token wait up to
 	// ChannelTimeout and get progress notifications meanwhile.
 	ChannelWait time.Duration
 	// ProgressInterval is how often a waiting channel call sends a progress
@@ -115,7 +115,10 @@ type Gate struct {
 	ledger  Ledger
 	pending *pending
 	// standing is the ledger's standing grants, nil when it keeps none.
-	standing   ledger.StandingStore
+	standing ledger.StandingStore
+	// awaiter and withdrawer are the Approver's, nil when it has none.
+	awaiter    Awaiter
+	withdrawer Withdrawer
 	programs   sync.Map // CEL source -> cel.Program
 	grantCache grantCache
 	tracer     trace.Tracer
@@ -131,7 +134,8 @@ type Gate struct {
 }
 
 type gatedTool struct {
-	Tool
+	Tool     // without its Resolve, Preview and Execute: see steps
+	steps    // the tool's functions
 	mode     Mode
 	policy   string // hash bound into grants
 	schema   *jsonschema.Resolved
@@ -216,6 +220,9 @@ func New(opts Options) (*Gate, error) {
 		tracer:    newTracer(opts.TracerProvider),
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
+	}
+	if opts.Approver != nil {
+		g.awaiter, g.withdrawer = opts.Approver.Awaiter(), opts.Approver.Withdrawer()
 	}
 	if standing != nil && opts.GrantEndSweep > 0 {
 		go g.sweepEnds(opts.GrantEndSweep)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,15 +18,18 @@ const outcomeWriteTimeout = time.Minute
 
 // call is one gated tools/call on its way through the gate.
 type call struct {
-	t        *gatedTool
-	req      *mcp.CallToolRequest
-	c        Call
-	digest   string // of the canonical arguments, without approval_token
-	token    *string
-	resolved Resolved
-	plan     Plan
-	target   string // digest of resolved + plan targets
-	now      time.Time
+	t      *gatedTool
+	req    *mcp.CallToolRequest
+	c      Call
+	in     any // the arguments as a ToolFor's In; nil for a Tool
+	token  *string
+	st     state
+	plan   Plan
+	target string // digest of the resolved state + plan targets
+	now    time.Time
+	// protocolErr is a JSON-RPC error Execute returned, which the client
+	// gets as it is (the journal records the call as failed).
+	protocolErr *jsonrpc.Error
 }
 
 func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
@@ -37,26 +41,29 @@ func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
 		}
 		defer g.exitCall()
 		ctx, span := g.startCall(ctx, t.Name, req)
-		res, r := g.serve(ctx, t, req)
+		res, r, perr := g.serve(ctx, t, req)
 		g.observe(t.Name, res, r)
 		endStep(span, r)
-		if r != nil {
+		switch {
+		case r != nil:
 			return r.Result(), nil
+		case perr != nil:
+			return nil, perr
 		}
 		return res, nil
 	}
 }
 
-// serve runs one call down the path in design.md. It returns either a
-// result or a refusal; every early return is a refusal, so nothing after a
-// failed step runs.
-func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, *Refusal) {
+// serve runs one call down the path in design.md. It returns a result, a
+// refusal, or the protocol error Execute returned; every early return is a
+// refusal, so nothing after a failed step runs.
+func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, *Refusal, error) {
 	_, span := g.step(ctx, "decode")
 	k, r := g.decode(t, req)
 	endStep(span, r)
 	if r != nil {
 		g.journalRefusal(ctx, k, t.Name, r)
-		return nil, r
+		return nil, r, nil
 	}
 	rctx, span := g.step(ctx, "rules")
 	r = g.checkRules(rctx, k)
@@ -68,7 +75,7 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 			r = refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
 		}
 		g.journalRefusal(ctx, k, t.Name, r)
-		return nil, r
+		return nil, r, nil
 	}
 
 	var res *mcp.CallToolResult
@@ -84,8 +91,12 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 	}
 	if r != nil {
 		g.journalRefusal(ctx, k, t.Name, r)
+		return nil, r, nil
 	}
-	return res, r
+	if k.protocolErr != nil {
+		return nil, nil, k.protocolErr
+	}
+	return res, nil, nil
 }
 
 // carriesGenuineApproval reports whether the call presents a grant this
@@ -108,7 +119,7 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 	t := k.t
 	if t.mode != ModeElicit && t.minAssur <= AssuranceClientRelayed {
 		for _, rule := range t.AutoApprove {
-			hit, err := matchRule(ctx, rule, k.c, k.resolved)
+			hit, err := matchRule(ctx, rule, k.c, k.st.resolved)
 			if err != nil {
 				g.opts.Logger.Warn("auto-approve rule failed; asking instead", "tool", t.Name, "rule", rule.Name, "err", err)
 				continue
@@ -168,11 +179,11 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	}
 	// What was approved may no longer resolve at all (deleted, replaced
 	// by a directory or a symlink): that too is a changed target.
-	res, plan, r := g.recheck(ctx, k, approvedTarget)
+	st, plan, r := g.recheck(ctx, k, approvedTarget)
 	if r != nil {
 		return nil, r
 	}
-	a.Resolved, a.Plan = res, plan
+	a.Resolved, a.Plan = as[Resolved](st.v), plan
 	outcome := g.record(k, journal.Executed)
 	outcome.Call, outcome.Summary = a.CallID, plan.Summary
 	// The point of no return: once shutdown began no Execute starts, and
@@ -191,7 +202,7 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	var out *mcp.CallToolResult
 	err := safely(func() error {
 		var err error
-		out, err = k.t.Execute(ectx, k.c, a)
+		out, err = k.t.execute(ectx, k.c, k.in, st.v, a)
 		return err
 	})
 	if err == nil && out == nil {
@@ -229,6 +240,9 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 		if errors.As(err, &rf) {
 			return nil, rf
 		}
+		if errors.As(err, &k.protocolErr) {
+			return nil, nil
+		}
 		return &mcp.CallToolResult{
 			IsError: true,
 			Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s failed: %v", k.t.Name, err)}},
@@ -239,27 +253,27 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 
 // recheck resolves and previews the call again right before it runs and
 // compares the target with the approved one.
-func (g *Gate) recheck(ctx context.Context, k *call, approvedTarget string) (_ Resolved, _ Plan, r *Refusal) {
+func (g *Gate) recheck(ctx context.Context, k *call, approvedTarget string) (_ state, _ Plan, r *Refusal) {
 	ctx, span := g.step(ctx, "recheck")
 	defer func() { endStep(span, r) }()
-	res, r := g.resolve(ctx, k)
+	st, r := g.resolve(ctx, k)
 	if r != nil {
-		return nil, Plan{}, refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
+		return state{}, Plan{}, refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
 	}
-	plan, target, r := g.preview(ctx, k.t, k.c, res)
+	plan, target, r := g.preview(ctx, k, st)
 	if r != nil {
-		return nil, Plan{}, refusal(ReasonTargetChanged, "the call can no longer be previewed as approved (%s: %s)", r.Reason, r.Message)
+		return state{}, Plan{}, refusal(ReasonTargetChanged, "the call can no longer be previewed as approved (%s: %s)", r.Reason, r.Message)
 	}
 	if target != approvedTarget {
-		return nil, Plan{}, refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
+		return state{}, Plan{}, refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
 	}
-	return res, plan, nil
+	return st, plan, nil
 }
 
 func (g *Gate) record(k *call, decision string) journal.Record {
 	return journal.Record{
 		Tool: k.t.Name, Principal: k.c.Principal, Session: k.c.Session,
-		ArgsDigest: k.digest, Args: k.c.Arguments, Decision: decision,
+		ArgsDigest: k.c.ArgsDigest, Args: k.c.Arguments, Decision: decision,
 		SecretFields: k.t.SecretFields,
 	}
 }

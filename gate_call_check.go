@@ -21,7 +21,7 @@ import (
 // every parser.
 func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) {
 	k := &call{t: t, req: req, now: g.opts.Clock()}
-	k.c = Call{Tool: t.Name, Principal: g.opts.Principal(req)}
+	k.c = Call{Tool: t.Name, Principal: g.opts.Principal(req), Request: req}
 	if req.Session != nil {
 		k.c.Session = req.Session.ID()
 	}
@@ -62,8 +62,13 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be canonicalized: %v", err)
 	}
 	k.c.Arguments = canonical
-	if k.digest, err = canon.Digest(canonical); err != nil {
+	if k.c.ArgsDigest, err = canon.Digest(canonical); err != nil {
 		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be digested: %v", err)
+	}
+	if t.decode != nil {
+		if k.in, err = t.decode(canonical); err != nil {
+			return k, refusal(ReasonArgumentsInvalid, "arguments do not decode: %v", err)
+		}
 	}
 	return k, nil
 }
@@ -73,11 +78,11 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 // override a rule.
 func (g *Gate) checkRules(ctx context.Context, k *call) *Refusal {
 	var r *Refusal
-	if k.resolved, r = g.resolve(ctx, k); r != nil {
+	if k.st, r = g.resolve(ctx, k); r != nil {
 		return r
 	}
 	for _, rule := range k.t.Deny {
-		hit, err := matchRule(ctx, rule, k.c, k.resolved)
+		hit, err := matchRule(ctx, rule, k.c, k.st.resolved)
 		if err != nil {
 			return refusal(ReasonPolicyDenied, "deny rule %q failed, so the call is denied: %v", rule.Name, err)
 		}
@@ -88,7 +93,7 @@ func (g *Gate) checkRules(ctx context.Context, k *call) *Refusal {
 	if len(k.t.Allow) > 0 {
 		allowed := false
 		for _, rule := range k.t.Allow {
-			if hit, err := matchRule(ctx, rule, k.c, k.resolved); err == nil && hit {
+			if hit, err := matchRule(ctx, rule, k.c, k.st.resolved); err == nil && hit {
 				allowed = true
 				break
 			}
@@ -97,7 +102,7 @@ func (g *Gate) checkRules(ctx context.Context, k *call) *Refusal {
 			return refusal(ReasonPolicyDenied, "no allow rule matches this call")
 		}
 	}
-	plan, target, r := g.preview(ctx, k.t, k.c, k.resolved)
+	plan, target, r := g.preview(ctx, k, k.st)
 	if r != nil {
 		return r
 	}
@@ -105,9 +110,9 @@ func (g *Gate) checkRules(ctx context.Context, k *call) *Refusal {
 	return nil
 }
 
-func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {
-	if k.t.Resolve == nil {
-		return nil, nil
+func (g *Gate) resolve(ctx context.Context, k *call) (state, *Refusal) {
+	if k.t.resolve == nil {
+		return state{}, nil
 	}
 	ctx, span := g.step(ctx, "resolve")
 	res, r := g.runResolve(ctx, k)
@@ -115,31 +120,35 @@ func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {
 	return res, r
 }
 
-func (g *Gate) runResolve(ctx context.Context, k *call) (Resolved, *Refusal) {
-	var res Resolved
+func (g *Gate) runResolve(ctx context.Context, k *call) (state, *Refusal) {
+	var res any
 	err := safely(func() error {
 		var err error
-		res, err = k.t.Resolve(ctx, k.c)
+		res, err = k.t.resolve(ctx, k.c, k.in)
 		return err
 	})
 	if err != nil {
-		return nil, asRefusal(err, ReasonResolverFailed)
+		return state{}, asRefusal(err, ReasonResolverFailed)
 	}
-	if len(res) == 0 {
-		return nil, refusal(ReasonResolverFailed, "the resolver found nothing for these arguments")
+	if empty(res) {
+		return state{}, refusal(ReasonResolverFailed, "the resolver found nothing for these arguments")
 	}
-	return res, nil
+	st, err := k.t.stateOf(res)
+	if err != nil {
+		return state{}, refusal(ReasonResolverFailed, "resolved state cannot be encoded: %v", err)
+	}
+	return st, nil
 }
 
 // preview asks the tool for its plan and digests what the approval binds:
 // the resolved context and the targets with their state.
-func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) (_ Plan, _ string, r *Refusal) {
+func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string, r *Refusal) {
 	ctx, span := g.step(ctx, "preview")
 	defer func() { endStep(span, r) }()
 	var plan Plan
 	err := safely(func() error {
 		var err error
-		plan, err = t.Preview(ctx, c, res)
+		plan, err = k.t.preview(ctx, k.c, k.in, st.v)
 		return err
 	})
 	if err != nil {
@@ -149,9 +158,9 @@ func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) 
 		return Plan{}, "", refusal(ReasonPreviewFailed, "the tool's preview has no summary")
 	}
 	b, err := json.Marshal(struct {
-		Resolved Resolved `json:"resolved"`
+		Resolved any      `json:"resolved"`
 		Targets  []Target `json:"targets"`
-	}{res, plan.Targets})
+	}{st.v, plan.Targets})
 	if err != nil {
 		return Plan{}, "", refusal(ReasonResolverFailed, "resolved context cannot be encoded: %v", err)
 	}
@@ -160,7 +169,7 @@ func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) 
 	// is deterministic for it (sorted map keys, exact integers).
 	sum := sha256.Sum256(b)
 	// Redacted after the digest: the binding covers what the tool saw.
-	return redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields)), hex.EncodeToString(sum[:]), nil
+	return redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields)), hex.EncodeToString(sum[:]), nil
 }
 
 // matchRule runs a rule; only an exact true with a nil error is a match. A

@@ -23,6 +23,10 @@ func (f approverFunc) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (m
 	return f(ctx, r)
 }
 
+// An approverFunc can neither keep a request open nor take it back.
+func (approverFunc) Awaiter() mcpsafe.Awaiter       { return nil }
+func (approverFunc) Withdrawer() mcpsafe.Withdrawer { return nil }
+
 func TestChannelMode(t *testing.T) {
 	cases := []struct {
 		name   string

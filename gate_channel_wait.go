@@ -16,7 +16,7 @@ import (
 // request was withdrawn from the approver when the approver supports it.
 const ReasonCallerGone = "caller_gone"
 
-// ErrPending is what a ResumableApprover returns when nobody has decided yet
+// ErrPending is what an Awaiter returns when nobody has decided yet
 // and the request stays open: asking again with the same request picks the
 // decision up. It never approves.
 var ErrPending = errors.New("mcpsafe: no decision yet; the request stays open")
@@ -29,21 +29,22 @@ const (
 	// shutting down.
 )
 
-// A Withdrawer takes back a request that will never be picked up, so that
-// no human approves a call that cannot run any more. The gate calls it,
-// best effort, when the caller goes away or the gate stops waiting.
+// A Withdrawer (Approver.Withdrawer) takes back a request that will never
+// be picked up, so that no human approves a call that cannot run any
+// more. The gate calls it, best effort, when the caller goes away or the
+// gate stops waiting.
 type Withdrawer interface {
 	Withdraw(ctx context.Context, r ApprovalRequest, reason string) error
 }
 
-// A ResumableApprover keeps a request open across calls. Await asks (or,
-// for a request it already holds, asks again) and waits at most wait (no
-// limit but ctx when wait <= 0); when nobody has decided by then it
-// returns an error wrapping ErrPending and keeps the request open. Clients
-// that cannot wait long then get a "pending" result with a sealed handle
-// and call again with it. A decision is delivered to one Await only.
-type ResumableApprover interface {
-	Approver
+// An Awaiter keeps a request open across calls (Approver.Awaiter). Await
+// asks (or, for a request it already holds, asks again) and waits at most
+// wait (no limit but ctx when wait <= 0); when nobody has decided by then
+// it returns an error wrapping ErrPending and keeps the request open.
+// Clients that cannot wait long then get a "pending" result with a sealed
+// handle and call again with it. A decision is delivered to one Await
+// only.
+type Awaiter interface {
 	Await(ctx context.Context, r ApprovalRequest, wait time.Duration) (ApprovalDecision, error)
 }
 
@@ -87,10 +88,7 @@ func checkChannelTimes(o *Options) error {
 
 // resumable reports whether the channel can answer "pending" and be asked
 // again, which is what the asynchronous path needs.
-func (g *Gate) resumable() bool {
-	_, ok := g.opts.Approver.(ResumableApprover)
-	return ok
-}
+func (g *Gate) resumable() bool { return g.awaiter != nil }
 
 // askChannel sends the plan to the out-of-band approver and waits.
 func (g *Gate) askChannel(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *Refusal) {
@@ -127,7 +125,7 @@ func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
 	return ApprovalRequest{
 		ID: gr.Nonce, Tool: k.t.Name, Summary: view.Summary, Details: view.Details,
 		Targets: k.plan.Targets, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
-		ArgsDigest: k.digest, Principal: k.c.Principal,
+		ArgsDigest: k.c.ArgsDigest, Principal: k.c.Principal,
 		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
 		Grants:       g.channelOffers(k),
 		MinAssurance: k.t.minAssur,
@@ -176,13 +174,12 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 	var dec ApprovalDecision
 	err := safely(func() error {
 		var err error
-		ra, ok := g.opts.Approver.(ResumableApprover)
-		switch {
-		case ok && progressToken(k.req) == nil && !k.t.OwnsTokenField:
+		switch ra := g.awaiter; {
+		case ra != nil && progressToken(k.req) == nil && !k.t.OwnsTokenField:
 			// (A tool whose approval_token is its own argument cannot be
 			// called back with a handle: it waits the whole time.)
 			dec, err = ra.Await(cctx, req, g.opts.ChannelWait)
-		case ok:
+		case ra != nil:
 			dec, err = ra.Await(cctx, req, 0)
 		default:
 			dec, err = g.opts.Approver.Approve(cctx, req)
@@ -264,8 +261,8 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 // withdraw tells the approver, if it can be told, that nobody will pick
 // req up. It runs on a context that outlives the caller, bounded.
 func (g *Gate) withdraw(ctx context.Context, req ApprovalRequest, reason string) bool {
-	w, ok := g.opts.Approver.(Withdrawer)
-	if !ok {
+	w := g.withdrawer
+	if w == nil {
 		return false
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)

@@ -27,6 +27,8 @@ func (f resumableFunc) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wai
 	return f.await(ctx, r, wait)
 }
 
+func (f resumableFunc) Awaiter() mcpsafe.Awaiter { return f }
+
 // decided is a resumable approver that says "pending" until the test
 // decides, and counts how often it was asked.
 type decided struct {

@@ -61,13 +61,6 @@ func TestAnswerActionExact(t *testing.T) {
 	}
 }
 
-// approveFn adapts a function to mcpsafe.Approver.
-type approveFn func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error)
-
-func (f approveFn) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-	return f(ctx, r)
-}
-
 // Channel mode: only Approved exactly true with no error runs; a denial, a
 // failure, a timeout, a panic and a false without an error all refuse with
 // distinct codes; MinAssurance channel needs a named approver.
@@ -109,7 +102,7 @@ func TestChannelDecisions(t *testing.T) {
 			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mcpsafe.ModeChannel
 				o.ChannelTimeout = 50 * time.Millisecond
-				o.Approver = approveFn(func(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
 					asked.Add(1)
 					if r.Tool != "delete_note" || r.Audience != "test-server" || r.ID == "" || !r.Irreversible {
 						t.Errorf("approval request %+v", r)
@@ -152,7 +145,7 @@ func TestAutoApproveIgnoredAboveClientAssurance(t *testing.T) {
 	for _, min := range []mcpsafe.Assurance{mcpsafe.AssuranceChannel, 0} {
 		e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 			o.Mode = mcpsafe.ModeChannel
-			o.Approver = approveFn(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+			o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
 				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
 			})
 			(*tools)[0].MinAssurance = min
@@ -433,7 +426,7 @@ func TestTokenRefusedOutsideTokenModes(t *testing.T) {
 	for _, mode := range []mcpsafe.Mode{mcpsafe.ModeElicit, mcpsafe.ModeChannel} {
 		e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
 			o.Mode = mode
-			o.Approver = approveFn(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+			o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
 				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
 			})
 		})

@@ -18,8 +18,21 @@ import (
 // Register adds t to server behind the gate. The gate owns the AddTool call:
 // it sets the annotations, adds approval_token to the input schema, and
 // wraps the handler so that Execute runs only after approval.
+//
+// Register (the function) is the typed form: arguments decoded into a
+// struct, the input schema inferred from it, a typed resolved state.
 func (g *Gate) Register(server *mcp.Server, t Tool) error {
-	gt, sdkTool, err := g.prepare(t)
+	switch {
+	case t.Preview == nil:
+		return fmt.Errorf("mcpsafe: tool %q has no Preview", t.Name)
+	case t.Execute == nil:
+		return fmt.Errorf("mcpsafe: tool %q has no Execute", t.Name)
+	}
+	return g.register(server, t, untypedSteps(t))
+}
+
+func (g *Gate) register(server *mcp.Server, t Tool, s steps) error {
+	gt, sdkTool, err := g.prepare(t, s)
 	if err != nil {
 		return err
 	}
@@ -77,14 +90,9 @@ func (g *Gate) CheckOptIns() error {
 	return nil
 }
 
-func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
-	switch {
-	case t.Name == "":
+func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
+	if t.Name == "" {
 		return nil, nil, errors.New("mcpsafe: Tool.Name is empty")
-	case t.Preview == nil:
-		return nil, nil, fmt.Errorf("mcpsafe: tool %q has no Preview", t.Name)
-	case t.Execute == nil:
-		return nil, nil, fmt.Errorf("mcpsafe: tool %q has no Execute", t.Name)
 	}
 	mode := t.Mode
 	if mode == "" {
@@ -111,17 +119,20 @@ func (g *Gate) prepare(t Tool) (*gatedTool, *mcp.Tool, error) {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: %w", t.Name, err)
 	}
 	raw, _ := json.Marshal(schemaMap)
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(raw, &schema); err != nil {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
 	}
-	resolved, err := s.Resolve(nil)
+	resolved, err := schema.Resolve(nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
 	}
-	gt := &gatedTool{Tool: t, mode: mode, schema: resolved, minAssur: minA}
+	// The Tool's own functions are the steps' to call: nothing reaches
+	// them but through the steps.
+	t.Resolve, t.Preview, t.Execute = nil, nil, nil
+	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, minAssur: minA}
 	if g.opts.TracerProvider != nil {
-		gt.Execute = tracedExecute(g.tracer, gt.Execute)
+		gt.execute = tracedExecute(g.tracer, gt.execute)
 	}
 	for i := range g.opts.AllowTokenFor {
 		if g.opts.AllowTokenFor[i].Tool == t.Name {

@@ -108,14 +108,11 @@ func (tj tracedJournal) Append(ctx context.Context, r journal.Record) error {
 
 // tracedExecute gives a tool's Execute an "execute" step span; the tool
 // (a proxy relaying upstream) sees it in ctx.
-func tracedExecute(t trace.Tracer, exec func(context.Context, Call, Approval) (*mcp.CallToolResult, error)) func(context.Context, Call, Approval) (*mcp.CallToolResult, error) {
-	if exec == nil {
-		return nil
-	}
-	return func(ctx context.Context, c Call, a Approval) (*mcp.CallToolResult, error) {
+func tracedExecute(t trace.Tracer, exec func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error)) func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error) {
 		ctx, span := t.Start(ctx, "mcpsafe.execute")
 		defer span.End()
-		res, err := exec(ctx, c, a)
+		res, err := exec(ctx, c, in, st, a)
 		if err != nil || res != nil && res.IsError {
 			span.SetStatus(codes.Error, "the tool failed")
 		}

@@ -92,12 +92,12 @@ func (g *Gate) offers(k *call, assurance Assurance) ([]GrantOffer, error) {
 	if assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {
 		return nil, nil
 	}
-	scopes := []GrantScope{{Words: "exactly these arguments", CEL: fmt.Sprintf("args_digest == %q", k.digest)}}
+	scopes := []GrantScope{{Words: "exactly these arguments", CEL: fmt.Sprintf("args_digest == %q", k.c.ArgsDigest)}}
 	if t.Grants.Scopes != nil {
 		var more []GrantScope
 		err := safely(func() error {
 			var err error
-			more, err = t.Grants.Scopes(k.c, k.resolved)
+			more, err = t.Grants.Scopes(k.c, k.st.resolved)
 			return err
 		})
 		if err != nil {
@@ -162,15 +162,15 @@ func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *A
 	// The offers derive from the resolved state: recomputed on another
 	// state they could differ from what the approver saw. The human may
 	// have taken a while (in-call elicitation, channel), so look again.
-	res, r := g.resolve(ctx, k)
+	st, r := g.resolve(ctx, k)
 	if r != nil {
 		return refusal(ReasonTargetChanged, "what the call points at changed since it was approved (now %s: %s); preview it again", r.Reason, r.Message)
 	}
-	_, target, r := g.preview(ctx, k.t, k.c, res)
+	_, target, r := g.preview(ctx, k, st)
 	if r != nil || target != approvedTarget {
 		return refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
 	}
-	k.resolved = res
+	k.st = st
 	offers, err := g.offers(k, a.Assurance)
 	if err != nil {
 		return refusal(ReasonPreviewFailed, "%v", err)

@@ -68,7 +68,7 @@ func (g *Gate) fits(ctx context.Context, src string, k *call) (bool, error) {
 	if err := json.Unmarshal(k.c.Arguments, &args); err != nil || args == nil {
 		return false, fmt.Errorf("arguments: %v", err)
 	}
-	res := map[string]any(k.resolved)
+	res := map[string]any(k.st.resolved)
 	if res == nil {
 		res = map[string]any{}
 	}
@@ -76,7 +76,7 @@ func (g *Gate) fits(ctx context.Context, src string, k *call) (bool, error) {
 	err = safely(func() error {
 		out, _, err := prg.ContextEval(ctx, map[string]any{
 			"tool": k.t.Name, "principal": k.c.Principal, "args": args,
-			"args_digest": k.digest, "resolved": res,
+			"args_digest": k.c.ArgsDigest, "resolved": res,
 		})
 		v = out
 		return err

@@ -8,15 +8,17 @@
 // policy, expiry), is single use, and anything that travels through the
 // client is sealed with AES-256-GCM and verified before it is parsed.
 //
-//	gate, err := mcpsafe.New(mcpsafe.Options{Audience: "files@host"})
+//	gate, err := mcpsafe.New(mcpsafe.Options{Audience: "files@host", Journal: j})
 //	...
-//	err = gate.Register(server, mcpsafe.Tool{
-//		Name:         "delete_file",
-//		InputSchema:  schema,
-//		Irreversible: true,
-//		Preview:      previewDelete,
-//		Execute:      deleteFile,
+//	err = mcpsafe.Register(gate, server, mcpsafe.ToolFor[deleteArgs, fileState]{
+//		Tool:    mcpsafe.Tool{Name: "delete_file", Irreversible: true},
+//		Resolve: resolveFile, // (ctx, call, deleteArgs) -> fileState, bound into the approval
+//		Preview: previewDelete,
+//		Execute: deleteFile, // gets the fileState resolved again right before it
 //	})
+//
+// Register infers the input schema from the arguments' type, as the SDK's
+// mcp.AddTool does; Gate.Register takes the untyped Tool beneath it.
 //
 // Every failure refuses the call: nothing runs on an error, a timeout, an
 // unknown answer or a missing capability.
@@ -72,13 +74,24 @@ const (
 	AssurancePasskey
 )
 
-// Call is one tools/call as the gate sees it. Arguments never contain
-// approval_token.
+// Call is one tools/call as the gate checked it: every function of a
+// gated tool (rules, Resolve, Preview, Execute) receives it.
 type Call struct {
-	Tool      string
+	Tool string
+	// Arguments are the call's arguments in canonical form (RFC 8785),
+	// read strictly (no duplicate or case-folded keys) and checked against
+	// the input schema. They never contain approval_token, unless the tool
+	// owns that field (Tool.OwnsTokenField).
 	Arguments json.RawMessage
-	Principal string // from the transport's auth info; "stdio" when there is none
-	Session   string
+	// ArgsDigest is the digest of Arguments that approvals bind.
+	ArgsDigest string
+	Principal  string // from the transport's auth info; "stdio" when there is none
+	Session    string
+	// Request is the tools/call as received, for what the arguments do
+	// not carry (its _meta, progress token, session). Read the arguments
+	// from Arguments, never from Request.Params: those bytes were not
+	// canonicalized and may hold approval_token.
+	Request *mcp.CallToolRequest
 }
 
 // Decode unmarshals the call's arguments into v.
@@ -108,7 +121,7 @@ type Approval struct {
 	Decision  string    // a journal decision word, e.g. journal.ClientAccepted
 	By        string    // approver identity or rule name, when known
 	Assurance Assurance // what the approval proves
-	Resolved  Resolved  // the state that was approved (and re-checked)
+	Resolved  Resolved  // the state that was approved (and re-checked); nil for a ToolFor, whose Execute gets its State
 	Plan      Plan      // as shown to the approver: secret values redacted
 	CallID    string
 	Grant     string // the standing grant the call ran under, if any
@@ -125,7 +138,9 @@ type Rule struct {
 	Match func(ctx context.Context, c Call, r Resolved) (bool, error)
 }
 
-// Tool is a gated tool: a dangerous operation split into Preview and Execute.
+// Tool is a gated tool: a dangerous operation split into Preview and
+// Execute, with untyped arguments (Call.Arguments) and state (Resolved).
+// ToolFor is the typed form, which holds a Tool for everything else.
 type Tool struct {
 	Name        string
 	Title       string
@@ -141,8 +156,7 @@ type Tool struct {
 	// tool: it is approved by elicitation or the channel, or refused.
 	OwnsTokenField bool
 	// OutputSchema is advertised only in ModeElicit, and in ModeChannel
-	// when the Approver cannot answer "pending" (is not a
-	// ResumableApprover). Otherwise the first call can answer with an
+	// when the Approver cannot answer "pending" (has no Awaiter). Otherwise the first call can answer with an
 	// approval_required or approval_pending result, which is not an error
 	// and does not follow the tool's schema, and clients that validate
 	// structured output would reject it.
@@ -164,7 +178,11 @@ type Tool struct {
 	Resolve func(ctx context.Context, c Call) (Resolved, error)
 	// Preview describes the call. It must change nothing.
 	Preview func(ctx context.Context, c Call, r Resolved) (Plan, error)
-	// Execute runs the approved call.
+	// Execute runs the approved call. An error is the tool's failure,
+	// reported in an error result, except a *Refusal (reported as that
+	// refusal) and a *jsonrpc.Error (the JSON-RPC error the client gets,
+	// as it is: a proxy relays its upstream's this way). The journal
+	// records the call as failed either way.
 	Execute func(ctx context.Context, c Call, a Approval) (*mcp.CallToolResult, error)
 
 	// Deny rules refuse a call that matches (policy_denied), before any
@@ -238,8 +256,20 @@ type ApprovalDecision struct {
 }
 
 // Approver asks a human somewhere else. Any error means not approved.
+//
+// What else an approver can do is part of its type, never found by a type
+// assertion that a wrapper (metrics, tracing, a test double) would
+// silently defeat: Awaiter and Withdrawer return nil when the approver
+// cannot. A wrapper that embeds the Approver it wraps forwards both; one
+// that does not must decide. The gate asks once, in New.
 type Approver interface {
 	Approve(ctx context.Context, r ApprovalRequest) (ApprovalDecision, error)
+	// Awaiter returns the approver's way of keeping a request open
+	// across calls, or nil when it has none.
+	Awaiter() Awaiter
+	// Withdrawer returns the approver's way of taking a request back, or
+	// nil when it has none.
+	Withdrawer() Withdrawer
 }
 
 // Ledger records issued grants and redeems each at most once.

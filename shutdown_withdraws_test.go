@@ -164,6 +164,8 @@ type withdrawingApprover struct {
 	*withdrawals
 }
 
+func (a withdrawingApprover) Withdrawer() mcpsafe.Withdrawer { return a.withdrawals }
+
 // A channel call waiting for a human, and one parked with an
 // approval_pending handle: shutdown withdraws both at the channel with
 // shutting_down, and an approval given afterwards runs neither.

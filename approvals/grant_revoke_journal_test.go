@@ -18,6 +18,9 @@ func (f approverFn) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcp
 	return f(ctx, r)
 }
 
+func (approverFn) Awaiter() mcpsafe.Awaiter       { return nil }
+func (approverFn) Withdrawer() mcpsafe.Withdrawer { return nil }
+
 type endJournal struct {
 	mu   sync.Mutex
 	recs []journal.Record

@@ -143,10 +143,13 @@ type Webhook struct {
 	refused   map[string]bool
 }
 
-var (
-	_ mcpsafe.ResumableApprover = (*Webhook)(nil)
-	_ mcpsafe.Withdrawer        = (*Webhook)(nil)
-)
+var _ mcpsafe.Approver = (*Webhook)(nil)
+
+// Awaiter returns w: a webhook keeps a request open across calls (Await).
+func (w *Webhook) Awaiter() mcpsafe.Awaiter { return w }
+
+// Withdrawer returns w: a webhook can take a request back (Withdraw).
+func (w *Webhook) Withdrawer() mcpsafe.Withdrawer { return w }
 
 // WebhookOption configures a Webhook.
 type WebhookOption func(*Webhook) error

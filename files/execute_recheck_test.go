@@ -30,7 +30,8 @@ func TestExecuteRemovesOnlyTheApprovedFile(t *testing.T) {
 	tl := &tools{fs: fsys}
 	del := tl.deleteTool()
 	call := mcpsafe.Call{Tool: DeleteFile, Arguments: []byte(`{"path":"cache.txt"}`), Principal: "stdio"}
-	resolved, err := del.Resolve(context.Background(), call)
+	args := pathArgs{Path: "cache.txt"}
+	resolved, err := del.Resolve(context.Background(), call, args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestExecuteRemovesOnlyTheApprovedFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("the user's new work"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = del.Execute(context.Background(), call, mcpsafe.Approval{Resolved: resolved})
+	_, err = del.Execute(context.Background(), call, args, resolved, mcpsafe.Approval{})
 	var r *mcpsafe.Refusal
 	if !asRefusal(err, &r) || r.Reason != mcpsafe.ReasonTargetChanged {
 		t.Fatalf("Execute after a swap: %v, want a %s refusal", err, mcpsafe.ReasonTargetChanged)
@@ -50,10 +51,10 @@ func TestExecuteRemovesOnlyTheApprovedFile(t *testing.T) {
 		t.Fatalf("the swapped-in file was touched: %q, %v", b, err)
 	}
 	// Control: re-resolved, the same file is removed.
-	if resolved, err = del.Resolve(context.Background(), call); err != nil {
+	if resolved, err = del.Resolve(context.Background(), call, args); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := del.Execute(context.Background(), call, mcpsafe.Approval{Resolved: resolved}); err != nil {
+	if _, err := del.Execute(context.Background(), call, args, resolved, mcpsafe.Approval{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(path); !os.IsNotExist(err) {
@@ -103,12 +104,13 @@ func TestExecuteMovesOnlyTheApprovedFile(t *testing.T) {
 			defer fsys.Close()
 			mv := (&tools{fs: fsys}).moveTool()
 			call := mcpsafe.Call{Tool: MoveFile, Arguments: []byte(`{"source":"a.txt","destination":"b.txt"}`), Principal: "stdio"}
-			resolved, err := mv.Resolve(context.Background(), call)
+			args := moveArgs{Source: "a.txt", Destination: "b.txt"}
+			resolved, err := mv.Resolve(context.Background(), call, args)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tc.change(t, src, dst)
-			_, err = mv.Execute(context.Background(), call, mcpsafe.Approval{Resolved: resolved})
+			_, err = mv.Execute(context.Background(), call, args, resolved, mcpsafe.Approval{})
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatal(err)

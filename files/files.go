@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/mcpsafe/mcpsafe/safefs"
@@ -62,10 +63,14 @@ func register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS, grants Gr
 	rand.Read(t.printKey[:]) // never fails (crypto/rand crashes the program instead)
 	del, move := t.deleteTool(), t.moveTool()
 	del.Grants, move.Grants = grants.policy(DeleteFile), grants.policy(MoveFile)
-	if err := gate.Register(server, del); err != nil {
+	if err := mcpsafe.Register(gate, server, del); err != nil {
 		return err
 	}
-	if err := gate.Register(server, move); err != nil {
+	if err := mcpsafe.Register(gate, server, move); err != nil {
+		return err
+	}
+	pathSchema, err := jsonschema.For[pathArgs](nil)
+	if err != nil {
 		return err
 	}
 	// Reading twice changes nothing: idempotent too (the SDK would send
@@ -100,25 +105,6 @@ type pathArgs struct {
 type moveArgs struct {
 	Source      string `json:"source" jsonschema:"the file to move"`
 	Destination string `json:"destination" jsonschema:"the new path; it must not exist yet"`
-}
-
-var pathSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"path": map[string]any{"type": "string", "description": "the file's path: absolute inside a root, or relative to the first root"},
-	},
-	"required":             []string{"path"},
-	"additionalProperties": false,
-}
-
-var moveSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"source":      map[string]any{"type": "string", "description": "the file to move"},
-		"destination": map[string]any{"type": "string", "description": "the new path; it must not exist yet"},
-	},
-	"required":             []string{"source", "destination"},
-	"additionalProperties": false,
 }
 
 // refusal maps a safefs error to a reason code. A symlink is reported as
@@ -166,25 +152,16 @@ func (t *tools) leadsOut(path string) bool {
 	return !t.fs.Covers(real)
 }
 
-// fileState is the state the approval binds for one file.
-func fileState(i safefs.Info) mcpsafe.Resolved {
-	return mcpsafe.Resolved{
-		"path":        i.Path,
-		"device":      i.Dev,
-		"inode":       i.Ino,
-		"mode":        i.Mode.String(),
-		"size":        i.Size,
-		"mtime_ns":    i.ModTime.UnixNano(),
-		"ctime_ns":    i.ChangeTime.UnixNano(),
-		"nlink":       i.Nlink,
-		"sha256":      i.SHA256,
-		"hash_scheme": i.HashScheme,
-	}
+// fileState is what a delete_file or move_file approval binds (as its
+// JSON): the file as resolved, with its identity and state (device,
+// inode, type, size, times, link count, content digest), and for a move
+// the checked destination. Grant scopes anchor on "path" and
+// "destination" (see Grants).
+type fileState struct {
+	Path        string      `json:"path"` // File.Path
+	File        safefs.Info `json:"file"`
+	Destination string      `json:"destination,omitempty"`
 }
-
-// infoKey carries the safefs.Info in Resolved for Execute; its JSON form is
-// part of the approved digest like every other field.
-const infoKey = "file"
 
 func (t *tools) inspect(path string) (safefs.Info, error) {
 	info, err := t.fs.Inspect(path)
@@ -230,36 +207,31 @@ func targetState(i safefs.Info) string {
 	return fmt.Sprintf("regular file, %d bytes, modified %s", i.Size, i.ModTime.UTC().Format(time.RFC3339Nano))
 }
 
-func (t *tools) deleteTool() mcpsafe.Tool {
-	return mcpsafe.Tool{
-		Name:         DeleteFile,
-		Title:        "Delete a file",
-		Description:  "Delete one regular file inside the allowed roots, after the user approves the exact file and its current content.",
-		InputSchema:  pathSchema,
-		Irreversible: true,
-		Resolve: func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
-			var a pathArgs
-			if err := c.Decode(&a); err != nil {
-				return nil, err
-			}
+func (t *tools) deleteTool() mcpsafe.ToolFor[pathArgs, fileState] {
+	return mcpsafe.ToolFor[pathArgs, fileState]{
+		Tool: mcpsafe.Tool{
+			Name:         DeleteFile,
+			Title:        "Delete a file",
+			Description:  "Delete one regular file inside the allowed roots, after the user approves the exact file and its current content.",
+			Irreversible: true,
+		},
+		Resolve: func(ctx context.Context, _ mcpsafe.Call, a pathArgs) (fileState, error) {
 			info, err := t.inspect(a.Path)
 			if err != nil {
-				return nil, err
+				return fileState{}, err
 			}
-			r := fileState(info)
-			r[infoKey] = info
-			return r, nil
+			return fileState{Path: info.Path, File: info}, nil
 		},
-		Preview: func(ctx context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
-			info := r[infoKey].(safefs.Info)
+		Preview: func(ctx context.Context, _ mcpsafe.Call, _ pathArgs, s fileState) (mcpsafe.Plan, error) {
+			info := s.File
 			return mcpsafe.Plan{
 				Summary: fmt.Sprintf("Delete %s (%d bytes, content fingerprint %s)", prompt.Quote(info.Rel), info.Size, t.fingerprint(info)),
 				Details: t.describe(info),
 				Targets: []mcpsafe.Target{{Name: info.Path, State: targetState(info)}},
 			}, nil
 		},
-		Execute: func(ctx context.Context, c mcpsafe.Call, a mcpsafe.Approval) (*mcp.CallToolResult, error) {
-			info := a.Resolved[infoKey].(safefs.Info)
+		Execute: func(ctx context.Context, _ mcpsafe.Call, _ pathArgs, s fileState, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			info := s.File
 			if err := t.fs.Remove(info.Path, info); err != nil {
 				return nil, t.refusal(info.Path, err)
 			}
@@ -268,33 +240,26 @@ func (t *tools) deleteTool() mcpsafe.Tool {
 	}
 }
 
-func (t *tools) moveTool() mcpsafe.Tool {
-	return mcpsafe.Tool{
-		Name:        MoveFile,
-		Title:       "Move a file",
-		Description: "Move or rename one regular file inside the allowed roots, after the user approves. Never overwrites an existing destination.",
-		InputSchema: moveSchema,
-		Resolve: func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
-			var a moveArgs
-			if err := c.Decode(&a); err != nil {
-				return nil, err
-			}
+func (t *tools) moveTool() mcpsafe.ToolFor[moveArgs, fileState] {
+	return mcpsafe.ToolFor[moveArgs, fileState]{
+		Tool: mcpsafe.Tool{
+			Name:        MoveFile,
+			Title:       "Move a file",
+			Description: "Move or rename one regular file inside the allowed roots, after the user approves. Never overwrites an existing destination.",
+		},
+		Resolve: func(ctx context.Context, _ mcpsafe.Call, a moveArgs) (fileState, error) {
 			info, err := t.inspect(a.Source)
 			if err != nil {
-				return nil, err
+				return fileState{}, err
 			}
 			dst, err := t.fs.CheckDestination(a.Destination)
 			if err != nil {
-				return nil, t.refusal(a.Destination, err)
+				return fileState{}, t.refusal(a.Destination, err)
 			}
-			r := fileState(info)
-			r[infoKey] = info
-			r["destination"] = dst
-			return r, nil
+			return fileState{Path: info.Path, File: info, Destination: dst}, nil
 		},
-		Preview: func(ctx context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
-			info := r[infoKey].(safefs.Info)
-			dst := r["destination"].(string)
+		Preview: func(ctx context.Context, _ mcpsafe.Call, _ moveArgs, s fileState) (mcpsafe.Plan, error) {
+			info, dst := s.File, s.Destination
 			return mcpsafe.Plan{
 				Summary: fmt.Sprintf("Move %s to %s", prompt.Quote(info.Path), prompt.Quote(dst)),
 				Details: t.describe(info),
@@ -304,9 +269,8 @@ func (t *tools) moveTool() mcpsafe.Tool {
 				},
 			}, nil
 		},
-		Execute: func(ctx context.Context, c mcpsafe.Call, a mcpsafe.Approval) (*mcp.CallToolResult, error) {
-			info := a.Resolved[infoKey].(safefs.Info)
-			dst := a.Resolved["destination"].(string)
+		Execute: func(ctx context.Context, _ mcpsafe.Call, _ moveArgs, s fileState, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			info, dst := s.File, s.Destination
 			if err := t.fs.Move(info.Path, dst, info); err != nil {
 				if errors.Is(err, safefs.ErrExists) && !errors.Is(err, safefs.ErrChanged) {
 					return nil, t.refusal(dst, err)

@@ -141,6 +141,35 @@ func TestDeleteRefusals(t *testing.T) {
 	}
 }
 
+// Arguments that do not fit the tool's types are refused before anything
+// resolves them, rather than acted on as zero values (an empty path would
+// name the root); the same calls spelt right run.
+func TestUndecodableArgumentsRefused(t *testing.T) {
+	f := newFixture(t, "accept")
+	for _, tc := range []struct {
+		tool    string
+		bad, ok map[string]any
+	}{
+		{files.DeleteFile, map[string]any{"path": 5}, map[string]any{"path": "cache.txt"}},
+		{files.MoveFile, map[string]any{"source": []string{"thesis.txt"}, "destination": "moved.txt"}, map[string]any{"source": "thesis.txt", "destination": "moved.txt"}},
+	} {
+		res, m := f.call(t, tc.tool, tc.bad)
+		if !res.IsError || m["reason"] != mcpsafe.ReasonArgumentsInvalid {
+			t.Errorf("%s %v: want %s, got %v %s", tc.tool, tc.bad, mcpsafe.ReasonArgumentsInvalid, m, resultText(res))
+		}
+		if f.asked.Load() != 0 {
+			t.Fatalf("%s %v reached the human", tc.tool, tc.bad)
+		}
+		if res, _ := f.call(t, tc.tool, tc.ok); res.IsError {
+			t.Errorf("control %s %v: %s", tc.tool, tc.ok, resultText(res))
+		}
+		f.asked.Store(0)
+	}
+	if f.exists("cache.txt") || f.exists("thesis.txt") || !f.exists("moved.txt") {
+		t.Fatal("the controls did not run")
+	}
+}
+
 func TestDeleteApprovedAndDeclined(t *testing.T) {
 	f := newFixture(t, "decline")
 	res, m := f.call(t, files.DeleteFile, map[string]any{"path": "cache.txt"})

@@ -174,16 +174,19 @@ func result(err error) string {
 	return "ok"
 }
 
-// Journal wraps j so that every append is timed and sets the journal's
-// health. A capped refusal is not a failure of the journal.
-func (m *Metrics) Journal(j mcpsafe.Journal) mcpsafe.Journal {
+// Journal wraps j so that every append is timed and sets the health of
+// the journal, its checkpoints and its witness deliveries. A capped
+// refusal is not a failure of the journal. It takes the file journal
+// itself, whose health it reads: what it reports is never lost behind
+// another wrapper.
+func (m *Metrics) Journal(j *journal.Journal) mcpsafe.Journal {
 	m.Up("journal", nil)
 	return &timedJournal{m: m, j: j}
 }
 
 type timedJournal struct {
 	m *Metrics
-	j mcpsafe.Journal
+	j *journal.Journal
 }
 
 func (t *timedJournal) Append(ctx context.Context, r journal.Record) error {
@@ -195,12 +198,8 @@ func (t *timedJournal) Append(ctx context.Context, r journal.Record) error {
 	}
 	t.m.journal.WithLabelValues(result(err)).Observe(time.Since(start).Seconds())
 	t.m.Up("journal", err)
-	if h, ok := t.j.(interface{ CheckpointHealth() error }); ok {
-		t.m.Up("checkpoints", h.CheckpointHealth())
-	}
-	if h, ok := t.j.(interface{ WitnessHealth() error }); ok {
-		t.m.Up("witness", h.WitnessHealth())
-	}
+	t.m.Up("checkpoints", t.j.CheckpointHealth())
+	t.m.Up("witness", t.j.WitnessHealth())
 	return err
 }
 

@@ -239,8 +239,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "if hit, err := matchRule(ctx, rule, k.c, k.resolved); err == nil && hit {",
-				New:  "if hit, err := matchRule(ctx, rule, k.c, k.resolved); err != nil || hit {",
+				Old:  "if hit, err := matchRule(ctx, rule, k.c, k.st.resolved); err == nil && hit {",
+				New:  "if hit, err := matchRule(ctx, rule, k.c, k.st.resolved); err != nil || hit {",
 			},
 		},
 	},
@@ -251,13 +251,13 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "\tfor _, rule := range k.t.Deny {\n\t\thit, err := matchRule(ctx, rule, k.c, k.resolved)\n\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed, so the call is denied: %v\", rule.Name, err)\n\t\t}",
-				New:  "\tfor _, rule := range k.t.Deny {\n\t\tif !carriesApproval(k) {\n\t\t\tbreak\n\t\t}\n\t\thit, err := matchRule(ctx, rule, k.c, k.resolved)\n\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed, so the call is denied: %v\", rule.Name, err)\n\t\t}",
+				Old:  "\tfor _, rule := range k.t.Deny {\n\t\thit, err := matchRule(ctx, rule, k.c, k.st.resolved)\n\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed, so the call is denied: %v\", rule.Name, err)\n\t\t}",
+				New:  "\tfor _, rule := range k.t.Deny {\n\t\tif !carriesApproval(k) {\n\t\t\tbreak\n\t\t}\n\t\thit, err := matchRule(ctx, rule, k.c, k.st.resolved)\n\t\tif err != nil {\n\t\t\treturn refusal(ReasonPolicyDenied, \"deny rule %q failed, so the call is denied: %v\", rule.Name, err)\n\t\t}",
 			},
 			{
 				File: "gate_call_check.go",
-				Old:  "func (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {",
-				New:  "func carriesApproval(k *call) bool {\n\treturn k.token != nil || k.req.Params.RequestState != \"\" || len(k.req.Params.InputResponses) > 0\n}\n\nfunc (g *Gate) resolve(ctx context.Context, k *call) (Resolved, *Refusal) {",
+				Old:  "func (g *Gate) resolve(ctx context.Context, k *call) (state, *Refusal) {",
+				New:  "func carriesApproval(k *call) bool {\n\treturn k.token != nil || k.req.Params.RequestState != \"\" || len(k.req.Params.InputResponses) > 0\n}\n\nfunc (g *Gate) resolve(ctx context.Context, k *call) (state, *Refusal) {",
 			},
 		},
 	},
@@ -292,8 +292,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approval_token.go",
-				Old:  "case gr.Args != k.digest:",
-				New:  "case false && gr.Args != k.digest:",
+				Old:  "case gr.Args != k.c.ArgsDigest:",
+				New:  "case false && gr.Args != k.c.ArgsDigest:",
 			},
 		},
 	},
@@ -304,8 +304,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "if k.digest, err = canon.Digest(canonical); err != nil {",
-				New:  "if k.digest, err = noncanonicalDigest(rest); err != nil {",
+				Old:  "if k.c.ArgsDigest, err = canon.Digest(canonical); err != nil {",
+				New:  "if k.c.ArgsDigest, err = noncanonicalDigest(rest); err != nil {",
 			},
 			{
 				File: "gate_call_check.go",
@@ -415,8 +415,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "if len(res) == 0 {\n\t\treturn nil, refusal(ReasonResolverFailed",
-				New:  "if len(res) == 0 && false {\n\t\treturn nil, refusal(ReasonResolverFailed",
+				Old:  "if empty(res) {\n\t\treturn state{}, refusal(ReasonResolverFailed",
+				New:  "if empty(res) && false {\n\t\treturn state{}, refusal(ReasonResolverFailed",
 			},
 		},
 	},
@@ -538,8 +538,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call.go",
-				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ectx, k.c, a)\n\t\treturn err\n\t})\n",
-				New:  "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.Execute(ectx, k.c, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n",
+				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(ectx, k.c, k.in, st.v, a)\n\t\treturn err\n\t})\n",
+				New:  "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(ectx, k.c, k.in, st.v, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n",
 			},
 		},
 	},
@@ -612,7 +612,7 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "return redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields)), hex.EncodeToString(sum[:]), nil",
+				Old:  "return redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields)), hex.EncodeToString(sum[:]), nil",
 				New:  "return plan, hex.EncodeToString(sum[:]), nil",
 			},
 			{
@@ -734,8 +734,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "grant_offer.go",
-				Old:  "\tif r != nil || target != approvedTarget {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res",
-				New:  "\tif r != nil || target == \"\" && approvedTarget == \"x\" {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.resolved = res",
+				Old:  "\tif r != nil || target != approvedTarget {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.st = st",
+				New:  "\tif r != nil || target == \"\" && approvedTarget == \"x\" {\n\t\treturn refusal(ReasonTargetChanged, \"what the call points at changed since it was approved; preview it again\")\n\t}\n\tk.st = st",
 			},
 		},
 	},

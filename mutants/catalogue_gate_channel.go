@@ -150,8 +150,8 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "case ok && progressToken(k.req) == nil && !k.t.OwnsTokenField:",
-				New:  "case ok && progressToken(k.req) == nil:",
+				Old:  "case ra != nil && progressToken(k.req) == nil && !k.t.OwnsTokenField:",
+				New:  "case ra != nil && progressToken(k.req) == nil:",
 			},
 		},
 	},

@@ -126,12 +126,16 @@ func (c *continuations) open(ctx context.Context, state, tool, digest, principal
 	return k.State, nil
 }
 
-// callDigest is the gate's view of a call's arguments: canonical, without
-// approval_token.
-func callDigest(args json.RawMessage) (canonical json.RawMessage, digest string, err error) {
-	rest, _, err := canon.SplitMember(args, "approval_token")
+// callDigest is the gate's view of a call's arguments (Call.Arguments and
+// Call.ArgsDigest): canonical, without approval_token unless the tool owns
+// that field.
+func callDigest(args json.RawMessage, ownsToken bool) (canonical json.RawMessage, digest string, err error) {
+	rest, _, err := canon.SplitMember(args, mcpsafe.TokenField)
 	if err != nil {
 		return nil, "", err
+	}
+	if ownsToken {
+		rest = args
 	}
 	if canonical, err = canon.Canonical(rest); err != nil {
 		return nil, "", err
@@ -159,7 +163,7 @@ func (s *Server) principal(req *mcp.CallToolRequest) string {
 func (s *Server) continueCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	// A bad continuation is a protocol error, as a server's own tampered
 	// or stale request state is.
-	args, digest, err := callDigest(req.Params.Arguments)
+	args, digest, err := callDigest(req.Params.Arguments, s.ownsToken(s.up(req.Params.Name)))
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Refused (arguments_invalid): " + err.Error()}
 	}
@@ -172,14 +176,14 @@ func (s *Server) continueCall(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err != nil {
 		return nil, protocolError(err)
 	}
-	return s.afterGated(ctx, req, params, digest, res)
+	return s.afterGated(ctx, req, params, digest, s.principal(req), res)
 }
 
 // afterGated handles an upstream's input request in a gated call, which
 // has already been approved and run: clients of the 2025-11-25 generation
 // are asked in-call and the call is retried upstream; newer clients get
 // the input requests with a continuation in place of the upstream's state.
-func (s *Server) afterGated(ctx context.Context, down *mcp.CallToolRequest, params *mcp.CallToolParams, digest string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+func (s *Server) afterGated(ctx context.Context, down *mcp.CallToolRequest, params *mcp.CallToolParams, digest, principal string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	for round := 0; res != nil && res.NeedsInput(); round++ {
 		if err := checkAsks(s.pol().UpstreamRequests, res.InputRequests); err != nil {
 			return nil, err
@@ -188,7 +192,7 @@ func (s *Server) afterGated(ctx context.Context, down *mcp.CallToolRequest, para
 			return nil, errors.New("mcpsafe proxy: the upstream asked for input, and there is no client to ask")
 		}
 		if down.ProtocolVersion() >= modernProtocol {
-			sealed, err := s.cont.seal(ctx, params.Name, digest, s.principal(down), res.RequestState)
+			sealed, err := s.cont.seal(ctx, params.Name, digest, principal, res.RequestState)
 			if err != nil {
 				return nil, fmt.Errorf("mcpsafe proxy: %w", err)
 			}

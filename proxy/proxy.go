@@ -105,6 +105,9 @@ type registered struct {
 	// (trust_upstream_gate). It passes through, but never by the fast lane
 	// and never as a resolver: it is no read-only tool.
 	selfGated bool
+	// ownsToken: approval_token is the upstream tool's own argument
+	// (mcpsafe.Tool.OwnsTokenField).
+	ownsToken bool
 }
 
 // progressGrace is how long progress from upstream is still relayed after
@@ -476,7 +479,8 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 			return fmt.Errorf("proxy: tool %q: %w", name, err)
 		}
 		gated := s.sticky.gate(name, s.gated(t))
-		want[name] = registered{gated: gated, selfGated: !gated && !readOnly(t), def: string(def), pol: s.pol().Tools[name]}
+		owns := schemaHasProperty(t.InputSchema, mcpsafe.TokenField)
+		want[name] = registered{gated: gated, selfGated: !gated && !readOnly(t), ownsToken: owns, def: string(def), pol: s.pol().Tools[name]}
 	}
 	var drop []string
 	for name, r := range s.registered {
@@ -585,6 +589,14 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 	return nil
 }
 
+// ownsToken reports whether approval_token is the upstream tool name's own
+// argument, which the gate then keeps in the call's arguments.
+func (s *Server) ownsToken(name string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.registered[name].ownsToken
+}
+
 // passesThrough reports whether name is currently an ungated, read-only
 // upstream tool.
 func (s *Server) passesThrough(name string) bool {
@@ -631,16 +643,6 @@ func (s *Server) syncLoop() {
 	}
 }
 
-type callKey struct{}
-
-// downstreamCall is what the middleware hands a tools/call's handlers: the
-// request, and room for an upstream protocol error, which the gate would
-// otherwise turn into a tool error result.
-type downstreamCall struct {
-	req      *mcp.CallToolRequest
-	protoErr error
-}
-
 // protocolError returns the upstream's JSON-RPC error itself when err
 // carries one, so that the client gets its code, message and data.
 func protocolError(err error) error {
@@ -669,12 +671,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r.Params != nil && isContinuation(r.Params.RequestState) {
 				return s.continueCall(ctx, r)
 			}
-			dc := &downstreamCall{req: r}
-			res, err := next(context.WithValue(ctx, callKey{}, dc), method, req)
-			if dc.protoErr != nil {
-				return nil, dc.protoErr
-			}
-			return res, err
+			return next(ctx, method, req)
 		}
 		switch req.(type) {
 		case *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest, *mcp.ReadResourceRequest,
@@ -798,25 +795,22 @@ func (s *Server) forward(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 // gate bound into the approval (canonical, without approval_token). The
 // client's request state is the gate's and stays here.
 func (s *Server) execute(ctx context.Context, c mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
-	dc, _ := ctx.Value(callKey{}).(*downstreamCall)
-	var req *mcp.CallToolRequest
-	if dc != nil {
-		req = dc.req
-	}
 	params := &mcp.CallToolParams{Name: s.up(c.Tool), Arguments: c.Arguments}
-	res, err := s.callUpstream(ctx, params, req)
+	res, err := s.callUpstream(ctx, params, c.Request)
+	if err != nil {
+		// The gate relays an upstream JSON-RPC error as it is; the
+		// journal records the failure.
+		return nil, err
+	}
+	res, err = s.afterGated(ctx, c.Request, params, c.ArgsDigest, c.Principal, res)
 	var jerr *jsonrpc.Error
-	if dc != nil && errors.As(err, &jerr) {
-		dc.protoErr = jerr // relayed as is; the journal records the failure
+	if errors.As(err, &jerr) {
+		// Only the upstream's first answer is relayed as a protocol
+		// error: what fails after it (asking the client, a retry) is the
+		// tool's failure, reported as one.
+		err = errors.New(err.Error())
 	}
-	if err != nil {
-		return nil, err
-	}
-	_, digest, err := callDigest(c.Arguments)
-	if err != nil {
-		return nil, err
-	}
-	return s.afterGated(ctx, req, params, digest, res)
+	return res, err
 }
 
 // callUpstream calls upstream once; it never retries, since a call that

@@ -310,6 +310,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
 		}
 	}
+	var fileJournal *journal.Journal // nil with --no-journal
 	if cfg.NoJournal {
 		opts.Journal = mcpsafe.NoJournal
 	} else {
@@ -334,7 +335,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			return nil, err
 		}
 		g.closers = append(g.closers, j.Close)
-		opts.Journal = j
+		opts.Journal, fileJournal = j, j
 		g.JournalPath = path
 	}
 	if cfg.ApproverURL != "" || cfg.ApproverSecretFile != "" || cfg.Mode == mcpsafe.ModeChannel {
@@ -396,8 +397,8 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if opts.Ledger != nil {
 			opts.Ledger = m.Ledger(opts.Ledger)
 		}
-		if opts.Journal != mcpsafe.NoJournal {
-			opts.Journal = m.Journal(opts.Journal)
+		if fileJournal != nil {
+			opts.Journal = m.Journal(fileJournal)
 		}
 		opts.Observer = m
 		addr, stop, err := m.Serve(ctx, cfg.MetricsAddr)
