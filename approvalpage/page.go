@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
 )
 
 // Options configure a Page.
@@ -111,11 +112,10 @@ func Listen(opts Options) (*Page, error) {
 
 // CheckAddr refuses a listen address that is not on loopback.
 func CheckAddr(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("approval page: %q is not HOST:PORT (e.g. 127.0.0.1:0): %w", addr, err)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !loopback.Addr(addr) {
 		return fmt.Errorf("approval page: %q is not a loopback address; the page has no login, so it listens on 127.0.0.1 or ::1 only (for approvers elsewhere, use `mcpsafe approvals serve`)", addr)
 	}
 	return nil
