@@ -45,8 +45,13 @@ type Options struct {
 	// execute), joined to the caller's trace when _meta carries W3C trace
 	// context. Nil: no spans.
 	TracerProvider trace.TracerProvider
-	// Approver is the out-of-band channel for ModeChannel.
+	// Approver is the out-of-band channel: ModeChannel asks only it, and
+	// ModeAuto asks it when no approval page is configured.
 	Approver Approver
+	// Page is the approval page a person opens in a browser (package
+	// approvalpage serves one on the user's machine): ModePage asks only
+	// it, and ModeAuto asks it first. See approval_page.go.
+	Page Page
 	// AllowTokenFor names the irreversible tools that may use one-time
 	// tokens when the client cannot elicit. Exact names only.
 	AllowTokenFor []OptIn
@@ -116,12 +121,11 @@ type Gate struct {
 	pending *pending
 	// standing is the ledger's standing grants, nil when it keeps none.
 	standing ledger.StandingStore
-	// awaiter and withdrawer are the Approver's, nil when it has none.
-	awaiter    Awaiter
-	withdrawer Withdrawer
-	programs   sync.Map // CEL source -> cel.Program
-	grantCache grantCache
-	tracer     trace.Tracer
+	// channel and page are the out-of-band paths, nil when not configured.
+	channel, page *outOfBand
+	programs      sync.Map // CEL source -> cel.Program
+	grantCache    grantCache
+	tracer        trace.Tracer
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool
@@ -158,10 +162,13 @@ func New(opts Options) (*Gate, error) {
 		opts.Mode = ModeAuto
 	}
 	if !validMode(opts.Mode) {
-		return nil, fmt.Errorf("mcpsafe: unknown mode %q (want auto, elicit, token or channel)", opts.Mode)
+		return nil, fmt.Errorf("mcpsafe: unknown mode %q (want auto, elicit, token, channel or page)", opts.Mode)
 	}
 	if opts.Mode == ModeChannel && opts.Approver == nil {
 		return nil, errors.New("mcpsafe: mode channel needs Options.Approver")
+	}
+	if opts.Mode == ModePage && opts.Page == nil {
+		return nil, errors.New("mcpsafe: mode page needs Options.Page (approvalpage.Listen serves one on this machine)")
 	}
 	seen := map[string]bool{}
 	for _, o := range opts.AllowTokenFor {
@@ -221,8 +228,10 @@ func New(opts Options) (*Gate, error) {
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
 	}
-	if opts.Approver != nil {
-		g.awaiter, g.withdrawer = opts.Approver.Awaiter(), opts.Approver.Withdrawer()
+	g.channel = newOutOfBand(grantChannel, "the approval channel", opts.Approver)
+	if opts.Page != nil {
+		g.page = newOutOfBand(grantPage, "the approval page", opts.Page)
+		g.page.page = opts.Page
 	}
 	if standing != nil && opts.GrantEndSweep > 0 {
 		go g.sweepEnds(opts.GrantEndSweep)
@@ -281,7 +290,7 @@ func setDefault[T comparable](p *T, v T) {
 
 func validMode(m Mode) bool {
 	switch m {
-	case ModeAuto, ModeElicit, ModeToken, ModeChannel:
+	case ModeAuto, ModeElicit, ModeToken, ModeChannel, ModePage:
 		return true
 	}
 	return false

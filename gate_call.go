@@ -30,6 +30,9 @@ type call struct {
 	// protocolErr is a JSON-RPC error Execute returned, which the client
 	// gets as it is (the journal records the call as failed).
 	protocolErr *jsonrpc.Error
+	// linkSent ends a URL elicitation of the approval page's link
+	// (approval_page.go), nil when none was sent.
+	linkSent func()
 }
 
 func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
@@ -80,10 +83,17 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 
 	var res *mcp.CallToolResult
 	switch {
+	case k.token != nil && g.handleMode(*k.token) != "":
+		// A handle of a pending channel or page request.
+		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(*k.token)), *k.token)
 	case k.token != nil && k.t.mode == ModeChannel:
-		res, r = g.resumeChannel(ctx, k)
+		res, r = g.resumeVia(ctx, k, g.channel, *k.token)
 	case k.token != nil:
 		res, r = g.redeemToken(ctx, k)
+	case g.handleMode(req.Params.RequestState) == grantPage:
+		// The retry after a URL elicitation of the page's link: the
+		// client's answer only says the person agreed to open the page.
+		res, r = g.resumeVia(ctx, k, g.page, req.Params.RequestState)
 	case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
 		res, r = g.redeemElicitation(ctx, k, req.Params.RequestState, req.Params.InputResponses)
 	default:
@@ -143,6 +153,8 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 	switch t.mode {
 	case ModeChannel:
 		return g.askChannel(ctx, k)
+	case ModePage:
+		return g.askVia(ctx, k, g.page)
 	case ModeElicit:
 		if !canElicit {
 			return nil, elicitationUnsupported(t.Name, !t.OwnsTokenField, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
@@ -156,8 +168,13 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 			return nil, refusal(ReasonPolicyDenied, "%s is irreversible and the operator has not allowed approval tokens for it", t.Name)
 		}
 		return g.issueToken(ctx, k)
-	default: // ModeAuto
-		if canElicit {
+	default: // ModeAuto: the strongest path configured and open to the client
+		switch {
+		case g.page != nil:
+			return g.askVia(ctx, k, g.page)
+		case g.channel != nil:
+			return g.askChannel(ctx, k)
+		case canElicit:
 			return g.askElicitation(ctx, k)
 		}
 		if g.tokenAllowed(t, k.now) {

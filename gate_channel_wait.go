@@ -86,38 +86,77 @@ func checkChannelTimes(o *Options) error {
 	return nil
 }
 
+// An outOfBand is a way of asking a human away from the client: the
+// approval channel (Options.Approver) or the approval page (Options.Page).
+// Both wait the same way; they differ in the grant mode of their handles,
+// the words of their refusals and what their decisions prove.
+type outOfBand struct {
+	mode       string // grantChannel or grantPage: handles, parking, logs
+	words      string // "the approval channel", "the approval page"
+	approver   Approver
+	awaiter    Awaiter
+	withdrawer Withdrawer
+	page       Page // the page's links, nil for the channel
+}
+
+func newOutOfBand(mode, words string, a Approver) *outOfBand {
+	if a == nil {
+		return nil
+	}
+	return &outOfBand{mode: mode, words: words, approver: a, awaiter: a.Awaiter(), withdrawer: a.Withdrawer()}
+}
+
+// via is the out-of-band path of a grant mode, nil when not configured.
+func (g *Gate) via(mode string) *outOfBand {
+	switch mode {
+	case grantChannel:
+		return g.channel
+	case grantPage:
+		return g.page
+	}
+	return nil
+}
+
 // resumable reports whether the channel can answer "pending" and be asked
 // again, which is what the asynchronous path needs.
-func (g *Gate) resumable() bool { return g.awaiter != nil }
+func (g *Gate) resumable() bool { return g.channel != nil && g.channel.awaiter != nil }
 
 // askChannel sends the plan to the out-of-band approver and waits.
-func (g *Gate) askChannel(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *Refusal) {
+func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
+	return g.askVia(ctx, k, g.channel)
+}
+
+// askVia sends the plan out of band and waits.
+func (g *Gate) askVia(ctx context.Context, k *call, via *outOfBand) (_ *mcp.CallToolResult, r *Refusal) {
 	// The span covers the wait for the decision and what follows it.
 	ctx, span := g.step(ctx, "ask")
 	defer func() { endStep(span, r) }()
-	gr, sealed, r := g.issue(ctx, k, grantChannel)
+	gr, sealed, r := g.issue(ctx, k, via.mode)
 	if r != nil {
 		return nil, r
 	}
-	return g.waitChannel(ctx, k, gr, sealed)
+	if res, r, done := g.sendLink(ctx, k, via, gr, sealed); done {
+		return res, r
+	}
+	return g.waitVia(ctx, k, via, gr, sealed)
 }
 
-// resumeChannel picks up the decision for a call that was answered
-// "pending" before. The handle is checked exactly like a grant (sealed,
-// tool, principal, policy, expiry, arguments, target) but not spent: only
-// an approval spends it, right before the call runs.
-func (g *Gate) resumeChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *Refusal) {
-	if !g.resumable() {
-		return nil, refusal(ReasonPolicyDenied, "%s takes approvals only through the approval channel", k.t.Name)
+// resumeVia picks up the decision for a call that was answered "pending"
+// before. The handle is checked exactly like a grant (sealed, tool,
+// principal, policy, expiry, arguments, target) but not spent: only an
+// approval spends it, right before the call runs.
+func (g *Gate) resumeVia(ctx context.Context, k *call, via *outOfBand, handle string) (*mcp.CallToolResult, *Refusal) {
+	if via == nil || via.awaiter == nil {
+		return nil, refusal(ReasonPolicyDenied, "%s takes no approval handles on this server", k.t.Name)
 	}
-	gr, r := g.checkGrant(k, *k.token, grantChannel)
+	gr, r := g.checkGrant(k, handle, via.mode)
 	if r != nil {
 		return nil, r
 	}
 	if gr.Resolved != k.target {
 		return nil, refusal(ReasonTargetChanged, "what the call points at changed since it was sent for approval; preview it again")
 	}
-	return g.waitChannel(ctx, k, gr, *k.token)
+	return g.waitVia(ctx, k, via, gr, handle)
 }
 
 func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
@@ -148,12 +187,13 @@ func (g *Gate) channelOffers(k *call) []GrantOffer {
 	return offers
 }
 
-// waitChannel asks the approver about gr and waits for the decision,
-// sending progress notifications meanwhile. A caller that sent no progress
-// token cannot be kept alive, so with a resumable approver it gets a
-// pending result after ChannelWait instead of a timeout in its client.
-func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed string) (*mcp.CallToolResult, *Refusal) {
+// waitVia asks the approver about gr and waits for the decision, sending
+// progress notifications meanwhile. A caller that sent no progress token
+// cannot be kept alive, so with a resumable approver it gets a pending
+// result after ChannelWait instead of a timeout in its client.
+func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, sealed string) (*mcp.CallToolResult, *Refusal) {
 	req := g.channelRequest(k, gr)
+	defer g.linkDone(k, via, gr)
 	cctx, cancel := context.WithTimeout(ctx, g.opts.ChannelTimeout)
 	defer cancel()
 	settled := false // spent, or kept open for a later call
@@ -162,19 +202,19 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 			g.spend(ctx, gr.Nonce)
 		}
 	}()
-	waited, ok := g.waitOn(gr.Nonce, k.t.Name, "channel")
+	waited, ok := g.waitOn(gr.Nonce, k.t.Name, via.mode)
 	if !ok {
 		if k.token != nil { // a handle: the request is open at the channel
-			g.withdraw(ctx, req, WithdrawShuttingDown)
+			g.withdraw(ctx, via, req, WithdrawShuttingDown)
 		}
-		return nil, shuttingDown("the pending approval was withdrawn from the approval channel")
+		return nil, shuttingDown("the pending approval was withdrawn from " + via.words)
 	}
 	defer g.onStop(cancel)()
 	stop := g.progress(cctx, k)
 	var dec ApprovalDecision
 	err := safely(func() error {
 		var err error
-		switch ra := g.awaiter; {
+		switch ra := via.awaiter; {
 		case ra != nil && progressToken(k.req) == nil && !k.t.OwnsTokenField:
 			// (A tool whose approval_token is its own argument cannot be
 			// called back with a handle: it waits the whole time.)
@@ -182,7 +222,7 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 		case ra != nil:
 			dec, err = ra.Await(cctx, req, 0)
 		default:
-			dec, err = g.opts.Approver.Approve(cctx, req)
+			dec, err = via.approver.Approve(cctx, req)
 		}
 		return err
 	})
@@ -192,42 +232,44 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 	case g.stopping():
 		// Whatever the channel answered: nothing starts once shutdown
 		// began, and nobody should approve the request any more.
-		g.withdraw(ctx, req, WithdrawShuttingDown)
-		return nil, shuttingDown("the pending approval was withdrawn from the approval channel")
+		g.withdraw(ctx, via, req, WithdrawShuttingDown)
+		return nil, shuttingDown("the pending approval was withdrawn from " + via.words)
 	case ctx.Err() != nil:
 		// The caller left: nothing runs for it, whatever the channel
 		// answered, and nobody should approve it any more.
-		what := "the request could not be withdrawn from the approval channel; it expires on its own"
-		if g.withdraw(ctx, req, WithdrawCallerGone) {
-			what = "the request was withdrawn from the approval channel"
+		what := "the request could not be withdrawn from " + via.words + "; it expires on its own"
+		if g.withdraw(ctx, via, req, WithdrawCallerGone) {
+			what = "the request was withdrawn from " + via.words
 		}
 		return nil, refusal(ReasonCallerGone, "the caller cancelled or disconnected while waiting for an approver; nothing ran and %s", what)
-	case errors.Is(err, ErrPending) && g.resumable():
-		if !g.park(gr.Nonce, "channel", k, &req, gr.expires()) {
-			g.withdraw(ctx, req, WithdrawShuttingDown)
-			return nil, shuttingDown("the pending approval was withdrawn from the approval channel")
+	case errors.Is(err, ErrPending) && via.awaiter != nil:
+		if !g.park(gr.Nonce, via.mode, k, &req, gr.expires()) {
+			g.withdraw(ctx, via, req, WithdrawShuttingDown)
+			return nil, shuttingDown("the pending approval was withdrawn from " + via.words)
 		}
 		settled = true
 		return g.pendingResult(k, gr, sealed), nil
 	case errors.Is(err, ErrDenied):
 		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
 	case err != nil && (errors.Is(err, ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
-		g.withdraw(ctx, req, WithdrawTimedOut)
-		return nil, refusal(ReasonTimeout, "no decision from the approval channel in time")
+		g.withdraw(ctx, via, req, WithdrawTimedOut)
+		return nil, refusal(ReasonTimeout, "no decision from %s in time", via.words)
 	case errors.Is(err, ErrPlanTooLarge):
 		return nil, refusal(ReasonPlanTooLarge, "the plan and arguments are too large for the approval channel to show whole, and they are never cut; split the call into smaller ones")
 	case err != nil:
-		g.withdraw(ctx, req, WithdrawTimedOut)
+		g.withdraw(ctx, via, req, WithdrawTimedOut)
 		// The error may name the approver's URL or carry what it answered:
 		// operators read it in the log, the model only learns the outcome.
-		g.opts.Logger.Warn("approval channel failed", "tool", k.t.Name, "request", gr.Nonce, "err", err)
-		return nil, refusal(ReasonChannelUnavailable, "the approval channel could not be reached or gave no valid answer; the server's log has the details")
+		g.opts.Logger.Warn("out-of-band approval failed", "via", via.mode, "tool", k.t.Name, "request", gr.Nonce, "err", err)
+		return nil, refusal(ReasonChannelUnavailable, "%s could not be reached or gave no valid answer; the server's log has the details", via.words)
 	case !dec.Approved:
 		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
 	}
 	assurance := AssuranceClientRelayed
-	if dec.Assurance == AssuranceLocalPage && len(dec.Approvers) == 0 {
-		assurance = AssuranceLocalPage // a click on the local approval page
+	decision := journal.ChannelApproved
+	if via.page != nil && dec.Assurance == AssuranceLocalPage && len(dec.Approvers) == 0 {
+		// A click on the approval page the gate itself was given.
+		assurance, decision = AssuranceLocalPage, journal.PageApproved
 	}
 	if len(dec.Approvers) > 0 {
 		assurance = AssuranceChannel
@@ -239,14 +281,14 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 		return nil, refusal(ReasonAssuranceTooLow, "%s requires each approver's passkey on this exact call, and the approval carried none the gate could verify", k.t.Name)
 	}
 	if assurance < k.t.minAssur {
-		return nil, refusal(ReasonAssuranceTooLow, "the channel approved without naming an authenticated approver, and %s requires one", k.t.Name)
+		return nil, refusal(ReasonAssuranceTooLow, "%s approved at %s assurance, and %s requires %s", via.words, assurance, k.t.Name, k.t.minAssur)
 	}
 	k.now = g.opts.Clock() // the decision may have taken a while
 	settled = true
-	if _, r := g.openFor(ctx, k, sealed, grantChannel); r != nil {
+	if _, r := g.openFor(ctx, k, sealed, via.mode); r != nil {
 		return nil, r
 	}
-	a := Approval{Decision: journal.ChannelApproved, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce, Evidence: dec.Evidence}
+	a := Approval{Decision: decision, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce, Evidence: dec.Evidence}
 	if k.t.minAssur >= AssurancePasskey && dec.Grant != "" && dec.Grant != OnceOffer {
 		return nil, refusal(ReasonAssuranceTooLow, "%s requires a passkey on each call; the approval chose a standing grant, which no passkey signed", k.t.Name)
 	}
@@ -260,11 +302,11 @@ func (g *Gate) waitChannel(ctx context.Context, k *call, gr *grant, sealed strin
 
 // withdraw tells the approver, if it can be told, that nobody will pick
 // req up. It runs on a context that outlives the caller, bounded.
-func (g *Gate) withdraw(ctx context.Context, req ApprovalRequest, reason string) bool {
-	w := g.withdrawer
-	if w == nil {
+func (g *Gate) withdraw(ctx context.Context, via *outOfBand, req ApprovalRequest, reason string) bool {
+	if via == nil || via.withdrawer == nil {
 		return false
 	}
+	w := via.withdrawer
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
 	err := safely(func() error { return w.Withdraw(wctx, req, reason) })

@@ -111,8 +111,12 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	if minA > AssurancePasskey || minA < AssuranceClientRelayed {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown MinAssurance %d", t.Name, minA)
 	}
-	if minA >= AssuranceChannel && mode != ModeChannel {
-		return nil, nil, fmt.Errorf("mcpsafe: tool %q requires channel assurance but its mode is %s", t.Name, mode)
+	if mode == ModePage && g.opts.Page == nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode page but Options.Page is nil", t.Name)
+	}
+	// The minimum must be reachable by the path the tool takes.
+	if reach := g.reachable(mode); minA > reach {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q requires %s assurance, but its mode %s reaches only %s", t.Name, minA, mode, reach)
 	}
 	schemaMap, err := withTokenField(t.InputSchema, !t.OwnsTokenField)
 	if err != nil {
@@ -172,7 +176,7 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	// A result that may be "approval_required" or "approval_pending"
 	// cannot match the tool's own output schema, and clients that validate
 	// structured content would reject it.
-	if mode == ModeElicit || (mode == ModeChannel && !g.resumable()) {
+	if mode == ModeElicit || (mode == ModeChannel && !g.resumable()) || (mode == ModePage && g.page.awaiter == nil) {
 		sdkTool.OutputSchema = t.OutputSchema
 	}
 	return gt, sdkTool, nil
@@ -308,4 +312,18 @@ func (g *Gate) Tools() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// reachable is the strongest assurance a tool of mode can get: a channel
+// can vouch for passkeys, the approval page for a click on it, the client
+// for a relayed answer. Auto takes the page, else the channel, when
+// configured.
+func (g *Gate) reachable(mode Mode) Assurance {
+	switch {
+	case mode == ModeChannel, mode == ModeAuto && g.page == nil && g.channel != nil:
+		return AssurancePasskey
+	case mode == ModePage, mode == ModeAuto && g.page != nil:
+		return AssuranceLocalPage
+	}
+	return AssuranceClientRelayed
 }

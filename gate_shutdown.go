@@ -81,7 +81,7 @@ type stopState struct {
 // state) or left open at the channel (approval_pending handle) that no
 // handler is waiting on. Shutdown withdraws it.
 type parkedApproval struct {
-	path    string // channel, elicitation or token
+	path    string // channel, page, elicitation or token
 	rec     journal.Record
 	req     *ApprovalRequest // channel requests, to withdraw at the approver
 	expires time.Time
@@ -366,7 +366,7 @@ func (g *Gate) withdrawParked(ctx context.Context, parked map[string]*parkedAppr
 				return // redeemed meanwhile (another replica) or expired
 			}
 			if p.req != nil {
-				g.withdraw(ctx, *p.req, WithdrawShuttingDown)
+				g.withdraw(ctx, g.via(p.path), *p.req, WithdrawShuttingDown)
 			}
 			g.appendBounded(ctx, p.rec)
 		}()

@@ -39,6 +39,7 @@ const (
 	grantToken   = "token"
 	grantElicit  = "elicit"
 	grantChannel = "channel"
+	grantPage    = "page"
 )
 
 // maxClockSkew bounds how far in the future an issue time may lie.

@@ -273,3 +273,11 @@ func random() string {
 }
 
 func sameSecret(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// Awaiter returns p: a page keeps a request open across calls.
+func (p *Page) Awaiter() mcpsafe.Awaiter { return p }
+
+// Withdrawer returns p: a page can take a request back.
+func (p *Page) Withdrawer() mcpsafe.Withdrawer { return p }
+
+var _ mcpsafe.Page = (*Page)(nil)

@@ -9,9 +9,12 @@ import (
 // elicitation "accept" is client-accepted because the server cannot tell a
 // person from a script that answers for one.
 const (
-	ClientAccepted     = "client-accepted"
-	TokenRedeemed      = "token-redeemed"
-	ChannelApproved    = "channel-approved"
+	ClientAccepted  = "client-accepted"
+	TokenRedeemed   = "token-redeemed"
+	ChannelApproved = "channel-approved"
+	// PageApproved: a click on the server's own approval page (package
+	// approvalpage): someone who could use a browser on that machine.
+	PageApproved       = "page-approved"
 	PolicyAutoApproved = "policy-auto-approved"
 	// GrantUsed approves a call covered by a standing grant; Grant names it.
 	GrantUsed = "grant-used"

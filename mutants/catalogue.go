@@ -16,5 +16,6 @@ var catalogue = [][]Mutant{
 	gatewayMutants,
 	proxyMutants,
 	relayMutants,
+	pageMutants,
 	cliMutants,
 }

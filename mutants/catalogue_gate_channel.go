@@ -24,8 +24,8 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "\tif assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved",
-				New:  "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"the channel approved",
+				Old:  "\tif assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s approved at",
+				New:  "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s approved at",
 			},
 			{
 				File: "gate_call.go",
@@ -41,8 +41,8 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "\tcase err != nil:\n\t\tg.withdraw(ctx, req, WithdrawTimedOut)\n\t\t// The error may name",
-				New:  "\tcase err != nil && false:\n\t\tg.withdraw(ctx, req, WithdrawTimedOut)\n\t\t// The error may name",
+				Old:  "\tcase err != nil:\n\t\tg.withdraw(ctx, via, req, WithdrawTimedOut)\n\t\t// The error may name",
+				New:  "\tcase err != nil && false:\n\t\tg.withdraw(ctx, via, req, WithdrawTimedOut)\n\t\t// The error may name",
 			},
 			{
 				File: "gate_channel_wait.go",
@@ -59,8 +59,8 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "return nil, refusal(ReasonChannelUnavailable, \"the approval channel could not be reached or gave no valid answer; the server's log has the details\")",
-				New:  "return nil, refusal(ReasonChannelUnavailable, \"the approval channel failed: %v\", err)",
+				Old:  "return nil, refusal(ReasonChannelUnavailable, \"%s could not be reached or gave no valid answer; the server's log has the details\", via.words)",
+				New:  "return nil, refusal(ReasonChannelUnavailable, \"%s failed: %v\", via.words, err)",
 			},
 		},
 	},
@@ -98,7 +98,7 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "if g.withdraw(ctx, req, WithdrawCallerGone) {",
+				Old:  "if g.withdraw(ctx, via, req, WithdrawCallerGone) {",
 				New:  "if false {",
 			},
 		},
@@ -111,8 +111,8 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "\treturn g.waitChannel(ctx, k, gr, *k.token)\n}",
-				New:  "\tif _, r := g.openFor(ctx, k, *k.token, grantChannel); r != nil {\n\t\treturn nil, r\n\t}\n\treturn g.execute(ctx, k, gr.Resolved, Approval{Decision: journal.ChannelApproved, Assurance: AssuranceChannel, CallID: gr.Nonce})\n}",
+				Old:  "\treturn g.waitVia(ctx, k, via, gr, handle)\n}",
+				New:  "\tif _, r := g.openFor(ctx, k, handle, via.mode); r != nil {\n\t\treturn nil, r\n\t}\n\treturn g.execute(ctx, k, gr.Resolved, Approval{Decision: journal.ChannelApproved, Assurance: AssuranceChannel, CallID: gr.Nonce})\n}",
 			},
 		},
 	},

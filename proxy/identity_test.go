@@ -199,7 +199,7 @@ func TestPlanNamesServer(t *testing.T) {
 	u, up := newGoUpstream(t)
 	s, err := NewServer(context.Background(), Config{
 		Upstream: up,
-		Policy:   mustPolicy(t, "tools:\n  gated_fail: {mode: channel}\n  delete_thing: {preview: 'Delete {{.id}}'}\n"),
+		Policy:   mustPolicy(t, "tools:\n  gated_fail: {mode: channel}\n  delete_thing: {mode: elicit, preview: 'Delete {{.id}}'}\n  set_flag: {mode: token}\n"),
 		Gate: serverconf.Config{
 			JournalPath: filepath.Join(t.TempDir(), "j.jsonl"),
 			ApproverURL: hs.URL + "/webhook", ApproverSecretFile: secretFile,

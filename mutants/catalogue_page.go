@@ -1,0 +1,105 @@
+package mutants
+
+// pageMutants break the approval page: its link and form binding, its one
+// decision, its origin and host checks, and the gate's reading of it.
+var pageMutants = []Mutant{
+	{
+		Name:     "page-client-accept-approves",
+		Packages: []string{"."},
+		Run:      "TestURLElicitation",
+		Why:      "the client's accept of a URL elicitation (it only agreed to open the page) runs the call",
+		Edits: []Edit{{
+			File: "gate_call.go",
+			Old:  "\t\tres, r = g.resumeVia(ctx, k, g.page, req.Params.RequestState)",
+			New:  "\t\tres, r = g.execute(ctx, k, k.target, Approval{Decision: journal.ClientAccepted, Assurance: AssuranceClientRelayed, CallID: \"url-accept\"})",
+		}},
+	},
+	{
+		Name:     "page-assurance-as-channel",
+		Packages: []string{"."},
+		Run:      "TestURLElicitation|TestMinimumAssuranceAndThePage",
+		Why:      "a click on the local page counts as an authenticated approver of the channel",
+		Edits: []Edit{{
+			File: "gate_channel_wait.go",
+			Old:  "\t\tassurance, decision = AssuranceLocalPage, journal.PageApproved",
+			New:  "\t\tassurance, decision = AssuranceChannel, journal.ChannelApproved",
+		}},
+	},
+	{
+		Name:     "page-link-not-bound",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestForgedDecisionsAreRefused",
+		Why:      "any link (a guessed one) reaches a pending call's page",
+		Edits: []Edit{{
+			File: "approvalpage/page_http.go",
+			Old:  "\treturn p.byLink[r.PathValue(\"secret\")]",
+			New:  "\tfor _, e := range p.byLink {\n\t\treturn e\n\t}\n\treturn nil",
+		}},
+	},
+	{
+		Name:     "page-form-not-bound",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestForgedDecisionsAreRefused",
+		Why:      "the form token of another call's page (or any) decides this one",
+		Edits: []Edit{{
+			File: "approvalpage/page_http.go",
+			Old:  "!sameSecret(r.PostForm.Get(\"form\"), e.form)",
+			New:  "r.PostForm.Get(\"form\") == \"\"",
+		}},
+	},
+	{
+		Name:     "page-cross-site-post",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestForgedDecisionsAreRefused",
+		Why:      "a POST from another origin (or none) decides",
+		Edits: []Edit{{
+			File: "approvalpage/page_http.go",
+			Old:  "\tif r.Header.Get(\"Origin\") != p.base ||",
+			New:  "\tif false && r.Header.Get(\"Origin\") != p.base ||",
+		}},
+	},
+	{
+		Name:     "page-any-host",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestForgedDecisionsAreRefused",
+		Why:      "the page answers under any Host (DNS rebinding)",
+		Edits: []Edit{{
+			File: "approvalpage/page_http.go",
+			Old:  "\t\tif r.Host != host {",
+			New:  "\t\tif r.Host != host && false {",
+		}},
+	},
+	{
+		Name:     "page-decision-reusable",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestApproveOnThePageApprovesThatCallOnce",
+		Why:      "a second click changes the decision",
+		Edits: []Edit{{
+			File: "approvalpage/page.go",
+			Old:  "\tcase <-e.done:\n\t\treturn false\n\tdefault:\n\t}\n\te.approved, e.withdrawn = approved, withdrawn",
+			New:  "\tcase <-e.done:\n\t\te.approved = approved\n\t\treturn true\n\tdefault:\n\t}\n\te.approved, e.withdrawn = approved, withdrawn",
+		}},
+	},
+	{
+		Name:     "page-decision-delivered-twice",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestApproveOnThePageApprovesThatCallOnce",
+		Why:      "one click on the page is delivered to two waits",
+		Edits: []Edit{{
+			File: "approvalpage/page.go",
+			Old:  "\tdelete(p.byID, r.ID) // delivered once",
+			New:  "",
+		}},
+	},
+	{
+		Name:     "page-expiry-ignored",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestExpiredLinkApprovesNothing",
+		Why:      "a click after the request expired decides it",
+		Edits: []Edit{{
+			File: "approvalpage/page_http.go",
+			Old:  "\texpired := !p.opts.Clock().Before(e.req.ExpiresAt)",
+			New:  "\texpired := false",
+		}},
+	},
+}
