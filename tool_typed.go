@@ -25,7 +25,8 @@ import (
 // not encode as an object).
 type ToolFor[In, State any] struct {
 	// Tool names and describes the tool and holds its policy. Its
-	// InputSchema, when nil, is inferred from In (jsonschema.For: the
+	// InputSchema, when nil, is inferred from In as mcp.AddTool infers
+	// it (jsonschema.For, of the element type for a pointer: the
 	// struct's json tags, descriptions from jsonschema tags, fields
 	// without omitempty required, no other properties). Its Resolve,
 	// Preview and Execute must be nil: the typed ones below replace them.
@@ -54,7 +55,11 @@ func Register[In, State any](g *Gate, server *mcp.Server, t ToolFor[In, State]) 
 	}
 	tool := t.Tool
 	if tool.InputSchema == nil {
-		s, err := jsonschema.For[In](nil)
+		rt := reflect.TypeFor[In]()
+		if rt.Kind() == reflect.Pointer {
+			rt = rt.Elem() // as mcp.AddTool: a *T takes T's schema
+		}
+		s, err := jsonschema.ForType(rt, nil)
 		if err != nil {
 			return fmt.Errorf("mcpsafe: tool %q: input schema from %T: %w", t.Name, *new(In), err)
 		}
