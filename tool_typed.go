@@ -41,6 +41,8 @@ type ToolFor[In, State any] struct {
 	Preview func(ctx context.Context, c Call, in In, s State) (Plan, error)
 	// Execute runs the approved call with the State resolved again right
 	// before it, which matched the approved one. Approval.Resolved is nil.
+	// Its errors are handled as Tool.Execute's (a *Refusal is that
+	// refusal, a *jsonrpc.Error reaches the client as it is).
 	Execute func(ctx context.Context, c Call, in In, s State, a Approval) (*mcp.CallToolResult, error)
 }
 
@@ -61,7 +63,7 @@ func Register[In, State any](g *Gate, server *mcp.Server, t ToolFor[In, State]) 
 		}
 		s, err := jsonschema.ForType(rt, nil)
 		if err != nil {
-			return fmt.Errorf("mcpsafe: tool %q: input schema from %T: %w", t.Name, *new(In), err)
+			return fmt.Errorf("mcpsafe: tool %q: input schema from %v: %w", t.Name, rt, err)
 		}
 		tool.InputSchema = s
 	}
