@@ -47,7 +47,11 @@ type ToolFor[In, State any] struct {
 }
 
 // Register adds a typed tool to server behind g, as Gate.Register does
-// for a Tool.
+// for a Tool, and as mcp.AddTool does for a typed handler: the input
+// schema is inferred from In unless t.InputSchema is set, the checked
+// arguments (canonical, strict, schema-valid) are decoded into In once per
+// call (arguments that do not decode refuse it, arguments_invalid), and
+// the State is bound into the approval as its JSON (see ToolFor).
 func Register[In, State any](g *Gate, server *mcp.Server, t ToolFor[In, State]) error {
 	if t.Tool.Resolve != nil || t.Tool.Preview != nil || t.Tool.Execute != nil {
 		return fmt.Errorf("mcpsafe: tool %q: set Resolve, Preview and Execute on the ToolFor, not on its Tool", t.Name)
