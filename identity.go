@@ -42,9 +42,8 @@ var identityRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._@+-]{0,255}$`)
 //
 // Anything else (empty, "user:" alone, spaces, control or invisible
 // characters, letters outside ASCII after folding, "user:user:x",
-// invalid UTF-8) has no key and returns an error wrapping errIdentity:
-// such a name cannot be compared, so it must be treated as possibly
-// anyone (see SameIdentity).
+// invalid UTF-8) has no key and returns an error: such a name cannot be
+// compared, so it must be treated as possibly anyone (see SameIdentity).
 func IdentityKey(name string) (string, error) {
 	if len(name) > maxIdentityBytes {
 		return "", fmt.Errorf("%w: %d bytes", errIdentity, len(name))
