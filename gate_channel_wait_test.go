@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// resumableFunc is an in-process ResumableApprover. The real webhook and
+// resumableFunc is an in-process approver with an Awaiter. The real webhook and
 // approval service behind the same interface are tested end to end in
 // channel/ and cmd/mcpsafe; here the gate's side of the pending handle is.
 type resumableFunc struct {
@@ -95,7 +95,7 @@ func TestChannelHandleBindsTarget(t *testing.T) {
 // A channel tool whose approver cannot resume refuses every
 // approval_token: there is no handle to pick up, and a token is never an
 // approval in channel mode.
-func TestChannelTokenWithoutResumableApprover(t *testing.T) {
+func TestChannelTokenWithoutAwaiter(t *testing.T) {
 	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
 		o.Mode = mcpsafe.ModeChannel
 		o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {

@@ -16,22 +16,22 @@ import (
 // tracerName is the instrumentation scope of the gate's spans.
 const tracerName = "github.com/mcpsafe/mcpsafe"
 
-// MetaCarrier carries W3C trace context (traceparent, tracestate) in an
+// metaCarrier carries W3C trace context (traceparent, tracestate) in an
 // MCP request's _meta, so that a gated call joins its caller's trace and a
 // proxy passes its own span on to the upstream server.
-type MetaCarrier mcp.Meta
+type metaCarrier mcp.Meta
 
 // Get returns the string value of key, or "".
-func (c MetaCarrier) Get(key string) string {
+func (c metaCarrier) Get(key string) string {
 	v, _ := c[key].(string)
 	return v
 }
 
 // Set sets key to value.
-func (c MetaCarrier) Set(key, value string) { c[key] = value }
+func (c metaCarrier) Set(key, value string) { c[key] = value }
 
 // Keys lists the keys, sorted.
-func (c MetaCarrier) Keys() []string {
+func (c metaCarrier) Keys() []string {
 	out := make([]string, 0, len(c))
 	for k := range c {
 		out = append(out, k)
@@ -54,7 +54,7 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 // recorded: never arguments or principals.
 func (g *Gate) startCall(ctx context.Context, tool string, req *mcp.CallToolRequest) (context.Context, trace.Span) {
 	if req != nil && req.Params != nil && req.Params.Meta != nil {
-		ctx = traceContext.Extract(ctx, MetaCarrier(req.Params.Meta))
+		ctx = traceContext.Extract(ctx, metaCarrier(req.Params.Meta))
 	}
 	return g.tracer.Start(ctx, "mcpsafe.call", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("mcp.tool.name", tool)))
@@ -86,7 +86,7 @@ func InjectTraceContext(ctx context.Context, meta mcp.Meta) mcp.Meta {
 	if meta == nil {
 		meta = mcp.Meta{}
 	}
-	traceContext.Inject(ctx, MetaCarrier(meta))
+	traceContext.Inject(ctx, metaCarrier(meta))
 	return meta
 }
 

@@ -15,9 +15,9 @@ import (
 // transport authenticated: "user:" followed by the auth info's user id.
 const UserPrefix = "user:"
 
-// ErrIdentity is wrapped when a principal or approver name has no
+// errIdentity is wrapped when a principal or approver name has no
 // identity key, so it cannot be compared with anyone.
-var ErrIdentity = errors.New("mcpsafe: not a comparable identity")
+var errIdentity = errors.New("mcpsafe: not a comparable identity")
 
 // maxIdentityBytes bounds the input normalised; nothing longer is a name.
 const maxIdentityBytes = 1024
@@ -42,20 +42,19 @@ var identityRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._@+-]{0,255}$`)
 //
 // Anything else (empty, "user:" alone, spaces, control or invisible
 // characters, letters outside ASCII after folding, "user:user:x",
-// invalid UTF-8) has no key and returns an error wrapping ErrIdentity:
-// such a name cannot be compared, so it must be treated as possibly
-// anyone (see SameIdentity).
+// invalid UTF-8) has no key and returns an error: such a name cannot be
+// compared, so it must be treated as possibly anyone (see SameIdentity).
 func IdentityKey(name string) (string, error) {
 	if len(name) > maxIdentityBytes {
-		return "", fmt.Errorf("%w: %d bytes", ErrIdentity, len(name))
+		return "", fmt.Errorf("%w: %d bytes", errIdentity, len(name))
 	}
 	if !utf8.ValidString(name) {
-		return "", fmt.Errorf("%w: not valid UTF-8", ErrIdentity)
+		return "", fmt.Errorf("%w: not valid UTF-8", errIdentity)
 	}
 	k := norm.NFKC.String(cases.Fold().String(norm.NFKC.String(name)))
 	k = strings.TrimPrefix(k, UserPrefix)
 	if !identityRE.MatchString(k) {
-		return "", fmt.Errorf("%w: %q (after normalisation %q) is not 1-256 characters of a-z 0-9 . _ @ + -", ErrIdentity, name, k)
+		return "", fmt.Errorf("%w: %q (after normalisation %q) is not 1-256 characters of a-z 0-9 . _ @ + -", errIdentity, name, k)
 	}
 	return k, nil
 }

@@ -40,8 +40,8 @@ func TestIdentityKeyVectors(t *testing.T) {
 		switch {
 		case v.Key == nil && err == nil:
 			t.Errorf("IdentityKey(%q) = %q, want no key (%s)", v.Name, k, v.Why)
-		case v.Key == nil && !errors.Is(err, ErrIdentity):
-			t.Errorf("IdentityKey(%q): error %v does not wrap ErrIdentity", v.Name, err)
+		case v.Key == nil && !errors.Is(err, errIdentity):
+			t.Errorf("IdentityKey(%q): error %v does not wrap errIdentity", v.Name, err)
 		case v.Key != nil && (err != nil || k != *v.Key):
 			t.Errorf("IdentityKey(%q) = %q, %v; want %q (%s)", v.Name, k, err, *v.Key, v.Why)
 		}

@@ -100,7 +100,8 @@ func (c Call) Decode(v any) error { return json.Unmarshal(c.Arguments, v) }
 // Resolved describes what the arguments really point at, as looked up by
 // Tool.Resolve: a label, a role, a size, a content hash. It is bound into
 // the approval and looked up again right before Execute; any difference
-// refuses the call.
+// refuses the call. Rules and grant scopes read a ToolFor's State as a
+// Resolved too: its JSON object.
 type Resolved map[string]any
 
 // Target is something a call will touch, with its current state.

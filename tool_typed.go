@@ -25,7 +25,8 @@ import (
 // not encode as an object).
 type ToolFor[In, State any] struct {
 	// Tool names and describes the tool and holds its policy. Its
-	// InputSchema, when nil, is inferred from In (jsonschema.For: the
+	// InputSchema, when nil, is inferred from In as mcp.AddTool infers
+	// it (jsonschema.For, of the element type for a pointer: the
 	// struct's json tags, descriptions from jsonschema tags, fields
 	// without omitempty required, no other properties). Its Resolve,
 	// Preview and Execute must be nil: the typed ones below replace them.
@@ -40,11 +41,17 @@ type ToolFor[In, State any] struct {
 	Preview func(ctx context.Context, c Call, in In, s State) (Plan, error)
 	// Execute runs the approved call with the State resolved again right
 	// before it, which matched the approved one. Approval.Resolved is nil.
+	// Its errors are handled as Tool.Execute's (a *Refusal is that
+	// refusal, a *jsonrpc.Error reaches the client as it is).
 	Execute func(ctx context.Context, c Call, in In, s State, a Approval) (*mcp.CallToolResult, error)
 }
 
 // Register adds a typed tool to server behind g, as Gate.Register does
-// for a Tool.
+// for a Tool, and as mcp.AddTool does for a typed handler: the input
+// schema is inferred from In unless t.InputSchema is set, the checked
+// arguments (canonical, strict, schema-valid) are decoded into In once per
+// call (arguments that do not decode refuse it, arguments_invalid), and
+// the State is bound into the approval as its JSON (see ToolFor).
 func Register[In, State any](g *Gate, server *mcp.Server, t ToolFor[In, State]) error {
 	if t.Tool.Resolve != nil || t.Tool.Preview != nil || t.Tool.Execute != nil {
 		return fmt.Errorf("mcpsafe: tool %q: set Resolve, Preview and Execute on the ToolFor, not on its Tool", t.Name)
@@ -54,9 +61,13 @@ func Register[In, State any](g *Gate, server *mcp.Server, t ToolFor[In, State]) 
 	}
 	tool := t.Tool
 	if tool.InputSchema == nil {
-		s, err := jsonschema.For[In](nil)
+		rt := reflect.TypeFor[In]()
+		if rt.Kind() == reflect.Pointer {
+			rt = rt.Elem() // as mcp.AddTool: a *T takes T's schema
+		}
+		s, err := jsonschema.ForType(rt, nil)
 		if err != nil {
-			return fmt.Errorf("mcpsafe: tool %q: input schema from %T: %w", t.Name, *new(In), err)
+			return fmt.Errorf("mcpsafe: tool %q: input schema from %v: %w", t.Name, rt, err)
 		}
 		tool.InputSchema = s
 	}

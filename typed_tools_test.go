@@ -259,3 +259,31 @@ func TestRegisterTypedRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A pointer In takes its element's schema, as with mcp.AddTool, and is
+// decoded like it.
+func TestTypedPointerInput(t *testing.T) {
+	n := newNotes("cache.txt")
+	e := newEnv(t, nil)
+	err := mcpsafe.Register(e.gate, e.server, mcpsafe.ToolFor[*noteArgs, noteState]{
+		Tool: mcpsafe.Tool{Name: "delete_ptr"},
+		Preview: func(_ context.Context, _ mcpsafe.Call, in *noteArgs, _ noteState) (mcpsafe.Plan, error) {
+			return mcpsafe.Plan{Summary: "Delete " + string(in.Path)}, nil
+		},
+		Execute: func(_ context.Context, _ mcpsafe.Call, in *noteArgs, _ noteState, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			delete(n.m, string(in.Path))
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted"}}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := e.connect(client{elicit: accept})
+	wantRefused(t, callTool(t, cs, "delete_ptr", map[string]any{"path": "cache.txt", "extra": 1}), mcpsafe.ReasonArgumentsInvalid)
+	wantExecuted(t, callTool(t, cs, "delete_ptr", map[string]any{"path": "cache.txt"}))
+	if n.has("cache.txt") {
+		t.Fatal("not deleted")
+	}
+}

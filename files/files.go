@@ -12,7 +12,7 @@
 // Plans travel through the model, which has no tool to read a file's
 // content, so they never carry the content digest: they show a short
 // fingerprint keyed per process (see fingerprint), and only the resolved
-// state the approval binds holds the full digest.
+// state the approval binds (fileState) holds the full digest.
 package files
 
 import (
@@ -193,7 +193,7 @@ func (t *tools) describe(i safefs.Info) []string {
 // file; a plain digest, or a prefix of one, would let it confirm guesses
 // of the content offline (is this file "hunter2\n"?). The human gets a
 // short mark that changes with the content; the approval binds the full
-// digest through Resolved, which the model never sees.
+// digest through the resolved fileState, which the model never sees.
 func (t *tools) fingerprint(i safefs.Info) string {
 	m := hmac.New(sha256.New, t.printKey[:])
 	m.Write([]byte("mcpsafe files content fingerprint v1\x00" + i.HashScheme + "\x00" + i.SHA256))
@@ -202,7 +202,8 @@ func (t *tools) fingerprint(i safefs.Info) string {
 
 // targetState describes a target without its content: Targets are shown
 // to humans and bound into the approval (the full digest is bound through
-// Resolved), so they hold nothing per process and nothing an oracle needs.
+// the fileState), so they hold nothing per process and nothing an oracle
+// needs.
 func targetState(i safefs.Info) string {
 	return fmt.Sprintf("regular file, %d bytes, modified %s", i.Size, i.ModTime.UTC().Format(time.RFC3339Nano))
 }

@@ -830,4 +830,56 @@ var gateMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "resolved-state-unbound",
+		Packages: []string{"."},
+		Run:      "TestTypedStateBound|TestResolverDrift",
+		Why:      "the resolved state is left out of the target digest: a file or note changed after approval is acted on",
+		Edits: []Edit{
+			{
+				File: "gate_call_check.go",
+				Old:  "}{st.v, plan.Targets})",
+				New:  "}{nil, plan.Targets})",
+			},
+		},
+	},
+	{
+		Name:     "typed-arguments-undecoded",
+		Packages: []string{"."},
+		Run:      "TestTypedArgumentsMustDecode|TestTypedToolRuns",
+		Why:      "a typed tool's arguments are never decoded: Resolve and Execute act on a zero In (an empty path names the root)",
+		Edits: []Edit{
+			{
+				File: "gate_call_check.go",
+				Old:  "if t.decode != nil {",
+				New:  "if false && t.decode != nil {",
+			},
+		},
+	},
+	{
+		Name:     "protocol-error-swallowed",
+		Packages: []string{"."},
+		Run:      "TestExecuteProtocolErrorPassedThrough",
+		Why:      "a JSON-RPC error from Execute (a proxy's upstream) becomes a tool error result: the client loses its code and data",
+		Edits: []Edit{
+			{
+				File: "gate_call.go",
+				Old:  "if errors.As(err, &k.protocolErr) {",
+				New:  "if false && errors.As(err, &k.protocolErr) {",
+			},
+		},
+	},
+	{
+		Name:     "approver-withdrawer-dropped",
+		Packages: []string{"."},
+		Run:      "TestWrappedApproverKeepsCapabilities|TestShutdownWithdraws",
+		Why:      "the gate never takes the Approver's Withdrawer: requests nobody will pick up stay open for a human to approve",
+		Edits: []Edit{
+			{
+				File: "gate.go",
+				Old:  "g.awaiter, g.withdrawer = opts.Approver.Awaiter(), opts.Approver.Withdrawer()",
+				New:  "g.awaiter = opts.Approver.Awaiter()",
+			},
+		},
+	},
 }

@@ -20,8 +20,9 @@ import (
 // request state every call brought.
 type askingUpstream struct {
 	mu     sync.Mutex
-	states []string // request state of every call, in order
-	runs   int      // calls that completed
+	states []string          // request state of every call, in order
+	args   []json.RawMessage // arguments of every call, in order
+	runs   int               // calls that completed
 }
 
 func (u *askingUpstream) seen() []string {
@@ -41,6 +42,7 @@ func newAskingUpstream(t *testing.T) (*askingUpstream, mcp.Transport) {
 			u.mu.Lock()
 			defer u.mu.Unlock()
 			u.states = append(u.states, req.Params.RequestState)
+			u.args = append(u.args, req.Params.Arguments)
 			if len(req.Params.InputResponses) == 0 {
 				var in mcp.InputRequest
 				switch kind {
@@ -65,6 +67,11 @@ func newAskingUpstream(t *testing.T) (*askingUpstream, mcp.Transport) {
 	srv.AddTool(&mcp.Tool{Name: "paint", InputSchema: schema}, ask("elicit"))
 	srv.AddTool(&mcp.Tool{Name: "peek", InputSchema: schema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, ask("elicit"))
 	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: schema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, ask("roots"))
+	// stamp takes its own approval_token, as a tool behind its own
+	// mcpsafe gate does.
+	srv.AddTool(&mcp.Tool{Name: "stamp", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+		"x": map[string]any{"type": "number"}, "approval_token": map[string]any{"type": "string"},
+	}}}, ask("elicit"))
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st, nil)
 	if err != nil {
@@ -161,6 +168,35 @@ func TestGatedContinuation(t *testing.T) {
 	}
 	if u.runs != 1 {
 		t.Fatalf("upstream completed %d runs, want 1", u.runs)
+	}
+}
+
+// For a tool whose approval_token is its own argument, the continuation
+// binds the arguments as the gate approved and ran them, token included:
+// a retry with another token is refused, and the genuine retry sends
+// upstream the same arguments as the first call.
+func TestGatedContinuationKeepsOwnedToken(t *testing.T) {
+	u, up := newAskingUpstream(t)
+	s := newProxy(t, up, mustPolicy(t, "tools:\n  stamp: {auto_approve: ['true']}\n"))
+	cs := mrtrClient(t, s)
+	args := map[string]any{"x": 1, "approval_token": "upstream-token-1"}
+	first := call(t, cs, "stamp", args)
+	if !first.NeedsInput() || !isContinuation(first.RequestState) {
+		t.Fatalf("first call: %s", text(first))
+	}
+	other := map[string]any{"x": 1, "approval_token": "upstream-token-2"}
+	var werr *jsonrpc.Error
+	if _, err := retry(cs, "stamp", other, first.RequestState); !errors.As(err, &werr) || !strings.Contains(werr.Message, "arguments_changed") {
+		t.Fatalf("retry with another token: %v, want arguments_changed", err)
+	}
+	res, err := retry(cs, "stamp", args, first.RequestState)
+	if err != nil || !strings.Contains(text(res), "blue") {
+		t.Fatalf("genuine retry: %v %s", err, text(res))
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.args) != 2 || string(u.args[0]) != string(u.args[1]) || !strings.Contains(string(u.args[1]), "upstream-token-1") {
+		t.Fatalf("upstream got arguments %s", u.args)
 	}
 }
 
