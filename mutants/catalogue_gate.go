@@ -876,9 +876,9 @@ var gateMutants = []Mutant{
 		Why:      "the gate never takes the Approver's Withdrawer: requests nobody will pick up stay open for a human to approve",
 		Edits: []Edit{
 			{
-				File: "gate.go",
-				Old:  "g.awaiter, g.withdrawer = opts.Approver.Awaiter(), opts.Approver.Withdrawer()",
-				New:  "g.awaiter = opts.Approver.Awaiter()",
+				File: "gate_channel_wait.go",
+				Old:  "awaiter: a.Awaiter(), withdrawer: a.Withdrawer()}",
+				New:  "awaiter: a.Awaiter()}",
 			},
 		},
 	},
