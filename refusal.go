@@ -83,7 +83,8 @@ func elicitationUnsupported(tool string, tokens bool, format string, args ...any
 	b.WriteString(fmt.Sprintf(format, args...))
 	b.WriteString(". Nothing ran. Tell the user: this action needs their approval, and this client cannot show an approval prompt (MCP elicitation). ")
 	b.WriteString("They can use a client that supports elicitation, or ask the operator of this server to set up an approval page: ")
-	b.WriteString("run `mcpsafe approvals serve` and start this server with --mode channel --approver-url URL --approver-secret-file FILE (see docs/USAGE.md, channel approvals)")
+	b.WriteString("for a server on the user's own machine, start it with --approval-page 127.0.0.1:0 (the page opens in the browser for each call; Options.Page in the library); ")
+	b.WriteString("for approvers elsewhere, run `mcpsafe approvals serve` and start this server with --approver-url URL --approver-secret-file FILE (see docs/USAGE.md, channel approvals)")
 	if tokens {
 		fmt.Fprintf(&b, ", or to allow one-time approval tokens for this tool by name, which the user confirms in the chat: --allow-token-for %s (Options.AllowTokenFor in the library; not with --mode elicit)", tool)
 	}

@@ -133,7 +133,7 @@ func TestApproveOnThePageApprovesThatCallOnce(t *testing.T) {
 	out := h.await(t, r)
 	link := h.openedLink(t)
 	form, body := page(t, link)
-	for _, want := range []string{"Approve", "Deny", "Delete notes/a.txt (12 bytes)", "irreversible", "Requested by alice", `&#34;path&#34;: &#34;notes/a.txt&#34;`} {
+	for _, want := range []string{"Approve", "Deny", "Delete notes/a.txt (12 bytes)", "irreversible", "Requested by &#34;alice&#34;", `&#34;path&#34;: &#34;notes/a.txt&#34;`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page does not show %q:\n%s", want, body)
 		}

@@ -49,7 +49,10 @@ func (p *Page) guard(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer") // the link is the secret
+		// The link is the secret: no Referer leaves the page; and with
+		// "same-origin" (not "no-referrer") the page's own form POST carries
+		// its Origin, which decide checks.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Frame-Options", "DENY")
 		if r.Host != host {
@@ -119,7 +122,7 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 	now := p.opts.Clock()
 	v := view{
 		Tool: prompt.Quote(e.req.Tool), Summary: e.req.Summary, Details: e.req.Details,
-		Principal: e.req.Principal, Irreversible: e.req.Irreversible,
+		Principal: principalShown(e.req.Principal), Irreversible: e.req.Irreversible,
 		ExpiresAt: e.req.ExpiresAt.UTC().Format(time.RFC3339), Form: e.form, Why: why,
 	}
 	if left := e.req.ExpiresAt.Sub(now).Round(time.Second); left > 0 {
@@ -161,4 +164,13 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 	if err := pageTmpl.Execute(w, v); err != nil {
 		p.opts.Logger.Warn("approval page: rendering failed", "err", err)
 	}
+}
+
+// principalShown is the requester a person reads: none for the gate's
+// placeholders of "no identity" (a stdio client, HTTP without auth).
+func principalShown(p string) string {
+	if p == "stdio" || p == "anonymous" {
+		return ""
+	}
+	return prompt.Quote(p)
 }

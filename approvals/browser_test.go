@@ -3,9 +3,6 @@ package approvals
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,68 +10,13 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/browsertest"
 )
 
-// chromium finds Debian's chromium. Missing it is a failure under CI and a
-// loud skip elsewhere (run scripts/chromium to install it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("MCPSAFE_CHROMIUM")
-	if p == "" {
-		p, _ = exec.LookPath("chromium")
-	}
-	if p == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium not found and CI=true: the browser test must run in CI (scripts/chromium installs it)")
-		}
-		t.Skip("SKIPPING the real-browser test: chromium not found; run scripts/chromium to install it")
-	}
-	return p
-}
+// newChromium starts a fresh headless chromium (internal/browsertest).
+func newChromium(t *testing.T) context.Context { return browsertest.New(t, 1100, 1000) }
 
-// newChromium starts a fresh headless chromium with its own profile.
-func newChromium(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // tests run as root, where chromium's sandbox cannot start
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1100, 1000),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancelCtx := chromedp.NewContext(actx)
-	// The first Do starts the browser and binds its life to bctx, which
-	// must carry no timeout; the steps run under a derived deadline.
-	if err := chromedp.Do(bctx); err != nil {
-		cancelCtx()
-		cancelAlloc()
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	ctx, cancelTimeout := context.WithTimeout(bctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	return ctx
-}
-
-func artifact(t *testing.T, name string, png []byte) {
-	t.Helper()
-	dir := filepath.Join("testdata", "artifacts")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", p)
-}
+func artifact(t *testing.T, name string, png []byte) { browsertest.Artifact(t, name, png) }
 
 // browserLogin signs in through the real login form.
 func browserLogin(t *testing.T, ctx context.Context, base, name string) {

@@ -329,10 +329,10 @@ func toolLines(root *yaml.Node) map[string]int {
 
 func parseMode(s string) (mcpsafe.Mode, error) {
 	switch m := mcpsafe.Mode(s); m {
-	case mcpsafe.ModeAuto, mcpsafe.ModeElicit, mcpsafe.ModeToken, mcpsafe.ModeChannel:
+	case mcpsafe.ModeAuto, mcpsafe.ModeElicit, mcpsafe.ModeToken, mcpsafe.ModeChannel, mcpsafe.ModePage:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown mode %q (want auto, elicit, token or channel)", s)
+	return "", fmt.Errorf("unknown mode %q (want auto, elicit, token, channel or page)", s)
 }
 
 func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*ToolPolicy, error) {

@@ -130,10 +130,17 @@ type nodeClient struct {
 
 func startNodeClient(t *testing.T, scenario string, timeout time.Duration, target, other string, server []string) *nodeClient {
 	t.Helper()
-	srv, _ := json.Marshal(server)
-	cmd := exec.Command("node", "testdata/ts-channel.mjs")
-	cmd.Env = append(os.Environ(), "SDK_DIR="+tsSDKDir(t), "SERVER="+string(srv), "SCENARIO="+scenario,
+	return startNodeScript(t, "testdata/ts-channel.mjs", server, "SCENARIO="+scenario,
 		"TARGET="+target, "OTHER="+other, "TIMEOUT_MS="+itoa(timeout.Milliseconds()))
+}
+
+// startNodeScript runs a TypeScript SDK client script against server (its
+// command line), with env added, and collects the JSON steps it prints.
+func startNodeScript(t *testing.T, script string, server []string, env ...string) *nodeClient {
+	t.Helper()
+	srv, _ := json.Marshal(server)
+	cmd := exec.Command("node", script)
+	cmd.Env = append(append(os.Environ(), "SDK_DIR="+tsSDKDir(t), "SERVER="+string(srv)), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -23,8 +23,8 @@ func init() {
 // firstFlags are the few flags a newcomer needs, per command: --help
 // shows them first, the rest after.
 var firstFlags = map[string][]string{
-	"mcpsafe files":           {"root", "mode", "http", "journal", "allow-token-for", "approver-url", "approver-secret-file"},
-	"mcpsafe proxy":           {"policy", "config", "upstream-url", "http", "journal", "approver-url", "approver-secret-file"},
+	"mcpsafe files":           {"root", "mode", "http", "journal", "approval-page", "allow-token-for", "approver-url", "approver-secret-file"},
+	"mcpsafe proxy":           {"policy", "config", "upstream-url", "http", "journal", "approval-page", "approver-url", "approver-secret-file"},
 	"mcpsafe approvals serve": {"secret-file", "approvers-file", "listen", "store", "journal"},
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
@@ -81,8 +83,12 @@ type Config struct {
 	// file: passkey approvals are verified against its public keys.
 	ApproverPasskeysFile string
 	ApproverTimeout      time.Duration // 0: as long as TTL; never longer
-	ChannelWait          time.Duration // 0: the gate's default (45s)
-	ProgressInterval     time.Duration // 0: the gate's default (10s)
+	// ApprovalPage, when set, serves the local approval page on this
+	// loopback address (approvalpage.Listen): the page is then the first
+	// approval path of mode auto, and mode page's only one.
+	ApprovalPage     string
+	ChannelWait      time.Duration // 0: the gate's default (45s)
+	ProgressInterval time.Duration // 0: the gate's default (10s)
 
 	// CheckJournalPath, when set, vets the journal's absolute path (for
 	// example: not inside a directory the agent can write).
@@ -130,6 +136,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9464); off when empty")
 	fl.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of gated calls over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
+	fl.StringVar(&c.ApprovalPage, "approval-page", "", "serve the local approval page on this loopback `ADDR` (127.0.0.1:0 picks a port): a person approves each call there, reached by URL elicitation when the client offers it, else in the browser this server opens ($BROWSER); first in mode auto, the only path in mode page")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
 	fl.StringVar(&c.ApproverPasskeysFile, "approver-passkeys-file", "", "a copy of the approval service's passkeys file: passkey approvals are checked against its public keys (tools with MinAssurance passkey need it)")
@@ -253,7 +260,9 @@ type Gate struct {
 	// pending gauge at the gate (Metrics.SetPending) once it has one.
 	Metrics     *metrics.Metrics
 	MetricsAddr net.Addr // where the metrics listen
-	closers     []func() error
+	// PageURL is where the local approval page listens, when it does.
+	PageURL string
+	closers []func() error
 }
 
 // Close releases the journal and the ledger, newest first.
@@ -337,6 +346,23 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		g.closers = append(g.closers, j.Close)
 		opts.Journal, fileJournal = j, j
 		g.JournalPath = path
+	}
+	if cfg.ApprovalPage != "" || cfg.Mode == mcpsafe.ModePage {
+		if cfg.ApprovalPage == "" {
+			return nil, errors.New("mode page needs --approval-page ADDR (127.0.0.1:0 picks a port)")
+		}
+		page, err := approvalpage.Listen(approvalpage.Options{Addr: cfg.ApprovalPage, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("--approval-page: %w", err)
+		}
+		g.closers = append(g.closers, page.Close)
+		opts.Page = page
+		g.PageURL = page.URL()
+		// Like "serving MCP on": the one line an operator looks for.
+		fmt.Fprintf(os.Stderr, "mcpsafe: approval page on %s (loopback; each pending call gets its own link)\n", page.URL())
+		opts.ChannelTimeout = cfg.ApproverTimeout
+		opts.ChannelWait = cfg.ChannelWait
+		opts.ProgressInterval = cfg.ProgressInterval
 	}
 	if cfg.ApproverURL != "" || cfg.ApproverSecretFile != "" || cfg.Mode == mcpsafe.ModeChannel {
 		if cfg.ApproverURL == "" || cfg.ApproverSecretFile == "" {

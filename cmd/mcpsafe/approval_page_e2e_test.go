@@ -1,0 +1,155 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/mcpsafe/mcpsafe/internal/browsertest"
+	"github.com/mcpsafe/mcpsafe/journal"
+)
+
+// The README's first recipe for clients that cannot ask anyone (Claude
+// Desktop, claude.ai, Gemini CLI): `mcpsafe files --approval-page
+// 127.0.0.1:0`. Real parts only: the built binary over stdio, the
+// TypeScript SDK client, and headless Chromium clicking the page's
+// Approve button. Screenshots go to testdata/artifacts.
+
+// pageRoot is a root holding one file, and the journal beside it.
+func pageRoot(t *testing.T) (root, journalPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	root = filepath.Join(dir, "root")
+	must(t, os.MkdirAll(root, 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "notes.txt"), []byte("keep me?\n"), 0o644))
+	return root, filepath.Join(dir, "journal.jsonl")
+}
+
+// approveInBrowser opens link in Chromium, screenshots the page, clicks
+// Approve and waits for the page to say so, with no button left.
+func approveInBrowser(t *testing.T, link, shot string) {
+	t.Helper()
+	ctx := browsertest.New(t, 1280, 900)
+	must(t, chromedp.Do(ctx, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`button.approve`))))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	must(t, err)
+	browsertest.Artifact(t, shot, png)
+	must(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button.approve`)), chromedp.WaitVisible(chromedp.CSS(`p.state.approved`))))
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`body`)))
+	must(t, err)
+	if !strings.Contains(body, "Approved") {
+		t.Fatalf("after the click the page says: %s", body)
+	}
+	// The page answered with the decision and no buttons (a second
+	// visit is not possible here: the client ends, and the server with it).
+	buttons, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("button").length`))
+	must(t, err)
+	if buttons != 0 {
+		t.Fatalf("the decided page still offers %d buttons", buttons)
+	}
+}
+
+func pageApproved(t *testing.T, journalPath string) journal.Record {
+	t.Helper()
+	for _, r := range readJournalFile(t, journalPath) {
+		if r.Decision == journal.PageApproved {
+			return r
+		}
+		if r.Decision == journal.ClientAccepted {
+			t.Fatalf("the journal says client-accepted: %+v", r)
+		}
+	}
+	t.Fatalf("no page-approved record in %s", journalPath)
+	return journal.Record{}
+}
+
+// A client that declares URL-mode elicitation is sent the page's link;
+// its "accept" alone runs nothing; the click in the browser runs the call
+// once, journaled at the local page's assurance.
+func TestApprovalPageByURLElicitation(t *testing.T) {
+	root, jpath := pageRoot(t)
+	server := []string{binary, "files", "--root", root, "--journal", jpath, "--approval-page", "127.0.0.1:0"}
+	n := startNodeScript(t, "testdata/ts-page.mjs", server, "TARGET=notes.txt", "ELICIT=url")
+	el := n.step("elicit")
+	link, _ := el["url"].(string)
+	if el["mode"] != "url" || !strings.HasPrefix(link, "http://127.0.0.1:") {
+		t.Fatalf("elicitation %v", el)
+	}
+	// The client accepted (it only agreed to open the page): nothing ran.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil {
+		t.Fatal("the file went on the client's accept alone")
+	}
+	approveInBrowser(t, link, "approval-page-url-elicitation.png")
+	// The server tells the client the elicitation is complete, then
+	// answers the call.
+	if c := n.step("complete"); c["id"] != el["id"] {
+		t.Fatalf("completion %v for elicitation %v", c, el)
+	}
+	res := n.step("result")
+	if isErr, sc := resultOf(res); isErr {
+		t.Fatalf("after the approval: %v", sc)
+	}
+	if _, err := os.Stat(filepath.Join(root, "notes.txt")); !os.IsNotExist(err) {
+		t.Fatalf("approved on the page, but the file is still there: %v", err)
+	}
+	if r := pageApproved(t, jpath); r.Assurance != "local_page" {
+		t.Fatalf("journal %+v", r)
+	}
+}
+
+// A client that cannot elicit: the server opens the page with $BROWSER
+// (here a script that hands the link to the test), and the click there
+// runs the call. Without --approval-page the refusal says what to set.
+func TestApprovalPageOpensTheBrowser(t *testing.T) {
+	root, jpath := pageRoot(t)
+	dir := t.TempDir()
+	got := filepath.Join(dir, "link")
+	browser := filepath.Join(dir, "browser")
+	must(t, os.WriteFile(browser, []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+got+".tmp && mv "+got+".tmp "+got+"\n"), 0o755))
+
+	// The control first: no page configured, the refusal names the flag.
+	n := startNodeScript(t, "testdata/ts-page.mjs", []string{binary, "files", "--root", root, "--journal", jpath}, "TARGET=notes.txt", "ELICIT=none")
+	res := n.step("result")
+	r, _ := res["result"].(map[string]any)
+	if isErr, sc := resultOf(res); !isErr || sc["reason"] != "elicitation_unsupported" || !strings.Contains(textOfResult(r), "--approval-page 127.0.0.1:0") {
+		t.Fatalf("without a page: %v", res)
+	}
+
+	server := []string{binary, "files", "--root", root, "--journal", jpath, "--approval-page", "127.0.0.1:0"}
+	n = startNodeScript(t, "testdata/ts-page.mjs", server, "TARGET=notes.txt", "ELICIT=none", "BROWSER="+browser)
+	var link string
+	for deadline := time.Now().Add(30 * time.Second); link == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the browser was never opened")
+		}
+		if b, err := os.ReadFile(got); err == nil {
+			link = string(b)
+		}
+	}
+	approveInBrowser(t, link, "approval-page-browser.png")
+	if isErr, sc := resultOf(n.step("result")); isErr {
+		t.Fatalf("after the approval: %v", sc)
+	}
+	if _, err := os.Stat(filepath.Join(root, "notes.txt")); !os.IsNotExist(err) {
+		t.Fatalf("approved on the page, but the file is still there: %v", err)
+	}
+	if r := pageApproved(t, jpath); r.Assurance != "local_page" {
+		t.Fatalf("journal %+v", r)
+	}
+}
+
+func textOfResult(r map[string]any) string {
+	var b strings.Builder
+	content, _ := r["content"].([]any)
+	for _, c := range content {
+		if m, ok := c.(map[string]any); ok {
+			s, _ := m["text"].(string)
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
