@@ -132,7 +132,8 @@ func (g *Gate) runResolve(ctx context.Context, k *call) (Resolved, *Refusal) {
 }
 
 // preview asks the tool for its plan and digests what the approval binds:
-// the resolved context and the targets with their state.
+// the resolved context, the targets with their state and the parts as
+// rendered.
 func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) (_ Plan, _ string, r *Refusal) {
 	ctx, span := g.step(ctx, "preview")
 	defer func() { endStep(span, r) }()
@@ -148,10 +149,21 @@ func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) 
 	if strings.TrimSpace(plan.Summary) == "" {
 		return Plan{}, "", refusal(ReasonPreviewFailed, "the tool's preview has no summary")
 	}
+	// The binding covers the targets as the tool saw them, and the parts
+	// as shown: redacted before they are rendered, so that no approver
+	// sees a secret in a diff line either.
+	targets := plan.Targets
+	plan = redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields))
+	views, r := partViews(plan.Parts)
+	if r != nil {
+		return Plan{}, "", r
+	}
+	plan.views = views
 	b, err := json.Marshal(struct {
-		Resolved Resolved `json:"resolved"`
-		Targets  []Target `json:"targets"`
-	}{res, plan.Targets})
+		Resolved Resolved   `json:"resolved"`
+		Targets  []Target   `json:"targets"`
+		Parts    []PartView `json:"parts,omitempty"`
+	}{res, targets, views})
 	if err != nil {
 		return Plan{}, "", refusal(ReasonResolverFailed, "resolved context cannot be encoded: %v", err)
 	}
@@ -159,8 +171,7 @@ func (g *Gate) preview(ctx context.Context, t *gatedTool, c Call, res Resolved) 
 	// nanosecond times) that need not fit an IEEE double, and encoding/json
 	// is deterministic for it (sorted map keys, exact integers).
 	sum := sha256.Sum256(b)
-	// Redacted after the digest: the binding covers what the tool saw.
-	return redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields)), hex.EncodeToString(sum[:]), nil
+	return plan, hex.EncodeToString(sum[:]), nil
 }
 
 // matchRule runs a rule; only an exact true with a nil error is a match. A

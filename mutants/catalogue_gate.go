@@ -612,13 +612,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "return redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields)), hex.EncodeToString(sum[:]), nil",
-				New:  "return plan, hex.EncodeToString(sum[:]), nil",
-			},
-			{
-				File: "gate_call_check.go",
-				Old:  "\t\"github.com/mcpsafe/mcpsafe/journal\"\n",
-				New:  "",
+				Old:  "plan = redactPlan(plan, journal.FindSecrets(c.Arguments, t.SecretFields))",
+				New:  "plan = redactPlan(plan, journal.Secrets{})",
 			},
 		},
 	},
