@@ -94,7 +94,7 @@ func TestDiffPartShown(t *testing.T) {
 				t.Fatalf("runs %d, file %q", runs.Load(), f.get())
 			}
 			if mode == mcpsafe.ModeElicit {
-				for _, want := range []string{"\n    @@ -1,3 +1,3 @@", "\n     line one", "\n    -line two", "\n    +line 2 (edited by agent)", "(1 lines added, 1 removed)",
+				for _, want := range []string{"\n    @@ -1,3 +1,3 @@", "\n     line one", "\n    -line two", "\n    +line 2 (edited by agent)", "(1 line added, 1 removed)",
 					`"content": shown in full by change 1 above`, `"path": "notes.txt"`} {
 					if !strings.Contains(msg, want) {
 						t.Errorf("the prompt lacks %q:\n%s", want, msg)

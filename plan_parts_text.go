@@ -60,7 +60,7 @@ func partHeading(b *strings.Builder, p PartView, counts string) {
 }
 
 func renderDiff(b *strings.Builder, p PartView) bool {
-	partHeading(b, p, fmt.Sprintf("%d lines added, %d removed", p.Added, p.Removed))
+	partHeading(b, p, fmt.Sprintf("%s added, %d removed", plural(p.Added, "line"), p.Removed))
 	if len(p.Lines) == 0 {
 		b.WriteString("\n" + diffGutter + "(no change)")
 		return true
@@ -87,7 +87,7 @@ func renderDiff(b *strings.Builder, p PartView) bool {
 }
 
 func renderTable(b *strings.Builder, p PartView) bool {
-	partHeading(b, p, fmt.Sprintf("%d rows", len(p.Rows)))
+	partHeading(b, p, plural(len(p.Rows), "row"))
 	b.WriteString("\n" + diffGutter + strings.Join(p.Columns, " | "))
 	n := min(len(p.Rows), ShortTableRows)
 	for _, r := range p.Rows[:n] {
@@ -140,4 +140,11 @@ func argumentBlock(raw json.RawMessage) string {
 		}
 	}
 	return b.String()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

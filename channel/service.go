@@ -348,7 +348,7 @@ func (s *Service) notifyLocked() {
 
 // Limits on one webhook request; Webhook checks them before sending.
 const (
-	maxRequestBytes = 256 << 10
+	maxRequestBytes = 1 << 20 // room for the plan's parts (mcpsafe.MaxPartBytes each)
 	maxSummaryBytes = 4096
 	maxPlanLines    = 200
 )
@@ -591,6 +591,8 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 		return req, errors.New("tool must be 1-128 bytes")
 	case len(req.Summary) > maxSummaryBytes || len(req.Details) > maxPlanLines || len(req.Targets) > maxPlanLines:
 		return req, errors.New("plan too large")
+	case !partsFit(req.Parts):
+		return req, errors.New("plan parts too large")
 	case len(req.Arguments) > 0 && !isObject(req.Arguments):
 		return req, errors.New("arguments must be a JSON object")
 	case req.ExpiresAt.IsZero():
@@ -626,6 +628,7 @@ func decodeWireRequest(body []byte) (WireRequest, error) {
 	for _, t := range req.Targets {
 		all = append(all, t.Name, t.State)
 	}
+	all = append(all, partTexts(req.Parts)...)
 	for _, v := range all {
 		if !utf8.ValidString(v) {
 			return req, errors.New("plan text is not valid UTF-8")
@@ -663,6 +666,7 @@ func redactRequest(req WireRequest) WireRequest {
 		targets[i] = mcpsafe.Target{Name: s.Text(t.Name), State: s.Text(t.State)}
 	}
 	req.Targets = targets
+	req.Parts = redactParts(req.Parts, s)
 	return req
 }
 

@@ -77,6 +77,9 @@ type WireRequest struct {
 	Summary string           `json:"summary"`
 	Details []string         `json:"details"`
 	Targets []mcpsafe.Target `json:"targets"`
+	// Parts are the plan's typed parts (a diff as lines marked +, - or
+	// context, a table), whole and rendered for a human.
+	Parts []mcpsafe.PartView `json:"parts,omitempty"`
 	// Arguments are the call's arguments in full, sensitive values
 	// redacted (journal.Redact): the approver can check every one.
 	Arguments    json.RawMessage `json:"arguments,omitempty"`
@@ -259,7 +262,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	}
 	wire := WireRequest{
 		Version: 1, ID: r.ID, Tool: r.Tool, Summary: r.Summary,
-		Details: nonNil(r.Details), Targets: nonNilTargets(r.Targets),
+		Details: nonNil(r.Details), Targets: nonNilTargets(r.Targets), Parts: r.Parts,
 		ArgsDigest: r.ArgsDigest, Principal: r.Principal, Audience: r.Audience,
 		Irreversible: r.Irreversible, ExpiresAt: r.ExpiresAt.UTC(),
 		MinApprovers: w.require[r.Tool], Nonce: newNonce(), Grants: r.Grants,
