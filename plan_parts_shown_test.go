@@ -283,3 +283,52 @@ func TestArgumentsShownOnceAsJSON(t *testing.T) {
 		t.Errorf("the prompt shows JSON as an escaped string:\n%s", msg)
 	}
 }
+
+// A secret argument copied into a part is redacted there too, in the
+// prompt and in the channel request; the tool still gets the real value.
+func TestSecretsRedactedInParts(t *testing.T) {
+	for _, mode := range []mcpsafe.Mode{mcpsafe.ModeElicit, mcpsafe.ModeChannel} {
+		t.Run(string(mode), func(t *testing.T) {
+			var shown []string
+			var got atomic.Value
+			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+				o.Mode = mode
+				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+					b, _ := json.Marshal(r)
+					shown = append(shown, string(b))
+					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+				})
+				*tools = append(*tools, mcpsafe.Tool{
+					Name: "set_password", InputSchema: map[string]any{"type": "object"},
+					Preview: func(_ context.Context, c mcpsafe.Call, _ mcpsafe.Resolved) (mcpsafe.Plan, error) {
+						var a struct{ Password string }
+						_ = c.Decode(&a)
+						return mcpsafe.Plan{Summary: "Set the password", Parts: []mcpsafe.Part{
+							{Diff: &mcpsafe.Diff{Path: "app.env", Old: "user=app\n", New: "user=app\npassword=" + a.Password + "\n"}},
+							{Table: &mcpsafe.Table{Columns: []string{"key", "value"}, Rows: [][]string{{"password", a.Password}}}},
+						}}, nil
+					},
+					Execute: func(_ context.Context, c mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
+						got.Store(string(c.Arguments))
+						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "set"}}}, nil
+					},
+				})
+			})
+			cs := e.connect(client{elicit: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				shown = append(shown, r.Params.Message)
+				return accept(ctx, r)
+			}})
+			wantExecuted(t, callTool(t, cs, "set_password", map[string]any{"password": secretPassword}))
+			if len(shown) != 1 {
+				t.Fatalf("shown %d times", len(shown))
+			}
+			noSecrets(t, "what the approver saw", shown[0])
+			if !strings.Contains(shown[0], "password=[redacted]") || !strings.Contains(shown[0], `"[redacted]"`) {
+				t.Errorf("the parts lost their redacted lines:\n%s", shown[0])
+			}
+			if a, _ := got.Load().(string); !strings.Contains(a, secretPassword) {
+				t.Fatalf("Execute did not get the real value: %q", a)
+			}
+		})
+	}
+}
