@@ -127,17 +127,14 @@ func partViews(parts []Part) ([]PartView, *Refusal) {
 }
 
 func partView(p Part) (PartView, error) {
-	v := PartView{Title: displayLine((p.Title)), Shows: p.Shows}
-	if p.Title == "" {
-		v.Title = ""
-	}
+	v := PartView{Title: displayLine(p.Title), Shows: p.Shows}
 	switch {
 	case p.Diff != nil && p.Table == nil:
 		d := p.Diff
 		if n := len(d.Old) + len(d.New) + len(d.Unified); n > MaxPartBytes {
 			return v, tooLarge("a diff of %d bytes", n)
 		}
-		v.Kind, v.Path = "diff", prompt.QuoteWhole((d.Path))
+		v.Kind, v.Path = "diff", prompt.QuoteWhole(d.Path)
 		if d.Path == "" {
 			v.Path = ""
 		}
@@ -165,7 +162,7 @@ func partView(p Part) (PartView, error) {
 				v.Removed++
 			}
 			if l.Op != OpHunk {
-				lines[i].Text = prompt.CodeLine((l.Text))
+				lines[i].Text = prompt.CodeLine(l.Text)
 			}
 		}
 		v.Lines = lines
@@ -178,7 +175,7 @@ func partView(p Part) (PartView, error) {
 		v.Kind = "table"
 		for _, c := range t.Columns {
 			n += len(c)
-			v.Columns = append(v.Columns, displayLine((c)))
+			v.Columns = append(v.Columns, displayLine(c))
 		}
 		for _, r := range t.Rows {
 			if len(r) != len(t.Columns) {
@@ -187,7 +184,7 @@ func partView(p Part) (PartView, error) {
 			row := make([]string, len(r))
 			for i, c := range r {
 				n += len(c)
-				row[i] = prompt.Quote((c))
+				row[i] = prompt.Quote(c)
 			}
 			v.Rows = append(v.Rows, row)
 		}

@@ -568,6 +568,45 @@ var gateMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "plan-diff-lines-raw",
+		Packages: []string{"."},
+		Run:      "TestCraftedDiffShownAsItIs",
+		Why:      "a diff line reaches the human unrendered: a CR overprints, a run of spaces wraps +rm -rf onto a line of its own, a bidi control reorders",
+		Edits: []Edit{
+			{
+				File: "plan_parts.go",
+				Old:  "lines[i].Text = prompt.CodeLine(l.Text)",
+				New:  "lines[i].Text = l.Text",
+			},
+		},
+	},
+	{
+		Name:     "plan-parts-unbound",
+		Packages: []string{"."},
+		Run:      "TestDiffChangeVoidsApproval",
+		Why:      "the diff the human approved is not bound: the file changes after approval and the write runs over it",
+		Edits: []Edit{
+			{
+				File: "gate_call_check.go",
+				Old:  "}{res, targets, views})",
+				New:  "}{res, targets, nil})",
+			},
+		},
+	},
+	{
+		Name:     "plan-abbreviated-part-hides-argument",
+		Packages: []string{"."},
+		Run:      "TestLongDiffAbbreviatedNotCut",
+		Why:      "a diff abbreviated in the prompt still stands for its argument, so the rest of the content is shown nowhere in the prompt",
+		Edits: []Edit{
+			{
+				File: "plan_parts_text.go",
+				Old:  "\t\tif !whole {\n\t\t\tcontinue\n\t\t}\n",
+				New:  "\t\t_ = whole\n",
+			},
+		},
+	},
+	{
 		Name:     "plan-backstop-off",
 		Packages: []string{"."},
 		Why:      "plan lines from the tool reach the human unescaped (newlines, bidi)",
