@@ -108,3 +108,31 @@ func TestParseUnifiedAnyText(t *testing.T) {
 		}
 	})
 }
+
+// The worst case a part may be: 999 lines replaced by 999 others
+// (with the hunk header, about the limit of 2,000 diff lines), and a 200-line edit with every other
+// line changed.
+func BenchmarkDiffPart(b *testing.B) {
+	gen := func(prefix string, n, every int) string {
+		var sb strings.Builder
+		for i := range n {
+			if every > 0 && i%every == 0 {
+				sb.WriteString(prefix)
+			}
+			sb.WriteString("line " + strconv.Itoa(i) + "\n")
+		}
+		return sb.String()
+	}
+	for _, c := range []struct{ name, old, new string }{
+		{"all-999-replaced", gen("old ", 999, 1), gen("new ", 999, 1)},
+		{"200-lines-every-other", gen("", 200, 0), gen("edited ", 200, 2)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := partView(Part{Diff: &Diff{Old: c.old, New: c.new}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
