@@ -42,7 +42,7 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 	ctx, span := g.step(ctx, "ask")
 	defer func() { endStep(span, r) }()
 	view := planView(k.plan)
-	shown := renderPlan(view) + "\n" + renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields))
+	shown := shownPlan(k)
 	if r := checkPromptSize(shown); r != nil {
 		return nil, r
 	}

@@ -213,6 +213,7 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	rec := g.record(k, a.Decision)
 	rec.Call, rec.By, rec.Summary, rec.Grant = a.CallID, a.By, plan.Summary, a.Grant
 	rec.Assurance, rec.Evidence = a.Assurance.String(), a.Evidence
+	rec.Shown = shownDigest(planView(k.plan), k.plan.Targets)
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
 		return nil, refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
 	}

@@ -141,7 +141,8 @@ func (g *Gate) runResolve(ctx context.Context, k *call) (state, *Refusal) {
 }
 
 // preview asks the tool for its plan and digests what the approval binds:
-// the resolved context and the targets with their state.
+// the resolved context, the targets with their state and the parts as
+// rendered.
 func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string, r *Refusal) {
 	ctx, span := g.step(ctx, "preview")
 	defer func() { endStep(span, r) }()
@@ -157,10 +158,21 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	if strings.TrimSpace(plan.Summary) == "" {
 		return Plan{}, "", refusal(ReasonPreviewFailed, "the tool's preview has no summary")
 	}
+	// The binding covers the targets as the tool saw them, and the parts
+	// as shown: redacted before they are rendered, so that no approver
+	// sees a secret in a diff line either.
+	targets := plan.Targets
+	plan = redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))
+	views, r := partViews(plan.Parts)
+	if r != nil {
+		return Plan{}, "", r
+	}
+	plan.views = views
 	b, err := json.Marshal(struct {
-		Resolved any      `json:"resolved"`
-		Targets  []Target `json:"targets"`
-	}{st.v, plan.Targets})
+		Resolved any        `json:"resolved"`
+		Targets  []Target   `json:"targets"`
+		Parts    []PartView `json:"parts,omitempty"`
+	}{st.v, targets, views})
 	if err != nil {
 		return Plan{}, "", refusal(ReasonResolverFailed, "resolved context cannot be encoded: %v", err)
 	}
@@ -168,8 +180,7 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	// nanosecond times) that need not fit an IEEE double, and encoding/json
 	// is deterministic for it (sorted map keys, exact integers).
 	sum := sha256.Sum256(b)
-	// Redacted after the digest: the binding covers what the tool saw.
-	return redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields)), hex.EncodeToString(sum[:]), nil
+	return plan, hex.EncodeToString(sum[:]), nil
 }
 
 // matchRule runs a rule; only an exact true with a nil error is a match. A

@@ -163,7 +163,7 @@ func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
 	view := planView(k.plan)
 	return ApprovalRequest{
 		ID: gr.Nonce, Tool: k.t.Name, Summary: view.Summary, Details: view.Details,
-		Targets: k.plan.Targets, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
+		Targets: k.plan.Targets, Parts: view.Parts, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
 		ArgsDigest: k.c.ArgsDigest, Principal: k.c.Principal,
 		Audience: g.opts.Audience, Irreversible: k.t.Irreversible, ExpiresAt: gr.expires().UTC(),
 		Grants:       g.channelOffers(k),

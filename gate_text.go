@@ -61,16 +61,60 @@ func redactPlan(p Plan, s journal.Secrets) Plan {
 	for _, t := range p.Targets {
 		out.Targets = append(out.Targets, Target{Name: s.Text(t.Name), State: s.Text(t.State)})
 	}
+	for _, pt := range p.Parts {
+		r := Part{Title: s.Text(pt.Title), Shows: pt.Shows}
+		if d := pt.Diff; d != nil {
+			r.Diff = &Diff{Path: s.Text(d.Path), Old: s.Text(d.Old), New: s.Text(d.New), Unified: s.Text(d.Unified)}
+		}
+		if t := pt.Table; t != nil {
+			r.Table = &Table{}
+			for _, c := range t.Columns {
+				r.Table.Columns = append(r.Table.Columns, s.Text(c))
+			}
+			for _, row := range t.Rows {
+				cells := make([]string, len(row))
+				for i, c := range row {
+					cells[i] = s.Text(c)
+				}
+				r.Table.Rows = append(r.Table.Rows, cells)
+			}
+		}
+		out.Parts = append(out.Parts, r)
+	}
 	return out
 }
 
 // planView is the whole plan, every line rendered for display.
 func planView(p Plan) PlanView {
-	v := PlanView{Summary: displayLine(p.Summary), Details: []string{}}
+	v := PlanView{Summary: displayLine(p.Summary), Details: []string{}, Parts: p.views}
 	for _, d := range p.Details {
 		v.Details = append(v.Details, displayLine(d))
 	}
 	return v
+}
+
+// shownPlan is the plan as a prompt shows it (the elicitation message, the
+// text a token result asks the assistant to show): the plan, its targets,
+// its parts (a part over its short form abbreviated, saying so) and every
+// argument once, an argument a part shows whole named rather than
+// repeated.
+func shownPlan(k *call) string {
+	var b strings.Builder
+	b.WriteString("Plan: ")
+	b.WriteString(renderPlan(planView(k.plan)))
+	if len(k.plan.Targets) > 0 {
+		b.WriteString("\nTargets:")
+		for _, t := range k.plan.Targets {
+			fmt.Fprintf(&b, "\n  - %s", prompt.QuoteWhole(t.Name))
+			if t.State != "" {
+				fmt.Fprintf(&b, ": %s", displayLine(t.State))
+			}
+		}
+	}
+	shown := renderParts(&b, k.plan.views)
+	b.WriteString("\n")
+	b.WriteString(renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields, shown)))
+	return b.String()
 }
 
 func renderPlan(v PlanView) string {
@@ -86,7 +130,10 @@ func renderPlan(v PlanView) string {
 // argumentLines renders every argument of the call, one per line, in the
 // canonical order, with sensitive values redacted (journal.Redact, the
 // same rule as the journal) and nothing cut.
-func argumentLines(args json.RawMessage, secretFields []string) []string {
+//
+// shown names the arguments a part of the plan showed whole, with the words
+// that say where; they are not repeated.
+func argumentLines(args json.RawMessage, secretFields []string, shown map[string]string) []string {
 	red := journal.Redact(args, secretFields)
 	dec := json.NewDecoder(bytes.NewReader(red))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -102,6 +149,14 @@ func argumentLines(args json.RawMessage, secretFields []string) []string {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			break
+		}
+		if where, ok := shown[key]; ok {
+			out = append(out, prompt.QuoteWhole(key)+": "+where)
+			continue
+		}
+		if block := argumentBlock(raw); block != "" {
+			out = append(out, prompt.QuoteWhole(key)+": "+block)
+			continue
 		}
 		out = append(out, prompt.QuoteWhole(key)+": "+argumentValue(raw))
 	}
@@ -186,19 +241,7 @@ func (g *Gate) approvalMessage(k *call, offers []GrantOffer) (string, *Refusal) 
 	}
 	b.WriteString("\n")
 	b.WriteString(requestedBy(k.c.Principal))
-	b.WriteString("Plan: ")
-	b.WriteString(renderPlan(planView(k.plan)))
-	if len(k.plan.Targets) > 0 {
-		b.WriteString("\nTargets:")
-		for _, t := range k.plan.Targets {
-			fmt.Fprintf(&b, "\n  - %s", prompt.QuoteWhole(t.Name))
-			if t.State != "" {
-				fmt.Fprintf(&b, ": %s", displayLine(t.State))
-			}
-		}
-	}
-	b.WriteString("\n")
-	b.WriteString(renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields)))
+	b.WriteString(shownPlan(k))
 	b.WriteString("\n\nThe approval covers exactly these arguments and this state, once.")
 	if len(offers) > 0 {
 		fmt.Fprintf(&b, "\n\nInstead, you may approve a standing grant: this call and later calls of %s by %s that fit a scope, without asking again, until it expires or its uses are taken:", k.t.Name, grantHolder(k.c.Principal))

@@ -111,10 +111,15 @@ type Target struct {
 }
 
 // Plan is what Preview returns: what will happen, in words for a human.
+// Targets are the things the call touches with their current state; Parts
+// show the effect (a diff, a table), see Part.
 type Plan struct {
 	Summary string   `json:"summary"`
 	Details []string `json:"details,omitempty"`
 	Targets []Target `json:"targets,omitempty"`
+	Parts   []Part   `json:"parts,omitempty"`
+
+	views []PartView // Parts as rendered, set by the gate after Preview
 }
 
 // Approval tells Execute how the call was approved.
@@ -221,6 +226,8 @@ type ApprovalRequest struct {
 	Summary string   `json:"summary"` // sanitized for display
 	Details []string `json:"details,omitempty"`
 	Targets []Target `json:"targets,omitempty"`
+	// Parts are the plan's parts as rendered, whole (see Part).
+	Parts []PartView `json:"parts,omitempty"`
 	// Arguments are the call's arguments in full, sensitive values
 	// redacted (journal.Redact with the tool's SecretFields), so that the
 	// approver can see every one of them.

@@ -121,8 +121,9 @@ func (r *Refusal) Result() *mcp.CallToolResult {
 
 // PlanView is the plan as the model sees it in an approval_required result.
 type PlanView struct {
-	Summary string   `json:"summary"`
-	Details []string `json:"details"`
+	Summary string     `json:"summary"`
+	Details []string   `json:"details"`
+	Parts   []PartView `json:"parts,omitempty"`
 }
 
 // ApprovalRequired is the structured content of a token-mode first call.

@@ -27,6 +27,7 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"short": func(t time.Time) string { return t.UTC().Format("Jan 2 15:04:05") },
 	"dur":   duration,
 	"fold":  func(n int) bool { return n > cardArgs },
+	"op":    diffOpClass,
 }).ParseFS(webFS, "web/*.html"))
 
 // duration is a wait as a person reads it: tenths of a second under ten
@@ -71,24 +72,25 @@ func (s *Service) routes() {
 
 // item is one request as the UI and the JSON API show it.
 type item struct {
-	ID           string           `json:"id"`
-	Tool         string           `json:"tool"`
-	Summary      string           `json:"summary"`
-	Details      []string         `json:"details"`
-	Targets      []mcpsafe.Target `json:"targets"`
-	Arguments    json.RawMessage  `json:"arguments"` // in full, sensitive values redacted; null if the sender sent none
-	ArgsDigest   string           `json:"args_digest"`
-	Principal    string           `json:"principal"`
-	Audience     string           `json:"audience"`
-	Irreversible bool             `json:"irreversible"`
-	Received     time.Time        `json:"received"`
-	Deadline     time.Time        `json:"deadline"`
-	Status       string           `json:"status"`
-	Required     int              `json:"required_approvals"`
-	Approvals    []string         `json:"approvals"`
-	DeniedBy     string           `json:"denied_by,omitempty"`
-	DecidedAt    time.Time        `json:"decided_at,omitzero"`
-	Withdrawn    string           `json:"withdrawn,omitempty"` // why the gate took it back
+	ID           string             `json:"id"`
+	Tool         string             `json:"tool"`
+	Summary      string             `json:"summary"`
+	Details      []string           `json:"details"`
+	Targets      []mcpsafe.Target   `json:"targets"`
+	Parts        []mcpsafe.PartView `json:"parts,omitempty"`
+	Arguments    json.RawMessage    `json:"arguments"` // in full, sensitive values redacted; null if the sender sent none
+	ArgsDigest   string             `json:"args_digest"`
+	Principal    string             `json:"principal"`
+	Audience     string             `json:"audience"`
+	Irreversible bool               `json:"irreversible"`
+	Received     time.Time          `json:"received"`
+	Deadline     time.Time          `json:"deadline"`
+	Status       string             `json:"status"`
+	Required     int                `json:"required_approvals"`
+	Approvals    []string           `json:"approvals"`
+	DeniedBy     string             `json:"denied_by,omitempty"`
+	DecidedAt    time.Time          `json:"decided_at,omitzero"`
+	Withdrawn    string             `json:"withdrawn,omitempty"` // why the gate took it back
 	// Grants are the standing grants offered; Grant the one chosen.
 	Grants       []mcpsafe.GrantOffer `json:"grants,omitempty"`
 	Grant        string               `json:"grant,omitempty"`
@@ -98,12 +100,13 @@ type item struct {
 	Outcome string `json:"outcome,omitempty"`
 
 	// For the viewer.
-	Mine        bool     `json:"-"` // the viewer asked for this call
-	Voted       bool     `json:"-"`
-	DeadlineMS  int64    `json:"-"`
-	FirstDetail []string `json:"-"` // shown at once
-	MoreDetail  []string `json:"-"` // behind a "show more" toggle, never dropped
-	Args        []argRow `json:"-"`
+	Mine        bool       `json:"-"` // the viewer asked for this call
+	Voted       bool       `json:"-"`
+	DeadlineMS  int64      `json:"-"`
+	FirstDetail []string   `json:"-"` // shown at once
+	MoreDetail  []string   `json:"-"` // behind a "show more" toggle, never dropped
+	Args        []argRow   `json:"-"`
+	Shown       []partCard `json:"-"` // the parts as the page shows them
 }
 
 // Display limits on a card. Nothing past them is dropped: it is behind a
@@ -121,6 +124,9 @@ type argRow struct {
 	String bool
 	Head   string // the start of a long value; "" when Value is short
 	Size   int    // characters in Value
+	// ShownBy is the number (from 1) of the plan part that shows this
+	// argument in full; 0 when none does.
+	ShownBy int
 }
 
 // argRows lists the top-level arguments in the order sent. A body that is
@@ -179,7 +185,7 @@ func itemOf(r record, viewer string) item {
 		Audience: r.Req.Audience, Irreversible: r.Req.Irreversible, Received: r.Received,
 		Deadline: r.Deadline, Status: r.Status, Required: r.Required, Approvals: voters(&r),
 		DecidedAt: r.DecidedAt, DeadlineMS: r.Deadline.UnixMilli(), Withdrawn: r.Withdrawn,
-		Arguments: r.Req.Arguments, Args: argRows(r.Req.Arguments),
+		Arguments: r.Req.Arguments, Args: shownBy(argRows(r.Req.Arguments), r.Req.Parts), Parts: r.Req.Parts, Shown: partCards(r.Req.Parts),
 		Grants: r.Req.Grants, Grant: r.Grant,
 		NeedsPasskey: r.Req.MinAssurance == channel.AssurancePasskeyName,
 	}

@@ -586,6 +586,8 @@ func decodeWireRequest(body []byte) (channel.WireRequest, error) {
 		return req, errors.New("tool must be 1-128 bytes")
 	case len(req.Summary) > channel.MaxSummaryBytes || len(req.Details) > channel.MaxPlanLines || len(req.Targets) > channel.MaxPlanLines:
 		return req, errors.New("plan too large")
+	case !partsFit(req.Parts):
+		return req, errors.New("plan parts too large")
 	case len(req.Arguments) > 0 && !isObject(req.Arguments):
 		return req, errors.New("arguments must be a JSON object")
 	case req.ExpiresAt.IsZero():
@@ -621,6 +623,7 @@ func decodeWireRequest(body []byte) (channel.WireRequest, error) {
 	for _, t := range req.Targets {
 		all = append(all, t.Name, t.State)
 	}
+	all = append(all, partTexts(req.Parts)...)
 	for _, v := range all {
 		if !utf8.ValidString(v) {
 			return req, errors.New("plan text is not valid UTF-8")
@@ -658,6 +661,7 @@ func redactRequest(req channel.WireRequest) channel.WireRequest {
 		targets[i] = mcpsafe.Target{Name: s.Text(t.Name), State: s.Text(t.State)}
 	}
 	req.Targets = targets
+	req.Parts = redactParts(req.Parts, s)
 	return req
 }
 

@@ -74,7 +74,7 @@ const DefaultTimeout = 10 * time.Minute
 // one, and Webhook checks them before sending, so that a plan too large to
 // show whole is refused as such (and never cut to fit).
 const (
-	MaxRequestBytes = 256 << 10
+	MaxRequestBytes = 1 << 20 // room for the plan's parts (mcpsafe.MaxPartBytes each)
 	MaxSummaryBytes = 4096
 	MaxPlanLines    = 200
 	// MaxGrantOffers bounds the standing grants one request may offer.
@@ -102,6 +102,9 @@ type WireRequest struct {
 	Summary string           `json:"summary"`
 	Details []string         `json:"details"`
 	Targets []mcpsafe.Target `json:"targets"`
+	// Parts are the plan's typed parts (a diff as lines marked +, - or
+	// context, a table), whole and rendered for a human.
+	Parts []mcpsafe.PartView `json:"parts,omitempty"`
 	// Arguments are the call's arguments in full, sensitive values
 	// redacted (journal.Redact): the approver can check every one.
 	Arguments    json.RawMessage `json:"arguments,omitempty"`
@@ -279,7 +282,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	}
 	wire := WireRequest{
 		Version: 1, ID: r.ID, Tool: r.Tool, Summary: r.Summary,
-		Details: wire.NonNil(r.Details), Targets: wire.NonNil(r.Targets),
+		Details: wire.NonNil(r.Details), Targets: wire.NonNil(r.Targets), Parts: r.Parts,
 		ArgsDigest: r.ArgsDigest, Principal: r.Principal, Audience: r.Audience,
 		Irreversible: r.Irreversible, ExpiresAt: r.ExpiresAt.UTC(),
 		MinApprovers: w.require[r.Tool], Nonce: newNonce(), Grants: r.Grants,

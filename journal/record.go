@@ -46,11 +46,15 @@ type Record struct {
 	ArgsDigest string          `json:"args_digest,omitempty"`
 	Args       json.RawMessage `json:"args,omitempty"` // redacted copy, never the approval token
 	Summary    string          `json:"summary,omitempty"`
-	Decision   string          `json:"decision"`
-	By         string          `json:"by,omitempty"`    // approver identity, rule name, "client", "token"
-	Grant      string          `json:"grant,omitempty"` // the standing grant a record is about
-	Reason     string          `json:"reason,omitempty"`
-	Error      string          `json:"error,omitempty"`
+	// Shown is the SHA-256 of the plan as the approver was shown it
+	// (summary, details, targets, parts as rendered), "sha256:HEX": what
+	// was shown is identified without keeping a copy of it.
+	Shown    string `json:"shown,omitempty"`
+	Decision string `json:"decision"`
+	By       string `json:"by,omitempty"`    // approver identity, rule name, "client", "token"
+	Grant    string `json:"grant,omitempty"` // the standing grant a record is about
+	Reason   string `json:"reason,omitempty"`
+	Error    string `json:"error,omitempty"`
 	// Assurance names what the approval proved (client_relayed, channel).
 	Assurance string `json:"assurance,omitempty"`
 	// Evidence is what the approver side handed over as proof, kept as

@@ -568,6 +568,45 @@ var gateMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "plan-diff-lines-raw",
+		Packages: []string{"."},
+		Run:      "TestCraftedDiffShownAsItIs",
+		Why:      "a diff line reaches the human unrendered: a CR overprints, a run of spaces wraps +rm -rf onto a line of its own, a bidi control reorders",
+		Edits: []Edit{
+			{
+				File: "plan_parts.go",
+				Old:  "lines[i].Text = prompt.CodeLine(l.Text)",
+				New:  "lines[i].Text = l.Text",
+			},
+		},
+	},
+	{
+		Name:     "plan-parts-unbound",
+		Packages: []string{"."},
+		Run:      "TestDiffChangeVoidsApproval",
+		Why:      "the diff the human approved is not bound: the file changes after approval and the write runs over it",
+		Edits: []Edit{
+			{
+				File: "gate_call_check.go",
+				Old:  "}{st.v, targets, views})",
+				New:  "}{st.v, targets, nil})",
+			},
+		},
+	},
+	{
+		Name:     "plan-abbreviated-part-hides-argument",
+		Packages: []string{"."},
+		Run:      "TestLongDiffAbbreviatedNotCut",
+		Why:      "a diff abbreviated in the prompt still stands for its argument, so the rest of the content is shown nowhere in the prompt",
+		Edits: []Edit{
+			{
+				File: "plan_parts_text.go",
+				Old:  "\t\tif !whole {\n\t\t\tcontinue\n\t\t}\n",
+				New:  "\t\t_ = whole\n",
+			},
+		},
+	},
+	{
 		Name:     "plan-backstop-off",
 		Packages: []string{"."},
 		Why:      "plan lines from the tool reach the human unescaped (newlines, bidi)",
@@ -612,13 +651,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "return redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields)), hex.EncodeToString(sum[:]), nil",
-				New:  "return plan, hex.EncodeToString(sum[:]), nil",
-			},
-			{
-				File: "gate_call_check.go",
-				Old:  "\t\"github.com/mcpsafe/mcpsafe/journal\"\n",
-				New:  "",
+				Old:  "plan = redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))",
+				New:  "plan = redactPlan(plan, journal.Secrets{})",
 			},
 		},
 	},
@@ -838,8 +872,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "}{st.v, plan.Targets})",
-				New:  "}{nil, plan.Targets})",
+				Old:  "}{st.v, targets, views})",
+				New:  "}{nil, targets, views})",
 			},
 		},
 	},

@@ -103,7 +103,7 @@ var proxyMutants = []Mutant{
 		Why:      "plans do not say which upstream server the call goes to",
 		Edits: []Edit{
 			{
-				File: "proxy/proxy.go",
+				File: "proxy/effects.go",
 				Old:  "\t\t\tDetails: []string{s.serverLine},\n",
 				New:  "",
 			},

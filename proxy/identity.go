@@ -155,17 +155,20 @@ func errSharedDefaultAudience(ledgerURL string) error {
 	return fmt.Errorf("proxy: the %s: ledger is shared, so set --audience (Config.Gate.Audience): the same name on every replica of this proxy, and a different one for every other server sharing the ledger or the key; the default audience is derived from the upstream command line or URL and may differ between replicas", scheme)
 }
 
-// serverLine names the server in every plan: the audience the operator
-// configured (or the one derived from the upstream) and what the upstream
-// calls itself, which it chooses and may not be true.
-func serverLine(audience string, info *mcp.Implementation) string {
-	line := "server: " + prompt.Quote(audience)
-	if info != nil && info.Name != "" {
-		line += " (the upstream calls itself " + prompt.Quote(info.Name)
-		if info.Version != "" {
-			line += " version " + prompt.Quote(info.Version)
-		}
-		line += ")"
+// serverLine names the server in every plan: by the name a person knows
+// it by (personName) and what the upstream calls itself, which it chooses
+// and may not be true.
+func serverLine(name string, info *mcp.Implementation) string {
+	line := "server: " + prompt.Quote(name)
+	if info == nil || info.Name == "" {
+		return line
 	}
-	return line
+	version := ""
+	if info.Version != "" {
+		version = " version " + prompt.Quote(info.Version)
+	}
+	if info.Name == name {
+		return line + version + " (the name the upstream gives itself)"
+	}
+	return line + " (the upstream calls itself " + prompt.Quote(info.Name) + version + ")"
 }

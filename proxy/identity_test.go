@@ -179,8 +179,11 @@ func TestSharedLedgerNeedsAudience(t *testing.T) {
 	}
 }
 
-// Every plan names the server: in the client's approval prompt, in the
-// token's plan, and in the request the approval service shows.
+// Every plan names the server, by the name a person knows it by (here the
+// upstream's own, as the policy gives none) and never by the derived
+// audience with its hash: in the client's approval prompt, in the token's
+// plan, and in the request the approval service shows (whose audience
+// field still carries the audience, the binding).
 func TestPlanNamesServer(t *testing.T) {
 	secret := make([]byte, 32)
 	rand.Read(secret)
@@ -209,7 +212,7 @@ func TestPlanNamesServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	want := `server: "` + s.Audience + `" (the upstream calls itself "go-upstream")`
+	want := `server: "go-upstream" (the name the upstream gives itself)`
 
 	// The client's prompt, for a tool with an operator's preview template.
 	var msg atomic.Value
@@ -218,13 +221,13 @@ func TestPlanNamesServer(t *testing.T) {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}})
 	call(t, cs, "delete_thing", map[string]any{"id": "7"})
-	if m, _ := msg.Load().(string); !strings.Contains(m, want) || !strings.Contains(m, `Delete "7"`) {
+	if m, _ := msg.Load().(string); !strings.Contains(m, want) || !strings.Contains(m, `Delete "7"`) || strings.Contains(m, s.Audience) {
 		t.Fatalf("approval prompt %q does not name the server (%s)", m, want)
 	}
 	// The token's plan, for the default preview.
 	plain := connect(t, s, nil)
 	plan := structured(t, call(t, plain, "set_flag", map[string]any{}))["plan"].(map[string]any)
-	if plan["summary"] != `Call "set_flag" on "`+s.Audience+`"` || plan["details"].([]any)[0] != want {
+	if plan["summary"] != `Call "set_flag" on "go-upstream"` || plan["details"].([]any)[0] != want {
 		t.Fatalf("token plan %v", plan)
 	}
 	// The approval service's request.
@@ -249,7 +252,7 @@ func TestPlanNamesServer(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if len(item.Details) == 0 || item.Details[0] != want || !strings.Contains(item.Summary, s.Audience) || item.Audience != s.Audience {
+	if len(item.Details) == 0 || item.Details[0] != want || item.Summary != `Call "gated_fail" on "go-upstream"` || item.Audience != s.Audience {
 		t.Fatalf("approval service item %+v does not name the server (%s)", item, want)
 	}
 	apiJSON(t, http.MethodPost, hs.URL+"/api/requests/"+item.ID+"/deny", bearer, nil)

@@ -36,7 +36,11 @@ import (
 // read-only is gated, and irreversible unless upstream marks it
 // destructiveHint: false.
 type Policy struct {
-	Source        string // file name, for error messages
+	Source string // file name, for error messages
+	// Name is what plans call the upstream server (name: in the file),
+	// for a person; without it, the gateway's name for the server or the
+	// upstream's own title or name.
+	Name          string
 	Mode          mcpsafe.Mode
 	ModeLine      int // where Mode was set
 	AllowTokenFor []mcpsafe.OptIn
@@ -91,6 +95,9 @@ type ToolPolicy struct {
 	SecretFields []string
 	// Grants lets the approver choose a standing grant (grants: in the file).
 	Grants *mcpsafe.GrantPolicy
+	// Effect computes what the call changes, from the upstream (effect:
+	// in the file; see Effect).
+	Effect *Effect
 	// argRefs are the argument names its rules and resolver arguments read
 	// (args.NAME, args["NAME"]), checked against the upstream tool's schema
 	// at startup together with the preview's (checkArgumentNames).
@@ -126,12 +133,13 @@ type resolverArg struct {
 // tool can do.
 func (t *ToolPolicy) hasSettings() bool {
 	return t.Gate || t.Irreversible != nil || t.Mode != "" || t.Preview != nil ||
-		len(t.Deny)+len(t.Allow)+len(t.AutoApprove) > 0 || t.Resolver != nil || len(t.SecretFields) > 0 || t.Grants != nil
+		len(t.Deny)+len(t.Allow)+len(t.AutoApprove) > 0 || t.Resolver != nil || len(t.SecretFields) > 0 || t.Grants != nil || t.Effect != nil
 }
 
 // The YAML shapes. Expression fields are kept as nodes so that errors can
 // name their line.
 type policyFile struct {
+	Name             string              `yaml:"name"`
 	Mode             string              `yaml:"mode"`
 	AllowTokenFor    []string            `yaml:"allow_token_for"`
 	AllowGrantsFor   []string            `yaml:"allow_grants_for"`
@@ -153,6 +161,7 @@ type toolFile struct {
 	Resolver     *resolverFile `yaml:"resolver"`
 	SecretFields []string      `yaml:"secret_fields"`
 	Grants       *grantsFile   `yaml:"grants"`
+	Effect       *effectFile   `yaml:"effect"`
 }
 
 // grantsFile is a tool's standing-grant policy:
@@ -252,6 +261,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	lines := toolLines(&root)
+	p.Name = strings.TrimSpace(f.Name)
 	if f.Mode != "" {
 		m, err := parseMode(f.Mode)
 		if err != nil {
@@ -405,29 +415,18 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 			errs = append(errs, at(line, "resolver: tool is required"))
 		}
 		res := &Resolver{Tool: r.Tool, Line: line}
-		if !r.Args.IsZero() {
-			if r.Args.Kind != yaml.MappingNode {
-				errs = append(errs, at(r.Args.Line, "resolver.args must map argument names to CEL expressions"))
-			}
-			for i := 0; i+1 < len(r.Args.Content); i += 2 {
-				k, v := r.Args.Content[i], r.Args.Content[i+1]
-				prg, refs, err := compileExpr(env, v, false)
-				if err != nil {
-					errs = append(errs, at(v.Line, "resolver.args.%s: %v", k.Value, err))
-					continue
-				}
-				for _, r := range refs {
-					tp.argRefs = append(tp.argRefs, argRef{name: r, where: "resolver.args." + k.Value, line: v.Line})
-				}
-				res.args = append(res.args, resolverArg{name: k.Value, prg: prg})
-			}
-		}
+		args, refs, aerrs := compileCallArgs(env, r.Args, "resolver.args", at)
+		res.args, tp.argRefs, errs = args, append(tp.argRefs, refs...), append(errs, aerrs...)
 		bind, err := bindFields(r.Bind)
 		if err != nil {
 			errs = append(errs, at(r.Bind.Line, "resolver.bind: %v", err))
 		}
 		res.Bind = bind
 		tp.Resolver = res
+	}
+	if f.Effect != nil {
+		e, eerrs := compileEffect(env, line, f.Effect, tp, at)
+		tp.Effect, errs = e, append(errs, eerrs...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

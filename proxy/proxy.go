@@ -80,6 +80,7 @@ type Server struct {
 	withheld   map[string]bool // upstream tools not shown to clients (screenTool)
 	sticky     *stickiness     // see rugpull.go
 	serverLine string          // names the server in every plan
+	serverName string          // the server as a person knows it (personName)
 	syncReq    chan struct{}
 	stop       chan struct{}
 	stopOnce   sync.Once
@@ -225,7 +226,12 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if init == nil {
 		return nil, errors.New("proxy: upstream sent no initialize result")
 	}
-	s.serverLine = serverLine(s.Audience, init.ServerInfo)
+	given := s.pol().Name
+	if m := s.member; m != nil && given == "" {
+		given = m.name
+	}
+	s.serverName = personName(given, init.ServerInfo, s.Audience)
+	s.serverLine = serverLine(s.serverName, init.ServerInfo)
 	if m := s.member; m != nil {
 		s.serverLine = "gateway server " + prompt.Quote(m.name) + ", " + s.serverLine
 		s.MCP = m.mcp
@@ -934,46 +940,6 @@ func resultText(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// previewFor describes a call: the policy's template when there is one,
-// and always every argument, each rendered with prompt.Quote so that the
-// human reads exactly what will be sent.
-func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
-	return func(_ context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
-		var args map[string]json.RawMessage
-		if err := json.Unmarshal(previewArguments(c, tp), &args); err != nil {
-			return mcpsafe.Plan{}, fmt.Errorf("arguments: %w", err)
-		}
-		quoted := make(map[string]string, len(args))
-		keys := make([]string, 0, len(args))
-		for k, v := range args {
-			quoted[k] = quoteJSON(v)
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		plan := mcpsafe.Plan{
-			Summary: fmt.Sprintf("Call %s on %s", prompt.Quote(name), prompt.Quote(s.Audience)),
-			Details: []string{s.serverLine},
-		}
-		if tp != nil && tp.Preview != nil {
-			var b strings.Builder
-			if err := tp.Preview.Execute(&b, quoted); err != nil {
-				return mcpsafe.Plan{}, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the policy's preview template failed: %v", err)
-			}
-			plan.Summary = oneLine(b.String())
-		}
-		if m := s.member; m != nil && m.prefix == "" {
-			// The journal keeps the summary and the tool's name; a bare
-			// name does not say which server of the gateway it was.
-			plan.Summary += " (gateway server " + prompt.Quote(m.name) + ")"
-		}
-		for _, k := range keys {
-			plan.Details = append(plan.Details, prompt.Quote(k)+" = "+quoted[k])
-		}
-		plan.Details = append(plan.Details, stateLines(r)...)
-		return plan, nil
-	}
 }
 
 // stateLines shows what a resolver reported, one field a line and each

@@ -1,0 +1,152 @@
+package approvals
+
+import (
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
+)
+
+// The typed parts of a plan (mcpsafe.Part) on the approval page: a diff
+// with its added and removed lines marked, a table. A part is always there
+// whole; past its first lines it is folded behind "expand", never dropped.
+const (
+	cardDiffLines = 40 // diff lines shown before "expand"
+	cardTableRows = 20 // table rows shown before "expand"
+)
+
+// partCard is one part as the page shows it.
+type partCard struct {
+	Kind           string
+	Heading        string
+	Added, Removed int
+	First, More    []mcpsafe.DiffLine
+	Columns        []string
+	Rows, MoreRows [][]string
+}
+
+func partCards(parts []mcpsafe.PartView) []partCard {
+	var out []partCard
+	for _, p := range parts {
+		c := partCard{Kind: p.Kind, Heading: p.Title, Added: p.Added, Removed: p.Removed, Columns: p.Columns}
+		if c.Heading == "" {
+			c.Heading = "Change"
+			if p.Path != "" {
+				c.Heading = "Change to " + p.Path
+			}
+			if p.Kind == "table" {
+				c.Heading = "Table"
+			}
+		}
+		c.First, c.More = split(p.Lines, cardDiffLines)
+		c.Rows, c.MoreRows = split(p.Rows, cardTableRows)
+		out = append(out, c)
+	}
+	return out
+}
+
+func split[T any](s []T, n int) (first, more []T) {
+	if len(s) <= n {
+		return s, nil
+	}
+	return s[:n], s[n:]
+}
+
+// diffOpClass is the CSS class of a diff line.
+func diffOpClass(op string) string {
+	switch op {
+	case mcpsafe.OpAdd:
+		return "add"
+	case mcpsafe.OpRemove:
+		return "del"
+	case mcpsafe.OpHunk:
+		return "hunk"
+	}
+	return "ctx"
+}
+
+// partsFit reports whether a request's parts are within the gate's own
+// limits (mcpsafe.MaxParts, MaxPartLines) and use only the known kinds and
+// ops.
+func partsFit(parts []mcpsafe.PartView) bool {
+	if len(parts) > mcpsafe.MaxParts {
+		return false
+	}
+	for _, p := range parts {
+		if len(p.Lines) > mcpsafe.MaxPartLines || len(p.Rows) > mcpsafe.MaxPartLines {
+			return false
+		}
+		switch p.Kind {
+		case "diff":
+			for _, l := range p.Lines {
+				switch l.Op {
+				case mcpsafe.OpAdd, mcpsafe.OpRemove, mcpsafe.OpContext, mcpsafe.OpHunk:
+				default:
+					return false
+				}
+			}
+		case "table":
+			for _, r := range p.Rows {
+				if len(r) != len(p.Columns) {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// partTexts lists every text of the parts, for the UTF-8 check.
+func partTexts(parts []mcpsafe.PartView) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p.Title, p.Path)
+		out = append(out, p.Columns...)
+		out = append(out, p.Shows...)
+		for _, l := range p.Lines {
+			out = append(out, l.Text)
+		}
+		for _, r := range p.Rows {
+			out = append(out, r...)
+		}
+	}
+	return out
+}
+
+// redactParts cuts the secret values out of the parts, as out of the rest
+// of the plan.
+func redactParts(parts []mcpsafe.PartView, s journal.Secrets) []mcpsafe.PartView {
+	out := make([]mcpsafe.PartView, len(parts))
+	for i, p := range parts {
+		q := p
+		q.Title, q.Path = s.Text(p.Title), s.Text(p.Path)
+		q.Lines = make([]mcpsafe.DiffLine, len(p.Lines))
+		for j, l := range p.Lines {
+			q.Lines[j] = mcpsafe.DiffLine{Op: l.Op, Text: s.Text(l.Text)}
+		}
+		q.Rows = make([][]string, len(p.Rows))
+		for j, r := range p.Rows {
+			q.Rows[j] = make([]string, len(r))
+			for k, c := range r {
+				q.Rows[j][k] = s.Text(c)
+			}
+		}
+		out[i] = q
+	}
+	return out
+}
+
+// shownBy marks the argument rows a part shows in full: the page shows
+// every part whole, so the row names the part instead of repeating it.
+func shownBy(rows []argRow, parts []mcpsafe.PartView) []argRow {
+	for i, p := range parts {
+		for _, a := range p.Shows {
+			for j := range rows {
+				if rows[j].Key == a {
+					rows[j].ShownBy = i + 1
+				}
+			}
+		}
+	}
+	return rows
+}
