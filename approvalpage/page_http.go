@@ -9,21 +9,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 //go:embed page.html
 var pageHTML string
 
-var pageTmpl = template.Must(template.New("page").Parse(pageHTML))
+var pageTmpl = template.Must(template.Must(template.New("page").Funcs(planhtml.Funcs()).Parse(pageHTML)).Parse(planhtml.Templates))
 
 // view is what the template shows; every text in it was sanitized for a
 // person (package prompt) and is escaped by html/template.
 type view struct {
 	Tool, Summary string
 	Details       []string
-	Targets       [][]string // name, state
-	Arguments     string     // indented JSON, sanitized
+	Targets       [][]string      // name, state
+	Shown         []planhtml.Card // the plan's parts (diffs, tables)
+	PartsCSS      template.CSS
+	Arguments     string // indented JSON, sanitized
 	Principal     string
 	Irreversible  bool
 	ExpiresAt     string
@@ -124,6 +127,7 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 		Tool: prompt.Quote(e.req.Tool), Summary: e.req.Summary, Details: e.req.Details,
 		Principal: principalShown(e.req.Principal), Irreversible: e.req.Irreversible,
 		ExpiresAt: e.req.ExpiresAt.UTC().Format(time.RFC3339), Form: e.form, Why: why,
+		Shown: planhtml.Cards(e.req.Parts), PartsCSS: template.CSS(planhtml.CSS),
 	}
 	if left := e.req.ExpiresAt.Sub(now).Round(time.Second); left > 0 {
 		v.Left = left.String()

@@ -14,21 +14,22 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 )
 
 //go:embed web
 var webFS embed.FS
 
-var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
+var tmpl = template.Must(template.Must(template.New("").Funcs(template.FuncMap{
 	"vis":   channel.Visible,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
 	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"short": func(t time.Time) string { return t.UTC().Format("Jan 2 15:04:05") },
 	"dur":   duration,
 	"fold":  func(n int) bool { return n > cardArgs },
-	"op":    diffOpClass,
-}).ParseFS(webFS, "web/*.html"))
+	"op":    planhtml.OpClass,
+}).ParseFS(webFS, "web/*.html")).Parse(planhtml.Templates)) // the plan's parts: internal/planhtml
 
 // duration is a wait as a person reads it: tenths of a second under ten
 // seconds, whole seconds above.
@@ -100,13 +101,13 @@ type item struct {
 	Outcome string `json:"outcome,omitempty"`
 
 	// For the viewer.
-	Mine        bool       `json:"-"` // the viewer asked for this call
-	Voted       bool       `json:"-"`
-	DeadlineMS  int64      `json:"-"`
-	FirstDetail []string   `json:"-"` // shown at once
-	MoreDetail  []string   `json:"-"` // behind a "show more" toggle, never dropped
-	Args        []argRow   `json:"-"`
-	Shown       []partCard `json:"-"` // the parts as the page shows them
+	Mine        bool            `json:"-"` // the viewer asked for this call
+	Voted       bool            `json:"-"`
+	DeadlineMS  int64           `json:"-"`
+	FirstDetail []string        `json:"-"` // shown at once
+	MoreDetail  []string        `json:"-"` // behind a "show more" toggle, never dropped
+	Args        []argRow        `json:"-"`
+	Shown       []planhtml.Card `json:"-"` // the parts as the page shows them
 }
 
 // Display limits on a card. Nothing past them is dropped: it is behind a
@@ -185,7 +186,7 @@ func itemOf(r record, viewer string) item {
 		Audience: r.Req.Audience, Irreversible: r.Req.Irreversible, Received: r.Received,
 		Deadline: r.Deadline, Status: r.Status, Required: r.Required, Approvals: voters(&r),
 		DecidedAt: r.DecidedAt, DeadlineMS: r.Deadline.UnixMilli(), Withdrawn: r.Withdrawn,
-		Arguments: r.Req.Arguments, Args: shownBy(argRows(r.Req.Arguments), r.Req.Parts), Parts: r.Req.Parts, Shown: partCards(r.Req.Parts),
+		Arguments: r.Req.Arguments, Args: shownBy(argRows(r.Req.Arguments), r.Req.Parts), Parts: r.Req.Parts, Shown: planhtml.Cards(r.Req.Parts),
 		Grants: r.Req.Grants, Grant: r.Grant,
 		NeedsPasskey: r.Req.MinAssurance == channel.AssurancePasskeyName,
 	}

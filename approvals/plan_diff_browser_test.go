@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -122,8 +123,8 @@ func TestBrowserDiffPartReadable(t *testing.T) {
 		t.Fatalf("the part's counts %q do not match its lines (%d, %d): %v", head, a, d, err)
 	}
 	all := count(card + ` .dl`)
-	if v := visible(card + ` .dl`); v != cardDiffLines {
-		t.Fatalf("%d diff lines open before expand, want %d", v, cardDiffLines)
+	if v := visible(card + ` .dl`); v != planhtml.DiffLines {
+		t.Fatalf("%d diff lines open before expand, want %d", v, planhtml.DiffLines)
 	}
 	// Marked: a sign and a background of their own.
 	marks, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(function(){

@@ -5,64 +5,6 @@ import (
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
-// The typed parts of a plan (mcpsafe.Part) on the approval page: a diff
-// with its added and removed lines marked, a table. A part is always there
-// whole; past its first lines it is folded behind "expand", never dropped.
-const (
-	cardDiffLines = 40 // diff lines shown before "expand"
-	cardTableRows = 20 // table rows shown before "expand"
-)
-
-// partCard is one part as the page shows it.
-type partCard struct {
-	Kind           string
-	Heading        string
-	Added, Removed int
-	First, More    []mcpsafe.DiffLine
-	Columns        []string
-	Rows, MoreRows [][]string
-}
-
-func partCards(parts []mcpsafe.PartView) []partCard {
-	var out []partCard
-	for _, p := range parts {
-		c := partCard{Kind: p.Kind, Heading: p.Title, Added: p.Added, Removed: p.Removed, Columns: p.Columns}
-		if c.Heading == "" {
-			c.Heading = "Change"
-			if p.Path != "" {
-				c.Heading = "Change to " + p.Path
-			}
-			if p.Kind == "table" {
-				c.Heading = "Table"
-			}
-		}
-		c.First, c.More = split(p.Lines, cardDiffLines)
-		c.Rows, c.MoreRows = split(p.Rows, cardTableRows)
-		out = append(out, c)
-	}
-	return out
-}
-
-func split[T any](s []T, n int) (first, more []T) {
-	if len(s) <= n {
-		return s, nil
-	}
-	return s[:n], s[n:]
-}
-
-// diffOpClass is the CSS class of a diff line.
-func diffOpClass(op string) string {
-	switch op {
-	case mcpsafe.OpAdd:
-		return "add"
-	case mcpsafe.OpRemove:
-		return "del"
-	case mcpsafe.OpHunk:
-		return "hunk"
-	}
-	return "ctx"
-}
-
 // partsFit reports whether a request's parts are within the gate's own
 // limits (mcpsafe.MaxParts, MaxPartLines) and use only the known kinds and
 // ops.
