@@ -32,7 +32,9 @@ func TestProxyBinarySharedLedgerWithAudience(t *testing.T) {
 		t.Fatal("declined write succeeded")
 	}
 	m, _ := msg.Load().(string)
-	if !strings.Contains(m, `server: "files.example.internal" (the upstream calls itself "secure-filesystem-server"`) {
+	// Named as a person knows it (no name in a policy or a gateway here:
+	// the upstream's own), never by the audience's hash.
+	if !strings.Contains(m, `server: "secure-filesystem-server"`) || strings.Contains(m, "mcpsafe-proxy/") {
 		t.Fatalf("the approval prompt does not name the server: %q", m)
 	}
 }

@@ -19,7 +19,7 @@ func TestElicitationUnsupportedTellsTheUserWhatToDo(t *testing.T) {
 	msg, _ := sc(t, res)["message"].(string)
 	for _, want := range []string{
 		"Nothing ran.", "Tell the user:", "a client that supports elicitation",
-		"mcpsafe approvals serve", "--mode channel --approver-url URL --approver-secret-file FILE",
+		"--approval-page 127.0.0.1:0", "mcpsafe approvals serve", "--approver-url URL --approver-secret-file FILE",
 		"--allow-token-for delete_file",
 	} {
 		if !strings.Contains(msg, want) {
