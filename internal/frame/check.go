@@ -77,7 +77,14 @@ func Check(raw []byte, r Rules) error {
 	if !utf8.Valid(raw) {
 		return &Error{Kind: ErrInvalid, Detail: "not valid UTF-8"}
 	}
+	if r.MaxDepth <= 0 {
+		r.MaxDepth = DefaultMaxDepth
+	}
 	if !json.Valid(raw) {
+		if tooDeep(raw, r.MaxDepth) {
+			// Say so rather than what the grammar found later on.
+			return &Error{Kind: ErrTooDeep, Detail: "limit " + strconv.Itoa(r.MaxDepth)}
+		}
 		var v any
 		err := json.Unmarshal(raw, &v)
 		if err == nil {
@@ -85,12 +92,33 @@ func Check(raw []byte, r Rules) error {
 		}
 		return &Error{Kind: ErrInvalid, Detail: err.Error()}
 	}
-	if r.MaxDepth <= 0 {
-		r.MaxDepth = DefaultMaxDepth
-	}
 	w := walker{b: raw, rules: r}
 	w.skipSpace()
 	return w.value(0)
+}
+
+// tooDeep reports whether raw opens more than max arrays and objects at
+// once before its grammar fails (strings skipped).
+func tooDeep(raw []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString:
+			escaped = c == '\\'
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // walker walks input that json.Valid accepted: the grammar is known good,

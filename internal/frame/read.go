@@ -108,7 +108,9 @@ func Read(frame []byte) Frame {
 	_, hasError := top["error"]
 	switch {
 	case hasMethod:
-		if json.Unmarshal(m, &f.Method) != nil {
+		// A string: encoding/json reads null into a string as "" without
+		// an error, while JavaScript and Python read no method.
+		if m[0] != '"' || json.Unmarshal(m, &f.Method) != nil {
 			f.Why = "method is not a string"
 			return f
 		}
