@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 )
 
 // WireProbe is the body of a start-up probe: POSTed to the webhook URL
@@ -55,16 +56,8 @@ func isProbe(body []byte) bool {
 
 func decodeProbe(body []byte) error {
 	var m WireProbe
-	if err := checkNoDuplicateKeys(body); err != nil {
+	if err := frame.Decode(body, &m); err != nil {
 		return fmt.Errorf("probe body: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return fmt.Errorf("probe body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("probe body: data after the JSON object")
 	}
 	if m.Version != 1 {
 		return fmt.Errorf("probe version %d not supported (want 1)", m.Version)

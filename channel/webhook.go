@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
@@ -540,8 +541,8 @@ type answer struct {
 // "approved":true} means nothing and is rejected.
 func parseAnswer(raw []byte) (answer, error) {
 	var a answer
-	if err := checkNoDuplicateKeys(raw); err != nil {
-		return a, fmt.Errorf("%w: %v", ErrBadResponse, err)
+	if err := frame.Check(raw, frame.Rules{MaxDepth: 32}); err != nil {
+		return a, fmt.Errorf("%w: not a JSON object read alike by every parser: %v", ErrBadResponse, err)
 	}
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -630,58 +631,4 @@ func clip(s string) string {
 		return s[:40] + "..."
 	}
 	return s
-}
-
-// checkNoDuplicateKeys walks the JSON tokens and fails on any object that
-// repeats a key.
-func checkNoDuplicateKeys(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	type frame struct {
-		obj  bool
-		keys map[string]bool
-		key  bool // next string token in this object is a key
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if top != nil && top.obj {
-					top.key = true
-				}
-				stack = append(stack, &frame{obj: t == '{', keys: map[string]bool{}, key: true})
-				if len(stack) > 32 {
-					return errors.New("nested too deeply")
-				}
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		case string:
-			if top != nil && top.obj && top.key {
-				if top.keys[t] {
-					return fmt.Errorf("duplicate key %q", clip(t))
-				}
-				top.keys[t] = true
-				top.key = false
-				continue
-			}
-		}
-		if top != nil && top.obj {
-			top.key = true
-		}
-	}
 }

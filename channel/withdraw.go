@@ -1,7 +1,6 @@
 package channel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 )
 
 // WireWithdrawal is the JSON body a Webhook POSTs, to the same URL and
@@ -113,16 +113,8 @@ var withdrawReasons = map[string]string{
 
 func decodeWithdrawal(body []byte) (WireWithdrawal, error) {
 	var m WireWithdrawal
-	if err := checkNoDuplicateKeys(body); err != nil {
+	if err := frame.Decode(body, &m); err != nil {
 		return m, fmt.Errorf("withdrawal body: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return m, fmt.Errorf("withdrawal body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return m, errors.New("withdrawal body: data after the JSON object")
 	}
 	switch {
 	case m.Version != 1:
