@@ -191,6 +191,8 @@ func alike(frame, body []byte, f *Frame) string {
 					if why := readSpelt(m, "result"); why != "" {
 						return why
 					}
+				} else if why := errorObject(m); why != "" {
+					return why
 				}
 			}
 		}
@@ -211,6 +213,25 @@ func alike(frame, body []byte, f *Frame) string {
 		f.Progress = string(bytes.TrimSpace(f.Params["progressToken"]))
 	case f.Kind == Request && meta != nil:
 		f.Progress = string(bytes.TrimSpace(meta["progressToken"]))
+	}
+	return ""
+}
+
+// errorObject: exactly the members of a JSON-RPC error, code an integer
+// and message a string (the SDK's decoder fails on anything else, while
+// JavaScript and Python read the response).
+func errorObject(m map[string]json.RawMessage) string {
+	for k := range m {
+		if k != "code" && k != "message" && k != "data" {
+			return "the error member " + quote([]byte(k)) + ", which JSON-RPC errors do not have"
+		}
+	}
+	code, msg := m["code"], m["message"]
+	if len(code) == 0 || code[0] == '"' || !plainID(string(code)) {
+		return "an error code that is not an integer"
+	}
+	if len(msg) == 0 || msg[0] != '"' {
+		return "an error message that is not a string"
 	}
 	return ""
 }

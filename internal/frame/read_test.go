@@ -52,6 +52,7 @@ func TestReadRule(t *testing.T) {
 		{"result and error", `{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}`, false, Response},
 		{"jsonrpc escaped", `{"jsonrpc":"2\u002e0","method":"notifications/x"}`, false, Invalid},
 		{"array params", `{"jsonrpc":"2.0","method":"notifications/x","params":[1]}`, false, Notification},
+		{"an error code that is a string (the SDK fails)", `{"jsonrpc":"2.0","id":0,"error":{"code":"","message":"m"}}`, false, Response},
 		{"method null (encoding/json reads \"\", JavaScript no method)", `{"jsonrpc":"2.0","id":1,"method":null}`, false, Invalid},
 	} {
 		f := Read([]byte(c.frame))
