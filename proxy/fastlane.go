@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -200,49 +201,38 @@ func (u *UpstreamPipe) readUpstream() {
 
 func (u *UpstreamPipe) route(line []byte) error {
 	// A line goes to the client raw only when it reads the same to every
-	// parser: strictly (no duplicate keys, none equal under case folding)
-	// and with exactly the members of its kind. encoding/json matches keys
-	// case-insensitively and keeps the last duplicate, while other clients
-	// read the exact key: a line that is progress to one and an
-	// elicitation/create to another must never take the raw path. The SDK
-	// client decodes and re-encodes what it gets, so anything else goes
-	// there.
-	top, strict := strictObject(line)
-	shape := ""
-	if strict {
-		shape = upstreamShape(top)
-	}
-	if shape == "" {
-		return u.routeUnclear(line)
-	}
-	id := string(bytes.TrimSpace(top["id"]))
-	var method string
-	if shape != "response" && json.Unmarshal(top["method"], &method) != nil {
+	// parser (frame.Read's rule: strictly, with exactly the members of its
+	// kind). encoding/json matches keys case-insensitively and keeps the
+	// last duplicate, while other clients read the exact key: a line that
+	// is progress to one and an elicitation/create to another must never
+	// take the raw path. The SDK client decodes and re-encodes what it
+	// gets, so anything else goes there.
+	f := frame.Read(line)
+	if !f.Alike {
 		return u.routeUnclear(line)
 	}
 	u.mu.Lock()
 	switch {
-	case shape == "response":
-		if orig, ok := u.sdkIDs[id]; ok {
-			delete(u.sdkIDs, id)
+	case f.Kind == frame.Response:
+		if orig, ok := u.sdkIDs[f.ID]; ok {
+			delete(u.sdkIDs, f.ID)
 			u.mu.Unlock()
 			return u.toSDKWithID(line, orig)
 		}
-		if tok, ok := u.fast[id]; ok {
-			delete(u.fast, id)
+		if tok, ok := u.fast[f.ID]; ok {
+			delete(u.fast, f.ID)
 			down := u.down
 			u.mu.Unlock()
 			u.releaseToken(tok)
 			return down(line)
 		}
-	case shape == "notification" && method == "notifications/progress":
-		params, ok := strictObject(top["params"])
-		if ok && u.tokens[string(bytes.TrimSpace(params["progressToken"]))] > 0 {
+	case f.Kind == frame.Notification && f.Method == "notifications/progress":
+		if u.tokens[f.Progress] > 0 {
 			down := u.down
 			u.mu.Unlock()
 			return down(line)
 		}
-	case shape == "notification" && !knownUpstreamMethods[method]:
+	case f.Kind == frame.Notification && !knownUpstreamMethods[f.Method]:
 		// A notification the SDK client would drop: the client gets the
 		// upstream's line (see unknown_methods.go).
 		down := u.down
@@ -252,30 +242,6 @@ func (u *UpstreamPipe) route(line []byte) error {
 	u.mu.Unlock()
 	_, err := u.sdkFeed.Write(line)
 	return err
-}
-
-// upstreamShape names the kind of a strictly read upstream line with
-// exactly the members of that kind, or "" for any other line.
-func upstreamShape(top map[string]json.RawMessage) string {
-	if string(top["jsonrpc"]) != `"2.0"` {
-		return ""
-	}
-	has := func(k string) int {
-		if _, ok := top[k]; ok {
-			return 1
-		}
-		return 0
-	}
-	id, method, params, result, errm := has("id"), has("method"), has("params"), has("result"), has("error")
-	switch {
-	case id == 1 && method == 0 && params == 0 && result+errm == 1 && len(top) == 3:
-		return "response"
-	case id == 0 && method == 1 && result+errm == 0 && len(top) == 2+params:
-		return "notification"
-	case id == 1 && method == 1 && result+errm == 0 && len(top) == 3+params:
-		return "request"
-	}
-	return ""
 }
 
 // routeUnclear handles an upstream line that does not read the same to
@@ -288,6 +254,13 @@ func (u *UpstreamPipe) routeUnclear(line []byte) error {
 	if json.Unmarshal(line, &p) == nil && p.Method == nil {
 		id := string(bytes.TrimSpace(p.ID))
 		u.mu.Lock()
+		if orig, ok := u.sdkIDs[id]; ok {
+			// An answer to the SDK client's own request: it reads it (and
+			// re-encodes what it makes of it) under its own id.
+			delete(u.sdkIDs, id)
+			u.mu.Unlock()
+			return u.toSDKWithID(line, orig)
+		}
 		tok, ok := u.fast[id]
 		if ok {
 			delete(u.fast, id)
@@ -317,10 +290,8 @@ func (u *UpstreamPipe) toSDKWithID(line []byte, orig json.RawMessage) error {
 	return err
 }
 
-// fastCall is what the fast lane needs to know about a client line, read
-// strictly: a line it cannot read exactly as any JSON parser would (two
-// keys that are equal or differ only in case, which parsers resolve
-// differently) is not fast.
+// fastCall is a fast-lane call in flight: its id and progress token, as
+// the frame reader read them.
 type fastCall struct {
 	id, token string // raw JSON; token empty without a progress token
 }
@@ -328,98 +299,36 @@ type fastCall struct {
 // peekCall reports whether line is a tools/call of a tool that passes
 // through, and its id and progress token.
 func (s *Server) peekCall(line []byte) (fastCall, bool) {
-	top, ok := strictObject(line)
-	if !ok {
+	f := frame.Read(line)
+	if !f.Alike || f.Kind != frame.Request || f.Method != "tools/call" {
 		return fastCall{}, false
 	}
-	params, ok := strictObject(top["params"])
-	if !ok {
-		return fastCall{}, false
-	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil {
-		return fastCall{}, false
-	}
-	return s.fastCallOf(top, params, name)
+	return s.fastCallOf(f, f.Tool)
 }
 
-// fastCallOf is peekCall on a line already read strictly, for the tool
-// the upstream knows as name.
-func (s *Server) fastCallOf(top, params map[string]json.RawMessage, name string) (fastCall, bool) {
-	if string(top["method"]) != `"tools/call"` || string(top["jsonrpc"]) != `"2.0"` {
+// fastCallOf is peekCall on a tools/call frame the reader found Alike, for
+// the tool the upstream knows as name.
+func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
+	// The reader's ids are plain: a string without escapes, so the prefix
+	// is read here as every parser reads it.
+	id := f.ID
+	if strings.HasPrefix(id, `"`+sdkIDPrefix) {
 		return fastCall{}, false
 	}
-	id := string(bytes.TrimSpace(top["id"]))
-	if id == "" || id == "null" || id[0] == '{' || id[0] == '[' {
-		return fastCall{}, false
-	}
-	if id[0] == '"' {
-		var sid string
-		if json.Unmarshal([]byte(id), &sid) != nil || strings.HasPrefix(sid, sdkIDPrefix) {
-			return fastCall{}, false
-		}
-	}
-	for k, v := range params {
+	if v, ok := f.Params["requestState"]; ok {
 		// A proxy continuation goes to continueCall on the SDK path, and
 		// never upstream.
-		if strings.EqualFold(k, "requestState") {
-			var st string
-			if json.Unmarshal(v, &st) != nil || isContinuation(st) {
-				return fastCall{}, false
-			}
+		var st string
+		if json.Unmarshal(v, &st) != nil || isContinuation(st) {
+			return fastCall{}, false
 		}
 	}
 	if !s.passesThrough(name) {
 		return fastCall{}, false
 	}
 	c := fastCall{id: id}
-	if raw, ok := params["_meta"]; ok {
-		meta, ok := strictObject(raw)
-		if !ok {
-			return fastCall{}, false
-		}
-		if tok, ok := meta["progressToken"]; ok {
-			c.token = string(bytes.TrimSpace(tok))
-		}
-	}
+	c.token = f.Progress
 	return c, true
-}
-
-// strictObject decodes a JSON object's members, refusing duplicate keys
-// and keys equal under case folding.
-func strictObject(raw []byte) (map[string]json.RawMessage, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
-	}
-	out := map[string]json.RawMessage{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		key, ok := t.(string)
-		if !ok {
-			return nil, false
-		}
-		for k := range out {
-			if strings.EqualFold(k, key) {
-				return nil, false
-			}
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
-		}
-		out[key] = v
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false // anything after the object
-	}
-	return out, true
 }
 
 // ServeStdio serves the proxy on in/out. With an UpstreamPipe upstream,
@@ -502,8 +411,8 @@ func (u *UpstreamPipe) setDown(down func([]byte) error) {
 }
 
 func initializedLine(line []byte) bool {
-	top, ok := strictObject(line)
-	return ok && string(top["method"]) == `"notifications/initialized"`
+	f := frame.Read(line)
+	return f.Kind == frame.Notification && f.Method == "notifications/initialized"
 }
 
 // startFast registers a fast-lane call; false when its id is already in
@@ -559,15 +468,11 @@ func (u *UpstreamPipe) fastCancel(line []byte) bool {
 	if !bytes.Contains(line, []byte(`notifications/cancelled`)) {
 		return false
 	}
-	top, ok := strictObject(line)
-	if !ok || string(top["method"]) != `"notifications/cancelled"` {
+	f := frame.Read(line)
+	if !f.Alike || f.Kind != frame.Notification || f.Method != "notifications/cancelled" {
 		return false
 	}
-	params, ok := strictObject(top["params"])
-	if !ok {
-		return false
-	}
-	id := string(bytes.TrimSpace(params["requestId"]))
+	id := string(bytes.TrimSpace(f.Params["requestId"]))
 	u.mu.Lock()
 	tok, inFlight := u.fast[id]
 	u.mu.Unlock()

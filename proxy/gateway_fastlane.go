@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,26 +66,18 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 // fastLane forwards line when it is a call of a tool that passes through
 // on a running server with a pipe of the client's generation.
 func (g *Gateway) fastLane(line []byte) bool {
-	top, ok := strictObject(line)
-	if !ok || string(top["method"]) != `"tools/call"` {
+	f := frame.Read(line)
+	if !f.Alike || f.Kind != frame.Request || f.Method != "tools/call" {
 		return false
 	}
-	params, ok := strictObject(top["params"])
-	if !ok {
-		return false
-	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil {
-		return false
-	}
+	name := f.Tool
 	_, srv := g.route(name)
 	if srv == nil || srv.pipe == nil || srv.Upstream.InitializeResult().ProtocolVersion >= modernProtocol {
 		return false
 	}
 	upName := srv.up(name)
-	// The same checks as the single proxy's, for the upstream's name: a
-	// strict read, and a tool that passes through.
-	c, ok := srv.fastCallOf(top, params, upName)
+	// The same checks as the single proxy's, for the upstream's name.
+	c, ok := srv.fastCallOf(f, upName)
 	if !ok {
 		return false
 	}
@@ -93,13 +86,13 @@ func (g *Gateway) fastLane(line []byte) bool {
 		if err != nil {
 			return false
 		}
-		params["name"] = quoted
-		p, err := json.Marshal(params)
+		f.Params["name"] = quoted
+		p, err := json.Marshal(f.Params)
 		if err != nil {
 			return false
 		}
-		top["params"] = p
-		if line, err = json.Marshal(top); err != nil {
+		f.Top["params"] = p
+		if line, err = json.Marshal(f.Top); err != nil {
 			return false
 		}
 		line = append(line, '\n')

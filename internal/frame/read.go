@@ -161,7 +161,7 @@ func alike(frame, body []byte, f *Frame) string {
 			return "the member " + quote([]byte(k)) + ", which is not one of its kind's"
 		}
 	}
-	if f.ID != "" && !plainID(f.ID) {
+	if f.ID != "" && !PlainID(f.ID) {
 		return "an id that parsers may read differently (null, a fraction, an exponent, beyond 2^53, an escape or not a string or number)"
 	}
 	if _, ok := f.Top["params"]; ok && f.Params == nil {
@@ -227,7 +227,7 @@ func errorObject(m map[string]json.RawMessage) string {
 		}
 	}
 	code, msg := m["code"], m["message"]
-	if len(code) == 0 || code[0] == '"' || !plainID(string(code)) {
+	if len(code) == 0 || code[0] == '"' || !PlainID(string(code)) {
 		return "an error code that is not an integer"
 	}
 	if len(msg) == 0 || msg[0] != '"' {
@@ -249,9 +249,11 @@ func readSpelt(m map[string]json.RawMessage, where string) string {
 	return ""
 }
 
-// plainID: a string without escapes, or an integer written plainly within
-// ±(2^53−1), which JavaScript reads exactly.
-func plainID(id string) bool {
+// PlainID: id (JSON text) is a string without escapes, or an integer
+// written plainly within ±(2^53−1), which JavaScript reads exactly: the ids
+// every parser reads as the same id, and the same ids only when their
+// bytes are equal.
+func PlainID(id string) bool {
 	if id[0] == '"' {
 		return bytes.IndexByte([]byte(id), '\\') < 0
 	}
