@@ -468,8 +468,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "internal/frame/read.go",
-				Old:  "if err := Check(body, Rules{MaxDepth: MaxDepth}); err != nil {",
-				New:  "if err := Check(body, Rules{MaxDepth: MaxDepth}); err != nil && false {",
+				Old:  "if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil {",
+				New:  "if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil && false {",
 			},
 		},
 	},

@@ -74,13 +74,18 @@ const DefaultMaxDepth = 64
 // Check reads raw strictly (see the package doc) and reports the first
 // thing that fails, as an *Error.
 func Check(raw []byte, r Rules) error {
+	return check(raw, r, false)
+}
+
+// check is Check; valid says json.Valid already accepted raw.
+func check(raw []byte, r Rules, valid bool) error {
 	if !utf8.Valid(raw) {
 		return &Error{Kind: ErrInvalid, Detail: "not valid UTF-8"}
 	}
 	if r.MaxDepth <= 0 {
 		r.MaxDepth = DefaultMaxDepth
 	}
-	if !json.Valid(raw) {
+	if !valid && !json.Valid(raw) {
 		if tooDeep(raw, r.MaxDepth) {
 			// Say so rather than what the grammar found later on.
 			return &Error{Kind: ErrTooDeep, Detail: "limit " + strconv.Itoa(r.MaxDepth)}

@@ -128,7 +128,7 @@ func Read(frame []byte) Frame {
 		f.ID = string(bytes.TrimSpace(id))
 	}
 	if p, ok := top["params"]; ok {
-		f.Params, _ = topMembers(p)
+		f.Params, _ = validMembers(p)
 	}
 	f.Why = alike(frame, body, &f)
 	f.Alike = f.Why == ""
@@ -144,7 +144,7 @@ func alike(frame, body []byte, f *Frame) string {
 	if bytes.IndexByte(body, '\r') >= 0 {
 		return "a carriage return that is not part of the line end"
 	}
-	if err := Check(body, Rules{MaxDepth: MaxDepth}); err != nil {
+	if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil {
 		return err.Error()
 	}
 	allowed := requestMembers
@@ -173,7 +173,7 @@ func alike(frame, body []byte, f *Frame) string {
 	var meta map[string]json.RawMessage
 	if raw, ok := f.Params["_meta"]; ok {
 		var isObj bool
-		if meta, isObj = topMembers(raw); !isObj {
+		if meta, isObj = validMembers(raw); !isObj {
 			return "params._meta is not an object"
 		}
 		if why := readSpelt(meta, "params._meta"); why != "" {
@@ -183,7 +183,7 @@ func alike(frame, body []byte, f *Frame) string {
 	if f.Kind == Response {
 		for _, k := range []string{"result", "error"} {
 			if raw, ok := f.Top[k]; ok {
-				m, isObj := topMembers(raw)
+				m, isObj := validMembers(raw)
 				if !isObj {
 					return k + " is not an object"
 				}
@@ -272,6 +272,15 @@ func topMembers(raw []byte) (map[string]json.RawMessage, bool) {
 	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
 		return nil, false
 	}
+	return validMembers(raw)
+}
+
+// validMembers is topMembers on a value json.Valid accepted.
+func validMembers(raw []byte) (map[string]json.RawMessage, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
 	w := walker{b: raw, rules: Rules{MaxDepth: 1}}
 	w.i++
 	w.skipSpace()
@@ -355,5 +364,5 @@ func Members(raw []byte) (map[string]json.RawMessage, bool) {
 	if Check(raw, Rules{MaxDepth: MaxDepth}) != nil {
 		return nil, false
 	}
-	return topMembers(raw)
+	return validMembers(raw)
 }
