@@ -25,6 +25,8 @@ type reading struct {
 	Method   string   `json:"method,omitempty"`
 	Keys     []string `json:"keys,omitempty"`
 	Params   []string `json:"params,omitempty"`
+	Meta     []string `json:"meta,omitempty"`   // params._meta's member names
+	Result   []string `json:"result,omitempty"` // result's member names
 	Tool     string   `json:"tool,omitempty"`
 	Progress any      `json:"progress,omitempty"`
 	Error    string   `json:"error,omitempty"`
@@ -34,12 +36,11 @@ type reading struct {
 // as float64 (what JSON gives back).
 func (r reading) normal() reading {
 	slices.Sort(r.Keys)
-	slices.Sort(r.Params)
-	if len(r.Keys) == 0 {
-		r.Keys = nil
-	}
-	if len(r.Params) == 0 {
-		r.Params = nil
+	for _, names := range []*[]string{&r.Keys, &r.Params, &r.Meta, &r.Result} {
+		slices.Sort(*names)
+		if len(*names) == 0 {
+			*names = nil
+		}
 	}
 	r.ID = jsonValue(r.ID)
 	r.Progress = jsonValue(r.Progress)
@@ -72,13 +73,25 @@ func frameReading(f Frame) reading {
 	for k := range f.Top {
 		r.Keys = append(r.Keys, k)
 	}
-	if f.Params != nil {
-		r.Params = []string{}
-		for k := range f.Params {
-			r.Params = append(r.Params, k)
-		}
+	for k := range f.Params {
+		r.Params = append(r.Params, k)
 	}
+	r.Meta = memberNames(f.Params["_meta"])
+	r.Result = memberNames(f.Top["result"])
 	return r.normal()
+}
+
+// memberNames are the names of raw's members when it is an object.
+func memberNames(raw json.RawMessage) []string {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // goReading is encoding/json's reading into structs, as a Go server or
@@ -105,9 +118,7 @@ func goReading(b []byte) reading {
 	var params struct {
 		Name  *string          `json:"name"`
 		Token *json.RawMessage `json:"progressToken"`
-		Meta  *struct {
-			Token *json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
+		Meta  *json.RawMessage `json:"_meta"`
 	}
 	paramsObj := false
 	if m.Params != nil {
@@ -141,6 +152,9 @@ func goReading(b []byte) reading {
 	if m.ID != nil {
 		r.ID = decodeRaw(string(*m.ID))
 	}
+	if m.Result != nil {
+		r.Result = memberNames(*m.Result)
+	}
 	if paramsObj {
 		if r.Kind == "request" && r.Method == "tools/call" && params.Name != nil {
 			r.Tool = *params.Name
@@ -148,8 +162,15 @@ func goReading(b []byte) reading {
 		if r.Kind == "notification" && r.Method == "notifications/progress" && params.Token != nil {
 			r.Progress = decodeRaw(string(*params.Token))
 		}
-		if r.Kind == "request" && params.Meta != nil && params.Meta.Token != nil {
-			r.Progress = decodeRaw(string(*params.Meta.Token))
+		if params.Meta != nil {
+			r.Meta = memberNames(*params.Meta)
+			var meta struct {
+				Token *json.RawMessage `json:"progressToken"`
+			}
+			json.Unmarshal(*params.Meta, &meta)
+			if r.Kind == "request" && meta.Token != nil {
+				r.Progress = decodeRaw(string(*meta.Token))
+			}
 		}
 	}
 	return r.normal()

@@ -13,6 +13,8 @@ rl.on('line', (line) => {
     if (isObj(m)) {
       out.keys = Object.keys(m).sort();
       if (isObj(m.params)) out.params = Object.keys(m.params).sort();
+      if (isObj(m.params) && isObj(m.params._meta)) out.meta = Object.keys(m.params._meta).sort();
+      if (isObj(m.result)) out.result = Object.keys(m.result).sort();
       if (m.jsonrpc === '2.0') {
         if (own(m, 'method') && typeof m.method === 'string') {
           out.kind = own(m, 'id') ? 'request' : 'notification';

@@ -14,6 +14,10 @@ def read(line):
     p = m.get('params')
     if is_obj(p):
         out['params'] = sorted(p.keys())
+        if is_obj(p.get('_meta')):
+            out['meta'] = sorted(p['_meta'].keys())
+    if is_obj(m.get('result')):
+        out['result'] = sorted(m['result'].keys())
     if m.get('jsonrpc') == '2.0':
         if 'method' in m and isinstance(m['method'], str):
             out['kind'] = 'request' if 'id' in m else 'notification'
