@@ -69,4 +69,17 @@ var frameMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "frame-fold-exemption-too-wide",
+		Packages: []string{"./internal/frame"},
+		Run:      "TestReadRule|TestRecordedReadings|FuzzFrameReadsAlike",
+		Why:      "keys equal under case folding pass anywhere in a result, not only inside structuredContent (a content item's \"text\" and \"Text\" are one field to encoding/json, and the SDK path drops one)",
+		Edits: []Edit{
+			{
+				File: "internal/frame/read.go",
+				Old:  "foldedKeys: k == \"structuredContent\"}",
+				New:  "foldedKeys: true}",
+			},
+		},
+	},
 }

@@ -468,7 +468,12 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "internal/frame/read.go",
-				Old:  "if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil {",
+				Old:  "\t\tf.Params, _ = validMembers(p)\n",
+				New:  "\t\tjson.Unmarshal(p, &f.Params)\n",
+			},
+			{
+				File: "internal/frame/read.go",
+				Old:  "if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil && !folded(err, f) {",
 				New:  "if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil && false {",
 			},
 		},

@@ -66,6 +66,11 @@ type Rules struct {
 	MaxDepth int
 	// Number, when set, is called with every number literal.
 	Number func(lit string) error
+
+	// foldedKeys lets keys equal only under case folding pass (exact
+	// duplicates are still refused), for a value every reader keeps as a
+	// map (see Read).
+	foldedKeys bool
 }
 
 // DefaultMaxDepth is the depth limit when Rules.MaxDepth is 0.
@@ -218,7 +223,7 @@ func (w *walker) object(depth int) error {
 		}
 		if folded == nil {
 			for _, k := range keys {
-				if err := collide(k, key, depth); err != nil {
+				if err := collide(k, key, depth); err != nil && !w.foldedOnly(err) {
 					return err
 				}
 			}
@@ -228,9 +233,18 @@ func (w *walker) object(depth int) error {
 				for _, k := range keys {
 					folded[FoldKey(string(k))] = k
 				}
+				if w.rules.foldedKeys {
+					clear(folded)
+					for _, k := range keys {
+						folded[string(k)] = k
+					}
+				}
 			}
 		} else {
 			f := FoldKey(string(key))
+			if w.rules.foldedKeys {
+				f = string(key)
+			}
 			if k, ok := folded[f]; ok {
 				return collide(k, key, depth)
 			}
@@ -250,6 +264,13 @@ func (w *walker) object(depth int) error {
 		}
 		w.skipSpace() // after ','
 	}
+}
+
+// foldedOnly: err is keys equal only under folding, which the rules let
+// pass.
+func (w *walker) foldedOnly(err error) bool {
+	e, ok := err.(*Error)
+	return ok && e.Kind == ErrFolded && w.rules.foldedKeys
 }
 
 // collide reports two keys of one object that name one member to some

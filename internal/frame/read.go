@@ -70,7 +70,9 @@ var (
 //  2. at every depth, no object with two keys that are equal (after
 //     unescaping) or equal under simple case folding (encoding/json folds,
 //     the SDK, JavaScript and Python do not; all but the strictest keep the
-//     last duplicate); nesting at most MaxDepth;
+//     last duplicate), except that keys equal only under folding may stand
+//     inside a result's structuredContent, which every reader (the SDK
+//     too) keeps as a map; nesting at most MaxDepth;
 //  3. a top-level object with exactly the members of its kind, spelt
 //     exactly: jsonrpc "2.0" (spelt so), method (a string), optional params
 //     (an object) and, for a request, id; or for a response id and exactly
@@ -144,7 +146,7 @@ func alike(frame, body []byte, f *Frame) string {
 	if bytes.IndexByte(body, '\r') >= 0 {
 		return "a carriage return that is not part of the line end"
 	}
-	if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil {
+	if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil && !folded(err, f) {
 		return err.Error()
 	}
 	allowed := requestMembers
@@ -234,6 +236,30 @@ func errorObject(m map[string]json.RawMessage) string {
 		return "an error message that is not a string"
 	}
 	return ""
+}
+
+// folded reports whether err, from the check of a whole response, is
+// only keys equal under case folding inside result.structuredContent,
+// which every reader keeps as a map (the SDK reads it as any), so they
+// read its keys alike and the SDK path would pass them unchanged. Every
+// other member of the result is checked whole; the result's and the
+// frame's own keys were read strictly already.
+func folded(err error, f *Frame) bool {
+	e, ok := err.(*Error)
+	if !ok || e.Kind != ErrFolded || f.Kind != Response {
+		return false
+	}
+	result, ok := validMembers(f.Top["result"])
+	if _, has := result["structuredContent"]; !ok || !has {
+		return false
+	}
+	for k, v := range result {
+		r := Rules{MaxDepth: MaxDepth - 2, foldedKeys: k == "structuredContent"}
+		if check(v, r, true) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // readSpelt refuses a member of m equal under case folding to one

@@ -20,6 +20,11 @@ func TestReadRule(t *testing.T) {
 		{"control: an error response", `{"jsonrpc":"2.0","id":-9007199254740991,"error":{"code":-1,"message":"m"}}`, true, Response},
 		{"control: a vendor method with any params", `{"jsonrpc":"2.0","id":9,"method":"x-acme/fs.delete","params":{"tool":"fs.delete","Tool":1}}`, false, Request},
 		{"control: a vendor method", `{"jsonrpc":"2.0","id":9,"method":"x-acme/fs.delete","params":{"path":"/"}}`, true, Request},
+		{"control: case variants in structuredContent (a map to every reader)", `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"env":{"PATH":"/bin","path":"x","a":[{"K":1,"k":2}]}}}}`, true, Response},
+		{"a duplicate in structuredContent", `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"env":{"PATH":"/bin","PATH":"x"}}}}`, false, Response},
+		{"case variants in a content item", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a","Text":"b"}],"structuredContent":{}}}`, false, Response},
+		{"case variants in structuredContent beside ones in content", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","Type":"image"}],"structuredContent":{"a":1,"A":2}}}`, false, Response},
+		{"case variants in structuredContent of a request's params", `{"jsonrpc":"2.0","id":1,"method":"x/y","params":{"structuredContent":{"a":1,"A":2}}}`, false, Request},
 		{"control: folding-distinct keys deep down (ß, ss)", `{"jsonrpc":"2.0","id":1,"result":{"x":{"ß":1,"ss":2}}}`, true, Response},
 
 		{"an extra member", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"},"extra":1}`, false, Request},

@@ -62,6 +62,10 @@ var seedFrames = []string{
 	`{"jsonrpc":"2.0","method":"notifications/x","params":{"\ud800":1,"\ud801":2}}`,
 	`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}} {"x":1}`,
 	`[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}]`,
+	// Case variants: read alike inside structuredContent (a map to every
+	// reader), not in a content item.
+	`{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"env":{"PATH":"/bin","path":"x"}}}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a","Text":"b"}],"structuredContent":{}}}`,
 	// Ids.
 	`{"jsonrpc":"2.0","id":"\u006dcpsafe-sdk-3","method":"tools/call","params":{"name":"echo"}}`,
 	`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"echo"}}`,
