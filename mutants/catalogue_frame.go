@@ -78,7 +78,7 @@ var frameMutants = []Mutant{
 			{
 				File: "internal/frame/read.go",
 				Old:  "foldedKeys: k == \"structuredContent\"}",
-				New:  "foldedKeys: true}",
+				New:  "foldedKeys: k == k}",
 			},
 		},
 	},
