@@ -339,6 +339,31 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	if u == nil {
 		return s.MCP.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
 	}
+	// The fast lane opens only for clients of the upstream session's
+	// generation, once the client has finished the handshake.
+	legacyUp := s.Upstream.InitializeResult().ProtocolVersion < modernProtocol
+	ready := func(line []byte) bool { return legacyUp && initializedLine(line) }
+	take := func(line []byte, down func([]byte) error) (bool, error) {
+		if c, ok := s.peekCall(line); ok && u.startFast(c) {
+			if err := u.writeUpstream(line); err != nil {
+				u.endFast(c)
+				return true, err
+			}
+			return true, nil
+		}
+		return u.fastCancel(line) || s.relayUnknown(u, line, down), nil
+	}
+	return serveLines(ctx, s.MCP, in, out, u.setDown, ready, take)
+}
+
+// serveLines serves srv on in/out line by line for the stdio fast lanes
+// (a single upstream's and the gateway's): once ready has seen the end of
+// the client's handshake, each client line is offered to take, and a line
+// take leaves goes to srv; an error from take ends the reading. setDown
+// learns where the lanes write to the client (one line at a time, shared
+// with srv).
+func serveLines(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, setDown func(func([]byte) error),
+	ready func([]byte) bool, take func(line []byte, down func([]byte) error) (bool, error)) error {
 	var omu sync.Mutex
 	writeDown := func(line []byte) error {
 		omu.Lock()
@@ -346,31 +371,24 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		_, err := out.Write(line)
 		return err
 	}
-	u.setDown(writeDown)
+	setDown(writeDown)
 	sdkIn, sdkFeed := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- s.MCP.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
+		errc <- srv.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
 	}()
 	go func() {
 		defer sdkFeed.Close()
 		br := bufio.NewReaderSize(in, 64<<10)
-		// The fast lane opens only for clients of the upstream session's
-		// generation, once the client has finished the handshake.
-		legacyUp := s.Upstream.InitializeResult().ProtocolVersion < modernProtocol
-		ready := false
+		open := false
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 {
-				if !ready {
-					ready = legacyUp && bytes.Contains(line, []byte(`"notifications/initialized"`)) && initializedLine(line)
-				} else if c, ok := s.peekCall(line); ok && u.startFast(c) {
-					if werr := u.writeUpstream(line); werr != nil {
-						u.endFast(c)
-						return
-					}
-					continue
-				} else if u.fastCancel(line) || s.relayUnknown(u, line, writeDown) {
+				if !open {
+					open = ready(line)
+				} else if took, terr := take(line, writeDown); terr != nil {
+					return
+				} else if took {
 					continue
 				}
 				if _, werr := sdkFeed.Write(line); werr != nil {
@@ -411,6 +429,9 @@ func (u *UpstreamPipe) setDown(down func([]byte) error) {
 }
 
 func initializedLine(line []byte) bool {
+	if !bytes.Contains(line, []byte(`"notifications/initialized"`)) {
+		return false
+	}
 	f := frame.Read(line)
 	return f.Kind == frame.Notification && f.Method == "notifications/initialized"
 }

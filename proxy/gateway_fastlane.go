@@ -1,15 +1,12 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"sync"
 
 	"github.com/mcpsafe/mcpsafe/internal/frame"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ServeStdio serves the gateway on in/out with the stdio fast lane of
@@ -19,48 +16,20 @@ import (
 // upstream's bytes. Every other line goes through the SDK path, as with a
 // single upstream (see fastlane.go).
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	var omu sync.Mutex
-	writeDown := func(line []byte) error {
-		omu.Lock()
-		defer omu.Unlock()
-		_, err := out.Write(line)
-		return err
-	}
-	g.mu.Lock()
-	g.down = writeDown
-	for _, sl := range g.slots {
-		if sl.srv != nil && sl.srv.pipe != nil {
-			sl.srv.pipe.setDown(writeDown)
-		}
-	}
-	g.mu.Unlock()
-	sdkIn, sdkFeed := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- g.MCP.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
-	}()
-	go func() {
-		defer sdkFeed.Close()
-		br := bufio.NewReaderSize(in, 64<<10)
-		ready := false
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				if !ready {
-					ready = bytes.Contains(line, []byte(`"notifications/initialized"`)) && initializedLine(line)
-				} else if g.fastLane(line) || g.fastCancel(line) {
-					continue
-				}
-				if _, werr := sdkFeed.Write(line); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
+	setDown := func(down func([]byte) error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.down = down
+		for _, sl := range g.slots {
+			if sl.srv != nil && sl.srv.pipe != nil {
+				sl.srv.pipe.setDown(down)
 			}
 		}
-	}()
-	return <-errc
+	}
+	take := func(line []byte, _ func([]byte) error) (bool, error) {
+		return g.fastLane(line) || g.fastCancel(line), nil
+	}
+	return serveLines(ctx, g.MCP, in, out, setDown, initializedLine, take)
 }
 
 // fastLane forwards line when it is a call of a tool that passes through
