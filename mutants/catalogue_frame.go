@@ -82,4 +82,17 @@ var frameMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "upstream-unclear-answer-keeps-alias",
+		Packages: []string{"./proxy"},
+		Run:      "TestUpstreamAnswersByTheReader",
+		Why:      "an upstream answer to the SDK client's own request that the reader does not pass raw reaches the SDK client under the proxy's alias id, so the SDK's request never completes",
+		Edits: []Edit{
+			{
+				File: "proxy/fastlane.go",
+				Old:  "\t\tif orig, ok := u.sdkIDs[id]; ok {\n\t\t\t// An answer to the SDK client's own request",
+				New:  "\t\tif orig, ok := u.sdkIDs[id]; false && ok {\n\t\t\t// An answer to the SDK client's own request",
+			},
+		},
+	},
 }
