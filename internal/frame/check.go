@@ -18,7 +18,6 @@ package frame
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -79,64 +78,105 @@ const DefaultMaxDepth = 64
 // Check reads raw strictly (see the package doc) and reports the first
 // thing that fails, as an *Error.
 func Check(raw []byte, r Rules) error {
-	return check(raw, r, false)
-}
-
-// check is Check; valid says json.Valid already accepted raw.
-func check(raw []byte, r Rules, valid bool) error {
 	if !utf8.Valid(raw) {
 		return &Error{Kind: ErrInvalid, Detail: "not valid UTF-8"}
 	}
 	if r.MaxDepth <= 0 {
 		r.MaxDepth = DefaultMaxDepth
 	}
-	if !valid && !json.Valid(raw) {
-		if tooDeep(raw, r.MaxDepth) {
-			// Say so rather than what the grammar found later on.
-			return &Error{Kind: ErrTooDeep, Detail: "limit " + strconv.Itoa(r.MaxDepth)}
-		}
-		var v any
-		err := json.Unmarshal(raw, &v)
-		if err == nil {
-			err = fmt.Errorf("not one JSON value")
-		}
-		return &Error{Kind: ErrInvalid, Detail: err.Error()}
-	}
 	w := walker{b: raw, rules: r}
 	w.skipSpace()
-	return w.value(0)
-}
-
-// tooDeep reports whether raw opens more than max arrays and objects at
-// once before its grammar fails (strings skipped).
-func tooDeep(raw []byte, max int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range raw {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString:
-			escaped = c == '\\'
-			inString = c != '"'
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > max {
-				return true
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
+	if err := w.value(0); err != nil {
+		return err
 	}
-	return false
+	w.skipSpace()
+	if w.i < len(w.b) {
+		return w.invalid("data after the top-level value")
+	}
+	return nil
 }
 
-// walker walks input that json.Valid accepted: the grammar is known good,
-// so it only finds where strings, keys and numbers are.
+// walker reads JSON (RFC 8259's grammar, as encoding/json does) by
+// recursive descent, comparing the keys of every object as it goes.
 type walker struct {
 	b     []byte
 	i     int
 	rules Rules
+	// grammar: only the grammar and the depth, no keys compared.
+	grammar bool
+}
+
+// invalid is a grammar error at the walker's offset.
+func (w *walker) invalid(what string) error {
+	if w.i >= len(w.b) {
+		return &Error{Kind: ErrInvalid, Detail: "unexpected end of JSON input"}
+	}
+	if what == "" {
+		what = "invalid character " + strconv.QuoteRune(rune(w.b[w.i]))
+	}
+	return &Error{Kind: ErrInvalid, Detail: what + " at offset " + strconv.Itoa(w.i)}
+}
+
+// next is the byte at the walker's offset, or 0 at the end.
+func (w *walker) next() byte {
+	if w.i < len(w.b) {
+		return w.b[w.i]
+	}
+	return 0
+}
+
+// literal reads true, false or null.
+func (w *walker) literal(lit string) error {
+	if len(w.b)-w.i < len(lit) || string(w.b[w.i:w.i+len(lit)]) != lit {
+		return w.invalid("")
+	}
+	w.i += len(lit)
+	return nil
+}
+
+// number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (w *walker) number() error {
+	start := w.i
+	if w.next() == '-' {
+		w.i++
+	}
+	switch c := w.next(); {
+	case c == '0':
+		w.i++
+	case c >= '1' && c <= '9':
+		w.digits()
+	default:
+		return w.invalid("")
+	}
+	if w.next() == '.' {
+		w.i++
+		if !w.digits() {
+			return w.invalid("")
+		}
+	}
+	if c := w.next(); c == 'e' || c == 'E' {
+		w.i++
+		if c := w.next(); c == '+' || c == '-' {
+			w.i++
+		}
+		if !w.digits() {
+			return w.invalid("")
+		}
+	}
+	if w.rules.Number != nil {
+		if err := w.rules.Number(string(w.b[start:w.i])); err != nil {
+			return &Error{Kind: ErrNumber, Err: err}
+		}
+	}
+	return nil
+}
+
+func (w *walker) digits() bool {
+	start := w.i
+	for w.i < len(w.b) && w.b[w.i] >= '0' && w.b[w.i] <= '9' {
+		w.i++
+	}
+	return w.i > start
 }
 
 func (w *walker) skipSpace() {
@@ -151,7 +191,7 @@ func (w *walker) skipSpace() {
 }
 
 func (w *walker) value(depth int) error {
-	switch c := w.b[w.i]; {
+	switch c := w.next(); {
 	case c == '{' || c == '[':
 		if depth >= w.rules.MaxDepth {
 			return &Error{Kind: ErrTooDeep, Detail: "limit " + strconv.Itoa(w.rules.MaxDepth)}
@@ -164,28 +204,21 @@ func (w *walker) value(depth int) error {
 		_, err := w.str()
 		return err
 	case c == '-' || (c >= '0' && c <= '9'):
-		start := w.i
-		for w.i < len(w.b) && strings.IndexByte("+-.eE0123456789", w.b[w.i]) >= 0 {
-			w.i++
-		}
-		if w.rules.Number != nil {
-			if err := w.rules.Number(string(w.b[start:w.i])); err != nil {
-				return &Error{Kind: ErrNumber, Err: err}
-			}
-		}
-		return nil
-	default: // true, false, null
-		for w.i < len(w.b) && w.b[w.i] >= 'a' && w.b[w.i] <= 'z' {
-			w.i++
-		}
-		return nil
+		return w.number()
+	case c == 't':
+		return w.literal("true")
+	case c == 'f':
+		return w.literal("false")
+	case c == 'n':
+		return w.literal("null")
 	}
+	return w.invalid("")
 }
 
 func (w *walker) array(depth int) error {
 	w.i++ // '['
 	w.skipSpace()
-	if w.b[w.i] == ']' {
+	if w.next() == ']' {
 		w.i++
 		return nil
 	}
@@ -194,12 +227,16 @@ func (w *walker) array(depth int) error {
 			return err
 		}
 		w.skipSpace()
-		c := w.b[w.i]
-		w.i++
-		if c == ']' {
+		switch w.next() {
+		case ']':
+			w.i++
 			return nil
+		case ',':
+			w.i++
+			w.skipSpace()
+		default:
+			return w.invalid("")
 		}
-		w.skipSpace() // after ','
 	}
 }
 
@@ -209,7 +246,7 @@ const smallObject = 16
 func (w *walker) object(depth int) error {
 	w.i++ // '{'
 	w.skipSpace()
-	if w.b[w.i] == '}' {
+	if w.next() == '}' {
 		w.i++
 		return nil
 	}
@@ -217,11 +254,16 @@ func (w *walker) object(depth int) error {
 	keys := small[:0]
 	var folded map[string][]byte // once there are more keys than smallObject
 	for {
+		if w.next() != '"' {
+			return w.invalid("")
+		}
 		key, err := w.str()
 		if err != nil {
 			return err
 		}
-		if folded == nil {
+		if w.grammar {
+			// keys not compared
+		} else if folded == nil {
 			for _, k := range keys {
 				if err := collide(k, key, depth); err != nil && !w.foldedOnly(err) {
 					return err
@@ -251,18 +293,25 @@ func (w *walker) object(depth int) error {
 			folded[f] = key
 		}
 		w.skipSpace()
-		w.i++ // ':'
+		if w.next() != ':' {
+			return w.invalid("")
+		}
+		w.i++
 		w.skipSpace()
 		if err := w.value(depth); err != nil {
 			return err
 		}
 		w.skipSpace()
-		c := w.b[w.i]
-		w.i++
-		if c == '}' {
+		switch w.next() {
+		case '}':
+			w.i++
 			return nil
+		case ',':
+			w.i++
+			w.skipSpace()
+		default:
+			return w.invalid("")
 		}
-		w.skipSpace() // after ','
 	}
 }
 
@@ -294,13 +343,29 @@ func (w *walker) str() ([]byte, error) {
 	start := w.i
 	escaped := false
 	for {
+		if w.i >= len(w.b) {
+			return nil, w.invalid("")
+		}
 		c := w.b[w.i]
 		if c == '"' {
 			break
 		}
+		if c < 0x20 {
+			return nil, w.invalid("a control character in a string")
+		}
 		if c == '\\' {
 			escaped = true
 			w.i++
+			switch w.next() {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(w.b)-w.i < 5 || !isHex(w.b[w.i+1:w.i+5]) {
+					return nil, w.invalid("a bad \\u escape")
+				}
+				w.i += 4
+			default:
+				return nil, w.invalid("a bad escape")
+			}
 		}
 		w.i++
 	}
@@ -312,11 +377,39 @@ func (w *walker) str() ([]byte, error) {
 	if lone := loneSurrogate(raw); lone != "" {
 		return nil, &Error{Kind: ErrInvalid, Detail: "a lone surrogate escape " + lone}
 	}
+	if w.grammar {
+		return raw, nil
+	}
 	var s string
 	if err := json.Unmarshal(w.b[start-1:w.i], &s); err != nil {
 		return nil, &Error{Kind: ErrInvalid, Detail: err.Error()}
 	}
 	return []byte(s), nil
+}
+
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// grammarOK reports whether raw is one JSON value (RFC 8259, valid UTF-8,
+// no lone surrogate escape) nested at most maxDepth deep, keys not
+// compared.
+func grammarOK(raw []byte, maxDepth int) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	w := walker{b: raw, rules: Rules{MaxDepth: maxDepth}, grammar: true}
+	w.skipSpace()
+	if w.value(0) != nil {
+		return false
+	}
+	w.skipSpace()
+	return w.i == len(w.b)
 }
 
 // loneSurrogate finds a \uD800-\uDFFF escape that is not a high surrogate

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // needReaders: on CI a missing Node is a failure; elsewhere the recorded
@@ -61,6 +64,9 @@ func FuzzFrameReadsAlike(f *testing.F) {
 	}
 	js, py := needReaders(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if why := grammarDiffers(b); why != "" {
+			t.Fatalf("%q: %s", b, why)
+		}
 		fr := Read(b)
 		if !fr.Alike {
 			return
@@ -69,6 +75,22 @@ func FuzzFrameReadsAlike(f *testing.F) {
 			t.Fatalf("%q passes raw, but %s", b, why)
 		}
 	})
+}
+
+// grammarDiffers compares Check's reading of the grammar with
+// encoding/json's (json.Valid and utf8.Valid): they must agree on what is
+// JSON, except that Check refuses lone surrogate escapes.
+func grammarDiffers(b []byte) string {
+	err := Check(b, Rules{MaxDepth: 10000})
+	var e *Error
+	if errors.As(err, &e) && (e.Kind == ErrTooDeep || strings.HasPrefix(e.Detail, "a lone surrogate")) {
+		return ""
+	}
+	refused := err != nil && e != nil && e.Kind == ErrInvalid
+	if valid := utf8.Valid(b) && json.Valid(b); refused == valid {
+		return fmt.Sprintf("Check says %v, encoding/json valid = %v", err, valid)
+	}
+	return ""
 }
 
 var update = flag.Bool("update-readings", false, "record the JavaScript and Python readings of the seed frames in testdata/readings.json and write the fuzz seeds")

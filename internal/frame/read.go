@@ -94,7 +94,12 @@ func Read(frame []byte) Frame {
 		}
 	}
 	var f Frame
-	top, ok := topMembers(body)
+	err := Check(body, Rules{MaxDepth: MaxDepth})
+	if e, ok := err.(*Error); ok && (e.Kind == ErrInvalid || !grammarOK(body, 10000)) {
+		f.Why = err.Error()
+		return f
+	}
+	top, ok := validMembers(body)
 	if !ok {
 		f.Why = "not one JSON object whose members read alike (duplicate or case-folded keys, or not JSON)"
 		return f
@@ -132,7 +137,7 @@ func Read(frame []byte) Frame {
 	if p, ok := top["params"]; ok {
 		f.Params, _ = validMembers(p)
 	}
-	f.Why = alike(frame, body, &f)
+	f.Why = alike(body, &f, err)
 	f.Alike = f.Why == ""
 	if !f.Alike {
 		f.Tool, f.Progress = "", ""
@@ -142,11 +147,11 @@ func Read(frame []byte) Frame {
 
 // alike applies the rule of Read to a frame whose top level is read, and
 // says why it fails, or "".
-func alike(frame, body []byte, f *Frame) string {
+func alike(body []byte, f *Frame, err error) string {
 	if bytes.IndexByte(body, '\r') >= 0 {
 		return "a carriage return that is not part of the line end"
 	}
-	if err := check(body, Rules{MaxDepth: MaxDepth}, true); err != nil && !folded(err, f) {
+	if err != nil && !folded(err, f) {
 		return err.Error()
 	}
 	allowed := requestMembers
@@ -255,7 +260,7 @@ func folded(err error, f *Frame) bool {
 	}
 	for k, v := range result {
 		r := Rules{MaxDepth: MaxDepth - 2, foldedKeys: k == "structuredContent"}
-		if check(v, r, true) != nil {
+		if Check(v, r) != nil {
 			return false
 		}
 	}
@@ -291,17 +296,9 @@ func PlainID(id string) bool {
 	return n >= -max && n <= max
 }
 
-// topMembers reads raw's top-level object with unique keys none equal
-// under case folding (nested values are not looked into).
-func topMembers(raw []byte) (map[string]json.RawMessage, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
-		return nil, false
-	}
-	return validMembers(raw)
-}
-
-// validMembers is topMembers on a value json.Valid accepted.
+// validMembers reads the members of raw, a value whose grammar is known
+// good, when it is an object whose top-level keys are unique and none
+// equal under case folding (nested values are not looked into).
 func validMembers(raw []byte) (map[string]json.RawMessage, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {

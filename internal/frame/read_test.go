@@ -44,8 +44,8 @@ func TestReadRule(t *testing.T) {
 		{"a lone CR", "{\"jsonrpc\":\"2.0\",\r\"method\":\"notifications/x\"}\n", false, Notification},
 		{"a CR before CRLF", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\r\r\n", false, Notification},
 		{"a byte-order mark", "\ufeff{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}", false, Invalid},
-		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{\"a\":\"\xff\"}}", false, Notification},
-		{"a lone surrogate", `{"jsonrpc":"2.0","method":"notifications/x","params":{"\ud800":1,"\ud801":2}}`, false, Notification},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{\"a\":\"\xff\"}}", false, Invalid},
+		{"a lone surrogate", `{"jsonrpc":"2.0","method":"notifications/x","params":{"\ud800":1,"\ud801":2}}`, false, Invalid},
 		{"trailing data", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}} {"x":1}`, false, Invalid},
 		{"a batch", `[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}]`, false, Invalid},
 		{"toolſ/call", `{"jsonrpc":"2.0","id":7,"method":"toolſ/call","params":{"name":"echo","extra":1}}`, true, Request},
@@ -136,6 +136,19 @@ func TestDecodeExact(t *testing.T) {
 	} {
 		if err := Decode([]byte(bad), &o); err == nil {
 			t.Errorf("%s: decoded", bad)
+		}
+	}
+}
+
+// TestCheckGrammar: Check reads the grammar as encoding/json does.
+func TestCheckGrammar(t *testing.T) {
+	for _, in := range []string{
+		`{"a":}`, `[1,]`, `01`, `1.`, `.5`, `"\x"`, `tru`, `{"a" 1}`, `{,}`, `"\u12"`, `"ab`, "\"a\tb\"", "\"a\x01b\"",
+		`-`, `1e`, `+1`, `NaN`, `[1 2]`, `{"a":1,}`, `{"a":1`, `[`, ``, ` `, `nul`, `truex`, `{"a":1}}`, `{1:2}`, `[1,2]]`, `"\u00e9"`,
+		`{"a":[1,2,{"b":null}],"c":-0.5e+10,"d":"\ud83d\ude00","e":true,"f":false}`, ` [ ] `, `0`, `-0`, `1E5`, `1e-5`, `"\/"`,
+	} {
+		if why := grammarDiffers([]byte(in)); why != "" {
+			t.Errorf("%q: %s", in, why)
 		}
 	}
 }
