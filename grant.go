@@ -1,7 +1,6 @@
 package mcpsafe
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 )
 
@@ -72,13 +72,8 @@ func openGrant(ring *seal.Keyring, audience, sealed string) (*grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(plain))
-	dec.DisallowUnknownFields()
 	var g grant
-	if err := dec.Decode(&g); err != nil {
-		return nil, errGrantMalformed
-	}
-	if dec.More() {
+	if err := frame.Decode(plain, &g); err != nil {
 		return nil, errGrantMalformed
 	}
 	if g.Version != grantVersion || g.Nonce == "" || g.Audience != audience {

@@ -1,7 +1,6 @@
 package mcpsafe
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/prompt"
@@ -61,19 +61,6 @@ type standingGrant struct {
 type standingData struct {
 	Info   GrantInfo `json:"info"`
 	Sealed string    `json:"sealed"`
-}
-
-// strictJSON parses one JSON value with no unknown fields or trailing data.
-func strictJSON(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data")
-	}
-	return nil
 }
 
 // standingScope is the ledger's lookup key for the grants of one tool and
@@ -151,7 +138,7 @@ func (g *Gate) openStanding(s ledger.Standing) (*standingGrant, error) {
 		return nil, err
 	}
 	var sg standingGrant
-	if err := strictJSON(plain, &sg); err != nil {
+	if err := frame.Decode(plain, &sg); err != nil {
 		return nil, errGrantMalformed
 	}
 	if sg.Version != standingVersion || sg.ID != s.ID || sg.Audience != g.opts.Audience {

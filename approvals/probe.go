@@ -1,16 +1,13 @@
 package approvals
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/channel"
-	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 )
 
 // isProbe reports whether body is a probe: its "type" is exactly
@@ -25,16 +22,8 @@ func isProbe(body []byte) bool {
 
 func decodeProbe(body []byte) error {
 	var m channel.WireProbe
-	if err := wire.NoDuplicateKeys(body); err != nil {
+	if err := frame.Decode(body, &m); err != nil {
 		return fmt.Errorf("probe body: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return fmt.Errorf("probe body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("probe body: data after the JSON object")
 	}
 	if m.Version != 1 {
 		return fmt.Errorf("probe version %d not supported (want 1)", m.Version)

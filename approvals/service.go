@@ -23,6 +23,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
@@ -566,16 +567,8 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 
 func decodeWireRequest(body []byte) (channel.WireRequest, error) {
 	var req channel.WireRequest
-	if err := wire.NoDuplicateKeys(body); err != nil {
+	if err := frame.Decode(body, &req); err != nil {
 		return req, fmt.Errorf("request body: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, fmt.Errorf("request body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return req, errors.New("request body: data after the JSON object")
 	}
 	switch {
 	case req.Version != 1:

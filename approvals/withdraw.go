@@ -1,11 +1,9 @@
 package approvals
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 )
 
@@ -83,16 +82,8 @@ var withdrawReasons = map[string]string{
 
 func decodeWithdrawal(body []byte) (channel.WireWithdrawal, error) {
 	var m channel.WireWithdrawal
-	if err := wire.NoDuplicateKeys(body); err != nil {
+	if err := frame.Decode(body, &m); err != nil {
 		return m, fmt.Errorf("withdrawal body: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return m, fmt.Errorf("withdrawal body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return m, errors.New("withdrawal body: data after the JSON object")
 	}
 	switch {
 	case m.Version != 1:

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 )
 
 // FuzzParseAnswer: whatever an approver sends, parseAnswer approves only
@@ -48,7 +48,7 @@ func FuzzParseAnswer(f *testing.F) {
 		if v, ok := m["approved"].(bool); !ok || !v {
 			t.Fatalf("approved %q, whose approved field is %#v", raw, m["approved"])
 		}
-		if wire.NoDuplicateKeys(raw) != nil {
+		if frame.Check(raw, frame.Rules{}) != nil {
 			t.Fatalf("approved %q, which has duplicate keys", raw)
 		}
 	})

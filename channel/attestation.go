@@ -2,7 +2,6 @@ package channel
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
@@ -82,7 +82,7 @@ func VerifyAttestation(pub ed25519.PublicKey, raw []byte) (Statement, error) {
 		return st, fmt.Errorf("%w: no valid service public key configured", ErrAttestation)
 	}
 	var a Attestation
-	if err := strictJSON(raw, &a); err != nil {
+	if err := frame.Decode(raw, &a); err != nil {
 		return st, fmt.Errorf("%w: %v", ErrAttestation, err)
 	}
 	sig, err := base64.StdEncoding.Strict().DecodeString(a.Signature)
@@ -92,28 +92,13 @@ func VerifyAttestation(pub ed25519.PublicKey, raw []byte) (Statement, error) {
 	if !ed25519.Verify(pub, append([]byte(attestationContext), a.Statement...), sig) {
 		return st, fmt.Errorf("%w: signature does not match the service's public key", ErrAttestation)
 	}
-	if err := strictJSON(a.Statement, &st); err != nil {
+	if err := frame.Decode(a.Statement, &st); err != nil {
 		return st, fmt.Errorf("%w: statement: %v", ErrAttestation, err)
 	}
 	if st.Version != 1 {
 		return st, fmt.Errorf("%w: statement version %d", ErrAttestation, st.Version)
 	}
 	return st, nil
-}
-
-func strictJSON(raw []byte, v any) error {
-	if err := wire.NoDuplicateKeys(raw); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the JSON object")
-	}
-	return nil
 }
 
 // checkApproval compares a verified statement with the call the gate asked

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
@@ -88,7 +89,7 @@ func LoadPasskeyRegistry(path string) (*PasskeyRegistry, error) {
 		return nil, fmt.Errorf("channel: passkeys file: %w", err)
 	}
 	var reg PasskeyRegistry
-	if err := strictJSON(data, &reg); err != nil {
+	if err := frame.Decode(data, &reg); err != nil {
 		return nil, fmt.Errorf("channel: passkeys file %s: %v", path, err)
 	}
 	if err := reg.check(); err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -549,8 +550,8 @@ type answer struct {
 // "approved":true} means nothing and is rejected.
 func parseAnswer(raw []byte) (answer, error) {
 	var a answer
-	if err := wire.NoDuplicateKeys(raw); err != nil {
-		return a, fmt.Errorf("%w: %v", ErrBadResponse, err)
+	if err := frame.Check(raw, frame.Rules{MaxDepth: 32}); err != nil {
+		return a, fmt.Errorf("%w: not a JSON object read alike by every parser: %v", ErrBadResponse, err)
 	}
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))

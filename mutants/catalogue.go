@@ -9,6 +9,7 @@ var catalogue = [][]Mutant{
 	gateChannelMutants,
 	grantMutants,
 	canonMutants,
+	frameMutants,
 	journalMutants,
 	ledgerMutants,
 	filesMutants,

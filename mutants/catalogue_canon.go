@@ -28,9 +28,9 @@ var canonMutants = []Mutant{
 		Why:      "duplicate object keys are accepted",
 		Edits: []Edit{
 			{
-				File: "internal/canon/canon.go",
-				Old:  "if first, dup := top.keys[folded]; dup {",
-				New:  "if first, dup := top.keys[folded]; dup && false {",
+				File: "internal/frame/check.go",
+				Old:  "\tcase bytes.Equal(first, key):\n\t\treturn &Error{Kind: ErrDuplicate",
+				New:  "\tcase bytes.Equal(first, key):\n\t\treturn nil\n\tcase false:\n\t\treturn &Error{Kind: ErrDuplicate",
 			},
 		},
 	},
@@ -67,9 +67,9 @@ var canonMutants = []Mutant{
 		Why:      "nesting depth is not bounded",
 		Edits: []Edit{
 			{
-				File: "internal/canon/canon.go",
-				Old:  "if len(stack) >= MaxDepth {",
-				New:  "if len(stack) >= MaxDepth*1000000 {",
+				File: "internal/frame/check.go",
+				Old:  "if depth >= w.rules.MaxDepth {",
+				New:  "if depth >= w.rules.MaxDepth*1000000 {",
 			},
 		},
 	},
@@ -215,9 +215,19 @@ var canonMutants = []Mutant{
 		Why:      "keys equal under case folding ({\"source\":…,\"ſource\":…}) pass canon: rules read one key, encoding/json in Execute the other",
 		Edits: []Edit{
 			{
-				File: "internal/canon/canon.go",
-				Old:  "\t\t\tfolded := FoldKey(key)\n",
-				New:  "\t\t\tfolded := key\n",
+				File: "internal/frame/check.go",
+				Old:  "\tcase bytes.EqualFold(first, key):\n",
+				New:  "\tcase false:\n",
+			},
+			{
+				File: "internal/frame/check.go",
+				Old:  "\t\t\tf := FoldKey(string(key))\n",
+				New:  "\t\t\tf := string(key)\n",
+			},
+			{
+				File: "internal/frame/check.go",
+				Old:  "\t\t\t\t\tfolded[FoldKey(string(k))] = k\n",
+				New:  "\t\t\t\t\tfolded[string(k)] = k\n",
 			},
 		},
 	},

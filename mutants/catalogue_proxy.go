@@ -168,9 +168,9 @@ var proxyMutants = []Mutant{
 		Why:      "a tools/call naming a gated tool through a case-variant key takes the ungated fast lane",
 		Edits: []Edit{
 			{
-				File: "proxy/fastlane.go",
-				Old:  "\t\t\tif strings.EqualFold(k, key) {\n",
-				New:  "\t\t\tif k == key {\n",
+				File: "internal/frame/check.go",
+				Old:  "\tcase bytes.EqualFold(first, key):\n",
+				New:  "\tcase false:\n",
 			},
 		},
 	},
@@ -311,9 +311,9 @@ var proxyMutants = []Mutant{
 		Why:      "params members the SDK path drops reach the upstream raw",
 		Edits: []Edit{
 			{
-				File: "proxy/http_fastlane.go",
-				Old:  "if !ok || !onlyKeys(params, fastParamsKeys) {",
-				New:  "if !ok {",
+				File: "internal/frame/read.go",
+				Old:  "if !toolsCallParams[k] {",
+				New:  "if !toolsCallParams[k] && false {",
 			},
 		},
 	},
@@ -416,8 +416,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "if json.Unmarshal(params[\"name\"], &name) != nil || r.Header.Get(\"Mcp-Name\") != name {",
-				New:  "if json.Unmarshal(params[\"name\"], &name) != nil {",
+				Old:  "if r.Header.Get(\"Mcp-Name\") != name {",
+				New:  "if false {",
 			},
 		},
 	},
@@ -429,7 +429,7 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "\twhy := s.refuseUnknown(ul, top)\n",
+				Old:  "\twhy := s.refuseUnknown(ul, f)\n",
 				New:  "\twhy := \"\"\n",
 			},
 		},
@@ -442,8 +442,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "\t\t\tif k := s.refusedCapability(caps); k != \"\" {",
-				New:  "\t\t\tif k := s.refusedCapability(caps); false && k != \"\" {",
+				Old:  "\t\tif k := s.refusedCapability(caps); k != \"\" {",
+				New:  "\t\tif k := s.refusedCapability(caps); false && k != \"\" {",
 			},
 		},
 	},
@@ -467,9 +467,14 @@ var proxyMutants = []Mutant{
 		Why:      "unknown-method params with duplicate keys (read differently by different parsers) are relayed",
 		Edits: []Edit{
 			{
-				File: "proxy/http_fastlane.go",
-				Old:  "\tp, ok := strictObject(params)\n\tif !ok {",
-				New:  "\tp, ok := strictObject(params)\n\tif false && !ok {",
+				File: "internal/frame/read.go",
+				Old:  "\t\tf.Params, _ = validMembers(p)\n",
+				New:  "\t\tjson.Unmarshal(p, &f.Params)\n",
+			},
+			{
+				File: "internal/frame/read.go",
+				Old:  "\tif err != nil && !folded(err, f) {",
+				New:  "\tif false && err != nil && !folded(err, f) {",
 			},
 		},
 	},
@@ -481,13 +486,13 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/fastlane.go",
-				Old:  "\ttop, strict := strictObject(line)\n\tshape := \"\"\n\tif strict {",
-				New:  "\ttop, strict := leniently(line)\n\tshape := \"\"\n\tif strict {",
+				Old:  "\tf := frame.Read(line)\n\tif !f.Alike {\n\t\treturn u.routeUnclear(line)",
+				New:  "\tf := leniently(line)\n\tif !f.Alike {\n\t\treturn u.routeUnclear(line)",
 			},
 			{
 				File: "proxy/fastlane.go",
-				Old:  "// upstreamShape names the kind",
-				New:  "func leniently(line []byte) (map[string]json.RawMessage, bool) {\n\tvar m map[string]json.RawMessage\n\tif json.Unmarshal(line, &m) != nil {\n\t\treturn nil, false\n\t}\n\tfor k, v := range m {\n\t\tm[strings.ToLower(k)] = v\n\t}\n\tfor k := range m {\n\t\tif k != strings.ToLower(k) {\n\t\t\tdelete(m, k)\n\t\t}\n\t}\n\treturn m, true\n}\n\n// upstreamShape names the kind",
+				Old:  "// routeUnclear handles an upstream line",
+				New:  "func leniently(line []byte) frame.Frame {\n\tvar m struct {\n\t\tID     json.RawMessage\n\t\tMethod *string\n\t\tParams struct{ ProgressToken json.RawMessage }\n\t}\n\tif json.Unmarshal(line, &m) != nil {\n\t\treturn frame.Frame{}\n\t}\n\tf := frame.Frame{Alike: true, Kind: frame.Response, ID: string(bytes.TrimSpace(m.ID)), Progress: string(bytes.TrimSpace(m.Params.ProgressToken))}\n\tif m.Method != nil {\n\t\tf.Method, f.Kind = *m.Method, frame.Notification\n\t\tif len(m.ID) > 0 {\n\t\t\tf.Kind = frame.Request\n\t\t}\n\t}\n\treturn f\n}\n\n// routeUnclear handles an upstream line",
 			},
 		},
 	},
@@ -511,9 +516,9 @@ var proxyMutants = []Mutant{
 		Why:      "the HTTP fast lane checks input requests as encoding/json reads them: \"Method\" beside \"method\" passes a roots/list the policy refuses",
 		Edits: []Edit{
 			{
-				File: "proxy/http_fastlane.go",
-				Old:  "\tif ir, ok := result[\"inputRequests\"]; ok {\n\t\tasks, ok := strictObject(ir)",
-				New:  "\tif ir, ok := result[\"inputRequests\"]; false && ok {\n\t\tasks, ok := strictObject(ir)",
+				File: "internal/frame/check.go",
+				Old:  "\tcase bytes.EqualFold(first, key):\n",
+				New:  "\tcase false:\n",
 			},
 		},
 	},
@@ -538,13 +543,13 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/unknown_methods.go",
-				Old:  "\tif !onlyKeys(top, fastTopKeys) {\n",
-				New:  "\tif false && !onlyKeys(top, fastTopKeys) {\n",
+				Old:  "\tif !f.Alike {\n",
+				New:  "\tif false && !f.Alike {\n",
 			},
 			{
 				File: "proxy/unknown_methods.go",
-				Old:  "for _, k := range slices.Sorted(maps.Keys(top)) {",
-				New:  "for _, k := range slices.DeleteFunc(slices.Sorted(maps.Keys(top)), func(k string) bool { return k != \"params\" }) {",
+				Old:  "for _, k := range slices.Sorted(maps.Keys(f.Top)) {",
+				New:  "for _, k := range slices.DeleteFunc(slices.Sorted(maps.Keys(f.Top)), func(k string) bool { return k != \"params\" }) {",
 			},
 		},
 	},
@@ -555,9 +560,9 @@ var proxyMutants = []Mutant{
 		Why:      "a relayed unknown-method line may carry members JSON-RPC does not have (which an upstream may read as its parameters)",
 		Edits: []Edit{
 			{
-				File: "proxy/unknown_methods.go",
-				Old:  "\tif !onlyKeys(top, fastTopKeys) {\n",
-				New:  "\tif false && !onlyKeys(top, fastTopKeys) {\n",
+				File: "internal/frame/read.go",
+				Old:  "if !allowed[k] {",
+				New:  "if !allowed[k] && false {",
 			},
 		},
 	},
@@ -594,9 +599,9 @@ var proxyMutants = []Mutant{
 		Why:      "the HTTP fast lane relays input requests under a member equal to inputRequests only under case folding, which it does not check and case-insensitive clients read",
 		Edits: []Edit{
 			{
-				File: "proxy/http_fastlane.go",
-				Old:  "if strings.EqualFold(k, exact) && k != exact {",
-				New:  "if false && strings.EqualFold(k, exact) && k != exact {",
+				File: "internal/frame/read.go",
+				Old:  "if k != name && bytes.EqualFold([]byte(k), []byte(name)) {",
+				New:  "if false && k != name && bytes.EqualFold([]byte(k), []byte(name)) {",
 			},
 		},
 	},
@@ -608,8 +613,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "if !ok || upstreamShape(top) != \"response\" || string(bytes.TrimSpace(top[\"id\"])) != id {",
-				New:  "if !ok || string(bytes.TrimSpace(top[\"id\"])) != id {",
+				Old:  "if !f.Alike || f.Kind != frame.Response || f.ID != id {",
+				New:  "if !f.Alike || f.ID != id {",
 			},
 		},
 	},

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/canon"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -100,10 +100,8 @@ func (c *continuations) open(ctx context.Context, state, tool, digest, principal
 	if err != nil {
 		return refuse(mcpsafe.ReasonTokenInvalid, "the request state is not one this proxy issued")
 	}
-	dec := json.NewDecoder(bytes.NewReader(plain))
-	dec.DisallowUnknownFields()
 	var k continuation
-	if err := dec.Decode(&k); err != nil || k.V != 1 {
+	if err := frame.Decode(plain, &k); err != nil || k.V != 1 {
 		return refuse(mcpsafe.ReasonTokenInvalid, "the request state is malformed")
 	}
 	switch {

@@ -9,7 +9,10 @@
 // the upstream's elicitation, sampling and roots requests to a client that
 // declared them (see relay.go and continuation.go). Over stdio, calls of
 // tools that pass through take a fast lane that forwards the client's
-// bytes as they are (fastlane.go). A policy file can only
+// bytes as they are (fastlane.go); so do, over streamable HTTP, stateless
+// 2026-07-28 calls (http_fastlane.go). Every raw relay passes a frame's
+// bytes only when internal/frame's reader says it reads alike to every
+// parser (frame.Read, one rule). A policy file can only
 // make this stricter per tool, mark a named tool reversible or
 // auto-approved, and refuse kinds of upstream requests.
 //

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -201,49 +202,38 @@ func (u *UpstreamPipe) readUpstream() {
 
 func (u *UpstreamPipe) route(line []byte) error {
 	// A line goes to the client raw only when it reads the same to every
-	// parser: strictly (no duplicate keys, none equal under case folding)
-	// and with exactly the members of its kind. encoding/json matches keys
-	// case-insensitively and keeps the last duplicate, while other clients
-	// read the exact key: a line that is progress to one and an
-	// elicitation/create to another must never take the raw path. The SDK
-	// client decodes and re-encodes what it gets, so anything else goes
-	// there.
-	top, strict := strictObject(line)
-	shape := ""
-	if strict {
-		shape = upstreamShape(top)
-	}
-	if shape == "" {
-		return u.routeUnclear(line)
-	}
-	id := string(bytes.TrimSpace(top["id"]))
-	var method string
-	if shape != "response" && json.Unmarshal(top["method"], &method) != nil {
+	// parser (frame.Read's rule: strictly, with exactly the members of its
+	// kind). encoding/json matches keys case-insensitively and keeps the
+	// last duplicate, while other clients read the exact key: a line that
+	// is progress to one and an elicitation/create to another must never
+	// take the raw path. The SDK client decodes and re-encodes what it
+	// gets, so anything else goes there.
+	f := frame.Read(line)
+	if !f.Alike {
 		return u.routeUnclear(line)
 	}
 	u.mu.Lock()
 	switch {
-	case shape == "response":
-		if orig, ok := u.sdkIDs[id]; ok {
-			delete(u.sdkIDs, id)
+	case f.Kind == frame.Response:
+		if orig, ok := u.sdkIDs[f.ID]; ok {
+			delete(u.sdkIDs, f.ID)
 			u.mu.Unlock()
 			return u.toSDKWithID(line, orig)
 		}
-		if tok, ok := u.fast[id]; ok {
-			delete(u.fast, id)
+		if tok, ok := u.fast[f.ID]; ok {
+			delete(u.fast, f.ID)
 			down := u.down
 			u.mu.Unlock()
 			u.releaseToken(tok)
 			return down(line)
 		}
-	case shape == "notification" && method == "notifications/progress":
-		params, ok := strictObject(top["params"])
-		if ok && u.tokens[string(bytes.TrimSpace(params["progressToken"]))] > 0 {
+	case f.Kind == frame.Notification && f.Method == "notifications/progress":
+		if u.tokens[f.Progress] > 0 {
 			down := u.down
 			u.mu.Unlock()
 			return down(line)
 		}
-	case shape == "notification" && !knownUpstreamMethods[method]:
+	case f.Kind == frame.Notification && !knownUpstreamMethods[f.Method]:
 		// A notification the SDK client would drop: the client gets the
 		// upstream's line (see unknown_methods.go).
 		down := u.down
@@ -253,30 +243,6 @@ func (u *UpstreamPipe) route(line []byte) error {
 	u.mu.Unlock()
 	_, err := u.sdkFeed.Write(line)
 	return err
-}
-
-// upstreamShape names the kind of a strictly read upstream line with
-// exactly the members of that kind, or "" for any other line.
-func upstreamShape(top map[string]json.RawMessage) string {
-	if string(top["jsonrpc"]) != `"2.0"` {
-		return ""
-	}
-	has := func(k string) int {
-		if _, ok := top[k]; ok {
-			return 1
-		}
-		return 0
-	}
-	id, method, params, result, errm := has("id"), has("method"), has("params"), has("result"), has("error")
-	switch {
-	case id == 1 && method == 0 && params == 0 && result+errm == 1 && len(top) == 3:
-		return "response"
-	case id == 0 && method == 1 && result+errm == 0 && len(top) == 2+params:
-		return "notification"
-	case id == 1 && method == 1 && result+errm == 0 && len(top) == 3+params:
-		return "request"
-	}
-	return ""
 }
 
 // routeUnclear handles an upstream line that does not read the same to
@@ -289,6 +255,13 @@ func (u *UpstreamPipe) routeUnclear(line []byte) error {
 	if json.Unmarshal(line, &p) == nil && p.Method == nil {
 		id := string(bytes.TrimSpace(p.ID))
 		u.mu.Lock()
+		if orig, ok := u.sdkIDs[id]; ok {
+			// An answer to the SDK client's own request: it reads it (and
+			// re-encodes what it makes of it) under its own id.
+			delete(u.sdkIDs, id)
+			u.mu.Unlock()
+			return u.toSDKWithID(line, orig)
+		}
 		tok, ok := u.fast[id]
 		if ok {
 			delete(u.fast, id)
@@ -324,10 +297,8 @@ func (u *UpstreamPipe) toSDKWithID(line []byte, orig json.RawMessage) error {
 	return err
 }
 
-// fastCall is what the fast lane needs to know about a client line, read
-// strictly: a line it cannot read exactly as any JSON parser would (two
-// keys that are equal or differ only in case, which parsers resolve
-// differently) is not fast.
+// fastCall is a fast-lane call in flight: its id and progress token, as
+// the frame reader read them.
 type fastCall struct {
 	id, token string // raw JSON; token empty without a progress token
 }
@@ -335,98 +306,36 @@ type fastCall struct {
 // peekCall reports whether line is a tools/call of a tool that passes
 // through, and its id and progress token.
 func (s *Server) peekCall(line []byte) (fastCall, bool) {
-	top, ok := strictObject(line)
-	if !ok {
+	f := frame.Read(line)
+	if !f.Alike || f.Kind != frame.Request || f.Method != "tools/call" {
 		return fastCall{}, false
 	}
-	params, ok := strictObject(top["params"])
-	if !ok {
-		return fastCall{}, false
-	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil {
-		return fastCall{}, false
-	}
-	return s.fastCallOf(top, params, name)
+	return s.fastCallOf(f, f.Tool)
 }
 
-// fastCallOf is peekCall on a line already read strictly, for the tool
-// the upstream knows as name.
-func (s *Server) fastCallOf(top, params map[string]json.RawMessage, name string) (fastCall, bool) {
-	if string(top["method"]) != `"tools/call"` || string(top["jsonrpc"]) != `"2.0"` {
+// fastCallOf is peekCall on a tools/call frame the reader found Alike, for
+// the tool the upstream knows as name.
+func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
+	// The reader's ids are plain: a string without escapes, so the prefix
+	// is read here as every parser reads it.
+	id := f.ID
+	if strings.HasPrefix(id, `"`+sdkIDPrefix) {
 		return fastCall{}, false
 	}
-	id := string(bytes.TrimSpace(top["id"]))
-	if id == "" || id == "null" || id[0] == '{' || id[0] == '[' {
-		return fastCall{}, false
-	}
-	if id[0] == '"' {
-		var sid string
-		if json.Unmarshal([]byte(id), &sid) != nil || strings.HasPrefix(sid, sdkIDPrefix) {
-			return fastCall{}, false
-		}
-	}
-	for k, v := range params {
+	if v, ok := f.Params["requestState"]; ok {
 		// A proxy continuation goes to continueCall on the SDK path, and
 		// never upstream.
-		if strings.EqualFold(k, "requestState") {
-			var st string
-			if json.Unmarshal(v, &st) != nil || isContinuation(st) {
-				return fastCall{}, false
-			}
+		var st string
+		if json.Unmarshal(v, &st) != nil || isContinuation(st) {
+			return fastCall{}, false
 		}
 	}
 	if !s.passesThrough(name) {
 		return fastCall{}, false
 	}
 	c := fastCall{id: id}
-	if raw, ok := params["_meta"]; ok {
-		meta, ok := strictObject(raw)
-		if !ok {
-			return fastCall{}, false
-		}
-		if tok, ok := meta["progressToken"]; ok {
-			c.token = string(bytes.TrimSpace(tok))
-		}
-	}
+	c.token = f.Progress
 	return c, true
-}
-
-// strictObject decodes a JSON object's members, refusing duplicate keys
-// and keys equal under case folding.
-func strictObject(raw []byte) (map[string]json.RawMessage, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
-	}
-	out := map[string]json.RawMessage{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		key, ok := t.(string)
-		if !ok {
-			return nil, false
-		}
-		for k := range out {
-			if strings.EqualFold(k, key) {
-				return nil, false
-			}
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
-		}
-		out[key] = v
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false // anything after the object
-	}
-	return out, true
 }
 
 // ServeStdio serves the proxy on in/out. With an UpstreamPipe upstream,
@@ -437,6 +346,31 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	if u == nil {
 		return s.MCP.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
 	}
+	// The fast lane opens only for clients of the upstream session's
+	// generation, once the client has finished the handshake.
+	legacyUp := s.Upstream.InitializeResult().ProtocolVersion < modernProtocol
+	ready := func(line []byte) bool { return legacyUp && initializedLine(line) }
+	take := func(line []byte, down func([]byte) error) (bool, error) {
+		if c, ok := s.peekCall(line); ok && u.startFast(c) {
+			if err := u.writeUpstream(line); err != nil {
+				u.endFast(c)
+				return true, err
+			}
+			return true, nil
+		}
+		return u.fastCancel(line) || s.relayUnknown(u, line, down), nil
+	}
+	return serveLines(ctx, s.MCP, in, out, u.setDown, ready, take)
+}
+
+// serveLines serves srv on in/out line by line for the stdio fast lanes
+// (a single upstream's and the gateway's): once ready has seen the end of
+// the client's handshake, each client line is offered to take, and a line
+// take leaves goes to srv; an error from take ends the reading. setDown
+// learns where the lanes write to the client (one line at a time, shared
+// with srv).
+func serveLines(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, setDown func(func([]byte) error),
+	ready func([]byte) bool, take func(line []byte, down func([]byte) error) (bool, error)) error {
 	var omu sync.Mutex
 	writeDown := func(line []byte) error {
 		omu.Lock()
@@ -444,31 +378,24 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		_, err := out.Write(line)
 		return err
 	}
-	u.setDown(writeDown)
+	setDown(writeDown)
 	sdkIn, sdkFeed := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- s.MCP.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
+		errc <- srv.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
 	}()
 	go func() {
 		defer sdkFeed.Close()
 		br := bufio.NewReaderSize(in, 64<<10)
-		// The fast lane opens only for clients of the upstream session's
-		// generation, once the client has finished the handshake.
-		legacyUp := s.Upstream.InitializeResult().ProtocolVersion < modernProtocol
-		ready := false
+		open := false
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 {
-				if !ready {
-					ready = legacyUp && bytes.Contains(line, []byte(`"notifications/initialized"`)) && initializedLine(line)
-				} else if c, ok := s.peekCall(line); ok && u.startFast(c) {
-					if werr := u.writeUpstream(line); werr != nil {
-						u.endFast(c)
-						return
-					}
-					continue
-				} else if u.fastCancel(line) || s.relayUnknown(u, line, writeDown) {
+				if !open {
+					open = ready(line)
+				} else if took, terr := take(line, writeDown); terr != nil {
+					return
+				} else if took {
 					continue
 				}
 				if _, werr := sdkFeed.Write(line); werr != nil {
@@ -509,8 +436,11 @@ func (u *UpstreamPipe) setDown(down func([]byte) error) {
 }
 
 func initializedLine(line []byte) bool {
-	top, ok := strictObject(line)
-	return ok && string(top["method"]) == `"notifications/initialized"`
+	if !bytes.Contains(line, []byte(`"notifications/initialized"`)) {
+		return false
+	}
+	f := frame.Read(line)
+	return f.Kind == frame.Notification && f.Method == "notifications/initialized"
 }
 
 // startFast registers a fast-lane call; false when its id is already in
@@ -566,15 +496,11 @@ func (u *UpstreamPipe) fastCancel(line []byte) bool {
 	if !bytes.Contains(line, []byte(`notifications/cancelled`)) {
 		return false
 	}
-	top, ok := strictObject(line)
-	if !ok || string(top["method"]) != `"notifications/cancelled"` {
+	f := frame.Read(line)
+	if !f.Alike || f.Kind != frame.Notification || f.Method != "notifications/cancelled" {
 		return false
 	}
-	params, ok := strictObject(top["params"])
-	if !ok {
-		return false
-	}
-	id := string(bytes.TrimSpace(params["requestId"]))
+	id := string(bytes.TrimSpace(f.Params["requestId"]))
 	u.mu.Lock()
 	tok, inFlight := u.fast[id]
 	u.mu.Unlock()

@@ -52,6 +52,11 @@ func TestFastLanePeek(t *testing.T) {
 		{"trailing data", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}} {"x":1}`, false},
 		{"a batch", `[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}]`, false},
 		{"malformed", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}`, false},
+		{"a member JSON-RPC does not have", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"},"extra":1}`, false},
+		{"a params member the SDK path drops", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","task":{"ttl":1}}}`, false},
+		{"folded keys in the arguments", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"source":"a","ſource":"b"}}}`, false},
+		{"a lone CR", "{\"jsonrpc\":\"2.0\",\"id\":7,\r\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n", false},
+		{"control: CRLF line end", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\r\n", true},
 	} {
 		if _, fast := s.peekCall([]byte(c.line)); fast != c.fast {
 			t.Errorf("%s: fast = %v, want %v", c.name, fast, c.fast)

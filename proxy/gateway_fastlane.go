@@ -1,14 +1,12 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 )
 
 // ServeStdio serves the gateway on in/out with the stdio fast lane of
@@ -18,73 +16,37 @@ import (
 // upstream's bytes. Every other line goes through the SDK path, as with a
 // single upstream (see fastlane.go).
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	var omu sync.Mutex
-	writeDown := func(line []byte) error {
-		omu.Lock()
-		defer omu.Unlock()
-		_, err := out.Write(line)
-		return err
-	}
-	g.mu.Lock()
-	g.down = writeDown
-	for _, sl := range g.slots {
-		if sl.srv != nil && sl.srv.pipe != nil {
-			sl.srv.pipe.setDown(writeDown)
-		}
-	}
-	g.mu.Unlock()
-	sdkIn, sdkFeed := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- g.MCP.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
-	}()
-	go func() {
-		defer sdkFeed.Close()
-		br := bufio.NewReaderSize(in, 64<<10)
-		ready := false
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				if !ready {
-					ready = bytes.Contains(line, []byte(`"notifications/initialized"`)) && initializedLine(line)
-				} else if g.fastLane(line) || g.fastCancel(line) {
-					continue
-				}
-				if _, werr := sdkFeed.Write(line); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
+	setDown := func(down func([]byte) error) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.down = down
+		for _, sl := range g.slots {
+			if sl.srv != nil && sl.srv.pipe != nil {
+				sl.srv.pipe.setDown(down)
 			}
 		}
-	}()
-	return <-errc
+	}
+	take := func(line []byte, _ func([]byte) error) (bool, error) {
+		return g.fastLane(line) || g.fastCancel(line), nil
+	}
+	return serveLines(ctx, g.MCP, in, out, setDown, initializedLine, take)
 }
 
 // fastLane forwards line when it is a call of a tool that passes through
 // on a running server with a pipe of the client's generation.
 func (g *Gateway) fastLane(line []byte) bool {
-	top, ok := strictObject(line)
-	if !ok || string(top["method"]) != `"tools/call"` {
+	f := frame.Read(line)
+	if !f.Alike || f.Kind != frame.Request || f.Method != "tools/call" {
 		return false
 	}
-	params, ok := strictObject(top["params"])
-	if !ok {
-		return false
-	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil {
-		return false
-	}
+	name := f.Tool
 	_, srv := g.route(name)
 	if srv == nil || srv.pipe == nil || srv.Upstream.InitializeResult().ProtocolVersion >= modernProtocol {
 		return false
 	}
 	upName := srv.up(name)
-	// The same checks as the single proxy's, for the upstream's name: a
-	// strict read, and a tool that passes through.
-	c, ok := srv.fastCallOf(top, params, upName)
+	// The same checks as the single proxy's, for the upstream's name.
+	c, ok := srv.fastCallOf(f, upName)
 	if !ok {
 		return false
 	}
@@ -93,13 +55,13 @@ func (g *Gateway) fastLane(line []byte) bool {
 		if err != nil {
 			return false
 		}
-		params["name"] = quoted
-		p, err := json.Marshal(params)
+		f.Params["name"] = quoted
+		p, err := json.Marshal(f.Params)
 		if err != nil {
 			return false
 		}
-		top["params"] = p
-		if line, err = json.Marshal(top); err != nil {
+		f.Top["params"] = p
+		if line, err = json.Marshal(f.Top); err != nil {
 			return false
 		}
 		line = append(line, '\n')

@@ -10,11 +10,11 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -165,45 +165,35 @@ func isLoopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// The members a tools/call may carry for the fast lane: any other is one
-// the SDK path would drop on its way upstream.
-var (
-	fastTopKeys    = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true}
-	fastParamsKeys = map[string]bool{"name": true, "arguments": true, "_meta": true, "inputResponses": true, "requestState": true}
-)
-
-// fastHTTPCall reads body strictly and reports whether it is a tools/call
-// the SDK path would forward unchanged, with the tool's upstream name.
+// fastHTTPCall reads body (frame.Read: strictly, with exactly the
+// members the SDK path carries) and reports whether it is a tools/call the
+// SDK path would forward unchanged, with the tool's upstream name.
 func (s *Server) fastHTTPCall(r *http.Request, body []byte) (fastCall, string, bool) {
 	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != "tools/call" {
 		return fastCall{}, "", false
 	}
-	top, ok := strictObject(body)
-	if !ok || !onlyKeys(top, fastTopKeys) {
+	f := frame.Read(body)
+	if !f.Alike || f.Kind != frame.Request || f.Method != "tools/call" {
 		return fastCall{}, "", false
 	}
-	params, ok := strictObject(top["params"])
-	if !ok || !onlyKeys(params, fastParamsKeys) {
-		return fastCall{}, "", false
-	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil || r.Header.Get("Mcp-Name") != name {
+	name := f.Tool
+	if r.Header.Get("Mcp-Name") != name {
 		return fastCall{}, "", false
 	}
 	// The SDK path sends {} for absent arguments.
-	if _, ok := strictObject(params["arguments"]); !ok {
+	if _, ok := frame.Members(f.Params["arguments"]); !ok {
 		return fastCall{}, "", false
 	}
-	meta, ok := strictObject(params["_meta"])
+	meta, ok := frame.Members(f.Params["_meta"])
 	if !ok || string(meta[mcp.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
 		return fastCall{}, "", false
 	}
 	if info, present := meta[mcp.MetaKeyClientInfo]; present {
-		if _, ok := strictObject(info); !ok {
+		if _, ok := frame.Members(info); !ok {
 			return fastCall{}, "", false
 		}
 	}
-	caps, ok := strictObject(meta[mcp.MetaKeyClientCapabilities])
+	caps, ok := frame.Members(meta[mcp.MetaKeyClientCapabilities])
 	if !ok {
 		return fastCall{}, "", false
 	}
@@ -214,20 +204,11 @@ func (s *Server) fastHTTPCall(r *http.Request, body []byte) (fastCall, string, b
 	if !s.plainTool(name) {
 		return fastCall{}, "", false
 	}
-	c, ok := s.fastCallOf(top, params, name)
-	if !ok || !plainID(c.id) {
+	c, ok := s.fastCallOf(f, name)
+	if !ok {
 		return fastCall{}, "", false
 	}
 	return c, name, true
-}
-
-// plainID: a string or an integer, the ids the SDK reads.
-func plainID(id string) bool {
-	if id[0] == '"' {
-		return true // fastCallOf has read it as a string
-	}
-	_, err := strconv.ParseInt(id, 10, 64)
-	return err == nil
 }
 
 // refusedCapability names a capability in caps (a request's declared
@@ -242,15 +223,6 @@ func (s *Server) refusedCapability(caps map[string]json.RawMessage) string {
 		}
 	}
 	return ""
-}
-
-func onlyKeys(m map[string]json.RawMessage, allowed map[string]bool) bool {
-	for k := range m {
-		if !allowed[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // plainTool: the upstream's definition binds no argument to a header
@@ -403,18 +375,18 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 		// ends the stream, a request or another id's response is dropped;
 		// a message that reads differently to different parsers (it might
 		// be this call's response to one of them) fails the call.
-		top, strict := strictObject(msg)
-		shape := ""
-		if strict {
-			shape = upstreamShape(top)
-		}
+		f := frame.Read(msg)
 		switch {
-		case shape == "notification":
+		case !f.Alike:
+			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser; refused, the call may have run"))
+			rc.Flush()
+			return errors.New("upstream event: an ambiguous message")
+		case f.Kind == frame.Notification:
 			if _, err := w.Write(out); err != nil {
 				return err
 			}
 			rc.Flush()
-		case shape == "response" && string(bytes.TrimSpace(top["id"])) == id:
+		case f.Kind == frame.Response && f.ID == id:
 			if err := s.finalFor(msg, id); err != nil {
 				writeEvent(w, fastErrorBody(id, err.Error()))
 				rc.Flush()
@@ -425,10 +397,6 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			}
 			rc.Flush()
 			return nil
-		case shape == "":
-			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser; refused, the call may have run"))
-			rc.Flush()
-			return errors.New("upstream event: an ambiguous message")
 		default:
 			s.log.Debug("proxy: fast lane dropped an upstream message that is not this call's")
 		}
@@ -457,54 +425,28 @@ func plainEventLine(line []byte) bool {
 // would: an input_required result asking for a kind the policy refuses is
 // refused. With every kind allowed, the result is relayed unread.
 func (s *Server) finalFor(msg []byte, id string) error {
-	top, ok := strictObject(msg)
-	if !ok || upstreamShape(top) != "response" || string(bytes.TrimSpace(top["id"])) != id {
-		// Not a response with exactly its members (a request such as
-		// roots/list carrying the call's id is one to the client).
+	f := frame.Read(msg)
+	if !f.Alike || f.Kind != frame.Response || f.ID != id {
+		// Not a response read alike by every parser (a request such as
+		// roots/list carrying the call's id is one to the client; an
+		// input request whose "method" and "Method" differ, or an
+		// "InputRequests" that only case-insensitive clients read, is not
+		// read alike).
 		return errors.New("mcpsafe proxy: the upstream's answer could not be read as a response to this call")
 	}
 	ur := s.pol().UpstreamRequests
 	if ur.allows(KindElicitation) && ur.allows(KindSampling) && ur.allows(KindRoots) {
 		return nil
 	}
-	raw, ok := top["result"]
+	raw, ok := f.Top["result"]
 	if !ok {
 		return nil // an error: relayed as forward relays it
 	}
-	result, ok := strictObject(raw)
-	if !ok {
-		return errors.New("mcpsafe proxy: the upstream's answer could not be read")
-	}
-	needsCheck := false
-	for k := range result {
-		for _, exact := range []string{"resultType", "inputRequests"} {
-			if strings.EqualFold(k, exact) && k != exact {
-				// Read by clients that match member names under case
-				// folding, unseen by the check below and by the others.
-				return fmt.Errorf("mcpsafe proxy: the upstream's answer has %q, which clients read differently from %q", k, exact)
-			}
-			if k == exact {
-				needsCheck = true
-			}
-		}
-	}
-	if !needsCheck {
+	result, _ := frame.Members(raw)
+	_, hasType := result["resultType"]
+	_, hasAsks := result["inputRequests"]
+	if !hasType && !hasAsks {
 		return nil
-	}
-	// The asks are read as every parser reads them: each strictly (no
-	// "method" and "Method" read differently by different clients), with
-	// its method under its exact key.
-	if ir, ok := result["inputRequests"]; ok {
-		asks, ok := strictObject(ir)
-		if !ok {
-			return errors.New("mcpsafe proxy: the upstream's input requests could not be read unambiguously")
-		}
-		for name, a := range asks {
-			m, ok := strictObject(a)
-			if _, has := m["method"]; !ok || !has {
-				return fmt.Errorf("mcpsafe proxy: the upstream's input request %q could not be read unambiguously", name)
-			}
-		}
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
@@ -538,16 +480,16 @@ func writeEvent(w io.Writer, msg []byte) {
 // relay is refused (it could not be filtered without rewriting it). It
 // reports whether it answered; the SDK handler answers the rest.
 func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	ul, top, ok := peekUnknown(body)
-	if !ok || !onlyKeys(top, fastTopKeys) {
+	ul, f, ok := peekUnknown(body)
+	if !ok {
 		return false
 	}
 	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != ul.method {
 		return false // the SDK handler refuses the mismatch
 	}
-	why := s.refuseUnknown(ul, top)
+	why := s.refuseUnknown(ul, f)
 	if why == "" {
-		why = s.declaresRefused(top["params"])
+		why = s.declaresRefused(f.Params)
 	}
 	if why != "" {
 		s.log.Info("proxy: unknown method refused", "method", ul.method, "why", why)
@@ -583,34 +525,23 @@ func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body [
 
 // declaresRefused says why params may not go upstream as they are: its
 // _meta declares a client capability the policy does not relay (the SDK
-// path strips those; raw bytes cannot be), or it cannot be read strictly.
-func (s *Server) declaresRefused(params json.RawMessage) string {
-	if len(bytes.TrimSpace(params)) == 0 {
+// path strips those; raw bytes cannot be). params come from an Alike frame:
+// read strictly at every depth, _meta spelt exactly.
+func (s *Server) declaresRefused(params map[string]json.RawMessage) string {
+	meta, ok := frame.Members(params["_meta"])
+	if !ok {
 		return ""
 	}
-	p, ok := strictObject(params)
-	if !ok {
-		return "mcpsafe proxy: the parameters cannot be read unambiguously"
-	}
-	for k, v := range p {
-		if !strings.EqualFold(k, "_meta") {
+	for mk, mv := range meta {
+		if !strings.EqualFold(mk, mcp.MetaKeyClientCapabilities) {
 			continue
 		}
-		meta, ok := strictObject(v)
+		caps, ok := frame.Members(mv)
 		if !ok {
-			return "mcpsafe proxy: the parameters cannot be read unambiguously"
+			return "mcpsafe proxy: the declared client capabilities cannot be read unambiguously"
 		}
-		for mk, mv := range meta {
-			if !strings.EqualFold(mk, mcp.MetaKeyClientCapabilities) {
-				continue
-			}
-			caps, ok := strictObject(mv)
-			if !ok {
-				return "mcpsafe proxy: the declared client capabilities cannot be read unambiguously"
-			}
-			if k := s.refusedCapability(caps); k != "" {
-				return fmt.Sprintf("mcpsafe proxy: the request declares the client capability %q, which the policy does not relay to the upstream", k)
-			}
+		if k := s.refusedCapability(caps); k != "" {
+			return fmt.Sprintf("mcpsafe proxy: the request declares the client capability %q, which the policy does not relay to the upstream", k)
 		}
 	}
 	return ""

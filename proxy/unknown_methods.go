@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe/internal/canon"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 )
 
 // Methods the proxy does not know (future methods, vendor extensions,
@@ -23,9 +24,11 @@ import (
 //   - A client's unknown requests and notifications reach the upstream only
 //     where the policy says `unknown_methods: relay`. The default is refuse,
 //     the fail-closed answer to a method whose effect nobody here can read.
-//   - Even then, a message is refused when it has any member but jsonrpc,
-//     id, method and params spelt exactly (an upstream built on
-//     encoding/json reads "Params" or "paramſ" as its params), when its
+//   - Even then, a message is refused when it does not read alike to every
+//     parser (frame.Read: any member but jsonrpc, id, method and params
+//     spelt exactly, which an upstream built on encoding/json may read as
+//     its params, "Params" or "paramſ"; duplicate or case-folded keys at
+//     any depth), when its
 //     method is in the tools/ namespace or equals a known method up to
 //     case, when its method holds the name of a tool that does not pass
 //     through (gated, or withheld) as a run of its parts split at '/', ':'
@@ -74,39 +77,25 @@ type unknownLine struct {
 	id     string // raw JSON; empty for a notification
 }
 
-// peekUnknown reports whether line is a single, strictly read JSON-RPC
-// request or notification of a method the proxy does not know. Anything
-// else (a response, a batch, a line read differently by different
-// parsers) goes the SDK path.
-func peekUnknown(line []byte) (unknownLine, map[string]json.RawMessage, bool) {
-	top, ok := strictObject(line)
-	if !ok || string(top["jsonrpc"]) != `"2.0"` {
-		return unknownLine{}, nil, false
+// peekUnknown reports whether line is a single JSON-RPC request or
+// notification of a method the proxy does not know, with a plain id, as
+// frame.Read reads it. Such a frame is relayed only when it is Alike, and
+// refused otherwise; anything else (a response, a batch, a frame whose top
+// level does not read strictly) goes the SDK path.
+func peekUnknown(line []byte) (unknownLine, frame.Frame, bool) {
+	f := frame.Read(line)
+	if (f.Kind != frame.Request && f.Kind != frame.Notification) || knownClientMethods[f.Method] {
+		return unknownLine{}, frame.Frame{}, false
 	}
-	var method string
-	if json.Unmarshal(top["method"], &method) != nil || knownClientMethods[method] {
-		return unknownLine{}, nil, false
+	if f.ID != "" && (!frame.PlainID(f.ID) || strings.HasPrefix(f.ID, `"`+sdkIDPrefix)) {
+		return unknownLine{}, frame.Frame{}, false
 	}
-	u := unknownLine{method: method}
-	if raw, ok := top["id"]; ok {
-		id := string(bytes.TrimSpace(raw))
-		if id == "" || id == "null" || id[0] == '{' || id[0] == '[' {
-			return unknownLine{}, nil, false
-		}
-		if id[0] == '"' {
-			var sid string
-			if json.Unmarshal([]byte(id), &sid) != nil || strings.HasPrefix(sid, sdkIDPrefix) {
-				return unknownLine{}, nil, false
-			}
-		}
-		u.id = id
-	}
-	return u, top, true
+	return unknownLine{method: f.Method, id: f.ID}, f, true
 }
 
 // refuseUnknown says why an unknown message may not reach the upstream,
 // or "" when it may.
-func (s *Server) refuseUnknown(u unknownLine, top map[string]json.RawMessage) string {
+func (s *Server) refuseUnknown(u unknownLine, f frame.Frame) string {
 	if !s.pol().RelayUnknownMethods {
 		return fmt.Sprintf("mcpsafe proxy: %q is not a method the proxy knows, and the policy does not relay unknown methods (unknown_methods: relay)", u.method)
 	}
@@ -119,17 +108,18 @@ func (s *Server) refuseUnknown(u unknownLine, top map[string]json.RawMessage) st
 			return fmt.Sprintf("mcpsafe proxy: %q differs from the method %q only in case or spacing", u.method, k)
 		}
 	}
-	if !onlyKeys(top, fastTopKeys) {
+	if !f.Alike {
 		// An upstream that matches member names under case folding (any
 		// server built on encoding/json) reads "Params" or "paramſ" as
-		// the params: what is relayed is only what the scan below read.
-		return fmt.Sprintf("mcpsafe proxy: %q has members other than jsonrpc, id, method and params (spelt exactly); an upstream may read them as its parameters", u.method)
+		// the params: what is relayed is only what every parser reads
+		// alike, and the scan below read.
+		return fmt.Sprintf("mcpsafe proxy: %q cannot be read the same way by every JSON parser (%s); an upstream may read it otherwise", u.method, f.Why)
 	}
 	if name, ok := methodNamesTool(u.method, s.blockedNames()); ok {
 		return fmt.Sprintf("mcpsafe proxy: the method %q names the tool %q; a tool that does not pass through runs only through tools/call, behind the gate", u.method, name)
 	}
-	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if name, ok := s.namesTool(top[k]); ok {
+	for _, k := range slices.Sorted(maps.Keys(f.Top)) {
+		if name, ok := s.namesTool(f.Top[k]); ok {
 			return fmt.Sprintf("mcpsafe proxy: the %s of %q names %q; a tool that does not pass through runs only through tools/call, behind the gate", k, u.method, name)
 		}
 	}
@@ -233,11 +223,11 @@ func unknownError(id, msg string) []byte {
 // lane: relayed raw, or refused (a request with an error response, a
 // notification dropped). It reports whether it took the line.
 func (s *Server) relayUnknown(u *UpstreamPipe, line []byte, down func([]byte) error) bool {
-	ul, top, ok := peekUnknown(line)
+	ul, f, ok := peekUnknown(line)
 	if !ok {
 		return false
 	}
-	if why := s.refuseUnknown(ul, top); why != "" {
+	if why := s.refuseUnknown(ul, f); why != "" {
 		s.log.Info("proxy: unknown method refused", "method", ul.method, "why", why)
 		if ul.id != "" {
 			down(unknownError(ul.id, why))

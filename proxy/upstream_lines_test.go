@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,5 +97,39 @@ func TestUpstreamLinesReadAlikeOrNotRaw(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.down) != 3 || strings.TrimSpace(h.down[1]) != progress || strings.TrimSpace(h.down[2]) != response {
 		t.Fatalf("the exact lines did not reach the client as they were: %q", h.down)
+	}
+}
+
+// TestUpstreamAnswersByTheReader: what frame.Read lets pass goes to the
+// client raw, what it does not fails the fast call it answers, and an
+// answer to the SDK client's own request reaches the SDK client under the
+// SDK's id whichever way it reads.
+func TestUpstreamAnswersByTheReader(t *testing.T) {
+	h := newRouteHarness(t)
+	h.u.register(fastCall{id: "7"})
+	h.u.register(fastCall{id: "8"})
+	h.u.sdkIDs[`"mcpsafe-sdk-1"`] = json.RawMessage(`5`)
+	h.u.sdkIDs[`"mcpsafe-sdk-2"`] = json.RawMessage(`6`)
+
+	// Control: case variants inside structuredContent, a map to every
+	// reader, pass raw.
+	mapLike := `{"jsonrpc":"2.0","id":7,"result":{"content":[],"structuredContent":{"PATH":"/bin","path":"x"}}}`
+	h.route(t, mapLike)
+	// "text" and "Text" in a content item: one field to encoding/json.
+	h.route(t, `{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"a","Text":"b"}]}}`)
+	// The SDK's own requests: answered plainly and not.
+	h.route(t, `{"jsonrpc":"2.0","id":"mcpsafe-sdk-1","result":{"content":[{"type":"text","text":"a","Text":"b"}]}}`)
+	h.route(t, `{"jsonrpc":"2.0","id":"mcpsafe-sdk-2","result":{}}`)
+
+	h.mu.Lock()
+	down := slices.Clone(h.down)
+	h.mu.Unlock()
+	if len(down) != 2 || strings.TrimSpace(down[0]) != mapLike || !strings.Contains(down[1], `"id":8,"error"`) {
+		t.Fatalf("the client got %q", down)
+	}
+	h.u.sdkFeed.Close()
+	h.sdkReading.Wait()
+	if len(h.sdk) != 2 || !strings.Contains(h.sdk[0], `"id":5`) || !strings.Contains(h.sdk[1], `"id":6`) {
+		t.Fatalf("the SDK client got %q", h.sdk)
 	}
 }

@@ -44,13 +44,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 )
 
 // Limits on input. Tool arguments are small; anything near these limits is
@@ -140,139 +139,36 @@ func SplitMember(raw []byte, name string) (rest []byte, value []byte, err error)
 	return rest, value, nil
 }
 
-// frame is one open array or object during the token walk.
-type frame struct {
-	object  bool
-	wantKey bool
-	keys    map[string]string // folded key -> the key as sent
-}
-
 // FoldKey returns the form under which encoding/json matches an object key
 // to a struct field: two keys collide exactly when their FoldKeys are
-// equal (the same relation as strings.EqualFold). Each rune becomes the
-// smallest rune of its simple case folding orbit, so "s", "S" and "ſ"
-// (U+017F) all become "S", and "k", "K" and "K" (U+212A) all become "K".
-func FoldKey(key string) string {
-	ascii := true
-	for i := 0; i < len(key); i++ {
-		if key[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		// For ASCII, the smallest rune of each orbit is the upper case
-		// letter ("k" folds with "K" and U+212A; "K" is smallest).
-		return strings.ToUpper(key)
-	}
-	var b strings.Builder
-	b.Grow(len(key))
-	for _, r := range key {
-		b.WriteRune(foldRune(r))
-	}
-	return b.String()
-}
+// equal (the same relation as strings.EqualFold). It is frame.FoldKey.
+func FoldKey(key string) string { return frame.FoldKey(key) }
 
-// foldRune walks r's orbit under unicode.SimpleFold (which steps to the
-// next larger rune and wraps to the smallest) until it wraps.
-func foldRune(r rune) rune {
-	for {
-		next := unicode.SimpleFold(r)
-		if next <= r {
-			return next
-		}
-		r = next
-	}
-}
-
-// check walks raw token by token with encoding/json, which validates the
-// grammar, and applies the rules the JCS parser does not: duplicate keys
-// compared after unescaping, the depth and size limits, exact numbers and
-// exactly one value. Walking tokens instead of decoding keeps hostile
-// nesting from allocating anything: the walk stops at MaxDepth+1.
+// check applies the one strict reading (frame.Check: valid UTF-8, no lone
+// surrogate escape, duplicate keys compared after unescaping, keys equal
+// under case folding, exactly one value, the depth limit) with canon's own
+// rules: the size limit and exact numbers. The walk allocates nothing for
+// hostile nesting: it stops at MaxDepth+1.
 func check(raw []byte) error {
 	if len(raw) > MaxSize {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(raw), MaxSize)
 	}
-	if !utf8.Valid(raw) {
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidJSON)
+	err := frame.Check(raw, frame.Rules{MaxDepth: MaxDepth, Number: exactNumber})
+	var e *frame.Error
+	if err == nil || !errors.As(err, &e) {
+		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var stack []frame
-	done := false
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			if !done {
-				return fmt.Errorf("%w: incomplete or empty document", ErrInvalidJSON)
-			}
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-		}
-		if done {
-			return fmt.Errorf("%w: data after the top-level value", ErrInvalidJSON)
-		}
-		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:n-1]
-				done = valueDone(stack)
-				continue
-			}
-			key, ok := tok.(string)
-			if !ok {
-				return fmt.Errorf("%w: object key is not a string", ErrInvalidJSON)
-			}
-			top := &stack[n-1]
-			folded := FoldKey(key)
-			if first, dup := top.keys[folded]; dup {
-				if first == key {
-					return fmt.Errorf("%w: %s at depth %d", ErrDuplicateKey, strconv.QuoteToASCII(clip(key)), n)
-				}
-				return fmt.Errorf("%w: %s and %s at depth %d name one field to a case-insensitive decoder", ErrFoldedKey,
-					strconv.QuoteToASCII(clip(first)), strconv.QuoteToASCII(clip(key)), n)
-			}
-			top.keys[folded] = key
-			top.wantKey = false
-			continue
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if len(stack) >= MaxDepth {
-					return fmt.Errorf("%w: limit %d", ErrTooDeep, MaxDepth)
-				}
-				f := frame{object: t == '{', wantKey: t == '{'}
-				if f.object {
-					f.keys = make(map[string]string)
-				}
-				stack = append(stack, f)
-				continue
-			default: // ']' (a '}' is handled where a key is expected)
-				stack = stack[:len(stack)-1]
-			}
-		case json.Number:
-			if err := exactNumber(string(t)); err != nil {
-				return err
-			}
-		}
-		done = valueDone(stack)
+	switch e.Kind {
+	case frame.ErrDuplicate:
+		return fmt.Errorf("%w: %s", ErrDuplicateKey, e.Detail)
+	case frame.ErrFolded:
+		return fmt.Errorf("%w: %s", ErrFoldedKey, e.Detail)
+	case frame.ErrTooDeep:
+		return fmt.Errorf("%w: limit %d", ErrTooDeep, MaxDepth)
+	case frame.ErrNumber:
+		return e.Err
 	}
-}
-
-// valueDone records that a value just ended inside the innermost open
-// container and reports whether it was the top-level value.
-func valueDone(stack []frame) bool {
-	if len(stack) == 0 {
-		return true
-	}
-	if top := &stack[len(stack)-1]; top.object {
-		top.wantKey = true
-	}
-	return false
+	return fmt.Errorf("%w: %s", ErrInvalidJSON, e.Detail)
 }
 
 // clip keeps error messages short: keys are attacker-chosen.

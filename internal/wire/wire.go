@@ -1,18 +1,14 @@
 // Package wire holds the small checks both ends of the approval channel
-// apply to what the other end sent: JSON objects without repeated keys,
+// apply to what the other end sent (strict JSON is internal/frame's):
 // secrets compared as digests, untrusted text clipped for an error message,
 // and the words of a passkey library error. The gate's side is package
 // channel, the service's package approvals.
 package wire
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 
 	"github.com/go-webauthn/webauthn/protocol"
 )
@@ -31,60 +27,6 @@ func NonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// NoDuplicateKeys walks the JSON tokens and fails on any object that
-// repeats a key.
-func NoDuplicateKeys(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	type frame struct {
-		obj  bool
-		keys map[string]bool
-		key  bool // next string token in this object is a key
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if top != nil && top.obj {
-					top.key = true
-				}
-				stack = append(stack, &frame{obj: t == '{', keys: map[string]bool{}, key: true})
-				if len(stack) > 32 {
-					return errors.New("nested too deeply")
-				}
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		case string:
-			if top != nil && top.obj && top.key {
-				if top.keys[t] {
-					return fmt.Errorf("duplicate key %q", Clip(t))
-				}
-				top.keys[t] = true
-				top.key = false
-				continue
-			}
-		}
-		if top != nil && top.obj {
-			top.key = true
-		}
-	}
 }
 
 // CTCompare is subtle.ConstantTimeCompare; a test replaces it to check

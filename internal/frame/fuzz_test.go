@@ -1,0 +1,205 @@
+package frame
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// needReaders: on CI a missing Node is a failure; elsewhere the recorded
+// readings (TestRecordedReadings) stand in for the missing interpreter.
+func needReaders(tb testing.TB) (js, py *interp) {
+	js, py, err := readers()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if os.Getenv("CI") == "true" && (js == nil || py == nil) {
+		tb.Fatalf("CI=true: the JavaScript and Python readers are required (node: %q)", nodePath())
+	}
+	return js, py
+}
+
+// differ checks an Alike frame's reading against every parser's and
+// returns what differs, or "".
+func differ(frame []byte, f Frame, js, py *interp) string {
+	want := frameReading(f)
+	if got := goReading(frame); !sameReading(got, want) {
+		return fmt.Sprintf("encoding/json reads %+v, the reader %+v", got.normal(), want)
+	}
+	kind, id, method, err := sdkReading(frame)
+	if err != nil || kind != want.Kind || !sameReading(reading{ID: id}, reading{ID: want.ID}) || method != want.Method {
+		return fmt.Sprintf("the SDK reads %s %v %q (%v), the reader %+v", kind, id, method, err, want)
+	}
+	for _, p := range []*interp{js, py} {
+		if p == nil {
+			continue
+		}
+		got, err := p.read(frame)
+		if err != nil {
+			return err.Error()
+		}
+		if !sameReading(got, want) {
+			return fmt.Sprintf("%s reads %+v, the reader %+v", p.name, got.normal(), want)
+		}
+	}
+	return ""
+}
+
+// FuzzFrameReadsAlike: whenever the reader says a frame may pass raw,
+// encoding/json, the SDK's decoder, JavaScript's JSON.parse and Python's
+// json read the same kind, id, method, tool, progress token and member
+// names from it.
+func FuzzFrameReadsAlike(f *testing.F) {
+	for _, s := range seedFrames {
+		f.Add([]byte(s))
+	}
+	js, py := needReaders(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if why := grammarDiffers(b); why != "" {
+			t.Fatalf("%q: %s", b, why)
+		}
+		fr := Read(b)
+		if !fr.Alike {
+			return
+		}
+		if why := differ(b, fr, js, py); why != "" {
+			t.Fatalf("%q passes raw, but %s", b, why)
+		}
+	})
+}
+
+// grammarDiffers compares Check's reading of the grammar with
+// encoding/json's (json.Valid and utf8.Valid): Check accepts only JSON,
+// and refuses JSON as invalid only for a lone surrogate escape (it may
+// report a duplicate key it met before a grammar error).
+func grammarDiffers(b []byte) string {
+	err := Check(b, Rules{MaxDepth: 10000})
+	var e *Error
+	if errors.As(err, &e) && (e.Kind == ErrTooDeep || strings.HasPrefix(e.Detail, "a lone surrogate")) {
+		return ""
+	}
+	valid := utf8.Valid(b) && json.Valid(b)
+	switch {
+	case err == nil && !valid:
+		return "Check accepts what encoding/json does not read as JSON"
+	case valid && e != nil && e.Kind == ErrInvalid:
+		return fmt.Sprintf("Check refuses JSON that encoding/json reads: %v", err)
+	}
+	return ""
+}
+
+var update = flag.Bool("update-readings", false, "record the JavaScript and Python readings of the seed frames in testdata/readings.json and write the fuzz seeds")
+
+type recorded struct {
+	Frame      string  `json:"frame"` // base64
+	JavaScript reading `json:"javascript"`
+	Python     reading `json:"python"`
+}
+
+const readingsFile = "testdata/readings.json"
+
+// TestRecordedReadings compares the reader with the recorded JavaScript
+// and Python readings of every seed frame (so the differential holds where
+// the interpreters are missing), and, where they are present, the
+// recording with what they say today.
+func TestRecordedReadings(t *testing.T) {
+	js, py := needReaders(t)
+	if *update {
+		if js == nil || py == nil {
+			t.Fatal("recording needs node and python3")
+		}
+		writeRecordings(t, js, py)
+	}
+	raw, err := os.ReadFile(readingsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []recorded
+	if err := json.Unmarshal(raw, &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(seedFrames) {
+		t.Fatalf("%d recorded readings for %d seed frames: run go test -run TestRecordedReadings -update-readings", len(recs), len(seedFrames))
+	}
+	alike := 0
+	for i, rec := range recs {
+		frame, _ := base64.StdEncoding.DecodeString(rec.Frame)
+		if !bytes.Equal(frame, []byte(seedFrames[i])) {
+			t.Fatalf("recorded frame %d is not seed %d: run with -update-readings", i, i)
+		}
+		for _, live := range []*interp{js, py} {
+			if live == nil {
+				continue
+			}
+			want := rec.JavaScript
+			if live == py {
+				want = rec.Python
+			}
+			got, err := live.read(frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameReading(got, want) || got.OK != want.OK {
+				t.Errorf("%s reads %q as %+v today, recorded %+v", live.name, frame, got, want)
+			}
+		}
+		f := Read(frame)
+		if !f.Alike {
+			continue
+		}
+		alike++
+		want := frameReading(f)
+		for name, got := range map[string]reading{"javascript": rec.JavaScript, "python": rec.Python} {
+			if !sameReading(got, want) {
+				t.Errorf("%q passes raw, but %s read %+v and the reader %+v", frame, name, got.normal(), want)
+			}
+		}
+		if why := differ(frame, f, nil, nil); why != "" {
+			t.Errorf("%q passes raw, but %s", frame, why)
+		}
+	}
+	if alike == 0 || alike == len(recs) {
+		t.Fatalf("%d of %d seeds pass raw: the corpus lacks controls or attacks", alike, len(recs))
+	}
+}
+
+func writeRecordings(t *testing.T, js, py *interp) {
+	var recs []recorded
+	for _, s := range seedFrames {
+		j, err := js.read([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := py.read([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, recorded{Frame: base64.StdEncoding.EncodeToString([]byte(s)), JavaScript: j, Python: p})
+	}
+	b, err := json.MarshalIndent(recs, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readingsFile, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzFrameReadsAlike")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range seedFrames {
+		body := "go test fuzz v1\n[]byte(" + strconv.Quote(s) + ")\n"
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
