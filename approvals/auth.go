@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // Approver is one person or bot allowed to decide. Its secret is the
@@ -71,7 +71,7 @@ func LoadApproversFile(path string) ([]Approver, error) {
 		}
 		if !IsPasswordHash(token) {
 			return nil, fmt.Errorf("%w: approvers file %s line %d (%s) holds a plain-text password; store argon2id hashes instead: run `mcpsafe approvals passwd --approvers-file %s --convert` to hash every plain-text entry in place, or `mcpsafe approvals passwd --approvers-file %s NAME` to set one (it reads the password on stdin)",
-				ErrPlainPassword, path, line, channel.Visible(wire.Clip(name)), path, path)
+				ErrPlainPassword, path, line, prompt.Visible(wire.Clip(name)), path, path)
 		}
 		out = append(out, Approver{Name: name, Hash: token})
 	}

@@ -16,13 +16,14 @@ import (
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 //go:embed web
 var webFS embed.FS
 
 var tmpl = template.Must(template.Must(template.New("").Funcs(template.FuncMap{
-	"vis":   channel.Visible,
+	"vis":   prompt.Visible,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
 	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"short": func(t time.Time) string { return t.UTC().Format("Jan 2 15:04:05") },

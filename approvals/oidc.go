@@ -15,8 +15,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // OIDCConfig lets approvers log in with single sign-on (OpenID Connect,
@@ -175,7 +175,7 @@ func (s *Service) oidcIdentity(r *http.Request) (string, error) {
 	}
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		return "", fmt.Errorf("the provider answered %q", channel.Visible(wire.Clip(e)))
+		return "", fmt.Errorf("the provider answered %q", prompt.Visible(wire.Clip(e)))
 	}
 	state := q.Get("state")
 	c, err := r.Cookie(oidcStateCookie)
@@ -222,7 +222,7 @@ func (s *Service) oidcIdentity(r *http.Request) (string, error) {
 	}
 	name, ok := o.cfg.Users[value]
 	if !ok {
-		return "", fmt.Errorf("%s %q is not an approver here", o.cfg.Claim, channel.Visible(wire.Clip(value)))
+		return "", fmt.Errorf("%s %q is not an approver here", o.cfg.Claim, prompt.Visible(wire.Clip(value)))
 	}
 	return name, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // The overview: what waits now, and what this service and the gates whose
@@ -330,7 +331,7 @@ func reasonChart(counts map[string]int, since, until time.Time) chart {
 	}
 	c.Desc = fmt.Sprintf("Refused calls from %s to %s, by reason code.", since.Format("Jan 2 15:04"), until.Format("Jan 2 15:04"))
 	for _, b := range c.Bars {
-		c.Desc += fmt.Sprintf(" %s: %d.", channel.Visible(wire.Clip(b.Label)), b.Total)
+		c.Desc += fmt.Sprintf(" %s: %d.", prompt.Visible(wire.Clip(b.Label)), b.Total)
 	}
 	return c
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // PasskeyOptions turns on passkeys in the approval service: approvers
@@ -187,7 +188,7 @@ func (s *Service) pkApproveBegin(w http.ResponseWriter, r *http.Request, sess *s
 	}
 	s.mu.Unlock()
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no pending request " + channel.Visible(wire.Clip(id))})
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no pending request " + prompt.Visible(wire.Clip(id))})
 		return
 	}
 	if mcpsafe.SameIdentity(sess.name, req.Principal) {

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // SetPassword stores the argon2id hash of password for approver name in
@@ -59,7 +59,7 @@ func ConvertApproversFile(path string) (int, error) {
 		}
 		hash, err := HashPassword(secret)
 		if err != nil {
-			return 0, fmt.Errorf("channel: approvers file %s line %d (%s): %w; set a new one with `mcpsafe approvals passwd`", path, i+1, channel.Visible(wire.Clip(name)), err)
+			return 0, fmt.Errorf("channel: approvers file %s line %d (%s): %w; set a new one with `mcpsafe approvals passwd`", path, i+1, prompt.Visible(wire.Clip(name)), err)
 		}
 		lines[i] = name + ":" + hash
 		n++

@@ -27,6 +27,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // ServiceOptions configures the approval service.
@@ -247,13 +248,13 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	if !s.hosts[hostOnly(r.Host)] {
-		s.refuse(w, r, "call", fail(http.StatusMisdirectedRequest, "host %q is not served here (add it with --host, or use a name this service serves)", channel.Visible(wire.Clip(r.Host))))
+		s.refuse(w, r, "call", fail(http.StatusMisdirectedRequest, "host %q is not served here (add it with --host, or use a name this service serves)", prompt.Visible(wire.Clip(r.Host))))
 		return
 	}
 	if r.Method == http.MethodPost && r.Header.Get(channel.SignatureHeader) != "" && r.URL.Path != webhookPath {
 		// A gate whose --approver-url lacks /webhook: say so to both
 		// sides, instead of a bare 404 or 405.
-		s.refuse(w, r, "signed call", fail(http.StatusNotFound, "no webhook at %q: approval requests go to %s (the gate's --approver-url must end in %s)", channel.Visible(wire.Clip(r.URL.Path)), webhookPath, webhookPath))
+		s.refuse(w, r, "signed call", fail(http.StatusNotFound, "no webhook at %q: approval requests go to %s (the gate's --approver-url must end in %s)", prompt.Visible(wire.Clip(r.URL.Path)), webhookPath, webhookPath))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -272,7 +273,7 @@ func (s *Service) log() *slog.Logger {
 // refuse answers a webhook-side call with herr and logs why, so that the
 // operator of the service sees what the gate was told.
 func (s *Service) refuse(w http.ResponseWriter, r *http.Request, what string, herr *httpError) {
-	args := []any{"status", herr.code, "reason", herr.msg, "path", channel.Visible(wire.Clip(r.URL.Path)), "remote", r.RemoteAddr}
+	args := []any{"status", herr.code, "reason", herr.msg, "path", prompt.Visible(wire.Clip(r.URL.Path)), "remote", r.RemoteAddr}
 	if herr.code == http.StatusUnauthorized {
 		args = append(args, "fix", "the sender's secret (mcpsafe --approver-secret-file) is not this service's --secret-file, or a clock is off")
 	}
@@ -501,7 +502,7 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 	}
 	if req.MinAssurance == channel.AssurancePasskeyName && s.pk == nil {
 		// Nobody here could ever approve it: say so now, not at the expiry.
-		return nil, fail(http.StatusBadRequest, "%s requires passkey approvals, and this service has no passkeys configured (--passkeys-file)", channel.Visible(wire.Clip(req.Tool)))
+		return nil, fail(http.StatusBadRequest, "%s requires passkey approvals, and this service has no passkeys configured (--passkeys-file)", prompt.Visible(wire.Clip(req.Tool)))
 	}
 	// Identify the request by its decoded content without the nonce, so a
 	// re-sent copy with a fresh signature matches.

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // The errors an Approve call wraps. Every one of them means not approved;
@@ -472,7 +473,7 @@ func statusError(resp *http.Response, what string) error {
 		if len(reason) > 300 {
 			reason = reason[:300] + "..."
 		}
-		reason = ": " + Visible(reason)
+		reason = ": " + prompt.Visible(reason)
 	}
 	status := fmt.Sprintf("HTTP %d%s", code, reason)
 	switch {

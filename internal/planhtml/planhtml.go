@@ -9,7 +9,7 @@ import (
 	"html/template"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 // Lines shown before "expand".
@@ -70,9 +70,9 @@ func OpClass(op string) string {
 }
 
 // Funcs are the template functions Templates uses: vis shows invisible
-// and control characters as escapes (channel.Visible), op is OpClass.
+// and control characters as escapes (prompt.Visible), op is OpClass.
 func Funcs() template.FuncMap {
-	return template.FuncMap{"vis": channel.Visible, "op": OpClass}
+	return template.FuncMap{"vis": prompt.Visible, "op": OpClass}
 }
 
 // Templates defines "parts" ({{template "parts" .Cards}}) and "diffline";
