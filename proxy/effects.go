@@ -174,10 +174,10 @@ func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]
 	var detail string
 	if exists {
 		part.Title = "Overwrite " + prompt.Quote(path)
-		detail = fmt.Sprintf("effect: overwrites %s, which exists (%d lines now, %d after)", prompt.Quote(path), lineCount(old), n)
+		detail = fmt.Sprintf("effect: overwrites %s, which exists (%s now, %d after)", prompt.Quote(path), lineWord(lineCount(old)), n)
 	} else {
 		part.Title = "Create " + prompt.Quote(path)
-		detail = fmt.Sprintf("effect: creates %s, which does not exist yet (%d lines)", prompt.Quote(path), n)
+		detail = fmt.Sprintf("effect: creates %s, which does not exist yet (%s)", prompt.Quote(path), lineWord(n))
 	}
 	return []string{detail}, []mcpsafe.Part{part}, nil
 }
@@ -329,4 +329,12 @@ func personName(given string, info *mcp.Implementation, audience string) string 
 		return info.Name
 	}
 	return audience
+}
+
+// lineWord is "1 line" or "N lines".
+func lineWord(n int) string {
+	if n == 1 {
+		return "1 line"
+	}
+	return fmt.Sprintf("%d lines", n)
 }

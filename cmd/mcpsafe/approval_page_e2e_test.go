@@ -153,3 +153,53 @@ func textOfResult(r map[string]any) string {
 	}
 	return b.String()
 }
+
+// The same through `mcpsafe proxy` in front of the real npm filesystem
+// server, and through a gateway of it: write_file is asked on the page by
+// URL elicitation, and runs once on the click.
+func TestApprovalPageThroughProxyAndGateway(t *testing.T) {
+	fsBin := npmFilesystemServer(t)
+	for _, via := range []string{"proxy", "gateway"} {
+		t.Run(via, func(t *testing.T) {
+			data := t.TempDir()
+			dir := t.TempDir()
+			jpath := filepath.Join(dir, "journal.jsonl")
+			server := []string{binary, "proxy", "--journal", jpath, "--approval-page", "127.0.0.1:0"}
+			tool := "write_file"
+			if via == "proxy" {
+				// The repository's example policy: the page shows the
+				// effect (a new file, its lines) that the upstream read.
+				policy, err := filepath.Abs("../../proxy/testdata/example-policy.yaml")
+				must(t, err)
+				server = append(server, "--policy", policy, "--", fsBin, data)
+			} else {
+				cfg := filepath.Join(dir, "gateway.yaml")
+				must(t, os.WriteFile(cfg, []byte("servers:\n  fs:\n    command: [\""+fsBin+"\", \""+data+"\"]\n"), 0o644))
+				server = append(server, "--config", cfg)
+				tool = "fs__write_file"
+			}
+			target := filepath.Join(data, "hello.txt")
+			n := startNodeScript(t, "testdata/ts-page.mjs", server, "TOOL="+tool,
+				`ARGS={"path":"`+target+`","content":"written after a click\n"}`, "ELICIT=url")
+			el := n.step("elicit")
+			link, _ := el["url"].(string)
+			if el["mode"] != "url" || !strings.HasPrefix(link, "http://127.0.0.1:") {
+				t.Fatalf("elicitation %v", el)
+			}
+			if _, err := os.Stat(target); !os.IsNotExist(err) {
+				t.Fatal("written on the client's accept alone")
+			}
+			approveInBrowser(t, link, "approval-page-"+via+"-write-file.png")
+			n.step("complete")
+			if isErr, sc := resultOf(n.step("result")); isErr {
+				t.Fatalf("after the approval: %v", sc)
+			}
+			if b, err := os.ReadFile(target); err != nil || string(b) != "written after a click\n" {
+				t.Fatalf("the file after the approval: %q %v", b, err)
+			}
+			if r := pageApproved(t, jpath); r.Assurance != "local_page" {
+				t.Fatalf("journal %+v", r)
+			}
+		})
+	}
+}

@@ -2,7 +2,8 @@
 // 2025-11-25) calling delete_file on a server started with --approval-page.
 // Used by approval_page_e2e_test.go, which reads the JSON lines this prints.
 //
-// env: SDK_DIR, SERVER (JSON array: command and args), TARGET, ELICIT
+// env: SDK_DIR, SERVER (JSON array: command and args), TOOL (default
+// delete_file), ARGS (JSON arguments; default {"path": TARGET}), TARGET, ELICIT
 // ("url": declares elicitation {form, url} and answers every URL
 // elicitation "accept" after printing its URL; "none": declares nothing).
 const sdk = process.env.SDK_DIR;
@@ -27,7 +28,8 @@ if (url) {
 }
 try {
   await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" }));
-  const res = await client.callTool({ name: "delete_file", arguments: { path: process.env.TARGET } }, undefined,
+  const callArgs = process.env.ARGS ? JSON.parse(process.env.ARGS) : { path: process.env.TARGET };
+  const res = await client.callTool({ name: process.env.TOOL || "delete_file", arguments: callArgs }, undefined,
     { timeout: 120000, resetTimeoutOnProgress: true, onprogress: () => {} });
   out({ step: "result", result: res });
 } catch (e) {
