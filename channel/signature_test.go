@@ -151,4 +151,3 @@ func TestLoadSecretFile(t *testing.T) {
 		t.Fatalf("a directory: %v", err)
 	}
 }
-
