@@ -16,7 +16,8 @@ type Observer interface {
 	// refusal, else "".
 	CallDone(tool, outcome, reason string)
 	// HumanDecision is called when an approval's answer is redeemed, with
-	// the time since it was issued; path is "elicit", "token" or "channel".
+	// the time since it was issued; path is "elicit", "token", "channel" or
+	// "page" (the approval page).
 	HumanDecision(path string, d time.Duration)
 }
 
