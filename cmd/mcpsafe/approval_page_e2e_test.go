@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
 	"github.com/mcpsafe/mcpsafe/internal/browsertest"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
@@ -201,5 +202,40 @@ func TestApprovalPageThroughProxyAndGateway(t *testing.T) {
 				t.Fatalf("journal %+v", r)
 			}
 		})
+	}
+}
+
+// An edit_file through the proxy with the example policy: the page shows
+// the server's own dry-run diff (the screenshot is the "after" of a
+// proxied edit that used to read as escaped JSON).
+func TestApprovalPageShowsAProxiedEdit(t *testing.T) {
+	fsBin := npmFilesystemServer(t)
+	data, dir := t.TempDir(), t.TempDir()
+	target := filepath.Join(data, "notes.txt")
+	must(t, os.WriteFile(target, []byte("line one\nline two\nline three\n"), 0o644))
+	policy, err := filepath.Abs("../../proxy/testdata/example-policy.yaml")
+	must(t, err)
+	jpath := filepath.Join(dir, "journal.jsonl")
+	server := []string{binary, "proxy", "--journal", jpath, "--approval-page", "127.0.0.1:0", "--policy", policy, "--", fsBin, data}
+	n := startNodeScript(t, "testdata/ts-page.mjs", server, "TOOL=edit_file",
+		`ARGS={"path":"`+target+`","edits":[{"oldText":"line two","newText":"line 2 (edited by agent)"}]}`, "ELICIT=url")
+	link, _ := n.step("elicit")["url"].(string)
+	html, _, err := pagetest.Open(link)
+	must(t, err)
+	for _, want := range []string{"line two", "line 2 (edited by agent)", `class="dl del"`, `class="dl add"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(html, `\&#34;newText\&#34;`) || strings.Contains(html, `\"newText\"`) {
+		t.Error("the page shows the edit as escaped JSON")
+	}
+	approveInBrowser(t, link, "approval-page-proxy-edit-file.png")
+	n.step("complete")
+	if isErr, sc := resultOf(n.step("result")); isErr {
+		t.Fatalf("after the approval: %v", sc)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "line one\nline 2 (edited by agent)\nline three\n" {
+		t.Fatalf("the file after the approval: %q", b)
 	}
 }
