@@ -13,14 +13,20 @@ import (
 // the same bytes changes nothing, and a change within the same second is
 // still seen. A file that cannot be read is skipped until it can.
 func WatchFile(ctx context.Context, path string, every time.Duration, changed func()) {
-	digest := func() ([32]byte, bool) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return [32]byte{}, false
-		}
-		return sha256.Sum256(b), true
+	last, _ := fileDigest(path)
+	watchFrom(ctx, path, every, last, changed)
+}
+
+func fileDigest(path string) ([32]byte, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return [32]byte{}, false
 	}
-	last, _ := digest()
+	return sha256.Sum256(b), true
+}
+
+// watchFrom is WatchFile from a first look already taken (last).
+func watchFrom(ctx context.Context, path string, every time.Duration, last [32]byte, changed func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -29,7 +35,7 @@ func WatchFile(ctx context.Context, path string, every time.Duration, changed fu
 			return
 		case <-t.C:
 		}
-		d, ok := digest()
+		d, ok := fileDigest(path)
 		if !ok || d == last {
 			continue
 		}

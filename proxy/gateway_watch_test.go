@@ -15,8 +15,14 @@ func TestWatchFile(t *testing.T) {
 	var n atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	// The first look is taken here, before the writes below (a goroutine
+	// that started late would otherwise take "two" as its first look).
+	first, ok := fileDigest(path)
+	if !ok {
+		t.Fatal("cannot read the file")
+	}
 	go func() {
-		WatchFile(ctx, path, 5*time.Millisecond, func() { n.Add(1) })
+		watchFrom(ctx, path, 5*time.Millisecond, first, func() { n.Add(1) })
 		close(done)
 	}()
 	writeFile(t, path, "one")

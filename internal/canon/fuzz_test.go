@@ -32,6 +32,12 @@ func FuzzCanonical(f *testing.F) {
 		}
 		if bytes.HasPrefix(out, []byte("{")) {
 			rest, _, err := SplitMember(raw, "approval_token")
+			if errors.Is(err, ErrFoldedKey) {
+				// A key spelt like the member under case folding: a valid
+				// object, which SplitMember refuses on purpose (the gate
+				// never guesses which spelling was meant).
+				return
+			}
 			if err != nil {
 				t.Fatalf("Canonical accepted an object SplitMember refuses: %v", err)
 			}
