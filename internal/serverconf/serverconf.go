@@ -21,6 +21,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/appcard"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -86,7 +87,12 @@ type Config struct {
 	// ApprovalPage, when set, serves the local approval page on this
 	// loopback address (approvalpage.Listen): the page is then the first
 	// approval path of mode auto, and mode page's only one.
-	ApprovalPage     string
+	ApprovalPage string
+	// ApprovalCard offers the MCP Apps approval card (package appcard)
+	// to clients that declare the extension: mode card's only path, and
+	// mode auto's when no page or channel is configured and the client
+	// cannot elicit. The flag --approval-card defaults to on.
+	ApprovalCard     bool
 	ChannelWait      time.Duration // 0: the gate's default (45s)
 	ProgressInterval time.Duration // 0: the gate's default (10s)
 
@@ -137,6 +143,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of gated calls over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApprovalPage, "approval-page", "", "serve the local approval page on this loopback `ADDR` (127.0.0.1:0 picks a port): a person approves each call there, reached by URL elicitation when the client offers it, else in the browser this server opens ($BROWSER); first in mode auto, the only path in mode page")
+	fl.BoolVar(&c.ApprovalCard, "approval-card", true, "offer the MCP Apps approval card (Approve/Deny in the chat) to clients that declare the MCP Apps extension and cannot elicit, before tokens; client-relayed assurance; --approval-card=false turns it off")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
 	fl.StringVar(&c.ApproverPasskeysFile, "approver-passkeys-file", "", "a copy of the approval service's passkeys file: passkey approvals are checked against its public keys (tools with MinAssurance passkey need it)")
@@ -346,6 +353,11 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		g.closers = append(g.closers, j.Close)
 		opts.Journal, fileJournal = j, j
 		g.JournalPath = path
+	}
+	if cfg.ApprovalCard {
+		opts.Card = appcard.New()
+	} else if cfg.Mode == mcpsafe.ModeCard {
+		return nil, errors.New("mode card needs the approval card (--approval-card)")
 	}
 	if cfg.ApprovalPage != "" || cfg.Mode == mcpsafe.ModePage {
 		if cfg.ApprovalPage == "" {
