@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/appcard"
+	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -351,6 +352,36 @@ func TestCardPathOrder(t *testing.T) {
 			if tl.Meta["ui"] != nil && tl.Name == "delete_note" {
 				t.Fatal("the card is named where the channel asks")
 			}
+		}
+	})
+	t.Run("page before card", func(t *testing.T) {
+		pe := newPageEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) { o.Card = appcard.New() })
+		cs := pe.connectCaps(appsCaps(false), nil)
+		res := callAsync(t, cs, "todo.txt")
+		link := receive(t, pe.opened, "browser opening the page")
+		if err := pagetest.Decide(link, "approve"); err != nil {
+			t.Fatal(err)
+		}
+		wantExecuted(t, receive2(t, res))
+		l, _ := cs.ListTools(context.Background(), nil)
+		for _, tl := range l.Tools {
+			if tl.Name == "delete_note" && tl.Meta["ui"] != nil {
+				t.Fatal("the card is named where the page asks")
+			}
+		}
+	})
+	t.Run("a minimum above client-relayed takes the stronger path", func(t *testing.T) {
+		asked := 0
+		e := cardEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+			o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				asked++
+				return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+			})
+			(*tools)[0].MinAssurance = mcpsafe.AssuranceChannel
+		})
+		wantExecuted(t, callTool(t, e.connectCaps(appsCaps(false), nil), "delete_note", args))
+		if asked != 1 {
+			t.Fatalf("channel asked %d times, want 1", asked)
 		}
 	})
 	t.Run("mode card refuses a minimum above it", func(t *testing.T) {

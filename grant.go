@@ -41,9 +41,10 @@ const (
 	grantChannel = "channel"
 	grantPage    = "page"
 	// The approval card's two envelopes: the model's handle (looks the
-	// outcome up) and the card's decision capability.
-	grantCard         = "card"
-	grantCardDecision = "card-decision"
+	// outcome up) and the card's decision capability ("card", the path
+	// the observer times).
+	grantCard         = "card-handle"
+	grantCardDecision = "card"
 )
 
 // maxClockSkew bounds how far in the future an issue time may lie.

@@ -16,8 +16,8 @@ type Observer interface {
 	// refusal, else "".
 	CallDone(tool, outcome, reason string)
 	// HumanDecision is called when an approval's answer is redeemed, with
-	// the time since it was issued; path is "elicit", "token", "channel" or
-	// "page" (the approval page).
+	// the time since it was issued; path is "elicit", "token", "channel",
+	// "page" (the approval page) or "card" (the MCP Apps approval card).
 	HumanDecision(path string, d time.Duration)
 }
 
