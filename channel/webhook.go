@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -106,7 +107,7 @@ type WireRequest struct {
 	Targets []mcpsafe.Target `json:"targets"`
 	// Parts are the plan's typed parts (a diff as lines marked +, - or
 	// context, a table), whole and rendered for a human.
-	Parts []mcpsafe.PartView `json:"parts,omitempty"`
+	Parts []plan.PartView `json:"parts,omitempty"`
 	// Arguments are the call's arguments in full, sensitive values
 	// redacted (journal.Redact): the approver can check every one.
 	Arguments    json.RawMessage `json:"arguments,omitempty"`

@@ -651,8 +651,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "plan = redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))",
-				New:  "plan = redactPlan(plan, journal.Secrets{})",
+				Old:  "p = redactPlan(p, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))",
+				New:  "p = redactPlan(p, journal.Secrets{})",
 			},
 		},
 	},
