@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -317,3 +318,7 @@ func defaultPrincipal(req *mcp.CallToolRequest) string {
 	}
 	return "anonymous"
 }
+
+// UserPrefix starts the principal the gate reports for a caller the
+// transport authenticated: "user:" followed by the auth info's user id.
+const UserPrefix = identity.UserPrefix

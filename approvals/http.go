@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/plan"
@@ -202,9 +203,9 @@ func itemOf(r record, viewer string) item {
 	if r.DeniedBy != nil {
 		it.DeniedBy = r.DeniedBy.By
 	}
-	it.Mine = mcpsafe.SameIdentity(viewer, r.Req.Principal)
+	it.Mine = identity.Same(viewer, r.Req.Principal)
 	for _, a := range it.Approvals {
-		if mcpsafe.SameIdentity(a, viewer) {
+		if identity.Same(a, viewer) {
 			it.Voted = true
 		}
 	}

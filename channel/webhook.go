@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -277,7 +278,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	}
 	// Without a comparable principal no answer could be checked for
 	// self-approval; refuse before a human spends time on it.
-	if _, err := mcpsafe.IdentityKey(r.Principal); err != nil {
+	if _, err := identity.Key(r.Principal); err != nil {
 		return no, fmt.Errorf("%w: principal: %v", ErrRequest, err)
 	}
 	if !now.Before(r.ExpiresAt) {
@@ -381,10 +382,10 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 		return d, ErrDenied
 	}
 	for _, a := range ans.Approvers {
-		if _, err := mcpsafe.IdentityKey(a); err != nil {
+		if _, err := identity.Key(a); err != nil {
 			return no, fmt.Errorf("%w: approver %q cannot be compared with the requesting principal: %v", ErrBadResponse, a, err)
 		}
-		if mcpsafe.SameIdentity(a, r.Principal) {
+		if identity.Same(a, r.Principal) {
 			return no, fmt.Errorf("%w: the requesting principal %q is listed as its own approver (%q)", ErrBadResponse, r.Principal, a)
 		}
 	}
@@ -624,7 +625,7 @@ func parseAnswer(raw []byte) (answer, error) {
 		// Distinct under the identity key, so "alice", "ALICE" and
 		// "user:alice" count once toward N-of-M. A name without a key is
 		// kept as sent: an approval naming it is refused in Approve.
-		k, err := mcpsafe.IdentityKey(n)
+		k, err := identity.Key(n)
 		if err != nil {
 			k = "\x00" + n
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -842,7 +843,7 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 	}
 	// The upstream's spans join the trace under the gate's span (for a
 	// gated call, its execute step) rather than the caller's.
-	params.Meta = mcpsafe.InjectTraceContext(ctx, params.Meta)
+	params.Meta = tracemeta.Inject(ctx, params.Meta)
 	start := time.Now()
 	res, err := leg.CallTool(ctx, params)
 	s.inOrder(ctx, leg)
