@@ -21,8 +21,8 @@ var pageMutants = []Mutant{
 		Why:      "a click on the local page counts as an authenticated approver of the channel",
 		Edits: []Edit{{
 			File: "gate_channel_wait.go",
-			Old:  "\t\tassurance, decision = AssuranceLocalPage, journal.PageApproved",
-			New:  "\t\tassurance, decision = AssuranceChannel, journal.ChannelApproved",
+			Old:  "\t\t\treturn AssuranceLocalPage, journal.PageApproved",
+			New:  "\t\t\treturn AssuranceChannel, journal.ChannelApproved",
 		}},
 	},
 	{
@@ -76,8 +76,8 @@ var pageMutants = []Mutant{
 		Why:      "a second click changes the decision",
 		Edits: []Edit{{
 			File: "approvalpage/page.go",
-			Old:  "\tcase <-e.done:\n\t\treturn false\n\tdefault:\n\t}\n\te.approved, e.withdrawn = approved, withdrawn",
-			New:  "\tcase <-e.done:\n\t\te.approved = approved\n\t\treturn true\n\tdefault:\n\t}\n\te.approved, e.withdrawn = approved, withdrawn",
+			Old:  "\tcase <-e.done:\n\t\treturn false\n\tdefault:\n\t}\n\te.approved, e.withdrawn, e.proof = approved, withdrawn, proof",
+			New:  "\tcase <-e.done:\n\t\te.approved = approved\n\t\treturn true\n\tdefault:\n\t}\n\te.approved, e.withdrawn, e.proof = approved, withdrawn, proof",
 		}},
 	},
 	{
