@@ -32,17 +32,7 @@ type passkeyBrowser struct {
 func newPasskeyBrowser(t *testing.T) *passkeyBrowser {
 	t.Helper()
 	ctx := browsertest.New(t, 1100, 1200)
-	if _, err := chromedp.Call(ctx, webauthn.Enable, webauthn.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := chromedp.Call(ctx, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{Options: &webauthn.VirtualAuthenticatorOptions{
-		Protocol: webauthn.AuthenticatorProtocolCtap2, Transport: webauthn.AuthenticatorTransportInternal,
-		HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb := &passkeyBrowser{ctx: ctx, auth: res.AuthenticatorID, file: filepath.Join(t.TempDir(), "page-passkeys.json")}
+	pb := &passkeyBrowser{ctx: ctx, auth: browsertest.VirtualAuthenticator(t, ctx), file: filepath.Join(t.TempDir(), "page-passkeys.json")}
 
 	links := make(chan string, 1)
 	done := make(chan error, 1)
@@ -79,9 +69,7 @@ func newPasskeyBrowser(t *testing.T) *passkeyBrowser {
 
 func (pb *passkeyBrowser) userVerified(t *testing.T, ok bool) {
 	t.Helper()
-	if _, err := chromedp.Call(pb.ctx, webauthn.SetUserVerified, webauthn.SetUserVerifiedParams{AuthenticatorID: pb.auth, IsUserVerified: ok}); err != nil {
-		t.Fatal(err)
-	}
+	browsertest.UserVerified(t, pb.ctx, pb.auth, ok)
 }
 
 // assertionFor has the authenticator sign the call shown at link (its own
