@@ -102,4 +102,26 @@ var pageMutants = []Mutant{
 			New:  "\texpired := false",
 		}},
 	},
+	{
+		Name:     "page-passkey-click-approves",
+		Packages: []string{"."},
+		Run:      "TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall",
+		Why:      "on a page with passkeys, Approve without an assertion decides",
+		Edits: []Edit{{
+			File: "approvalpage/page_http.go",
+			Old:  "\tif approved && p.opts.Passkeys != nil {",
+			New:  "\tif false && approved && p.opts.Passkeys != nil {",
+		}},
+	},
+	{
+		Name:     "page-passkey-not-bound-to-call",
+		Packages: []string{"."},
+		Run:      "TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall",
+		Why:      "the passkey signs a challenge that names only the tool, so call A's assertion approves call B",
+		Edits: []Edit{{
+			File: "approvalpage/passkey.go",
+			Old:  "\treturn channel.PasskeyChallenge(r.ID, r.Tool, r.ArgsDigest, channel.TargetsDigest(r.Targets), r.ExpiresAt, r.Audience)",
+			New:  "\treturn channel.PasskeyChallenge(\"\", r.Tool, \"\", \"\", r.ExpiresAt.Truncate(1e18), \"\")",
+		}},
+	},
 }
