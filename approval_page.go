@@ -27,7 +27,8 @@ import (
 //
 // The decision is bound like every approval (tool, argument digest, target,
 // principal, audience, expiry, single use) and journaled as page-approved,
-// at AssuranceLocalPage.
+// at AssuranceLocalPage, or AssurancePasskey for a page that takes a
+// passkey (the assertion is journaled as the evidence).
 
 // A Page is an approval page: an Approver (with an Awaiter, so that calls
 // can answer "pending" and pick the decision up later) whose requests a
@@ -37,6 +38,10 @@ type Page interface {
 	// Link registers r and returns the address of its page, for a URL-mode
 	// elicitation; the page opens nothing for a request it handed out.
 	Link(r ApprovalRequest) (string, error)
+	// Assurance is what the page's approvals prove: AssuranceLocalPage
+	// for a click, AssurancePasskey when it takes a passkey assertion over
+	// the call. The gate takes no decision of the page as stronger.
+	Assurance() Assurance
 }
 
 // ModePage asks only the approval page (Options.Page).

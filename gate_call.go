@@ -170,7 +170,7 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.issueToken(ctx, k)
 	default: // ModeAuto: the strongest path configured and open to the client
 		switch {
-		case g.page != nil:
+		case g.page != nil && (g.channel == nil || t.minAssur <= g.page.page.Assurance()):
 			return g.askVia(ctx, k, g.page)
 		case g.channel != nil:
 			return g.askChannel(ctx, k)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -34,12 +35,19 @@ type view struct {
 	Form          string
 	State         string // "" (undecided), approved, denied, withdrawn, expired
 	Why           string
+	Passkey       string // the WebAuthn request options, when Approve takes a passkey
 }
 
 func (p *Page) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /a/{secret}", p.show)
 	mux.HandleFunc("POST /a/{secret}", p.decide)
+	if p.opts.Passkeys != nil {
+		mux.HandleFunc("GET /passkey.js", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			w.Write(passkeyJS)
+		})
+	}
 	return p.guard(mux)
 }
 
@@ -47,10 +55,18 @@ func (p *Page) handler() http.Handler {
 // another name that resolves to loopback is a DNS rebinding attempt), and
 // sets the headers every answer carries.
 func (p *Page) guard(next http.Handler) http.Handler {
+	csp := "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	if p.opts.Passkeys != nil {
+		csp += "; script-src 'self'" // passkey.js, and nothing inline
+	}
+	return p.guardCSP(next, csp)
+}
+
+func (p *Page) guardCSP(next http.Handler, csp string) http.Handler {
 	host := strings.TrimPrefix(p.base, "http://")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		// The link is the secret: no Referer leaves the page; and with
 		// "same-origin" (not "no-referrer") the page's own form POST carries
@@ -93,7 +109,7 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "refused: the decision must come from the approval page itself", http.StatusForbidden)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10) // a passkey assertion is a few KiB
 	if err := r.ParseForm(); err != nil || !sameSecret(r.PostForm.Get("form"), e.form) {
 		http.Error(w, "refused: the form is not this page's", http.StatusForbidden)
 		return
@@ -107,9 +123,18 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "refused: the decision is approve or deny", http.StatusBadRequest)
 		return
 	}
+	var proof *channel.PasskeyProof
+	if approved && p.opts.Passkeys != nil {
+		var err error
+		if proof, err = p.verifyAssertion(e.req, r.PostForm.Get("assertion")); err != nil {
+			// Nothing is decided: the person can try again, or deny.
+			p.render(w, e, "Not approved: "+err.Error()+".", http.StatusForbidden)
+			return
+		}
+	}
 	p.mu.Lock()
 	expired := !p.opts.Clock().Before(e.req.ExpiresAt)
-	settled := !expired && p.settleLocked(e, approved, "")
+	settled := !expired && p.settleProvedLocked(e, approved, "", proof)
 	p.mu.Unlock()
 	switch {
 	case expired:
@@ -128,6 +153,9 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 		Principal: principalShown(e.req.Principal), Irreversible: e.req.Irreversible,
 		ExpiresAt: e.req.ExpiresAt.UTC().Format(time.RFC3339), Form: e.form, Why: why,
 		Shown: planhtml.Cards(e.req.Parts), PartsCSS: template.CSS(planhtml.CSS),
+	}
+	if p.opts.Passkeys != nil {
+		v.Passkey = p.requestOptions(e.req)
 	}
 	if left := e.req.ExpiresAt.Sub(now).Round(time.Second); left > 0 {
 		v.Left = left.String()
@@ -177,4 +205,10 @@ func principalShown(p string) string {
 		return ""
 	}
 	return prompt.Quote(p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
 }

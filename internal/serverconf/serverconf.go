@@ -87,9 +87,13 @@ type Config struct {
 	// ApprovalPage, when set, serves the local approval page on this
 	// loopback address (approvalpage.Listen): the page is then the first
 	// approval path of mode auto, and mode page's only one.
-	ApprovalPage     string
-	ChannelWait      time.Duration // 0: the gate's default (45s)
-	ProgressInterval time.Duration // 0: the gate's default (10s)
+	ApprovalPage string
+	// ApprovalPagePasskeys is the passkeys file of the local page
+	// (`mcpsafe approval-page enroll`): every approval on the page then
+	// takes a user-verified passkey over the call.
+	ApprovalPagePasskeys string
+	ChannelWait          time.Duration // 0: the gate's default (45s)
+	ProgressInterval     time.Duration // 0: the gate's default (10s)
 
 	// CheckJournalPath, when set, vets the journal's absolute path (for
 	// example: not inside a directory the agent can write).
@@ -137,6 +141,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9464); off when empty")
 	fl.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of gated calls over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
+	fl.StringVar(&c.ApprovalPagePasskeys, "approval-page-passkeys", "", "the passkeys `FILE` of the approval page (mcpsafe approval-page enroll writes it): Approve then takes your passkey, user verified, over that call, and the journal says passkey")
 	fl.StringVar(&c.ApprovalPage, "approval-page", "", "serve the local approval page on this loopback `ADDR` (127.0.0.1:0 picks a port): a person approves each call there, reached by URL elicitation when the client offers it, else in the browser this server opens ($BROWSER); first in mode auto, the only path in mode page")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
@@ -348,11 +353,26 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.Journal, fileJournal = j, j
 		g.JournalPath = path
 	}
+	if cfg.ApprovalPagePasskeys != "" && cfg.ApprovalPage == "" {
+		return nil, errors.New("--approval-page-passkeys needs --approval-page ADDR")
+	}
 	if cfg.ApprovalPage != "" || cfg.Mode == mcpsafe.ModePage {
 		if cfg.ApprovalPage == "" {
 			return nil, errors.New("mode page needs --approval-page ADDR (127.0.0.1:0 picks a port)")
 		}
-		page, err := approvalpage.Listen(approvalpage.Options{Addr: cfg.ApprovalPage, Logger: cfg.Logger})
+		popts := approvalpage.Options{Addr: cfg.ApprovalPage, Logger: cfg.Logger}
+		if cfg.ApprovalPagePasskeys != "" {
+			reg, err := approvalpage.LoadPasskeys(cfg.ApprovalPagePasskeys)
+			if err != nil {
+				return nil, fmt.Errorf("--approval-page-passkeys: %w", err)
+			}
+			popts.Passkeys = reg
+			for _, k := range reg.Passkeys {
+				// What the page trusts, once, for the person to recognise.
+				fmt.Fprintf(os.Stderr, "mcpsafe: approval page takes the passkey %s of %s\n", k.CredentialID, k.Approver)
+			}
+		}
+		page, err := approvalpage.Listen(popts)
 		if err != nil {
 			return nil, fmt.Errorf("--approval-page: %w", err)
 		}
