@@ -85,8 +85,8 @@ type Config struct {
 	// ApproverPage is the approval service's origin (its --origin): a
 	// client that declares URL-mode elicitation sends the person to the
 	// request's card there (channel.ServiceLink).
-	ApproverPage string
-	ApproverTimeout      time.Duration // 0: as long as TTL; never longer
+	ApproverPage    string
+	ApproverTimeout time.Duration // 0: as long as TTL; never longer
 	// ApprovalPage, when set, serves the local approval page on this
 	// loopback address (approvalpage.Listen): the page is then the first
 	// approval path of mode auto, and mode page's only one.
