@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ts2ClientDir is the TypeScript SDK 2.x client package (scripts/npm-deps).
+func ts2ClientDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../../.cache/npm/node_modules/@modelcontextprotocol/client")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "dist", "index.mjs"))
+	}
+	if err == nil {
+		_, err = exec.LookPath("node")
+	}
+	if err != nil {
+		msg := "!!! node or @modelcontextprotocol/client 2.x is not installed (run scripts/npm-deps): " + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+// The page's URL mode on the 2026-07-28 protocol, with the TypeScript SDK
+// 2.x client against the built `mcpsafe files`: the link arrives as an
+// input_required result's URL request; the client's "accept" (and its
+// retry with the sealed requestState) runs nothing; Approve in Chromium
+// runs the call once, journaled at the page's level.
+func TestApprovalPageURLModeTS2(t *testing.T) {
+	dir := ts2ClientDir(t)
+	root, jpath := pageRoot(t)
+	server := []string{binary, "files", "--root", root, "--journal", jpath, "--approval-page", "127.0.0.1:0"}
+	n := startNodeScript(t, "testdata/ts2-page.mjs", server, "CLIENT_DIR="+dir, "TARGET=notes.txt")
+	if c := n.step("connected"); c["protocol"] != "2026-07-28" {
+		t.Fatalf("the client negotiated %v, not 2026-07-28", c["protocol"])
+	}
+	el := n.step("elicit")
+	link, _ := el["url"].(string)
+	if el["mode"] != "url" || !strings.HasPrefix(link, "http://127.0.0.1:") {
+		t.Fatalf("elicitation %v", el)
+	}
+	time.Sleep(300 * time.Millisecond) // the retry after "accept" reaches the server
+	if _, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil {
+		t.Fatal("the file went on the client's accept alone")
+	}
+	approveInBrowser(t, link, "approval-page-ts2-url-mode.png")
+	if isErr, sc := resultOf(n.step("result")); isErr {
+		t.Fatalf("after the approval: %v", sc)
+	}
+	if _, err := os.Stat(filepath.Join(root, "notes.txt")); !os.IsNotExist(err) {
+		t.Fatalf("approved on the page, but the file is still there: %v", err)
+	}
+	if r := pageApproved(t, jpath); r.Assurance != "local_page" {
+		t.Fatalf("journal %+v", r)
+	}
+	if got, _ := countDecisions(t, jpath, "executed"); got != 1 {
+		t.Fatalf("executed %d times, want once", got)
+	}
+}
+
+// The client accepts and nobody uses the page: when the approval expires
+// the call ends refused, and nothing ran.
+func TestApprovalPageURLModeTS2AcceptAloneExpires(t *testing.T) {
+	dir := ts2ClientDir(t)
+	root, jpath := pageRoot(t)
+	server := []string{binary, "files", "--root", root, "--journal", jpath, "--approval-page", "127.0.0.1:0", "--ttl", "3s"}
+	n := startNodeScript(t, "testdata/ts2-page.mjs", server, "CLIENT_DIR="+dir, "TARGET=notes.txt")
+	if el := n.step("elicit"); el["mode"] != "url" {
+		t.Fatalf("elicitation %v", el)
+	}
+	res := n.step("result")
+	if isErr, sc := resultOf(res); !isErr || sc["status"] != "refused" {
+		t.Fatalf("accept alone, page unused: %v", res)
+	}
+	if _, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil {
+		t.Fatal("the file went without a decision on the page")
+	}
+	if got, _ := countDecisions(t, jpath, "executed"); got != 0 {
+		t.Fatalf("executed %d times", got)
+	}
+}
