@@ -67,23 +67,35 @@ func TestApprovalPageURLModeTS2(t *testing.T) {
 }
 
 // The client accepts and nobody uses the page: when the approval expires
-// the call ends refused, and nothing ran.
-func TestApprovalPageURLModeTS2AcceptAloneExpires(t *testing.T) {
-	dir := ts2ClientDir(t)
-	root, jpath := pageRoot(t)
-	server := []string{binary, "files", "--root", root, "--journal", jpath, "--approval-page", "127.0.0.1:0", "--ttl", "3s"}
-	n := startNodeScript(t, "testdata/ts2-page.mjs", server, "CLIENT_DIR="+dir, "TARGET=notes.txt")
-	if el := n.step("elicit"); el["mode"] != "url" {
-		t.Fatalf("elicitation %v", el)
-	}
-	res := n.step("result")
-	if isErr, sc := resultOf(res); !isErr || sc["status"] != "refused" {
-		t.Fatalf("accept alone, page unused: %v", res)
-	}
-	if _, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil {
-		t.Fatal("the file went without a decision on the page")
-	}
-	if got, _ := countDecisions(t, jpath, "executed"); got != 0 {
-		t.Fatalf("executed %d times", got)
+// the call ends refused, and nothing ran. Both generations: the 1.x client
+// on 2025-11-25 (the elicitation in the call), the 2.x client on
+// 2026-07-28 (input_required, then the retry waits).
+func TestApprovalPageURLModeAcceptAloneExpires(t *testing.T) {
+	for _, c := range []struct{ name, script, env string }{
+		{"ts1-2025-11-25", "testdata/ts-page.mjs", "ELICIT=url"},
+		{"ts2-2026-07-28", "testdata/ts2-page.mjs", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := []string{"TARGET=notes.txt", c.env}
+			if c.env == "" {
+				env = []string{"TARGET=notes.txt", "CLIENT_DIR=" + ts2ClientDir(t)}
+			}
+			root, jpath := pageRoot(t)
+			server := []string{binary, "files", "--root", root, "--journal", jpath, "--approval-page", "127.0.0.1:0", "--ttl", "3s"}
+			n := startNodeScript(t, c.script, server, env...)
+			if el := n.step("elicit"); el["mode"] != "url" {
+				t.Fatalf("elicitation %v", el)
+			}
+			res := n.step("result")
+			if isErr, sc := resultOf(res); !isErr || sc["status"] != "refused" {
+				t.Fatalf("accept alone, page unused: %v", res)
+			}
+			if _, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil {
+				t.Fatal("the file went without a decision on the page")
+			}
+			if got, _ := countDecisions(t, jpath, "executed"); got != 0 {
+				t.Fatalf("executed %d times", got)
+			}
+		})
 	}
 }
