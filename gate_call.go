@@ -68,6 +68,11 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		g.journalRefusal(ctx, k, t.Name, r)
 		return nil, r, nil
 	}
+	if res, r, ok := g.cardLookup(ctx, k); ok {
+		// The model's handle of an approval card only looks the outcome
+		// up, which the target's later state does not change.
+		return res, r, nil
+	}
 	rctx, span := g.step(ctx, "rules")
 	r = g.checkRules(rctx, k)
 	endStep(span, r)
@@ -156,6 +161,8 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.askChannel(ctx, k)
 	case ModePage:
 		return g.askVia(ctx, k, g.page)
+	case ModeCard:
+		return g.askCard(ctx, k)
 	case ModeElicit:
 		if !canElicit {
 			return nil, elicitationUnsupported(t.Name, !t.OwnsTokenField, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
@@ -177,6 +184,8 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 			return g.askChannel(ctx, k)
 		case canElicit:
 			return g.askElicitation(ctx, k)
+		case g.cardFor(k):
+			return g.askCard(ctx, k)
 		}
 		if g.tokenAllowed(t, k.now) {
 			return g.issueToken(ctx, k)

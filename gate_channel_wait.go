@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -52,11 +53,11 @@ type Awaiter interface {
 // still waiting for a human. ApprovalToken is a sealed handle for this exact
 // call, not an approval: calling again with it picks up the decision.
 type ApprovalPending struct {
-	Status        string   `json:"status"` // always "approval_pending"
-	ApprovalToken string   `json:"approval_token"`
-	ExpiresAt     string   `json:"expires_at"` // RFC 3339, exclusive
-	RetryAfter    int      `json:"retry_after_seconds"`
-	Plan          PlanView `json:"plan"`
+	Status        string          `json:"status"` // always "approval_pending"
+	ApprovalToken string          `json:"approval_token"`
+	ExpiresAt     string          `json:"expires_at"` // RFC 3339, exclusive
+	RetryAfter    int             `json:"retry_after_seconds"`
+	Plan          result.PlanView `json:"plan"`
 }
 
 // withdrawTimeout bounds telling the approver that a request is withdrawn,

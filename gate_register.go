@@ -44,6 +44,7 @@ func (g *Gate) register(server *mcp.Server, t Tool, s steps) error {
 	g.tools[t.Name] = gt
 	g.mu.Unlock()
 	server.AddTool(sdkTool, g.handler(gt))
+	g.attachCard(server)
 	return nil
 }
 
@@ -110,6 +111,9 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	}
 	if minA > AssurancePasskey || minA < AssuranceClientRelayed {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown MinAssurance %d", t.Name, minA)
+	}
+	if mode == ModeCard && g.opts.Card == nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode card but Options.Card is nil", t.Name)
 	}
 	if mode == ModePage && g.opts.Page == nil {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode page but Options.Page is nil", t.Name)

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/optin"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
@@ -472,30 +473,18 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 	return g, nil
 }
 
-// ParseOptIn reads one token opt-in: TOOL, or TOOL@YYYY-MM-DD (valid until
-// the start of that day, UTC). An opt-in that has already expired is an
-// error: it could only be a mistake.
-func ParseOptIn(v string) (mcpsafe.OptIn, error) {
-	return parseOptIn(v, time.Now())
-}
+// ParseOptIn reads one token opt-in (optin.Parse).
+func ParseOptIn(v string) (mcpsafe.OptIn, error) { return optin.Parse(v) }
 
-func parseOptIn(v string, now time.Time) (mcpsafe.OptIn, error) {
-	name, until, found := strings.Cut(v, "@")
-	o := mcpsafe.OptIn{Tool: name}
-	if name == "" || strings.ContainsAny(name, "*?[] \t\r\n") {
-		return o, fmt.Errorf("token opt-in %q is not an exact tool name: no wildcards, patterns or spaces", v)
-	}
-	if found {
-		t, err := time.Parse("2006-01-02", until)
-		if err != nil {
-			return o, fmt.Errorf("token opt-in %q: expiry must be YYYY-MM-DD", v)
-		}
-		if !now.Before(t) {
-			return o, fmt.Errorf("token opt-in %q expired at the start of %s (UTC): remove it or give a later date", v, until)
-		}
-		o.Until = t
-	}
-	return o, nil
+func parseOptIn(v string, now time.Time) (mcpsafe.OptIn, error) { return optin.ParseAt(v, now) }
+
+// SharedLedger reports whether a ledger URL names a store other processes
+// can reach (file, Redis, PostgreSQL); only the in-process memory store is
+// private.
+func SharedLedger(ledgerURL string) bool {
+	scheme, _, _ := strings.Cut(ledgerURL, ":")
+	scheme = strings.ToLower(scheme)
+	return scheme != "" && scheme != "memory"
 }
 
 // channelTimes checks the channel's times against each other and returns
