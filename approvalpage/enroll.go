@@ -19,8 +19,8 @@ import (
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -67,7 +67,7 @@ type enrolUser struct {
 }
 
 func (u enrolUser) WebAuthnID() []byte {
-	k, _ := mcpsafe.IdentityKey(u.name)
+	k, _ := identity.Key(u.name)
 	h := sha256.Sum256([]byte("mcpsafe local approver\n" + k))
 	return h[:]
 }
@@ -83,7 +83,7 @@ func Enroll(ctx context.Context, opts EnrollOptions) (channel.RegisteredPasskey,
 	if opts.File == "" {
 		return none, errors.New("approval page: enroll needs the passkeys file to write")
 	}
-	if _, err := mcpsafe.IdentityKey(opts.Name); err != nil {
+	if _, err := identity.Key(opts.Name); err != nil {
 		return none, fmt.Errorf("approval page: enroll: the name: %v", err)
 	}
 	if opts.Addr == "" {
@@ -177,7 +177,7 @@ func (e *enrolment) allowed(w http.ResponseWriter, r *http.Request, post bool) b
 func (e *enrolment) user() enrolUser {
 	u := enrolUser{name: e.opts.Name}
 	for _, k := range e.reg.Passkeys {
-		if mcpsafe.SameIdentity(k.Approver, e.opts.Name) {
+		if identity.Same(k.Approver, e.opts.Name) {
 			id, _ := base64.RawURLEncoding.DecodeString(k.CredentialID)
 			u.creds = append(u.creds, webauthn.Credential{ID: id})
 		}
