@@ -1,12 +1,15 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
 )
 
 // ts2ClientDir is the TypeScript SDK 2.x client package (scripts/npm-deps).
@@ -76,19 +79,31 @@ func TestApprovalPageURLModeAcceptAloneExpires(t *testing.T) {
 		{"ts2-2026-07-28", "testdata/ts2-page.mjs", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			env := []string{"TARGET=notes.txt", c.env}
+			env := []string{"TARGET=notes.txt", "HOLD=1", c.env}
 			if c.env == "" {
-				env = []string{"TARGET=notes.txt", "CLIENT_DIR=" + ts2ClientDir(t)}
+				env = []string{"TARGET=notes.txt", "HOLD=1", "CLIENT_DIR=" + ts2ClientDir(t)}
 			}
 			root, jpath := pageRoot(t)
 			server := []string{binary, "files", "--root", root, "--journal", jpath, "--approval-page", "127.0.0.1:0", "--ttl", "3s"}
 			n := startNodeScript(t, c.script, server, env...)
-			if el := n.step("elicit"); el["mode"] != "url" {
+			el := n.step("elicit")
+			link, _ := el["url"].(string)
+			if el["mode"] != "url" || link == "" {
 				t.Fatalf("elicitation %v", el)
 			}
 			res := n.step("result")
 			if isErr, sc := resultOf(res); !isErr || sc["status"] != "refused" {
 				t.Fatalf("accept alone, page unused: %v", res)
+			}
+			// The link after expiry: no button, and a forged click is refused.
+			n.step("holding")
+			defer n.proceed()
+			html, form, err := pagetest.Open(link)
+			if err != nil || form != "" || !strings.Contains(html, "nothing runs") {
+				t.Fatalf("the link after expiry offers a decision (form %q, %v): %s", form, err, html)
+			}
+			if code, _, err := pagetest.Click(link, "x", "approve"); err != nil || code == http.StatusOK {
+				t.Fatalf("a click after expiry: %d %v", code, err)
 			}
 			if _, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil {
 				t.Fatal("the file went without a decision on the page")

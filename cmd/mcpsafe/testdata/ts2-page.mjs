@@ -7,7 +7,7 @@
 // Used by approval_page_ts2_e2e_test.go, which reads the JSON lines.
 //
 // env: CLIENT_DIR (the package's directory), SERVER (JSON array: command
-// and args), TARGET.
+// and args), TARGET, HOLD (set: wait for a line on stdin before closing).
 const dir = process.env.CLIENT_DIR;
 const { Client } = await import(dir + "/dist/index.mjs");
 const { StdioClientTransport } = await import(dir + "/dist/stdio.mjs");
@@ -31,5 +31,10 @@ try {
   out({ step: "result", result: res });
 } catch (e) {
   out({ step: "error", message: String(e.message) });
+}
+if (process.env.HOLD) {
+  // Keep the server up until the test says "go" (its pages stay open).
+  out({ step: "holding" });
+  await new Promise((resolve) => process.stdin.once("data", resolve));
 }
 await client.close();
