@@ -227,6 +227,9 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
 		return nil, refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
 	}
+	if o := g.opts.Observer; o != nil {
+		o.Approved(k.t.Name, rec.Decision, rec.Assurance)
+	}
 	var out *mcp.CallToolResult
 	err := safely(func() error {
 		var err error
