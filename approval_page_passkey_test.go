@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,6 +138,7 @@ func TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	obs := &approvals{}
 	pe := &pageEnv{opened: make(chan string, 8)}
 	pe.env = newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 		p, err := approvalpage.Listen(approvalpage.Options{Addr: "127.0.0.1:0", Clock: o.Clock, Passkeys: reg,
@@ -147,6 +149,7 @@ func TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 		o.Page = p
 		o.TTL, o.ChannelWait = time.Minute, 30*time.Second
+		o.Observer = obs
 		(*tools)[0].MinAssurance = mcpsafe.AssurancePasskey
 	})
 	cs := pe.pageClient(t, "2025-11-25", false, false, "", nil, nil)
@@ -212,6 +215,9 @@ func TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall(t *testing.T) {
 	if rec.Assurance != "passkey" || rec.By != "ada" || len(rec.Evidence) == 0 {
 		t.Fatalf("journal: decision %q assurance %q by %q evidence %d bytes; want page-approved, passkey, ada, the assertion", rec.Decision, rec.Assurance, rec.By, len(rec.Evidence))
 	}
+	if got := obs.list(); len(got) != 1 || got[0] != "delete_note page-approved passkey" {
+		t.Fatalf("the observer (metrics) was told %q", got)
+	}
 	// A's own assertion, replayed after the decision, changes nothing.
 	if code := postWithForm(t, linkA, formA, asA); code != http.StatusConflict {
 		t.Fatal("a replayed assertion on a decided page was taken")
@@ -245,4 +251,24 @@ func TestPasskeyMinimumNeedsAPageWithPasskeys(t *testing.T) {
 	if err := g.Register(mcp.NewServer(&mcp.Implementation{Name: "s"}, nil), tool); err == nil || !strings.Contains(err.Error(), "reaches only local_page") {
 		t.Fatalf("a passkey minimum on a page without passkeys: %v", err)
 	}
+}
+
+// approvals is an Observer that keeps what Approved was told (metrics'
+// mcpsafe_approvals_total labels).
+type approvals struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (a *approvals) CallDone(string, string, string)     {}
+func (a *approvals) HumanDecision(string, time.Duration) {}
+func (a *approvals) Approved(tool, decision, assurance string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.got = append(a.got, tool+" "+decision+" "+assurance)
+}
+func (a *approvals) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.got...)
 }

@@ -97,7 +97,10 @@ type outOfBand struct {
 	approver   Approver
 	awaiter    Awaiter
 	withdrawer Withdrawer
-	page       Page // the page's links, nil for the channel
+	page       Page // the page, nil for the channel
+	// link is the address where a person decides a request: the page's,
+	// or the approval service's (Options.ApproverLink); nil: none.
+	link func(ApprovalRequest) (string, error)
 }
 
 func newOutOfBand(mode, words string, a Approver) *outOfBand {

@@ -97,6 +97,7 @@ type pending struct {
 	approved  bool
 	withdrawn string                // why, when the gate withdrew it
 	proof     *channel.PasskeyProof // the approval's passkey assertion, with Options.Passkeys
+	decidedAt time.Time
 }
 
 // Listen starts the page on opts.Addr.
@@ -295,6 +296,7 @@ func (p *Page) settleProvedLocked(e *pending, approved bool, withdrawn string, p
 	default:
 	}
 	e.approved, e.withdrawn, e.proof = approved, withdrawn, proof
+	e.decidedAt = p.opts.Clock()
 	close(e.done)
 	return true
 }

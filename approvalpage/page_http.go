@@ -17,6 +17,14 @@ import (
 //go:embed page.html
 var pageHTML string
 
+var goneTmpl = template.Must(template.New("gone").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>No such approval request</title>
+<style>body { font: 16px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 48rem; padding: 1.5rem; }
+.state { font-weight: 600; padding: .75rem 1rem; border-radius: .35rem; background: #f8e5e5; }</style></head>
+<body><h1>No such approval request</h1>
+<p class="state" role="status">This link is wrong, or its request ended more than an hour ago. Nothing can be approved with it.</p>
+<p>If a call is waiting for you, its page has its own link: ask the assistant to try again.</p></body></html>`))
+
 var pageTmpl = template.Must(template.Must(template.New("page").Funcs(planhtml.Funcs()).Parse(pageHTML)).Parse(planhtml.Templates))
 
 // view is what the template shows; every text in it was sanitized for a
@@ -91,10 +99,41 @@ func (p *Page) lookup(r *http.Request) *pending {
 func (p *Page) show(w http.ResponseWriter, r *http.Request) {
 	e := p.lookup(r)
 	if e == nil {
-		http.Error(w, "no such approval request: the link is wrong, or it expired long ago", http.StatusNotFound)
+		p.renderGone(w)
 		return
 	}
-	p.render(w, e, "", http.StatusOK)
+	// A link opened again after the decision says so plainly.
+	p.render(w, e, p.alreadyDecided(e), http.StatusOK)
+}
+
+// alreadyDecided is what a decided page says when it is opened again or
+// clicked again; "" while it is undecided.
+func (p *Page) alreadyDecided(e *pending) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-e.done:
+	default:
+		return ""
+	}
+	what := "denied; nothing runs"
+	switch {
+	case e.withdrawn != "":
+		what = "withdrawn (the server " + e.withdrawn + "); nothing runs"
+	case e.approved && e.proof != nil:
+		what = "approved with the passkey of " + prompt.Quote(e.proof.Approver)
+	case e.approved:
+		what = "approved"
+	}
+	return "Already decided: " + what + " (at " + e.decidedAt.UTC().Format("15:04:05 MST") + "). This link decides nothing more; you can close this page."
+}
+
+// renderGone answers a link the page does not know: a wrong one, or one
+// whose request ended long ago. It names no request.
+func (p *Page) renderGone(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	goneTmpl.Execute(w, nil)
 }
 
 // decide takes the one decision of a page: from the page itself (its
@@ -102,7 +141,7 @@ func (p *Page) show(w http.ResponseWriter, r *http.Request) {
 func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 	e := p.lookup(r)
 	if e == nil {
-		http.Error(w, "no such approval request", http.StatusNotFound)
+		p.renderGone(w)
 		return
 	}
 	if r.Header.Get("Origin") != p.base || (r.Header.Get("Sec-Fetch-Site") != "" && r.Header.Get("Sec-Fetch-Site") != "same-origin") {
@@ -140,7 +179,7 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 	case expired:
 		p.render(w, e, "This request expired before the decision; nothing was approved.", http.StatusGone)
 	case !settled:
-		p.render(w, e, "This request was decided already; the second click changed nothing.", http.StatusConflict)
+		p.render(w, e, p.alreadyDecided(e)+" The second click changed nothing.", http.StatusConflict)
 	default:
 		p.render(w, e, "", http.StatusOK)
 	}
@@ -191,6 +230,9 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 		}
 	}
 	p.mu.Unlock()
+	if v.State != "" {
+		v.Left = "" // what is left of a decided request's time is no news
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := pageTmpl.Execute(w, v); err != nil {

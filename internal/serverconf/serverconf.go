@@ -83,7 +83,11 @@ type Config struct {
 	// ApproverPasskeysFile is a copy of the approval service's passkeys
 	// file: passkey approvals are verified against its public keys.
 	ApproverPasskeysFile string
-	ApproverTimeout      time.Duration // 0: as long as TTL; never longer
+	// ApproverPage is the approval service's origin (its --origin): a
+	// client that declares URL-mode elicitation sends the person to the
+	// request's card there (channel.ServiceLink).
+	ApproverPage    string
+	ApproverTimeout time.Duration // 0: as long as TTL; never longer
 	// ApprovalPage, when set, serves the local approval page on this
 	// loopback address (approvalpage.Listen): the page is then the first
 	// approval path of mode auto, and mode page's only one.
@@ -145,6 +149,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.ApprovalPage, "approval-page", "", "serve the local approval page on this loopback `ADDR` (127.0.0.1:0 picks a port): a person approves each call there, reached by URL elicitation when the client offers it, else in the browser this server opens ($BROWSER); first in mode auto, the only path in mode page")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
+	fl.StringVar(&c.ApproverPage, "approver-page", "", "the approval service's `ORIGIN` (https://approvals.example.com, its --origin): a client that declares URL-mode elicitation sends the person straight to the request there; the decision still comes signed through the webhook")
 	fl.StringVar(&c.ApproverPasskeysFile, "approver-passkeys-file", "", "a copy of the approval service's passkeys file: passkey approvals are checked against its public keys (tools with MinAssurance passkey need it)")
 	fl.StringVar(&c.ApproverPublicKey, "approver-public-key", "", "the approval service's Ed25519 public key (base64, printed by `mcpsafe approvals keygen`): every channel approval must carry its signature")
 	positive(fl, &c.ApproverTimeout, "approver-timeout", 0, "how long one call waits for a channel decision (default and maximum: --ttl, since the request expires with its approval)")
@@ -353,6 +358,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.Journal, fileJournal = j, j
 		g.JournalPath = path
 	}
+	if cfg.ApproverPage != "" && cfg.ApproverURL == "" {
+		return nil, errors.New("--approver-page needs --approver-url (the approval service's webhook)")
+	}
 	if cfg.ApprovalPagePasskeys != "" && cfg.ApprovalPage == "" {
 		return nil, errors.New("--approval-page-passkeys needs --approval-page ADDR")
 	}
@@ -420,6 +428,13 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			return nil, err
 		}
 		opts.Approver = w
+		if cfg.ApproverPage != "" {
+			link, err := channel.ServiceLink(cfg.ApproverPage)
+			if err != nil {
+				return nil, fmt.Errorf("--approver-page: %w", err)
+			}
+			opts.ApproverLink = link
+		}
 		opts.ChannelTimeout = wait
 		opts.ChannelWait = cfg.ChannelWait
 		opts.ProgressInterval = cfg.ProgressInterval
