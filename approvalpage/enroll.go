@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"html/template"
 	"log/slog"
 	"net"
