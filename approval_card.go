@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"slices"
 	"strings"
 	"sync"
@@ -106,13 +107,13 @@ func (g *Gate) cardChosen(t *gatedTool, caps *mcp.ClientCapabilities) bool {
 // cardView is what the card shows: the plan whole, sanitized like every
 // prompt (the card sets it as text, never as markup).
 type cardView struct {
-	Tool      string     `json:"tool"`
-	Summary   string     `json:"summary"`
-	Details   []string   `json:"details"`
-	Targets   []Target   `json:"targets,omitempty"`
-	Parts     []PartView `json:"parts,omitempty"`
-	Arguments []string   `json:"arguments"`
-	ExpiresAt string     `json:"expires_at"`
+	Tool      string          `json:"tool"`
+	Summary   string          `json:"summary"`
+	Details   []string        `json:"details"`
+	Targets   []Target        `json:"targets,omitempty"`
+	Parts     []plan.PartView `json:"parts,omitempty"`
+	Arguments []string        `json:"arguments"`
+	ExpiresAt string          `json:"expires_at"`
 	// Decision is the capability the card decides with; the model's
 	// handle is another envelope of the same grant and decides nothing.
 	Decision     string `json:"decision"`

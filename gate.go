@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,6 +49,13 @@ type Options struct {
 	// Approver is the out-of-band channel: ModeChannel asks only it, and
 	// ModeAuto asks it when no approval page is configured.
 	Approver Approver
+	// ApproverLink, if set, is the address where a person decides a
+	// request of Approver (for an `mcpsafe approvals serve`:
+	// channel.ServiceLink). A client that declares URL-mode elicitation is
+	// then sent there, as it is to the approval page; its "accept" only
+	// means the person agreed to open it. The decision is still the
+	// approver's, checked as every channel decision.
+	ApproverLink func(r ApprovalRequest) (string, error)
 	// Page is the approval page a person opens in a browser (package
 	// approvalpage serves one on the user's machine): ModePage asks only
 	// it, and ModeAuto asks it first. See approval_page.go.
@@ -239,9 +247,12 @@ func New(opts Options) (*Gate, error) {
 		sweepDone: make(chan struct{}),
 	}
 	g.channel = newOutOfBand(grantChannel, "the approval channel", opts.Approver)
+	if g.channel != nil {
+		g.channel.link = opts.ApproverLink
+	}
 	if opts.Page != nil {
 		g.page = newOutOfBand(grantPage, "the approval page", opts.Page)
-		g.page.page = opts.Page
+		g.page.page, g.page.link = opts.Page, opts.Page.Link
 	}
 	if standing != nil && opts.GrantEndSweep > 0 {
 		go g.sweepEnds(opts.GrantEndSweep)
@@ -327,3 +338,7 @@ func defaultPrincipal(req *mcp.CallToolRequest) string {
 	}
 	return "anonymous"
 }
+
+// UserPrefix starts the principal the gate reports for a caller the
+// transport authenticated: "user:" followed by the auth info's user id.
+const UserPrefix = identity.UserPrefix

@@ -95,10 +95,11 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		res, r = g.resumeVia(ctx, k, g.channel, *k.token)
 	case k.token != nil:
 		res, r = g.redeemToken(ctx, k)
-	case g.handleMode(req.Params.RequestState) == grantPage:
-		// The retry after a URL elicitation of the page's link: the
-		// client's answer only says the person agreed to open the page.
-		res, r = g.resumeVia(ctx, k, g.page, req.Params.RequestState)
+	case g.handleMode(req.Params.RequestState) != "":
+		// The retry after a URL elicitation of the page's (or the
+		// approval service's) link: the client's answer only says the
+		// person agreed to open it.
+		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(req.Params.RequestState)), req.Params.RequestState)
 	case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
 		res, r = g.redeemElicitation(ctx, k, req.Params.RequestState, req.Params.InputResponses)
 	default:
@@ -177,7 +178,7 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.issueToken(ctx, k)
 	default: // ModeAuto: the strongest path configured and open to the client
 		switch {
-		case g.page != nil:
+		case g.page != nil && (g.channel == nil || t.minAssur <= g.page.page.Assurance()):
 			return g.askVia(ctx, k, g.page)
 		case g.channel != nil:
 			return g.askChannel(ctx, k)
@@ -225,6 +226,9 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	rec.Shown = shownDigest(planView(k.plan), k.plan.Targets)
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
 		return nil, refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
+	}
+	if o := g.opts.Observer; o != nil {
+		o.Approved(k.t.Name, rec.Decision, rec.Assurance)
 	}
 	var out *mcp.CallToolResult
 	err := safely(func() error {

@@ -321,13 +321,13 @@ func (g *Gate) Tools() []string {
 // reachable is the strongest assurance a tool of mode can get: a channel
 // can vouch for passkeys, the approval page for a click on it, the client
 // for a relayed answer. Auto takes the page, else the channel, when
-// configured.
+// configured (the channel when the page cannot reach the tool's minimum).
 func (g *Gate) reachable(mode Mode) Assurance {
 	switch {
-	case mode == ModeChannel, mode == ModeAuto && g.page == nil && g.channel != nil:
+	case mode == ModeChannel, mode == ModeAuto && g.channel != nil:
 		return AssurancePasskey
 	case mode == ModePage, mode == ModeAuto && g.page != nil:
-		return AssuranceLocalPage
+		return g.page.page.Assurance()
 	}
 	return AssuranceClientRelayed
 }

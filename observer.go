@@ -19,6 +19,12 @@ type Observer interface {
 	// the time since it was issued; path is "elicit", "token", "channel",
 	// "page" (the approval page) or "card" (the MCP Apps approval card).
 	HumanDecision(path string, d time.Duration)
+	// Approved is called once per approval the journal recorded, before
+	// the call runs, with the journal's decision word (page-approved,
+	// channel-approved, ...) and assurance level (client_relayed,
+	// local_page, channel, passkey): how strongly each tool's approvals
+	// were proven.
+	Approved(tool, decision, assurance string)
 }
 
 // Outcomes passed to Observer.CallDone.

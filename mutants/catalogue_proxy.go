@@ -85,12 +85,12 @@ var proxyMutants = []Mutant{
 	},
 	{
 		Name:     "proxy-shared-ledger-default-audience",
-		Packages: []string{"./proxy"},
-		Run:      "TestDefaultAudience|TestGrantsBoundToUpstream|TestSharedLedgerNeedsAudience|TestPlanNamesServer|TestRugPull|TestUpstreamTextSanitized|TestOutcomeJournaledAfterCancel",
+		Packages: []string{"./cmd/mcpsafe"},
+		Run:      "TestSharedLedgerNeedsAudience",
 		Why:      "a shared ledger starts with the derived default audience (replicas silently disagree, or unrelated proxies collide)",
 		Edits: []Edit{
 			{
-				File: "proxy/identity.go",
+				File: "internal/serverconf/serverconf.go",
 				Old:  "\treturn scheme != \"\" && scheme != \"memory\"",
 				New:  "\treturn false",
 			},
@@ -195,7 +195,7 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/proxy.go",
-				Old:  "opts.AllowGrantsFor = append(opts.AllowGrantsFor, m.prefix+n)",
+				Old:  "opts.AllowGrantsFor = append(opts.AllowGrantsFor, s.down(n))",
 				New:  "_ = n",
 			},
 		},

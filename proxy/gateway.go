@@ -8,14 +8,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,8 +35,7 @@ type Gateway struct {
 	MCP         *mcp.Server
 	JournalPath string
 
-	conf    *serverconf.Gate
-	gateCfg serverconf.Config
+	gate mcpsafe.Options // the shared stores; each server sets its audience
 	// logLevels are the levels downstream sessions set, for every server
 	// (restarted ones too) to put on its 2026-07-28 requests.
 	logLevels sync.Map
@@ -83,6 +80,13 @@ type GatewayOptions struct {
 	// gateway's own).
 	Stderr *os.File
 	Logger *slog.Logger
+	// JournalPath is where the shared journal writes (Gateway.JournalPath).
+	JournalPath string
+	// Metrics, when set, times every call upstream (Config.Metrics).
+	Metrics Metrics
+	// SharedLedger says that other processes reach the ledger: every
+	// server then needs an explicit audience (GatewayFile.CheckAudiences).
+	SharedLedger bool
 }
 
 // slot is one configured server: its spec, the proxy Server currently
@@ -105,7 +109,6 @@ type slot struct {
 type member struct {
 	name, prefix string
 	mcp          *mcp.Server
-	conf         *serverconf.Gate
 	claim        func(down string) error
 	release      func(down string)
 	sticky       *stickiness
@@ -118,18 +121,19 @@ type member struct {
 	logLevels *sync.Map
 }
 
-// NewGateway builds the shared stores from gate, starts every server of
-// file and serves their tools. A server that does not start, a policy that
+// NewGateway starts every server of file on the shared stores of gate
+// (opened and closed by the caller; cmd/mcpsafe builds them with
+// internal/serverconf) and serves their tools. A server that does not start, a policy that
 // does not fit its upstream's tools, or a name two servers would both
 // serve is a startup error.
-func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, opts GatewayOptions) (_ *Gateway, err error) {
+func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, opts GatewayOptions) (_ *Gateway, err error) {
 	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
 	}
 	if gate.Audience != "" {
 		return nil, errors.New("proxy: a gateway has an audience per server (servers.NAME.audience), not one for all")
 	}
-	if err := checkAudiences(file, gate.LedgerURL); err != nil {
+	if err := file.CheckAudiences(opts.SharedLedger); err != nil {
 		return nil, err
 	}
 	if opts.RestartMin <= 0 {
@@ -144,28 +148,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = 10 * time.Second
 	}
-	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, sticky: map[string]*stickiness{}, source: file.Source, stop: make(chan struct{})}
-	if gate.Logger == nil {
-		gate.Logger = g.log
-	}
-	// The stores need an audience to build; each server's gate sets its
-	// own. The default journal is keyed by the configuration file, so that
-	// two gateways on default settings can run side by side.
-	gate.Audience = "mcpsafe-gateway"
-	if gate.Instance == "" {
-		if abs, err := filepath.Abs(file.Source); err == nil {
-			gate.Instance = abs
-		}
-	}
-	if g.conf, err = serverconf.Build(ctx, gate); err != nil {
-		return nil, err
-	}
-	g.JournalPath = g.conf.JournalPath
-	if g.conf.Metrics != nil {
-		// Each server's gate keeps its own pending approvals; the one
-		// gauge the gateway exposes is their sum.
-		g.conf.Metrics.SetPending(g.Pending)
-	}
+	g := &Gateway{gate: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, sticky: map[string]*stickiness{}, source: file.Source, stop: make(chan struct{}), JournalPath: opts.JournalPath}
 	g.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-gateway", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and " + NameSeparator + ".",
 		Capabilities: &mcp.ServerCapabilities{
@@ -222,18 +205,17 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	return g, nil
 }
 
-// checkAudiences refuses servers without an explicit audience when the
+// CheckAudiences refuses servers without an explicit audience when the
 // ledger is shared, as a single proxy does: replicas must agree on every
 // audience, and a derived one differs between hosts.
-func checkAudiences(file *GatewayFile, ledgerURL string) error {
-	if !sharedLedger(ledgerURL) {
+func (file *GatewayFile) CheckAudiences(sharedLedger bool) error {
+	if !sharedLedger {
 		return nil
 	}
 	var errs []error
 	for _, sp := range file.Servers {
 		if sp.Audience == "" {
-			scheme, _, _ := strings.Cut(ledgerURL, ":")
-			errs = append(errs, fmt.Errorf("%s: servers.%s.audience is required: the %s: ledger is shared, so every replica must bind this server's approvals to the same name, and a name derived from the command line or URL may differ between hosts", file.Source, sp.Name, scheme))
+			errs = append(errs, fmt.Errorf("%s: servers.%s.audience is required: the ledger is shared, so every replica must bind this server's approvals to the same name, and a name derived from the command line or URL may differ between hosts", file.Source, sp.Name))
 		}
 	}
 	return errors.Join(errs...)
@@ -248,7 +230,7 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	}
 	g.mu.Unlock()
 	sl := &slot{spec: sp, known: map[string]bool{}}
-	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, conf: g.conf, logLevels: &g.logLevels,
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, logLevels: &g.logLevels,
 		// Shared by every Server that ever runs under this name, so that
 		// one restarted (after a crash or by a reload) or removed and added
 		// back is held to the strictest treatment its tools ever had.
@@ -348,7 +330,7 @@ func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	gc := g.gateCfg
+	gc := g.gate
 	gc.Audience = sp.Audience
 	if gc.Audience == "" {
 		// Derived from the command line or URL and the server's name, so
@@ -356,7 +338,7 @@ func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
 		// gateway even when their commands differ only in the environment.
 		gc.Audience = aud + "/" + sp.Name
 	}
-	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout, member: sl.m}
+	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout, member: sl.m}
 	if sp.URL != "" {
 		cfg.LegacyUpstream, _, _ = g.transport(sp)
 	} else {
@@ -533,7 +515,8 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Close stops every upstream and releases the shared stores.
+// Close stops every upstream; the shared stores stay open (their opener
+// closes them).
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	if !g.closed {
@@ -556,9 +539,6 @@ func (g *Gateway) Close() error {
 		}
 	}
 	g.wg.Wait()
-	if g.conf != nil {
-		errs = append(errs, g.conf.Close())
-	}
 	return errors.Join(errs...)
 }
 

@@ -26,7 +26,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/optin"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -270,7 +270,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		p.Mode, p.ModeLine = m, keyLine(&root, "mode")
 	}
 	for _, v := range f.AllowTokenFor {
-		o, err := serverconf.ParseOptIn(v)
+		o, err := optin.Parse(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: allow_token_for: %w", source, keyLine(&root, "allow_token_for"), err)
 		}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -41,17 +41,30 @@ type Config struct {
 	LegacyUpstream mcp.Transport
 	// Policy is the parsed policy file; nil is the default policy.
 	Policy *Policy
-	// Gate configures keys, ledger, journal and channel. Its Mode and
-	// AllowTokenFor must be empty: they come from the policy file, so that
-	// one file says everything about what is gated and how.
-	Gate   serverconf.Config
-	Logger *slog.Logger
+	// Gate holds the gate's keys, ledger, journal and channel, opened by
+	// the caller (cmd/mcpsafe builds them with internal/serverconf) and
+	// closed by it after Server.Close. Its Mode and AllowTokenFor must be
+	// empty: they come from the policy file, so that one file says
+	// everything about what is gated and how (AllowGrantsFor is the
+	// policy's too). An empty Audience is DefaultAudience(Upstream).
+	Gate mcpsafe.Options
+	// JournalPath is where Gate's journal writes (Server.JournalPath).
+	JournalPath string
+	// Metrics, when set, times every call upstream.
+	Metrics Metrics
+	Logger  *slog.Logger
 	// StartTimeout bounds the upstream's start: connect, initialize and
 	// the first tools/list (0: DefaultStartTimeout). A command that never
 	// speaks MCP would otherwise hang the proxy forever.
 	StartTimeout time.Duration
 
 	member *member // set by a Gateway: share its server, journal, ledger and channel
+}
+
+// Metrics records how long each call upstream took and whether it failed
+// (*metrics.Metrics is one).
+type Metrics interface {
+	Upstream(took time.Duration, err error)
 }
 
 // DefaultStartTimeout is Config.StartTimeout's default: enough for npx to
@@ -70,7 +83,8 @@ type Server struct {
 	Audience string
 
 	policyP  atomic.Pointer[Policy] // swapped by a gateway reload
-	conf     *serverconf.Gate
+	opts     mcpsafe.Options        // what the gate was built from
+	metrics  Metrics
 	log      *slog.Logger
 	member   *member     // set when this proxy is one server of a Gateway
 	checking atomic.Bool // a gateway health check is running
@@ -138,7 +152,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		pol = &Policy{Source: "default policy"}
 	}
 	s := &Server{
-		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member,
+		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member, metrics: cfg.Metrics,
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
 	}
 	s.policyP.Store(pol)
@@ -152,57 +166,34 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	gc := cfg.Gate
-	gc.Mode, gc.AllowTokenFor, gc.AllowGrantsFor = pol.Mode, pol.AllowTokenFor, pol.AllowGrantsFor
-	if gc.Audience == "" {
-		if sharedLedger(gc.LedgerURL) {
-			return nil, errSharedDefaultAudience(gc.LedgerURL)
-		}
-		gc.Audience = DefaultAudience(cfg.Upstream)
+	opts := cfg.Gate
+	if opts.Audience == "" {
+		opts.Audience = DefaultAudience(cfg.Upstream)
 	}
-	s.Audience = gc.Audience
-	if gc.Logger == nil {
-		gc.Logger = s.log
+	s.Audience, s.JournalPath = opts.Audience, cfg.JournalPath
+	if opts.Logger == nil {
+		opts.Logger = s.log
+	}
+	// The policy's mode and opt-ins; in a gateway they name tools as
+	// clients see them, with the server's prefix.
+	opts.Mode, opts.AllowTokenFor, opts.AllowGrantsFor = pol.Mode, nil, nil
+	for _, o := range pol.AllowTokenFor {
+		o.Tool = s.down(o.Tool)
+		opts.AllowTokenFor = append(opts.AllowTokenFor, o)
+	}
+	for _, n := range pol.AllowGrantsFor {
+		opts.AllowGrantsFor = append(opts.AllowGrantsFor, s.down(n))
 	}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	if m := s.member; m != nil {
-		// One journal, ledger, key and channel for the whole gateway; this
-		// server's audience, mode and opt-ins (which name tools as clients
-		// see them, with the server's prefix).
-		s.conf = m.conf
-		opts := m.conf.Options
-		opts.Audience, opts.Mode = gc.Audience, gc.Mode
-		opts.AllowTokenFor = nil
-		for _, o := range gc.AllowTokenFor {
-			o.Tool = m.prefix + o.Tool
-			opts.AllowTokenFor = append(opts.AllowTokenFor, o)
-		}
-		opts.AllowGrantsFor = nil
-		for _, n := range gc.AllowGrantsFor {
-			opts.AllowGrantsFor = append(opts.AllowGrantsFor, m.prefix+n)
-		}
-		if s.Gate, err = mcpsafe.New(opts); err != nil {
-			return nil, err
-		}
-	} else {
-		if s.conf, err = serverconf.Build(ctx, gc); err != nil {
-			return nil, err
-		}
-		if s.Gate, err = mcpsafe.New(s.conf.Options); err != nil {
-			return nil, err
-		}
-		if s.conf.Metrics != nil {
-			// A gateway's servers share one metrics registry; the gauge
-			// then follows the gateway, not one of its gates.
-			s.conf.Metrics.SetPending(s.Gate.Pending)
-		}
+	s.opts = opts
+	if s.Gate, err = mcpsafe.New(opts); err != nil {
+		return nil, err
 	}
-	s.JournalPath = s.conf.JournalPath
-	if err := s.cont.init(s.conf.Options.Ledger); err != nil {
+	if err := s.cont.init(opts.Ledger); err != nil {
 		return nil, err
 	}
 	startTimeout := cfg.StartTimeout
@@ -330,7 +321,8 @@ func downstreamCaps(up *mcp.ServerCapabilities) *mcp.ServerCapabilities {
 	return caps
 }
 
-// Close disconnects upstream and releases the journal and ledger.
+// Close disconnects upstream; the stores in Config.Gate stay open (their
+// opener closes them).
 func (s *Server) Close() error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	var errs []error
@@ -356,10 +348,7 @@ func (s *Server) Close() error {
 		cl.close()
 	}
 	if s.member != nil {
-		// The gateway's stores stay open; only this server's tools go.
-		s.withdrawAll()
-	} else if s.conf != nil {
-		errs = append(errs, s.conf.Close())
+		s.withdrawAll() // only this server's tools go
 	}
 	return errors.Join(errs...)
 }
@@ -842,12 +831,12 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 	}
 	// The upstream's spans join the trace under the gate's span (for a
 	// gated call, its execute step) rather than the caller's.
-	params.Meta = mcpsafe.InjectTraceContext(ctx, params.Meta)
+	params.Meta = tracemeta.Inject(ctx, params.Meta)
 	start := time.Now()
 	res, err := leg.CallTool(ctx, params)
 	s.inOrder(ctx, leg)
-	if s.conf != nil && s.conf.Metrics != nil {
-		s.conf.Metrics.Upstream(time.Since(start), err)
+	if s.metrics != nil {
+		s.metrics.Upstream(time.Since(start), err)
 	}
 	if err != nil && s.member != nil && ctx.Err() == nil {
 		// -32005 is the SDK's "rejected by transport": the request never
