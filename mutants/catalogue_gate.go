@@ -304,13 +304,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "if k.c.ArgsDigest, err = canon.Digest(canonical); err != nil {",
-				New:  "if k.c.ArgsDigest, err = noncanonicalDigest(rest); err != nil {",
-			},
-			{
-				File: "gate_call_check.go",
-				Old:  "// checkRules resolves the call,",
-				New:  "func noncanonicalDigest(b []byte) (string, error) {\n\tsum := sha256.Sum256(b)\n\treturn hex.EncodeToString(sum[:]), nil\n}\n\n// checkRules resolves the call,",
+				Old:  "k.c.ArgsDigest = canon.SHA256(canonical)",
+				New:  "rest2, _, _ := canon.SplitMember(req.Params.Arguments, TokenField)\n\tk.c.ArgsDigest = canon.SHA256(rest2)",
 			},
 		},
 	},
@@ -417,6 +412,30 @@ var gateMutants = []Mutant{
 				File: "gate_call_check.go",
 				Old:  "if empty(res) {\n\t\treturn state{}, refusal(ReasonResolverFailed",
 				New:  "if empty(res) && false {\n\t\treturn state{}, refusal(ReasonResolverFailed",
+			},
+		},
+	},
+	{
+		Name:     "schema-fast-path-ignores-type",
+		Packages: []string{"."},
+		Why:      "the fast schema check passes a property of the wrong type without asking the validator",
+		Edits: []Edit{
+			{
+				File: "schema_fast.go",
+				Old:  "if want != \"\" && !hasType(m.Value, want) {",
+				New:  "if false && want != \"\" && !hasType(m.Value, want) {",
+			},
+		},
+	},
+	{
+		Name:     "schema-fast-path-ignores-required",
+		Packages: []string{"."},
+		Why:      "the fast schema check passes a call missing a required argument without asking the validator",
+		Edits: []Edit{
+			{
+				File: "schema_fast.go",
+				Old:  "\t\tif !found {\n\t\t\treturn false",
+				New:  "\t\tif false && !found {\n\t\t\treturn false",
 			},
 		},
 	},
