@@ -159,7 +159,7 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	// as shown: redacted before they are rendered, so that no approver
 	// sees a secret in a diff line either.
 	targets := plan.Targets
-	plan = redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))
+	plan = redactPlan(plan, k.secretsOf())
 	views, r := partViews(plan.Parts)
 	if r != nil {
 		return Plan{}, "", r
@@ -178,6 +178,17 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	// is deterministic for it (sorted map keys, exact integers).
 	sum := sha256.Sum256(b)
 	return plan, hex.EncodeToString(sum[:]), nil
+}
+
+// secretsOf finds the call's secret values once: both previews (before
+// asking, and again right before Execute, one level deeper on the stack)
+// redact the same arguments.
+func (k *call) secretsOf() journal.Secrets {
+	if k.secrets == nil {
+		s := journal.FindSecrets(k.c.Arguments, k.t.SecretFields)
+		k.secrets = &s
+	}
+	return *k.secrets
 }
 
 // matchRule runs a rule; only an exact true with a nil error is a match. A

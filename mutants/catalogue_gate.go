@@ -557,8 +557,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call.go",
-				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(ectx, k.c, k.in, st.v, a)\n\t\treturn err\n\t})\n",
-				New:  "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(ectx, k.c, k.in, st.v, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n",
+				Old:  "\tif r := g.journalApproval(ctx, k, &a); r != nil {\n\t\treturn nil, r\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(x.ectx, &k.c, k.in, st.v, &a)\n\t\treturn err\n\t})\n",
+				New:  "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(x.ectx, &k.c, k.in, st.v, &a)\n\t\treturn err\n\t})\n\tif r := g.journalApproval(ctx, k, &a); r != nil {\n\t\treturn nil, r\n\t}\n",
 			},
 		},
 	},
@@ -569,8 +569,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call.go",
-				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable",
-				New:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil && false {\n\t\treturn nil, refusal(ReasonJournalUnavailable",
+				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn refusal(ReasonJournalUnavailable",
+				New:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil && false {\n\t\treturn refusal(ReasonJournalUnavailable",
 			},
 		},
 	},
@@ -670,7 +670,7 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "plan = redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))",
+				Old:  "plan = redactPlan(plan, k.secretsOf())",
 				New:  "plan = redactPlan(plan, journal.Secrets{})",
 			},
 		},
