@@ -332,10 +332,10 @@ func toolLines(root *yaml.Node) map[string]int {
 
 func parseMode(s string) (mcpsafe.Mode, error) {
 	switch m := mcpsafe.Mode(s); m {
-	case mcpsafe.ModeAuto, mcpsafe.ModeElicit, mcpsafe.ModeToken, mcpsafe.ModeChannel, mcpsafe.ModePage:
+	case mcpsafe.ModeAuto, mcpsafe.ModeElicit, mcpsafe.ModeToken, mcpsafe.ModeChannel, mcpsafe.ModePage, mcpsafe.ModeCard:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown mode %q (want auto, elicit, token, channel or page)", s)
+	return "", fmt.Errorf("unknown mode %q (want auto, elicit, token, channel, page or card)", s)
 }
 
 func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*ToolPolicy, error) {
