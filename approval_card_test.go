@@ -29,6 +29,13 @@ func appsCaps(elicit bool) *mcp.ClientCapabilities {
 // declaring caps; nil caps declares nothing.
 func (e *env) connectCaps(caps *mcp.ClientCapabilities, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
 	e.t.Helper()
+	return e.connectProto(legacy, caps, elicit)
+}
+
+// connectProto is connectCaps on a protocol ("" for the latest, whose
+// requests carry the client's capabilities in their _meta).
+func (e *env) connectProto(proto string, caps *mcp.ClientCapabilities, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
+	e.t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := e.server.Connect(ctx, st, nil)
@@ -40,7 +47,7 @@ func (e *env) connectCaps(caps *mcp.ClientCapabilities, elicit func(context.Cont
 		caps = &mcp.ClientCapabilities{}
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{Capabilities: caps, ElicitationHandler: elicit})
-	cs, err := cl.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	cs, err := cl.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -174,6 +181,31 @@ func TestCardDecisionSingleUse(t *testing.T) {
 	if n := e.touched.executions(); n != 1 {
 		t.Fatalf("executions %d, want 1", n)
 	}
+}
+
+// On 2026-07-28, where each request carries the client's capabilities,
+// the card is listed, asked and decided the same way.
+func TestCardOnTheLatestProtocol(t *testing.T) {
+	e := cardEnv(t, nil)
+	cs := e.connectProto("", appsCaps(false), nil)
+	l, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, tl := range l.Tools {
+		listed = listed || tl.Name == mcpsafe.CardDecisionTool
+	}
+	if !listed {
+		t.Fatal("the decision tool is not listed on the latest protocol")
+	}
+	args := map[string]any{"path": "cache.txt"}
+	card, _ := cardOf(t, callTool(t, cs, "delete_note", args))
+	wantExecuted(t, decide(t, cs, card["decision"].(string), args, true))
+	if e.notes.executions() != 1 {
+		t.Fatalf("executions %d, want 1", e.notes.executions())
+	}
+	wantRefused(t, decide(t, e.connectProto("", nil, nil), card["decision"].(string), args, true), mcpsafe.ReasonPolicyDenied)
 }
 
 // Deny runs nothing, and the handle then reads the denial.
