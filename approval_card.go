@@ -333,8 +333,9 @@ func (g *Gate) cardRun(ctx context.Context, t *gatedTool, req *mcp.CallToolReque
 	return res, r
 }
 
-// attachCard gives server, once, the card's resource, the decision tool
-// and the view of tools/list that declares them to MCP Apps clients only.
+// attachCard gives server, once, the card's resource (read by its URI;
+// listed first to MCP Apps clients), the decision tool and the view of
+// tools/list that declares them to MCP Apps clients only.
 func (g *Gate) attachCard(server *mcp.Server) {
 	if g.opts.Card == nil {
 		return
@@ -347,7 +348,10 @@ func (g *Gate) attachCard(server *mcp.Server) {
 	read := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: appsMIMEType, Text: html, Meta: csp}}}, nil
 	}
-	server.AddResource(&mcp.Resource{URI: uri, Name: "mcpsafe approval card", MIMEType: appsMIMEType, Meta: csp}, read)
+	// The resource is served from the middleware, not registered: a
+	// registered one would make every server (a proxy too) declare
+	// resources to every client.
+	resource := &mcp.Resource{URI: uri, Name: "mcpsafe approval card", MIMEType: appsMIMEType, Meta: csp}
 	server.AddTool(&mcp.Tool{
 		Name:        CardDecisionTool,
 		Description: "The approval card's decision (app-only: the card calls it when the user clicks Approve or Deny).",
@@ -360,9 +364,16 @@ func (g *Gate) attachCard(server *mcp.Server) {
 				return read(ctx, rr)
 			}
 			res, err := next(ctx, method, req)
-			if lr, ok := req.(*mcp.ListToolsRequest); ok && err == nil {
-				if list, ok := res.(*mcp.ListToolsResult); ok {
-					res = g.cardToolList(list, lr.ClientCapabilities(), uri)
+			switch r := req.(type) {
+			case *mcp.ListToolsRequest:
+				if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+					res = g.cardToolList(list, r.ClientCapabilities(), uri)
+				}
+			case *mcp.ListResourcesRequest:
+				if list, ok := res.(*mcp.ListResourcesResult); ok && err == nil && clientTakesCard(r.ClientCapabilities()) && (r.Params == nil || r.Params.Cursor == "") {
+					out := *list
+					out.Resources = append([]*mcp.Resource{resource}, list.Resources...)
+					res = &out
 				}
 			}
 			return res, err

@@ -334,6 +334,24 @@ func TestCardToolsList(t *testing.T) {
 	if again := list(nil); again["delete_note"].Meta["ui"] != nil {
 		t.Fatal("one client's listing changed another's")
 	}
+	// The card's resource: listed to MCP Apps clients only, and no
+	// resources capability is added for anyone (a proxy stays as its
+	// upstream is).
+	for _, apps := range []bool{false, true} {
+		var caps *mcp.ClientCapabilities
+		if apps {
+			caps = appsCaps(false)
+		}
+		cs := e.connectCaps(caps, nil)
+		if cs.InitializeResult().Capabilities.Resources != nil {
+			t.Fatal("the card made the server declare resources")
+		}
+		rl, err := cs.ListResources(context.Background(), nil)
+		listed := err == nil && len(rl.Resources) == 1 && rl.Resources[0].URI == appcard.URI
+		if listed != apps {
+			t.Fatalf("MCP Apps %v: resources/list %v (err %v)", apps, rl, err)
+		}
+	}
 	res, err := e.connectCaps(appsCaps(false), nil).ReadResource(context.Background(), &mcp.ReadResourceParams{URI: appcard.URI})
 	if err != nil || len(res.Contents) != 1 || res.Contents[0].MIMEType != "text/html;profile=mcp-app" ||
 		!strings.Contains(res.Contents[0].Text, "Content-Security-Policy") || !strings.Contains(res.Contents[0].Text, "default-src 'none'") {
