@@ -158,10 +158,13 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 		cv.Targets = append(cv.Targets, Target{Name: prompt.QuoteWhole(t.Name), State: displayLine(t.State)})
 	}
 	res := g.pendingResult(k, gr, handle)
-	res.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
-		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf. "+
-		"To ask for the outcome later, call %s again with exactly the same arguments plus %q set to structuredContent.approval_token "+
-		"(a handle to look the decision up, not an approval; valid until %s).", renderPlan(view), k.t.Name, TokenField, cv.ExpiresAt)}}
+	text := fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
+		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(view))
+	if !k.t.OwnsTokenField { // (else approval_token is the tool's own argument)
+		text += fmt.Sprintf(" To ask for the outcome later, call %s again with exactly the same arguments plus %q set to structuredContent.approval_token "+
+			"(a handle to look the decision up, not an approval; valid until %s).", k.t.Name, TokenField, cv.ExpiresAt)
+	}
+	res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 	res.Meta = mcp.Meta{cardMetaKey: cv}
 	return res, nil
 }
