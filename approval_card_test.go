@@ -208,6 +208,25 @@ func TestCardOnTheLatestProtocol(t *testing.T) {
 	wantRefused(t, decide(t, e.connectProto("", nil, nil), card["decision"].(string), args, true), mcpsafe.ReasonPolicyDenied)
 }
 
+// Once shutdown began a card decides nothing: the pending approval is
+// journaled withdrawn, and Approve after it runs nothing.
+func TestCardAfterShutdown(t *testing.T) {
+	e := cardEnv(t, nil)
+	cs := e.connectCaps(appsCaps(false), nil)
+	args := map[string]any{"path": "cache.txt"}
+	card, _ := cardOf(t, callTool(t, cs, "delete_note", args))
+	if err := e.gate.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, decide(t, cs, card["decision"].(string), args, true), mcpsafe.ReasonShuttingDown)
+	if e.notes.executions() != 0 || !e.notes.has("cache.txt") {
+		t.Fatal("a card decision ran after shutdown began")
+	}
+	if d := e.journal.decisions(); !slices.Contains(d, journal.Refused+":"+mcpsafe.ReasonShuttingDown) {
+		t.Fatalf("the pending card approval was not journaled withdrawn: %v", d)
+	}
+}
+
 // Deny runs nothing, and the handle then reads the denial.
 func TestCardDenyRunsNothing(t *testing.T) {
 	e := cardEnv(t, nil)
