@@ -29,7 +29,7 @@
   }
   function resized() {
     send({ jsonrpc: "2.0", method: "ui/notifications/size-changed",
-      params: { width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight } });
+      params: { width: Math.ceil(document.body.getBoundingClientRect().width), height: Math.ceil(document.body.getBoundingClientRect().height) } });
   }
   function buttons(on) { $("approve").disabled = !on; $("deny").disabled = !on; }
   function text(result) {
@@ -88,6 +88,7 @@
     $("decide").hidden = false;
     tick();
     timer = setInterval(tick, 1000);
+    resized();
   }
 
   function tick() {

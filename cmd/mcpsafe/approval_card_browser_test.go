@@ -72,13 +72,19 @@ func startMCPHTTP(t *testing.T, args ...string) string {
 	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
 	addr := make(chan string, 1)
 	var log bytes.Buffer
+	later := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%v said after start:\n%s", args, later.String())
+		}
+	})
 	go func() {
 		re := regexp.MustCompile(`serving MCP on (http://\S+)`)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
-				io.Copy(io.Discard, stderr)
+				io.Copy(later, stderr)
 				return
 			}
 			log.WriteString(sc.Text() + "\n")
@@ -119,7 +125,19 @@ func cardHost(t *testing.T, bundle []byte, mcpURL string) string {
 		w.Header().Set("Content-Type", "text/javascript")
 		w.Write(bundle)
 	})
-	mux.Handle("/mcp", rp)
+	// What the page sent and how long each took, shown when a test fails.
+	requests := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("requests to %s:\n%s", mcpURL, requests.String())
+		}
+	})
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		fmt.Fprintf(requests, "%s >> %s session %s\n", start.Format("15:04:05.000"), r.Method, r.Header.Get("Mcp-Session-Id"))
+		rp.ServeHTTP(w, r)
+		fmt.Fprintf(requests, "%s << %s session %s after %s\n", time.Now().Format("15:04:05.000"), r.Method, r.Header.Get("Mcp-Session-Id"), time.Since(start))
+	}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/"
@@ -194,6 +212,38 @@ func (h *browserHost) render(name string, args map[string]any) (context.Context,
 	return nil, nil
 }
 
+// click clicks sel in the card as a person does: a mouse click on the
+// page, at the element's place in the card's iframe (Chromium usually
+// runs the sandboxed card in a process of its own, whose input comes
+// through the page). A click that lands before Chromium routes input to a
+// fresh frame is lost; so while the card's status stays empty (it is set
+// at once on a decision, and the buttons are off after one), the click is
+// repeated, a few times at most.
+func (h *browserHost) click(fctx context.Context, q []chromedp.QueryOption, sel string) {
+	h.t.Helper()
+	for try := 0; try < 5; try++ {
+		if q != nil { // the card runs in the page's process: chromedp finds it
+			must(h.t, chromedp.Do(fctx, chromedp.Click(chromedp.CSS(sel), q...)))
+		} else {
+			frame, err := chromedp.Run(h.ctx, chromedp.Dimensions(chromedp.CSS(`iframe#card`)))
+			must(h.t, err)
+			el, err := chromedp.Run(fctx, chromedp.Dimensions(chromedp.CSS(sel)))
+			must(h.t, err)
+			x := frame.Content[0] + (el.Border[0]+el.Border[4])/2
+			y := frame.Content[1] + (el.Border[1]+el.Border[5])/2
+			must(h.t, chromedp.Do(h.ctx, chromedp.MouseClickXY(x, y)))
+		}
+		for wait := 0; wait < 10; wait++ {
+			s, err := chromedp.Run(fctx, chromedp.Text(chromedp.CSS(`#status`), q...))
+			must(h.t, err)
+			if s != "" {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
 func (h *browserHost) shot(name string) {
 	h.t.Helper()
 	png, err := chromedp.Run(h.ctx, chromedp.FullScreenshot(100))
@@ -212,6 +262,8 @@ func cardStatus(t *testing.T, fctx context.Context, q []chromedp.QueryOption, wa
 			return s
 		}
 		if time.Now().After(deadline) {
+			body, _ := chromedp.Run(fctx, chromedp.Evaluate[string](`document.body.innerText + " (approve disabled: " + document.getElementById("approve").disabled + ")"`))
+			t.Logf("the card says: %s", body)
 			t.Fatalf("the card's status %q never said %q", s, want)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -269,13 +321,13 @@ func TestApprovalCardInARealHost(t *testing.T) {
 			}
 		}
 		h.shot("approval-card-delete-file.png")
-		must(t, chromedp.Do(fctx, chromedp.Click(chromedp.CSS(`#approve`), q...)))
+		h.click(fctx, q, `#approve`)
 		cardStatus(t, fctx, q, "Approved")
 		if _, err := os.Stat(filepath.Join(root, "notes.txt")); !os.IsNotExist(err) {
 			t.Fatal("approved in the card, but the file is still there")
 		}
 		// A second click: the buttons are off, and nothing more is decided.
-		must(t, chromedp.Do(fctx, chromedp.Click(chromedp.CSS(`#approve`), q...)))
+		h.click(fctx, q, `#approve`)
 		time.Sleep(300 * time.Millisecond)
 		if n := len(cardRecords(t, jpath, journal.CardAccepted)); n != 1 {
 			t.Fatalf("%d card approvals journaled, want 1", n)
@@ -298,7 +350,8 @@ func TestApprovalCardInARealHost(t *testing.T) {
 		res := h.call("delete_file", args)
 		handle, _ := res["structuredContent"].(map[string]any)["approval_token"].(string)
 		fctx, q := h.render("delete_file", args)
-		must(t, chromedp.Do(fctx, chromedp.WaitEnabled(chromedp.CSS(`#deny`), q...), chromedp.Click(chromedp.CSS(`#deny`), q...)))
+		must(t, chromedp.Do(fctx, chromedp.WaitEnabled(chromedp.CSS(`#deny`), q...)))
+		h.click(fctx, q, `#deny`)
 		cardStatus(t, fctx, q, "Denied")
 		if _, err := os.Stat(filepath.Join(root, "keep.txt")); err != nil {
 			t.Fatal("denied, but the file is gone")
@@ -334,7 +387,7 @@ func TestApprovalCardInARealHost(t *testing.T) {
 			t.Fatal("script from the plan ran")
 		}
 		h.shot("approval-card-markup-as-text.png")
-		must(t, chromedp.Do(fctx, chromedp.Click(chromedp.CSS(`#deny`), q...)))
+		h.click(fctx, q, `#deny`)
 		cardStatus(t, fctx, q, "Denied")
 	})
 }
@@ -355,7 +408,7 @@ func TestApprovalCardExpires(t *testing.T) {
 	if err == nil && !dis {
 		t.Fatal("the expired card still offers its buttons")
 	}
-	must(t, chromedp.Do(fctx, chromedp.Click(chromedp.CSS(`#approve`), q...)))
+	h.click(fctx, q, `#approve`)
 	time.Sleep(300 * time.Millisecond)
 	h.shot("approval-card-expired.png")
 	if _, err := os.Stat(filepath.Join(root, "notes.txt")); err != nil {
@@ -414,7 +467,7 @@ func TestApprovalCardShowsAProxiedEdit(t *testing.T) {
 				}
 				h.shot("approval-card-edit-file.png")
 			}
-			must(t, chromedp.Do(fctx, chromedp.Click(chromedp.CSS(`#approve`), q...)))
+			h.click(fctx, q, `#approve`)
 			cardStatus(t, fctx, q, "Approved")
 			if b, _ := os.ReadFile(target); string(b) != "line one\nline 2 (edited by agent)\nline three\n" {
 				t.Fatalf("the file after the approval: %q", b)

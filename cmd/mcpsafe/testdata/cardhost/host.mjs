@@ -49,7 +49,7 @@ host.render = async (name, args, result) => {
     bridge.sendToolInput({ arguments: args });
     bridge.sendToolResult(result);
   };
-  bridge.onsizechange = ({ height }) => { if (height) frame.style.height = Math.min(height + 4, 900) + "px"; };
+  bridge.addEventListener("sizechange", ({ height }) => { if (height) frame.style.height = Math.min(height + 4, 900) + "px"; });
   await bridge.connect(new PostMessageTransport(frame.contentWindow, frame.contentWindow));
   frame.srcdoc = html;
   host.bridge = bridge;
