@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +76,9 @@ func startMCPHTTP(t *testing.T, args ...string) string {
 	later := &lockedBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
+			// Its goroutines, for a call that never came back.
+			cmd.Process.Signal(syscall.SIGQUIT)
+			time.Sleep(time.Second)
 			t.Logf("%v said after start:\n%s", args, later.String())
 		}
 	})
