@@ -70,6 +70,11 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		g.journalRefusal(ctx, k, t.Name, r)
 		return nil, r, nil
 	}
+	if res, r, ok := g.cardLookup(ctx, k); ok {
+		// The model's handle of an approval card only looks the outcome
+		// up, which the target's later state does not change.
+		return res, r, nil
+	}
 	rctx, span := g.step(ctx, "rules")
 	r = g.checkRules(rctx, k)
 	endStep(span, r)
@@ -92,10 +97,11 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		res, r = g.resumeVia(ctx, k, g.channel, *k.token)
 	case k.token != nil:
 		res, r = g.redeemToken(ctx, k)
-	case g.handleMode(req.Params.RequestState) == grantPage:
-		// The retry after a URL elicitation of the page's link: the
-		// client's answer only says the person agreed to open the page.
-		res, r = g.resumeVia(ctx, k, g.page, req.Params.RequestState)
+	case g.handleMode(req.Params.RequestState) != "":
+		// The retry after a URL elicitation of the page's (or the
+		// approval service's) link: the client's answer only says the
+		// person agreed to open it.
+		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(req.Params.RequestState)), req.Params.RequestState)
 	case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
 		res, r = g.redeemElicitation(ctx, k, req.Params.RequestState, req.Params.InputResponses)
 	default:
@@ -157,6 +163,8 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.askChannel(ctx, k)
 	case ModePage:
 		return g.askVia(ctx, k, g.page)
+	case ModeCard:
+		return g.askCard(ctx, k)
 	case ModeElicit:
 		if !canElicit {
 			return nil, elicitationUnsupported(t.Name, !t.OwnsTokenField, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
@@ -172,12 +180,14 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.issueToken(ctx, k)
 	default: // ModeAuto: the strongest path configured and open to the client
 		switch {
-		case g.page != nil:
+		case g.page != nil && (g.channel == nil || t.minAssur <= g.page.page.Assurance()):
 			return g.askVia(ctx, k, g.page)
 		case g.channel != nil:
 			return g.askChannel(ctx, k)
 		case canElicit:
 			return g.askElicitation(ctx, k)
+		case g.cardFor(k):
+			return g.askCard(ctx, k)
 		}
 		if g.tokenAllowed(t, k.now) {
 			return g.issueToken(ctx, k)
@@ -254,6 +264,9 @@ func (g *Gate) journalApproval(ctx context.Context, k *call, a *Approval) *Refus
 	rec.Shown = shownDigest(planView(k.plan), k.plan.Targets)
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
 		return refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
+	}
+	if o := g.opts.Observer; o != nil {
+		o.Approved(k.t.Name, rec.Decision, rec.Assurance)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/internal/canon"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -146,32 +147,32 @@ func (g *Gate) runResolve(ctx context.Context, k *call) (state, *Refusal) {
 func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string, r *Refusal) {
 	ctx, span := g.step(ctx, "preview")
 	defer func() { endStep(span, r) }()
-	var plan Plan
+	var p Plan
 	err := safely(func() error {
 		var err error
-		plan, err = k.t.preview(ctx, k.c, k.in, st.v)
+		p, err = k.t.preview(ctx, k.c, k.in, st.v)
 		return err
 	})
 	if err != nil {
 		return Plan{}, "", asRefusal(err, ReasonPreviewFailed)
 	}
-	if strings.TrimSpace(plan.Summary) == "" {
+	if strings.TrimSpace(p.Summary) == "" {
 		return Plan{}, "", refusal(ReasonPreviewFailed, "the tool's preview has no summary")
 	}
 	// The binding covers the targets as the tool saw them, and the parts
 	// as shown: redacted before they are rendered, so that no approver
 	// sees a secret in a diff line either.
-	targets := plan.Targets
-	plan = redactPlan(plan, k.secretsOf())
-	views, r := partViews(plan.Parts)
+	targets := p.Targets
+	p = redactPlan(p, k.secretsOf())
+	views, r := partViews(p.Parts)
 	if r != nil {
 		return Plan{}, "", r
 	}
-	plan.views = views
+	p.views = views
 	b, err := json.Marshal(struct {
-		Resolved any        `json:"resolved"`
-		Targets  []Target   `json:"targets"`
-		Parts    []PartView `json:"parts,omitempty"`
+		Resolved any             `json:"resolved"`
+		Targets  []Target        `json:"targets"`
+		Parts    []plan.PartView `json:"parts,omitempty"`
 	}{st.v, targets, views})
 	if err != nil {
 		return Plan{}, "", refusal(ReasonResolverFailed, "resolved context cannot be encoded: %v", err)
@@ -180,7 +181,7 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	// nanosecond times) that need not fit an IEEE double, and encoding/json
 	// is deterministic for it (sorted map keys, exact integers).
 	sum := sha256.Sum256(b)
-	return plan, hex.EncodeToString(sum[:]), nil
+	return p, hex.EncodeToString(sum[:]), nil
 }
 
 // secretsOf finds the call's secret values once: both previews (before

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -52,11 +53,11 @@ type Awaiter interface {
 // still waiting for a human. ApprovalToken is a sealed handle for this exact
 // call, not an approval: calling again with it picks up the decision.
 type ApprovalPending struct {
-	Status        string   `json:"status"` // always "approval_pending"
-	ApprovalToken string   `json:"approval_token"`
-	ExpiresAt     string   `json:"expires_at"` // RFC 3339, exclusive
-	RetryAfter    int      `json:"retry_after_seconds"`
-	Plan          PlanView `json:"plan"`
+	Status        string          `json:"status"` // always "approval_pending"
+	ApprovalToken string          `json:"approval_token"`
+	ExpiresAt     string          `json:"expires_at"` // RFC 3339, exclusive
+	RetryAfter    int             `json:"retry_after_seconds"`
+	Plan          result.PlanView `json:"plan"`
 }
 
 // withdrawTimeout bounds telling the approver that a request is withdrawn,
@@ -96,7 +97,10 @@ type outOfBand struct {
 	approver   Approver
 	awaiter    Awaiter
 	withdrawer Withdrawer
-	page       Page // the page's links, nil for the channel
+	page       Page // the page, nil for the channel
+	// link is the address where a person decides a request: the page's,
+	// or the approval service's (Options.ApproverLink); nil: none.
+	link func(ApprovalRequest) (string, error)
 }
 
 func newOutOfBand(mode, words string, a Approver) *outOfBand {
@@ -265,18 +269,7 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 	case !dec.Approved:
 		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
 	}
-	assurance := AssuranceClientRelayed
-	decision := journal.ChannelApproved
-	if via.page != nil && dec.Assurance == AssuranceLocalPage && len(dec.Approvers) == 0 {
-		// A click on the approval page the gate itself was given.
-		assurance, decision = AssuranceLocalPage, journal.PageApproved
-	}
-	if len(dec.Approvers) > 0 {
-		assurance = AssuranceChannel
-		if dec.Assurance == AssurancePasskey {
-			assurance = AssurancePasskey
-		}
-	}
+	assurance, decision := decidedAt(via, dec)
 	if k.t.minAssur == AssurancePasskey && assurance < AssurancePasskey {
 		return nil, refusal(ReasonAssuranceTooLow, "%s requires each approver's passkey on this exact call, and the approval carried none the gate could verify", k.t.Name)
 	}
@@ -298,6 +291,29 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 		}
 	}
 	return g.execute(ctx, k, gr.Resolved, a)
+}
+
+// decidedAt is what an approval from via proves. The page the gate was
+// given vouches for a click on it, or for a passkey assertion when it takes
+// one (never more than its Assurance); the channel for its named
+// approvers, and for their passkeys when it checked them.
+func decidedAt(via *outOfBand, dec ApprovalDecision) (Assurance, string) {
+	if via.page != nil {
+		switch {
+		case dec.Assurance == AssuranceLocalPage && len(dec.Approvers) == 0:
+			return AssuranceLocalPage, journal.PageApproved
+		case dec.Assurance == AssurancePasskey && len(dec.Approvers) > 0 && via.page.Assurance() == AssurancePasskey:
+			return AssurancePasskey, journal.PageApproved
+		}
+		return AssuranceClientRelayed, journal.PageApproved
+	}
+	if len(dec.Approvers) > 0 {
+		if dec.Assurance == AssurancePasskey {
+			return AssurancePasskey, journal.ChannelApproved
+		}
+		return AssuranceChannel, journal.ChannelApproved
+	}
+	return AssuranceClientRelayed, journal.ChannelApproved
 }
 
 // withdraw tells the approver, if it can be told, that nobody will pick

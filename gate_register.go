@@ -44,6 +44,7 @@ func (g *Gate) register(server *mcp.Server, t Tool, s steps) error {
 	g.tools[t.Name] = gt
 	g.mu.Unlock()
 	server.AddTool(sdkTool, g.handler(gt))
+	g.attachCard(server)
 	return nil
 }
 
@@ -110,6 +111,9 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	}
 	if minA > AssurancePasskey || minA < AssuranceClientRelayed {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown MinAssurance %d", t.Name, minA)
+	}
+	if mode == ModeCard && g.opts.Card == nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode card but Options.Card is nil", t.Name)
 	}
 	if mode == ModePage && g.opts.Page == nil {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode page but Options.Page is nil", t.Name)
@@ -317,13 +321,13 @@ func (g *Gate) Tools() []string {
 // reachable is the strongest assurance a tool of mode can get: a channel
 // can vouch for passkeys, the approval page for a click on it, the client
 // for a relayed answer. Auto takes the page, else the channel, when
-// configured.
+// configured (the channel when the page cannot reach the tool's minimum).
 func (g *Gate) reachable(mode Mode) Assurance {
 	switch {
-	case mode == ModeChannel, mode == ModeAuto && g.page == nil && g.channel != nil:
+	case mode == ModeChannel, mode == ModeAuto && g.channel != nil:
 		return AssurancePasskey
 	case mode == ModePage, mode == ModeAuto && g.page != nil:
-		return AssuranceLocalPage
+		return g.page.page.Assurance()
 	}
 	return AssuranceClientRelayed
 }

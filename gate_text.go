@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -85,8 +86,8 @@ func redactPlan(p Plan, s journal.Secrets) Plan {
 }
 
 // planView is the whole plan, every line rendered for display.
-func planView(p Plan) PlanView {
-	v := PlanView{Summary: displayLine(p.Summary), Details: []string{}, Parts: p.views}
+func planView(p Plan) result.PlanView {
+	v := result.PlanView{Summary: displayLine(p.Summary), Details: []string{}, Parts: p.views}
 	for _, d := range p.Details {
 		v.Details = append(v.Details, displayLine(d))
 	}
@@ -117,7 +118,7 @@ func shownPlan(k *call) string {
 	return b.String()
 }
 
-func renderPlan(v PlanView) string {
+func renderPlan(v result.PlanView) string {
 	var b strings.Builder
 	b.WriteString(v.Summary)
 	for _, d := range v.Details {

@@ -2,45 +2,18 @@ package mcpsafe
 
 import (
 	"context"
-	"sort"
 
+	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // tracerName is the instrumentation scope of the gate's spans.
 const tracerName = "github.com/mcpsafe/mcpsafe"
-
-// metaCarrier carries W3C trace context (traceparent, tracestate) in an
-// MCP request's _meta, so that a gated call joins its caller's trace and a
-// proxy passes its own span on to the upstream server.
-type metaCarrier mcp.Meta
-
-// Get returns the string value of key, or "".
-func (c metaCarrier) Get(key string) string {
-	v, _ := c[key].(string)
-	return v
-}
-
-// Set sets key to value.
-func (c metaCarrier) Set(key, value string) { c[key] = value }
-
-// Keys lists the keys, sorted.
-func (c metaCarrier) Keys() []string {
-	out := make([]string, 0, len(c))
-	for k := range c {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-var traceContext = propagation.TraceContext{}
 
 func newTracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {
@@ -54,7 +27,7 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 // recorded: never arguments or principals.
 func (g *Gate) startCall(ctx context.Context, tool string, req *mcp.CallToolRequest) (context.Context, trace.Span) {
 	if req != nil && req.Params != nil && req.Params.Meta != nil {
-		ctx = traceContext.Extract(ctx, metaCarrier(req.Params.Meta))
+		ctx = tracemeta.Extract(ctx, req.Params.Meta)
 	}
 	if g.opts.TracerProvider == nil {
 		// No tracer: a noop span would only allocate a context carrying
@@ -85,21 +58,6 @@ func endStep(span trace.Span, r *Refusal) {
 		span.SetStatus(codes.Error, r.Reason)
 	}
 	span.End()
-}
-
-// InjectTraceContext writes the trace context of ctx's span into meta (a
-// request's _meta), creating the map if needed. A proxy calls it before
-// relaying a call upstream, so that the upstream's spans join the trace as
-// children of the gate's.
-func InjectTraceContext(ctx context.Context, meta mcp.Meta) mcp.Meta {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return meta
-	}
-	if meta == nil {
-		meta = mcp.Meta{}
-	}
-	traceContext.Inject(ctx, metaCarrier(meta))
-	return meta
 }
 
 // tracedJournal gives every journal write a "journal" step span.

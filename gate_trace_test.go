@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -148,12 +149,12 @@ func TestInjectTraceContext(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	ctx, span := tp.Tracer("t").Start(context.Background(), "s")
 	defer span.End()
-	meta := mcpsafe.InjectTraceContext(ctx, nil)
+	meta := tracemeta.Inject(ctx, nil)
 	want := "00-" + span.SpanContext().TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
 	if meta["traceparent"] != want {
 		t.Fatalf("traceparent %v, want %s", meta["traceparent"], want)
 	}
-	if got := mcpsafe.InjectTraceContext(context.Background(), nil); got != nil {
+	if got := tracemeta.Inject(context.Background(), nil); got != nil {
 		t.Fatalf("no span, but meta %v", got)
 	}
 }

@@ -45,6 +45,10 @@ const (
 	grantElicit  = "elicit"
 	grantChannel = "channel"
 	grantPage    = "page"
+	// The approval card's two envelopes: the model's handle (looks the
+	// outcome up) and the card's decision capability.
+	grantCard         = "card"
+	grantCardDecision = "card-decision"
 )
 
 // maxClockSkew bounds how far in the future an issue time may lie.

@@ -29,7 +29,7 @@ const (
 )
 
 // grantModes numbers the envelopes on the wire; 0 is no mode.
-var grantModes = [...]string{1: grantToken, 2: grantElicit, 3: grantChannel, 4: grantPage}
+var grantModes = [...]string{1: grantToken, 2: grantElicit, 3: grantChannel, 4: grantPage, 5: grantCard, 6: grantCardDecision}
 
 var errGrantEncode = errors.New("grant field cannot be encoded")
 

@@ -31,6 +31,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -119,7 +120,7 @@ type Plan struct {
 	Targets []Target `json:"targets,omitempty"`
 	Parts   []Part   `json:"parts,omitempty"`
 
-	views []PartView // Parts as rendered, set by the gate after Preview
+	views []plan.PartView // Parts as rendered, set by the gate after Preview
 }
 
 // Approval tells Execute how the call was approved.
@@ -227,7 +228,7 @@ type ApprovalRequest struct {
 	Details []string `json:"details,omitempty"`
 	Targets []Target `json:"targets,omitempty"`
 	// Parts are the plan's parts as rendered, whole (see Part).
-	Parts []PartView `json:"parts,omitempty"`
+	Parts []plan.PartView `json:"parts,omitempty"`
 	// Arguments are the call's arguments in full, sensitive values
 	// redacted (journal.Redact with the tool's SecretFields), so that the
 	// approver can see every one of them.

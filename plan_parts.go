@@ -12,6 +12,8 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -23,7 +25,7 @@ import (
 // Every surface shows the parts: the approval prompt a client shows (plain
 // text, a compact unified diff), the page of `mcpsafe approvals serve` (a
 // diff view, long diffs folded behind "expand"), the channel request (as
-// data, PartView). A part is shown whole on the page and in the channel
+// data, plan.PartView). A part is shown whole on the page and in the channel
 // request; the prompt shows at most ShortDiffLines lines of a diff and
 // ShortTableRows rows of a table, and says how many more there are and
 // where to see them, never cutting silently. The approval binds the whole
@@ -75,43 +77,13 @@ const (
 	ShortTableRows = 20
 )
 
-// PartView is a part as it is shown and sent: its lines computed and
-// rendered for a human (prompt.CodeLine for diff lines, prompt.Quote for
-// table cells), sensitive values redacted.
-type PartView struct {
-	Kind    string     `json:"kind"` // "diff" or "table"
-	Title   string     `json:"title,omitempty"`
-	Path    string     `json:"path,omitempty"` // quoted
-	Added   int        `json:"added,omitempty"`
-	Removed int        `json:"removed,omitempty"`
-	Lines   []DiffLine `json:"lines,omitempty"`
-	Columns []string   `json:"columns,omitempty"`
-	Rows    [][]string `json:"rows,omitempty"`
-	Shows   []string   `json:"shows,omitempty"`
-}
-
-// DiffLine is one line of a diff view. Op is "+" (added), "-" (removed),
-// " " (unchanged context) or "@@" (a hunk header, Text "-1,3 +1,4").
-type DiffLine struct {
-	Op   string `json:"op"`
-	Text string `json:"text"`
-}
-
-// Diff ops.
-const (
-	OpAdd     = "+"
-	OpRemove  = "-"
-	OpContext = " "
-	OpHunk    = "@@"
-)
-
 // partViews renders the plan's parts (already redacted, redactPlan) and
 // refuses parts over the limits.
-func partViews(parts []Part) ([]PartView, *Refusal) {
+func partViews(parts []Part) ([]plan.PartView, *Refusal) {
 	if len(parts) > MaxParts {
 		return nil, refusal(ReasonPlanTooLarge, "the plan has %d parts, over the limit of %d", len(parts), MaxParts)
 	}
-	var out []PartView
+	var out []plan.PartView
 	for i, p := range parts {
 		v, err := partView(p)
 		if err != nil {
@@ -126,8 +98,8 @@ func partViews(parts []Part) ([]PartView, *Refusal) {
 	return out, nil
 }
 
-func partView(p Part) (PartView, error) {
-	v := PartView{Title: displayLine(p.Title), Shows: p.Shows}
+func partView(p Part) (plan.PartView, error) {
+	v := plan.PartView{Title: displayLine(p.Title), Shows: p.Shows}
 	switch {
 	case p.Diff != nil && p.Table == nil:
 		d := p.Diff
@@ -138,7 +110,7 @@ func partView(p Part) (PartView, error) {
 		if d.Path == "" {
 			v.Path = ""
 		}
-		var lines []DiffLine
+		var lines []plan.DiffLine
 		var err error
 		if d.Unified != "" {
 			if d.Old != "" || d.New != "" {
@@ -156,12 +128,12 @@ func partView(p Part) (PartView, error) {
 		}
 		for i, l := range lines {
 			switch l.Op {
-			case OpAdd:
+			case plan.OpAdd:
 				v.Added++
-			case OpRemove:
+			case plan.OpRemove:
 				v.Removed++
 			}
-			if l.Op != OpHunk {
+			if l.Op != plan.OpHunk {
 				lines[i].Text = prompt.CodeLine(l.Text)
 			}
 		}
@@ -203,7 +175,7 @@ func tooLarge(format string, a ...any) *Refusal {
 }
 
 // computeDiff is the unified diff of old and new, three lines of context.
-func computeDiff(old, new string) ([]DiffLine, error) {
+func computeDiff(old, new string) ([]plan.DiffLine, error) {
 	if old == new {
 		return nil, nil
 	}
@@ -211,7 +183,7 @@ func computeDiff(old, new string) ([]DiffLine, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []DiffLine
+	var out []plan.DiffLine
 	for _, h := range u.Hunks {
 		var del, ins int
 		for _, l := range h.Lines {
@@ -225,16 +197,16 @@ func computeDiff(old, new string) ([]DiffLine, error) {
 				ins++
 			}
 		}
-		out = append(out, DiffLine{Op: OpHunk, Text: hunkRange(h.FromLine, del) + " " + strings.Replace(hunkRange(h.ToLine, ins), "-", "+", 1)})
+		out = append(out, plan.DiffLine{Op: plan.OpHunk, Text: hunkRange(h.FromLine, del) + " " + strings.Replace(hunkRange(h.ToLine, ins), "-", "+", 1)})
 		for _, l := range h.Lines {
-			op := OpContext
+			op := plan.OpContext
 			switch l.Kind {
 			case udiff.Delete:
-				op = OpRemove
+				op = plan.OpRemove
 			case udiff.Insert:
-				op = OpAdd
+				op = plan.OpAdd
 			}
-			out = append(out, DiffLine{Op: op, Text: strings.TrimSuffix(l.Content, "\n")})
+			out = append(out, plan.DiffLine{Op: op, Text: strings.TrimSuffix(l.Content, "\n")})
 		}
 	}
 	return out, nil
@@ -252,8 +224,8 @@ func hunkRange(start, n int) string {
 // and a Markdown fence around the diff are skipped. Anything else outside
 // a hunk, or a hunk that ends early, is an error: a diff that cannot be
 // read is not shown as if it were one.
-func parseUnified(text string) ([]DiffLine, error) {
-	var out []DiffLine
+func parseUnified(text string) ([]plan.DiffLine, error) {
+	var out []plan.DiffLine
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 0, 64<<10), MaxPartBytes+1)
 	for sc.Scan() {
@@ -269,7 +241,7 @@ func parseUnified(text string) ([]DiffLine, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, DiffLine{Op: OpHunk, Text: rng})
+		out = append(out, plan.DiffLine{Op: plan.OpHunk, Text: rng})
 		for del > 0 || ins > 0 {
 			if !sc.Scan() {
 				return nil, errors.New("a hunk of the diff ends before its header says")
@@ -283,12 +255,12 @@ func parseUnified(text string) ([]DiffLine, error) {
 			}
 			op, body := l[:1], l[1:]
 			switch op {
-			case OpContext:
+			case plan.OpContext:
 				del--
 				ins--
-			case OpRemove:
+			case plan.OpRemove:
 				del--
-			case OpAdd:
+			case plan.OpAdd:
 				ins--
 			default:
 				return nil, fmt.Errorf("a line in a hunk of the diff has no +, - or space: %s", prompt.Quote(l))
@@ -296,7 +268,7 @@ func parseUnified(text string) ([]DiffLine, error) {
 			if del < 0 || ins < 0 {
 				return nil, errors.New("a hunk of the diff is longer than its header says")
 			}
-			out = append(out, DiffLine{Op: op, Text: body})
+			out = append(out, plan.DiffLine{Op: op, Text: body})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -330,10 +302,10 @@ func hunkHeader(line string) (del, ins int, rng string, err error) {
 
 // shownDigest is the SHA-256 of the plan as shown (summary, details,
 // targets and parts as rendered): what the journal records of it.
-func shownDigest(v PlanView, targets []Target) string {
+func shownDigest(v result.PlanView, targets []Target) string {
 	b, _ := json.Marshal(struct {
-		Plan    PlanView `json:"plan"`
-		Targets []Target `json:"targets,omitempty"`
+		Plan    result.PlanView `json:"plan"`
+		Targets []Target        `json:"targets,omitempty"`
 	}{v, targets})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -119,17 +120,10 @@ func (r *Refusal) Result() *mcp.CallToolResult {
 	}
 }
 
-// PlanView is the plan as the model sees it in an approval_required result.
-type PlanView struct {
-	Summary string     `json:"summary"`
-	Details []string   `json:"details"`
-	Parts   []PartView `json:"parts,omitempty"`
-}
-
 // ApprovalRequired is the structured content of a token-mode first call.
 type ApprovalRequired struct {
-	Status        string   `json:"status"` // always "approval_required"
-	ApprovalToken string   `json:"approval_token"`
-	ExpiresAt     string   `json:"expires_at"` // RFC 3339, exclusive
-	Plan          PlanView `json:"plan"`
+	Status        string          `json:"status"` // always "approval_required"
+	ApprovalToken string          `json:"approval_token"`
+	ExpiresAt     string          `json:"expires_at"` // RFC 3339, exclusive
+	Plan          result.PlanView `json:"plan"`
 }

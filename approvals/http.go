@@ -14,8 +14,10 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -74,25 +76,25 @@ func (s *Service) routes() {
 
 // item is one request as the UI and the JSON API show it.
 type item struct {
-	ID           string             `json:"id"`
-	Tool         string             `json:"tool"`
-	Summary      string             `json:"summary"`
-	Details      []string           `json:"details"`
-	Targets      []mcpsafe.Target   `json:"targets"`
-	Parts        []mcpsafe.PartView `json:"parts,omitempty"`
-	Arguments    json.RawMessage    `json:"arguments"` // in full, sensitive values redacted; null if the sender sent none
-	ArgsDigest   string             `json:"args_digest"`
-	Principal    string             `json:"principal"`
-	Audience     string             `json:"audience"`
-	Irreversible bool               `json:"irreversible"`
-	Received     time.Time          `json:"received"`
-	Deadline     time.Time          `json:"deadline"`
-	Status       string             `json:"status"`
-	Required     int                `json:"required_approvals"`
-	Approvals    []string           `json:"approvals"`
-	DeniedBy     string             `json:"denied_by,omitempty"`
-	DecidedAt    time.Time          `json:"decided_at,omitzero"`
-	Withdrawn    string             `json:"withdrawn,omitempty"` // why the gate took it back
+	ID           string           `json:"id"`
+	Tool         string           `json:"tool"`
+	Summary      string           `json:"summary"`
+	Details      []string         `json:"details"`
+	Targets      []mcpsafe.Target `json:"targets"`
+	Parts        []plan.PartView  `json:"parts,omitempty"`
+	Arguments    json.RawMessage  `json:"arguments"` // in full, sensitive values redacted; null if the sender sent none
+	ArgsDigest   string           `json:"args_digest"`
+	Principal    string           `json:"principal"`
+	Audience     string           `json:"audience"`
+	Irreversible bool             `json:"irreversible"`
+	Received     time.Time        `json:"received"`
+	Deadline     time.Time        `json:"deadline"`
+	Status       string           `json:"status"`
+	Required     int              `json:"required_approvals"`
+	Approvals    []string         `json:"approvals"`
+	DeniedBy     string           `json:"denied_by,omitempty"`
+	DecidedAt    time.Time        `json:"decided_at,omitzero"`
+	Withdrawn    string           `json:"withdrawn,omitempty"` // why the gate took it back
 	// Grants are the standing grants offered; Grant the one chosen.
 	Grants       []mcpsafe.GrantOffer `json:"grants,omitempty"`
 	Grant        string               `json:"grant,omitempty"`
@@ -205,9 +207,9 @@ func itemOf(r record, viewer string) item {
 	if r.DeniedBy != nil {
 		it.DeniedBy = r.DeniedBy.By
 	}
-	it.Mine = mcpsafe.SameIdentity(viewer, r.Req.Principal)
+	it.Mine = identity.Same(viewer, r.Req.Principal)
 	for _, a := range it.Approvals {
-		if mcpsafe.SameIdentity(a, viewer) {
+		if identity.Same(a, viewer) {
 			it.Voted = true
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -85,7 +85,7 @@ func newOIDCLogin(ctx context.Context, cfg OIDCConfig, origin string) (*oidcLogi
 		if v == "" || !nameRE.MatchString(name) {
 			return nil, fmt.Errorf("channel: oidc user %q -> %q: the name must use letters, digits and ._@+- (at most 64)", v, name)
 		}
-		if _, err := mcpsafe.IdentityKey(name); err != nil {
+		if _, err := identity.Key(name); err != nil {
 			return nil, fmt.Errorf("channel: oidc user %q -> %q: %v", v, name, err)
 		}
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -87,7 +87,7 @@ type pkUser struct {
 }
 
 func (u pkUser) WebAuthnID() []byte {
-	k, _ := mcpsafe.IdentityKey(u.name)
+	k, _ := identity.Key(u.name)
 	h := sha256.Sum256([]byte("mcpsafe approver\n" + k))
 	return h[:]
 }
@@ -98,7 +98,7 @@ func (u pkUser) WebAuthnCredentials() []webauthn.Credential { return u.creds }
 func (p *passkeys) userLocked(name string) pkUser {
 	u := pkUser{name: name}
 	for _, r := range p.reg.Passkeys {
-		if !mcpsafe.SameIdentity(r.Approver, name) {
+		if !identity.Same(r.Approver, name) {
 			continue
 		}
 		id, _ := base64.RawURLEncoding.DecodeString(r.CredentialID)
@@ -191,7 +191,7 @@ func (s *Service) pkApproveBegin(w http.ResponseWriter, r *http.Request, sess *s
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no pending request " + prompt.Visible(wire.Clip(id))})
 		return
 	}
-	if mcpsafe.SameIdentity(sess.name, req.Principal) {
+	if identity.Same(sess.name, req.Principal) {
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "you asked for this call; another approver must approve it"})
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
@@ -606,7 +607,7 @@ func decodeWireRequest(body []byte) (channel.WireRequest, error) {
 	}
 	// Separation of duties needs to know who asked: a principal with no
 	// identity key could be anyone, approvers included.
-	if _, err := mcpsafe.IdentityKey(req.Principal); err != nil {
+	if _, err := identity.Key(req.Principal); err != nil {
 		return req, fmt.Errorf("principal: %v", err)
 	}
 	all := []string{req.Tool, req.Summary, req.ArgsDigest, req.Principal, req.Audience}
@@ -728,7 +729,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 		// One namespace, one comparison (mcpsafe.SameIdentity): approver
 		// "alice" is principal "user:alice", and a principal that cannot
 		// be compared counts as everyone's.
-		if mcpsafe.SameIdentity(by, cur.Req.Principal) {
+		if identity.Same(by, cur.Req.Principal) {
 			return cur, fail(http.StatusForbidden, "%s asked for this call (as %q) and cannot approve it; another approver must", by, cur.Req.Principal)
 		}
 		if s.needsPasskey(&cur) && v.Passkey == nil {
@@ -738,7 +739,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 			return cur, fail(http.StatusBadRequest, "%s requires a passkey on each call; a standing grant cannot be chosen for it", cur.Req.Tool)
 		}
 		for _, v := range cur.Approvals {
-			if mcpsafe.SameIdentity(v.By, by) {
+			if identity.Same(v.By, by) {
 				return cur, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
 			}
 		}

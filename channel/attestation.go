@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
@@ -132,7 +133,7 @@ func sameNames(a, b []string) bool {
 	key := func(list []string) string {
 		var ks []string
 		for _, n := range list {
-			k, err := mcpsafe.IdentityKey(n)
+			k, err := identity.Key(n)
 			if err != nil {
 				k = "\x00" + n
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
@@ -105,7 +106,7 @@ func (reg *PasskeyRegistry) check() error {
 	}
 	seen := map[string]bool{}
 	for _, p := range reg.Passkeys {
-		if _, err := mcpsafe.IdentityKey(p.Approver); err != nil {
+		if _, err := identity.Key(p.Approver); err != nil {
 			return fmt.Errorf("passkey of %q: %v", p.Approver, err)
 		}
 		if _, err := base64.RawURLEncoding.DecodeString(p.PublicKey); err != nil || p.PublicKey == "" {
@@ -159,7 +160,7 @@ func (reg *PasskeyRegistry) VerifyProof(p PasskeyProof, challenge []byte) error 
 	if key == nil {
 		return fmt.Errorf("%w: credential %q is not registered", ErrPasskey, wire.Clip(p.CredentialID))
 	}
-	if !mcpsafe.SameIdentity(key.Approver, p.Approver) {
+	if !identity.Same(key.Approver, p.Approver) {
 		return fmt.Errorf("%w: credential %q belongs to %s, not %s", ErrPasskey, wire.Clip(p.CredentialID), key.Approver, wire.Clip(p.Approver))
 	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(p.Assertion)
@@ -185,12 +186,12 @@ func (reg *PasskeyRegistry) checkPasskeys(r mcpsafe.ApprovalRequest, approvers [
 	challenge := challengeFor(r)
 	named := map[string]bool{}
 	for _, a := range approvers {
-		k, _ := mcpsafe.IdentityKey(a) // checked by Approve
+		k, _ := identity.Key(a) // checked by Approve
 		named[k] = true
 	}
 	ok := map[string]bool{}
 	for _, p := range proofs {
-		k, err := mcpsafe.IdentityKey(p.Approver)
+		k, err := identity.Key(p.Approver)
 		if err != nil || !named[k] {
 			return fmt.Errorf("%w: a proof names %q, who is not among the approvers", ErrPasskey, wire.Clip(p.Approver))
 		}
@@ -235,12 +236,12 @@ func (reg *PasskeyRegistry) CheckStatementPasskeys(st Statement, need int) error
 	challenge := PasskeyChallenge(st.ID, st.Tool, st.ArgsDigest, st.TargetsDigest, st.ExpiresAt, st.Audience)
 	named := map[string]bool{}
 	for _, a := range st.Approvers {
-		k, _ := mcpsafe.IdentityKey(a)
+		k, _ := identity.Key(a)
 		named[k] = true
 	}
 	ok := map[string]bool{}
 	for _, p := range st.Passkeys {
-		k, err := mcpsafe.IdentityKey(p.Approver)
+		k, err := identity.Key(p.Approver)
 		if err != nil || !named[k] {
 			return fmt.Errorf("%w: a proof names %q, who is not among the approvers", ErrPasskey, wire.Clip(p.Approver))
 		}

@@ -20,9 +20,11 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -106,7 +108,7 @@ type WireRequest struct {
 	Targets []mcpsafe.Target `json:"targets"`
 	// Parts are the plan's typed parts (a diff as lines marked +, - or
 	// context, a table), whole and rendered for a human.
-	Parts []mcpsafe.PartView `json:"parts,omitempty"`
+	Parts []plan.PartView `json:"parts,omitempty"`
 	// Arguments are the call's arguments in full, sensitive values
 	// redacted (journal.Redact): the approver can check every one.
 	Arguments    json.RawMessage `json:"arguments,omitempty"`
@@ -276,7 +278,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	}
 	// Without a comparable principal no answer could be checked for
 	// self-approval; refuse before a human spends time on it.
-	if _, err := mcpsafe.IdentityKey(r.Principal); err != nil {
+	if _, err := identity.Key(r.Principal); err != nil {
 		return no, fmt.Errorf("%w: principal: %v", ErrRequest, err)
 	}
 	if !now.Before(r.ExpiresAt) {
@@ -380,10 +382,10 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 		return d, ErrDenied
 	}
 	for _, a := range ans.Approvers {
-		if _, err := mcpsafe.IdentityKey(a); err != nil {
+		if _, err := identity.Key(a); err != nil {
 			return no, fmt.Errorf("%w: approver %q cannot be compared with the requesting principal: %v", ErrBadResponse, a, err)
 		}
-		if mcpsafe.SameIdentity(a, r.Principal) {
+		if identity.Same(a, r.Principal) {
 			return no, fmt.Errorf("%w: the requesting principal %q is listed as its own approver (%q)", ErrBadResponse, r.Principal, a)
 		}
 	}
@@ -623,7 +625,7 @@ func parseAnswer(raw []byte) (answer, error) {
 		// Distinct under the identity key, so "alice", "ALICE" and
 		// "user:alice" count once toward N-of-M. A name without a key is
 		// kept as sent: an approval naming it is refused in Approve.
-		k, err := mcpsafe.IdentityKey(n)
+		k, err := identity.Key(n)
 		if err != nil {
 			k = "\x00" + n
 		}

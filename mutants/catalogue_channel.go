@@ -39,8 +39,8 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "channel/webhook.go",
-				Old:  "if mcpsafe.SameIdentity(a, r.Principal) {",
-				New:  "if false && mcpsafe.SameIdentity(a, r.Principal) {",
+				Old:  "if identity.Same(a, r.Principal) {",
+				New:  "if false && identity.Same(a, r.Principal) {",
 			},
 		},
 	},
@@ -78,7 +78,7 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approvals/service.go",
-				Old:  "\t\tif mcpsafe.SameIdentity(by, cur.Req.Principal) {",
+				Old:  "\t\tif identity.Same(by, cur.Req.Principal) {",
 				New:  "\t\tif strings.EqualFold(by, cur.Req.Principal) {",
 			},
 		},

@@ -651,12 +651,12 @@ var gateMutants = []Mutant{
 	},
 	{
 		Name:     "sod-user-prefix-kept",
-		Packages: []string{".", "./approvals"},
+		Packages: []string{"./internal/identity", "./approvals"},
 		Run:      "TestIdentity|TestSameIdentity|TestSelfApproval|TestWebhookRefusesRequester",
 		Why:      "the identity key keeps the user: prefix: principals and approver names live in two namespaces",
 		Edits: []Edit{
 			{
-				File: "identity.go",
+				File: "internal/identity/identity.go",
 				Old:  "\tk = strings.TrimPrefix(k, UserPrefix)\n",
 				New:  "\tk = strings.ReplaceAll(k, UserPrefix, \"user-\")\n",
 			},
@@ -670,8 +670,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "plan = redactPlan(plan, k.secretsOf())",
-				New:  "plan = redactPlan(plan, journal.Secrets{})",
+				Old:  "p = redactPlan(p, k.secretsOf())",
+				New:  "p = redactPlan(p, journal.Secrets{})",
 			},
 		},
 	},
