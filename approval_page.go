@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,16 +29,6 @@ import (
 // The decision is bound like every approval (tool, argument digest, target,
 // principal, audience, expiry, single use) and journaled as page-approved,
 // at AssuranceLocalPage.
-
-// A Page is an approval page: an Approver (with an Awaiter, so that calls
-// can answer "pending" and pick the decision up later) whose requests a
-// person decides in a browser.
-type Page interface {
-	Approver
-	// Link registers r and returns the address of its page, for a URL-mode
-	// elicitation; the page opens nothing for a request it handed out.
-	Link(r ApprovalRequest) (string, error)
-}
 
 // ModePage asks only the approval page (Options.Page).
 const ModePage Mode = "page"
@@ -75,7 +66,7 @@ func (g *Gate) sendLink(ctx context.Context, k *call, via *outOfBand, gr *grant,
 	msg := fmt.Sprintf("Approve or deny on the approval page: %s", planView(k.plan).Summary)
 	if k.req.ProtocolVersion() >= mrtrProtocol {
 		if !g.park(gr.Nonce, grantPage, k, &req, gr.expires()) {
-			g.withdraw(ctx, via, req, WithdrawShuttingDown)
+			g.withdraw(ctx, via, req, approver.WithdrawShuttingDown)
 			g.spend(ctx, gr.Nonce)
 			return nil, shuttingDown("no approval is asked for"), true
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -265,7 +266,7 @@ func TestMinimumAssuranceAndThePage(t *testing.T) {
 	}
 }
 
-func (pe *pageEnv) gatePage(t *testing.T) mcpsafe.Page {
+func (pe *pageEnv) gatePage(t *testing.T) approver.Page {
 	p, err := approvalpage.Listen(approvalpage.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)

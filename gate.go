@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/ledger"
@@ -48,11 +49,11 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Approver is the out-of-band channel: ModeChannel asks only it, and
 	// ModeAuto asks it when no approval page is configured.
-	Approver Approver
+	Approver approver.Approver
 	// Page is the approval page a person opens in a browser (package
 	// approvalpage serves one on the user's machine): ModePage asks only
 	// it, and ModeAuto asks it first. See approval_page.go.
-	Page Page
+	Page approver.Page
 	// AllowTokenFor names the irreversible tools that may use one-time
 	// tokens when the client cannot elicit. Exact names only.
 	AllowTokenFor []OptIn

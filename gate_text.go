@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/prompt"
@@ -233,7 +234,7 @@ func grantHolder(principal string) string {
 // fixed here; everything that came from the agent or the world is a
 // rendered line inside it. It shows the whole plan and every argument, or
 // the call is refused.
-func (g *Gate) approvalMessage(k *call, offers []GrantOffer) (string, *Refusal) {
+func (g *Gate) approvalMessage(k *call, offers []approver.GrantOffer) (string, *Refusal) {
 	var b strings.Builder
 	b.WriteString("Approve this action?\n\n")
 	fmt.Fprintf(&b, "Tool: %s", k.t.Name)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
@@ -68,9 +69,9 @@ func TestChannelGrantChoiceAfterScopesChange(t *testing.T) {
 			p.ClientRelayed = false
 			e = newGrantEnv(t, p, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mcpsafe.ModeChannel
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					if asked.Add(1) > 1 {
-						return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+						return approver.Decision{}, approver.ErrDenied
 					}
 					if len(r.Grants) < 3 || r.Grants[2].ID != tmpFor15m || r.Grants[2].Words != `"any path"` {
 						t.Errorf("offers shown: %+v", r.Grants)
@@ -85,7 +86,7 @@ func TestChannelGrantChoiceAfterScopesChange(t *testing.T) {
 					if err := e.gate.Register(e.server, e.writes.writeTool(next)); err != nil {
 						t.Error(err)
 					}
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice@example.com"}, Grant: tmpFor15m}, nil
+					return approver.Decision{Approved: true, Approvers: []string{"alice@example.com"}, Grant: tmpFor15m}, nil
 				})
 			})
 			cs := e.connect(client{name: "alice"})

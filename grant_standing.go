@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
@@ -74,7 +75,7 @@ var errNoStanding = errors.New("the ledger does not keep standing grants")
 
 // createStanding records a standing grant that a human chose while
 // approving k, and journals it. The approving call is its first use.
-func (g *Gate) createStanding(ctx context.Context, k *call, o *GrantOffer, a Approval) (string, *Refusal) {
+func (g *Gate) createStanding(ctx context.Context, k *call, o *approver.GrantOffer, words string, a Approval) (string, *Refusal) {
 	if g.standing == nil {
 		return "", refusal(ReasonLedgerUnavailable, "%v", errNoStanding)
 	}
@@ -86,7 +87,7 @@ func (g *Gate) createStanding(ctx context.Context, k *call, o *GrantOffer, a App
 	exp := now.Add(o.TTL)
 	sg := standingGrant{
 		Version: standingVersion, ID: id, Tool: k.t.Name, Policy: k.t.policy,
-		Principal: k.c.Principal, Audience: g.opts.Audience, Words: o.raw, CEL: o.CEL,
+		Principal: k.c.Principal, Audience: g.opts.Audience, Words: words, CEL: o.CEL,
 		By: a.By, Assurance: a.Assurance, Uses: o.Uses,
 		IssuedAt: now.UnixMilli(), ExpiresAt: exp.UnixMilli(),
 	}

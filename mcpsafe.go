@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/plan"
@@ -55,24 +56,23 @@ const (
 	ModeChannel Mode = "channel"
 )
 
-// Assurance orders how much an approval proves about who approved.
-type Assurance int
+// Assurance orders how much an approval proves about who approved (see
+// package approver, which defines the levels).
+type Assurance = approver.Assurance
 
+// The levels of Assurance, weakest first.
 const (
 	// AssuranceClientRelayed: an elicitation accept or a token typed back.
 	// A client, or a hook in it, can produce either without a person.
-	AssuranceClientRelayed Assurance = iota + 1
+	AssuranceClientRelayed = approver.AssuranceClientRelayed
 	// AssuranceLocalPage: a click on the local approval page (package
-	// approvalpage) of a server on the user's machine. It proves that
-	// someone who could use a browser there decided (a person, or an agent
-	// with a browser tool), not who.
-	AssuranceLocalPage
+	// approvalpage) of a server on the user's machine.
+	AssuranceLocalPage = approver.AssuranceLocalPage
 	// AssuranceChannel: an approver authenticated by an out-of-band channel.
-	AssuranceChannel
+	AssuranceChannel = approver.AssuranceChannel
 	// AssurancePasskey: each approver signed this exact call with a
-	// registered passkey (WebAuthn, user verified), checked by the gate
-	// against the approver's public key, not taken from the channel's word.
-	AssurancePasskey
+	// registered passkey, checked by the gate.
+	AssurancePasskey = approver.AssurancePasskey
 )
 
 // Call is one tools/call as the gate checked it: every function of a
@@ -105,11 +105,9 @@ func (c Call) Decode(v any) error { return json.Unmarshal(c.Arguments, v) }
 // Resolved too: its JSON object.
 type Resolved map[string]any
 
-// Target is something a call will touch, with its current state.
-type Target struct {
-	Name  string `json:"name"`
-	State string `json:"state,omitempty"`
-}
+// Target is something a call will touch, with its current state
+// (plan.Target: the approver's request carries the targets too).
+type Target = plan.Target
 
 // Plan is what Preview returns: what will happen, in words for a human.
 // Targets are the things the call touches with their current state; Parts
@@ -218,67 +216,6 @@ type Tool struct {
 type OptIn struct {
 	Tool  string
 	Until time.Time // zero: no expiry; otherwise valid while now < Until
-}
-
-// ApprovalRequest is what the gate sends an out-of-band Approver.
-type ApprovalRequest struct {
-	ID      string   `json:"id"`
-	Tool    string   `json:"tool"`
-	Summary string   `json:"summary"` // sanitized for display
-	Details []string `json:"details,omitempty"`
-	Targets []Target `json:"targets,omitempty"`
-	// Parts are the plan's parts as rendered, whole (see Part).
-	Parts []plan.PartView `json:"parts,omitempty"`
-	// Arguments are the call's arguments in full, sensitive values
-	// redacted (journal.Redact with the tool's SecretFields), so that the
-	// approver can see every one of them.
-	Arguments    json.RawMessage `json:"arguments,omitempty"`
-	ArgsDigest   string          `json:"args_digest"`
-	Principal    string          `json:"principal"`
-	Audience     string          `json:"audience"`
-	Irreversible bool            `json:"irreversible"`
-	ExpiresAt    time.Time       `json:"expires_at"`
-	// Grants are the standing grants the approver may choose instead of
-	// this call alone (empty: none offered).
-	Grants []GrantOffer `json:"grants,omitempty"`
-	// MinAssurance is the tool's: an approver that cannot meet it must not
-	// answer yes.
-	MinAssurance Assurance `json:"min_assurance,omitempty"`
-}
-
-// ApprovalDecision is an Approver's answer.
-type ApprovalDecision struct {
-	Approved  bool     // exactly true approves
-	Approvers []string // identities the channel vouches for
-	// Grant is the ID of the standing grant chosen from the request's
-	// Grants; empty or OnceOffer approves this call alone. Any other value
-	// refuses the approval.
-	Grant string
-	// Assurance is what the approver could verify of the decision:
-	// AssurancePasskey when every required approver's passkey assertion
-	// checked out; 0 means as the approvers imply (AssuranceChannel when
-	// named).
-	Assurance Assurance
-	// Evidence is the channel's proof of the decision as received (the
-	// approval service's signed statement), journaled with the approval.
-	Evidence json.RawMessage
-}
-
-// Approver asks a human somewhere else. Any error means not approved.
-//
-// What else an approver can do is part of its type, never found by a type
-// assertion that a wrapper (metrics, tracing, a test double) would
-// silently defeat: Awaiter and Withdrawer return nil when the approver
-// cannot. A wrapper that embeds the Approver it wraps forwards both; one
-// that does not must decide. The gate asks once, in New.
-type Approver interface {
-	Approve(ctx context.Context, r ApprovalRequest) (ApprovalDecision, error)
-	// Awaiter returns the approver's way of keeping a request open
-	// across calls, or nil when it has none.
-	Awaiter() Awaiter
-	// Withdrawer returns the approver's way of taking a request back, or
-	// nil when it has none.
-	Withdrawer() Withdrawer
 }
 
 // Ledger records issued grants and redeems each at most once.

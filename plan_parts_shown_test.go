@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -69,7 +70,7 @@ func TestDiffPartShown(t *testing.T) {
 			f := &memFile{text: "line one\nline two\nline three\n"}
 			var runs atomic.Int32
 			var msg string
-			var req mcpsafe.ApprovalRequest
+			var req approver.Request
 			path := filepath.Join(t.TempDir(), "journal.jsonl")
 			j, err := journal.Open(path)
 			if err != nil {
@@ -78,9 +79,9 @@ func TestDiffPartShown(t *testing.T) {
 			defer j.Close()
 			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode, o.Journal = mode, j
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					req = r
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+					return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 				})
 				*tools = append(*tools, writeTool(f, &runs))
 			})
@@ -293,10 +294,10 @@ func TestSecretsRedactedInParts(t *testing.T) {
 			var got atomic.Value
 			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mode
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					b, _ := json.Marshal(r)
 					shown = append(shown, string(b))
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+					return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 				})
 				*tools = append(*tools, mcpsafe.Tool{
 					Name: "set_password", InputSchema: map[string]any{"type": "object"},

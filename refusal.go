@@ -43,18 +43,6 @@ const (
 	ReasonShuttingDown = "shutting_down"
 )
 
-// Errors an Approver wraps so that the gate can tell a person's "no" and a
-// deadline from a failing channel: ErrDenied is reported as channel_denied,
-// ErrNoDecision as timeout, anything else as channel_unavailable. Each of
-// them refuses the call. ErrPlanTooLarge is reported as plan_too_large.
-var (
-	ErrDenied     = errors.New("mcpsafe: the approver denied the request")
-	ErrNoDecision = errors.New("mcpsafe: no decision before the deadline")
-	// ErrPlanTooLarge: the channel cannot show the request whole; the gate
-	// reports plan_too_large.
-	ErrPlanTooLarge = errors.New("mcpsafe: the plan is too large for the approval channel to show whole")
-)
-
 // Refusal is an error that refuses a call with a reason code. Tools return
 // one from Resolve, Preview or Execute to refuse with a tool-specific code
 // (for example outside_roots); the gate passes it to the model unchanged.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -456,23 +457,23 @@ func TestStandingGrantThroughChannel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked atomic.Int32
-			var offered []mcpsafe.GrantOffer
+			var offered []approver.GrantOffer
 			p := grantPolicy()
 			p.ClientRelayed = false
 			e := newGrantEnv(t, p, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mcpsafe.ModeChannel
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					if asked.Add(1) > 1 {
-						return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+						return approver.Decision{}, approver.ErrDenied
 					}
 					offered = r.Grants
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: tc.approvers, Grant: tmpFor15m}, nil
+					return approver.Decision{Approved: true, Approvers: tc.approvers, Grant: tmpFor15m}, nil
 				})
 				(*tools)[2].MinAssurance = tc.minA
 			})
 			cs := e.connect(client{name: "alice"})
 			first := e.write(cs, "tmp/a.txt")
-			if !slices.ContainsFunc(offered, func(o mcpsafe.GrantOffer) bool { return o.ID == tmpFor15m && o.Uses == 3 && o.TTL == 15*time.Minute }) {
+			if !slices.ContainsFunc(offered, func(o approver.GrantOffer) bool { return o.ID == tmpFor15m && o.Uses == 3 && o.TTL == 15*time.Minute }) {
 				t.Fatalf("the channel request does not offer %s: %+v", tmpFor15m, offered)
 			}
 			if !tc.runs {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
@@ -96,9 +97,9 @@ type item struct {
 	DecidedAt    time.Time        `json:"decided_at,omitzero"`
 	Withdrawn    string           `json:"withdrawn,omitempty"` // why the gate took it back
 	// Grants are the standing grants offered; Grant the one chosen.
-	Grants       []mcpsafe.GrantOffer `json:"grants,omitempty"`
-	Grant        string               `json:"grant,omitempty"`
-	NeedsPasskey bool                 `json:"needs_passkey"` // approving takes a passkey on this call
+	Grants       []approver.GrantOffer `json:"grants,omitempty"`
+	Grant        string                `json:"grant,omitempty"`
+	NeedsPasskey bool                  `json:"needs_passkey"` // approving takes a passkey on this call
 	// Outcome says what became of the call, from the gates' journals
 	// (ServiceOptions.Journals); empty when there is nothing to say.
 	Outcome string `json:"outcome,omitempty"`

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -298,7 +299,7 @@ func TestTSChannelCallerGone(t *testing.T) {
 				n.cmd.Process.Kill() // its server sees the connection close
 			}
 			out := a.waitStatus(id, "withdrawn")
-			if out["withdrawn"] != mcpsafe.WithdrawCallerGone {
+			if out["withdrawn"] != approver.WithdrawCallerGone {
 				t.Fatalf("withdrawn request: %v", out)
 			}
 			if code, out := a.api("POST", "/api/requests/"+id+"/approve", "alice"); code != 409 {
@@ -404,7 +405,7 @@ func TestHTTPChannelCallerGone(t *testing.T) {
 			}
 			cancel()
 			<-done
-			if out := a.waitStatus(id, "withdrawn"); out["withdrawn"] != mcpsafe.WithdrawCallerGone {
+			if out := a.waitStatus(id, "withdrawn"); out["withdrawn"] != approver.WithdrawCallerGone {
 				t.Fatalf("withdrawn request: %v", out)
 			}
 			if code, _ := a.api("POST", "/api/requests/"+id+"/approve", "alice"); code != 409 {
