@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -30,7 +31,7 @@ type GrantPolicy struct {
 	// function of the call and its resolved state: the offers are computed
 	// again when the answer arrives, and an answer names an offer by its
 	// position.
-	Scopes func(c Call, r Resolved) ([]GrantScope, error)
+	Scopes func(c Call, r Resolved) ([]grants.Scope, error)
 	// ScopesBinding names what Scopes derives (a function cannot be
 	// hashed): a version, or a digest of the fixed scopes it returns. It is
 	// part of the tool's policy hash, so changing it voids the grants made
@@ -40,17 +41,6 @@ type GrantPolicy struct {
 	// what it returns. A policy file (mcpsafe proxy) sets it to a digest of
 	// its scopes' words and CEL.
 	ScopesBinding string
-}
-
-// GrantScope is a constraint on the calls a standing grant covers.
-type GrantScope struct {
-	// Words describe the scope to the human, e.g. "paths under /data/tmp/".
-	Words string
-	// CEL decides whether a call fits. It sees tool, principal, args (the
-	// canonical arguments), args_digest and resolved (the resolved state of
-	// the later call). Only the exact bool true fits; an error or any other
-	// value refuses the grant for that call, which is then asked as usual.
-	CEL string
 }
 
 // offerLimits are the limits offered for each scope: a short default and
@@ -85,9 +75,9 @@ func (g *Gate) offerWords(k *call, assurance Assurance) ([]approver.GrantOffer, 
 	if assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {
 		return nil, nil, nil
 	}
-	scopes := []GrantScope{{Words: "exactly these arguments", CEL: fmt.Sprintf("args_digest == %q", k.c.ArgsDigest)}}
+	scopes := []grants.Scope{{Words: "exactly these arguments", CEL: fmt.Sprintf("args_digest == %q", k.c.ArgsDigest)}}
 	if t.Grants.Scopes != nil {
-		var more []GrantScope
+		var more []grants.Scope
 		err := safely(func() error {
 			var err error
 			more, err = t.Grants.Scopes(k.c, k.st.resolved)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
@@ -17,11 +18,11 @@ import (
 // scopes by position) is refused rather than applied to the new list.
 
 // anywhere offers the wide scope "any path".
-func anywhere(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
-	return []mcpsafe.GrantScope{{Words: "any path", CEL: "true"}}, nil
+func anywhere(mcpsafe.Call, mcpsafe.Resolved) ([]grants.Scope, error) {
+	return []grants.Scope{{Words: "any path", CEL: "true"}}, nil
 }
 
-func scopedPolicy(scopes func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error), binding string) *mcpsafe.GrantPolicy {
+func scopedPolicy(scopes func(mcpsafe.Call, mcpsafe.Resolved) ([]grants.Scope, error), binding string) *mcpsafe.GrantPolicy {
 	p := grantPolicy()
 	p.Scopes, p.ScopesBinding = scopes, binding
 	return p

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -74,7 +75,7 @@ func benchRedis(b *testing.B) mcpsafe.Ledger {
 	}
 	b.Cleanup(func() {
 		if ss, ok := store.(ledger.StandingStore); ok {
-			mcpsafe.RevokeGrants(context.Background(), ss, "the benchmark", func(mcpsafe.GrantInfo) bool { return true })
+			grants.Revoke(context.Background(), ss, "the benchmark", func(grants.Info) bool { return true })
 		}
 		store.Close()
 	})

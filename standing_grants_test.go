@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,7 +54,7 @@ func (n *notes) writeTool(p *mcpsafe.GrantPolicy) mcpsafe.Tool {
 }
 
 // dirScope is the scope "paths under DIR/" of the approved call.
-func dirScope(c mcpsafe.Call, _ mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
+func dirScope(c mcpsafe.Call, _ mcpsafe.Resolved) ([]grants.Scope, error) {
 	var a struct{ Path string }
 	if err := c.Decode(&a); err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func dirScope(c mcpsafe.Call, _ mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) 
 	if !ok {
 		return nil, nil
 	}
-	return []mcpsafe.GrantScope{{
+	return []grants.Scope{{
 		Words: "paths under " + dir + "/",
 		CEL:   fmt.Sprintf("args.path.startsWith(%q) && !args.path.contains('..')", dir+"/"),
 	}}, nil
@@ -265,12 +266,12 @@ func TestStandingGrantRevoked(t *testing.T) {
 		t.Run(fmt.Sprintf("revoke=%v", revoke), func(t *testing.T) {
 			e := newGrantEnv(t, grantPolicy(), nil)
 			cs, a := e.grantFirst("alice", tmpFor15m)
-			list, err := mcpsafe.Grants(context.Background(), e.store)
+			list, err := grants.List(context.Background(), e.store)
 			if err != nil || len(list) != 1 || list[0].Tool != "write_note" || list[0].Principal != "client:alice" || list[0].UsesLeft != 2 || list[0].Uses != 3 {
 				t.Fatalf("Grants = %+v, %v", list, err)
 			}
 			if revoke {
-				ended, err := mcpsafe.RevokeGrants(context.Background(), e.store, "admin via the test", func(g mcpsafe.GrantInfo) bool { return g.Principal == "client:alice" })
+				ended, err := grants.Revoke(context.Background(), e.store, "admin via the test", func(g grants.Info) bool { return g.Principal == "client:alice" })
 				if err != nil || len(ended) != 1 {
 					t.Fatalf("RevokeGrants = %+v, %v", ended, err)
 				}
@@ -403,8 +404,8 @@ func TestStandingGrantScopeFailsClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := grantPolicy()
-			p.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
-				return []mcpsafe.GrantScope{{Words: "anything (test)", CEL: tc.cel}}, nil
+			p.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]grants.Scope, error) {
+				return []grants.Scope{{Words: "anything (test)", CEL: tc.cel}}, nil
 			}
 			e := newGrantEnv(t, p, nil)
 			cs, a := e.grantFirst("alice", "grant-2-1")
@@ -592,7 +593,7 @@ func TestStandingGrantNotMadeOnChangedTarget(t *testing.T) {
 			if !e.notes.has("cache.txt") || countDecisions(e.env, journal.GrantCreated) != 0 {
 				t.Fatalf("ran or made a grant on a changed target: %v", e.journal.decisions())
 			}
-			if list, _ := mcpsafe.Grants(context.Background(), e.store); len(list) != 0 {
+			if list, _ := grants.List(context.Background(), e.store); len(list) != 0 {
 				t.Fatalf("a grant was stored: %+v", list)
 			}
 		})

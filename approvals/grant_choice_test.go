@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/ledger"
 )
 
@@ -96,7 +96,7 @@ func TestServiceGrantsAPI(t *testing.T) {
 	if code, _ := e.api("POST", "/api/grants/"+id+"/revoke", ""); code != 401 {
 		t.Fatalf("anonymous revoke: HTTP %d, want 401", code)
 	}
-	if list, _ := mcpsafe.Grants(context.Background(), store); len(list) != 1 {
+	if list, _ := grants.List(context.Background(), store); len(list) != 1 {
 		t.Fatal("an anonymous revoke removed the grant")
 	}
 	if code, out := e.api("POST", "/api/grants/"+id+"/revoke", "alice"); code != 200 || out["tool"] != "write_note" {

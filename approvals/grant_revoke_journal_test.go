@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,7 +109,7 @@ func TestServiceRevocationJournaledByGate(t *testing.T) {
 	if res := <-done; res == nil || res.IsError {
 		t.Fatalf("the approved call failed: %+v", res)
 	}
-	list, err := mcpsafe.Grants(ctx, store)
+	list, err := grants.List(ctx, store)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("Grants = %+v, %v", list, err)
 	}

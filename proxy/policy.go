@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -445,7 +446,7 @@ func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
 	if gf.MaxUses < 2 {
 		return nil, fmt.Errorf("max_uses %d: want at least 2 (one use is an ordinary approval)", gf.MaxUses)
 	}
-	var scopes []mcpsafe.GrantScope
+	var scopes []grants.Scope
 	for i, sc := range gf.Scopes {
 		if strings.TrimSpace(sc.Words) == "" || strings.TrimSpace(sc.CEL) == "" {
 			return nil, fmt.Errorf("scopes[%d]: words and cel are both required", i)
@@ -453,11 +454,11 @@ func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
 		if err := mcpsafe.CheckGrantScope(sc.CEL); err != nil {
 			return nil, fmt.Errorf("scopes[%d]: %v", i, err)
 		}
-		scopes = append(scopes, mcpsafe.GrantScope{Words: sc.Words, CEL: sc.CEL})
+		scopes = append(scopes, grants.Scope{Words: sc.Words, CEL: sc.CEL})
 	}
 	gp := &mcpsafe.GrantPolicy{MaxTTL: ttl, MaxUses: gf.MaxUses, ClientRelayed: gf.ClientRelayed}
 	if len(scopes) > 0 {
-		gp.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) { return scopes, nil }
+		gp.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]grants.Scope, error) { return scopes, nil }
 		gp.ScopesBinding = scopesBinding(scopes)
 	}
 	return gp, nil
@@ -467,7 +468,7 @@ func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
 // into the tool's policy hash, so that a reload that changes a scope (or
 // its position, which its offer IDs name) voids the grants made under the
 // old list and the approvals pending under it.
-func scopesBinding(scopes []mcpsafe.GrantScope) string {
+func scopesBinding(scopes []grants.Scope) string {
 	b, _ := json.Marshal(scopes)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
