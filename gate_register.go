@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpsafe/mcpsafe/internal/canon"
+	"github.com/mcpsafe/mcpsafe/internal/optin"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -70,24 +72,38 @@ func (g *Gate) CheckOptIns() error {
 	for _, o := range g.opts.AllowTokenFor {
 		t, ok := g.tools[o.Tool]
 		if !ok {
-			return &OptInError{"AllowTokenFor", o.Tool, "is not a gated tool of this server", g.optInCandidates(false)}
+			return &optin.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(false)}
 		}
 		if !t.Irreversible {
-			return &OptInError{"AllowTokenFor", o.Tool, "is reversible and needs no opt-in", g.optInCandidates(false)}
+			return &optin.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(false)}
 		}
 	}
 	for _, n := range g.opts.AllowGrantsFor {
 		t, ok := g.tools[n]
 		switch {
 		case !ok:
-			return &OptInError{"AllowGrantsFor", n, "is not a gated tool of this server", g.optInCandidates(true)}
+			return &optin.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(true)}
 		case !t.Irreversible:
-			return &OptInError{"AllowGrantsFor", n, "is reversible and needs no opt-in", g.optInCandidates(true)}
+			return &optin.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(true)}
 		case t.Grants == nil:
-			return &OptInError{"AllowGrantsFor", n, "has no grant policy (Tool.Grants)", g.optInCandidates(true)}
+			return &optin.Error{Option: "AllowGrantsFor", Tool: n, Problem: "has no grant policy (Tool.Grants)", Valid: g.optInCandidates(true)}
 		}
 	}
 	return nil
+}
+
+// optInCandidates lists the tools an opt-in could name: the irreversible
+// gated tools, and for grants only those with a grant policy. The caller
+// holds g.mu.
+func (g *Gate) optInCandidates(grants bool) []string {
+	var out []string
+	for name, t := range g.tools {
+		if t.Irreversible && (!grants || t.Grants != nil) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/optin"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
@@ -257,7 +258,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		var oe *mcpsafe.OptInError
+		var oe *optin.Error
 		if errors.As(err, &oe) {
 			key := map[string]string{"AllowTokenFor": "allow_token_for", "AllowGrantsFor": "allow_grants_for"}[oe.Option]
 			return nil, fmt.Errorf("%s: %s", pol.Source, oe.Say(key))
