@@ -3,6 +3,7 @@ package mcpsafe
 import (
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -12,7 +13,7 @@ import (
 // principals or sessions.
 type Observer interface {
 	// CallDone is called once per answered tools/call of a gated tool,
-	// with one of the Outcome words; reason is the reason code of a
+	// with one of the journal.Outcome words; reason is the reason code of a
 	// refusal, else "".
 	CallDone(tool, outcome, reason string)
 	// HumanDecision is called when an approval's answer is redeemed, with
@@ -20,16 +21,6 @@ type Observer interface {
 	// "page" (the approval page).
 	HumanDecision(path string, d time.Duration)
 }
-
-// Outcomes passed to Observer.CallDone.
-const (
-	OutcomeExecuted         = "executed"          // the tool ran and returned a result
-	OutcomeFailed           = "failed"            // the tool ran and failed
-	OutcomeRefused          = "refused"           // a refusal; see the reason code
-	OutcomeApprovalRequired = "approval_required" // a token or channel approval was asked for
-	OutcomeApprovalPending  = "approval_pending"  // a channel approval is still waiting
-	OutcomeInputRequired    = "input_required"    // MRTR: the client was asked to elicit
-)
 
 // Pending is the number of approvals issued by this gate and not yet
 // redeemed, expired or abandoned.
@@ -47,30 +38,30 @@ func (g *Gate) observe(tool string, res *mcp.CallToolResult, r *Refusal) {
 	}
 	switch {
 	case r != nil:
-		o.CallDone(tool, OutcomeRefused, r.Reason)
+		o.CallDone(tool, journal.OutcomeRefused, r.Reason)
 	case res == nil:
-		o.CallDone(tool, OutcomeFailed, "")
+		o.CallDone(tool, journal.OutcomeFailed, "")
 	case len(res.InputRequests) > 0:
-		o.CallDone(tool, OutcomeInputRequired, "")
+		o.CallDone(tool, journal.OutcomeInputRequired, "")
 	default:
 		status := ""
 		switch res.StructuredContent.(type) {
 		case ApprovalRequired:
-			status = OutcomeApprovalRequired
+			status = journal.OutcomeApprovalRequired
 		case *ApprovalRequired:
-			status = OutcomeApprovalRequired
+			status = journal.OutcomeApprovalRequired
 		case ApprovalPending:
-			status = OutcomeApprovalPending
+			status = journal.OutcomeApprovalPending
 		case *ApprovalPending:
-			status = OutcomeApprovalPending
+			status = journal.OutcomeApprovalPending
 		}
 		switch {
 		case status != "":
 			o.CallDone(tool, status, "")
 		case res.IsError:
-			o.CallDone(tool, OutcomeFailed, "")
+			o.CallDone(tool, journal.OutcomeFailed, "")
 		default:
-			o.CallDone(tool, OutcomeExecuted, "")
+			o.CallDone(tool, journal.OutcomeExecuted, "")
 		}
 	}
 }

@@ -33,6 +33,17 @@ const (
 	Ambiguous  = "ambiguous"
 )
 
+// Outcomes of a gated call, as mcpsafe.Observer.CallDone is told them
+// (metrics count calls by them; they are not journal decision words).
+const (
+	OutcomeExecuted         = "executed"          // the tool ran and returned a result
+	OutcomeFailed           = "failed"            // the tool ran and failed
+	OutcomeRefused          = "refused"           // a refusal; see the reason code
+	OutcomeApprovalRequired = "approval_required" // a token or channel approval was asked for
+	OutcomeApprovalPending  = "approval_pending"  // a channel approval is still waiting
+	OutcomeInputRequired    = "input_required"    // MRTR: the client was asked to elicit
+)
+
 // Record is one line of the journal. Seq, Prev and Time are filled in by
 // Append; the caller fills in the rest.
 type Record struct {

@@ -132,7 +132,7 @@ func (m *Metrics) SetPending(f func() int) { m.pending = f }
 // CallDone implements mcpsafe.Observer.
 func (m *Metrics) CallDone(tool, outcome, reason string) {
 	m.calls.WithLabelValues(tool, outcome).Inc()
-	if outcome == mcpsafe.OutcomeRefused {
+	if outcome == journal.OutcomeRefused {
 		m.refusals.WithLabelValues(reason).Inc()
 	}
 }
