@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,7 +59,7 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 	text := fmt.Sprintf("Approval required before %s runs. Show this plan to the user, word for word, and ask them to approve it:\n\n%s\n\n"+
 		"Only if the user approves, call %s again with exactly the same arguments plus %q set to the approval_token of the JSON below (valid until %s, single use). Do not approve on the user's behalf.",
 		k.t.Name, shown, k.t.Name, TokenField, exp)
-	sc := ApprovalRequired{Status: "approval_required", ApprovalToken: sealed, ExpiresAt: exp, Plan: view}
+	sc := result.Required{Status: "approval_required", ApprovalToken: sealed, ExpiresAt: exp, Plan: view}
 	// The spec asks for structured content serialized in a text block too:
 	// clients that forward only content would leave the model without the
 	// token.

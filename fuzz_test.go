@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -120,7 +121,7 @@ func (fg *fuzzGate) call(tb testing.TB, p *mcp.CallToolParams) *mcp.CallToolResu
 func (fg *fuzzGate) issueToken(tb testing.TB) string {
 	tb.Helper()
 	res := fg.call(tb, &mcp.CallToolParams{Name: "touch", Arguments: map[string]any{"path": fuzzPath}})
-	var s mcpsafe.ApprovalRequired
+	var s result.Required
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &s); err != nil || s.ApprovalToken == "" {
 		tb.Fatalf("no token issued: %s", b)

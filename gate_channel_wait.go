@@ -18,17 +18,6 @@ import (
 // request was withdrawn from the approver when the approver supports it.
 const ReasonCallerGone = "caller_gone"
 
-// ApprovalPending is the structured content of a channel call that is
-// still waiting for a human. ApprovalToken is a sealed handle for this exact
-// call, not an approval: calling again with it picks up the decision.
-type ApprovalPending struct {
-	Status        string          `json:"status"` // always "approval_pending"
-	ApprovalToken string          `json:"approval_token"`
-	ExpiresAt     string          `json:"expires_at"` // RFC 3339, exclusive
-	RetryAfter    int             `json:"retry_after_seconds"`
-	Plan          result.PlanView `json:"plan"`
-}
-
 // withdrawTimeout bounds telling the approver that a request is withdrawn,
 // and journalGrace bounds the bookkeeping after a caller may have gone
 // (journaling a refusal or an outcome, spending a grant): all of them run
@@ -297,7 +286,7 @@ func (g *Gate) pendingResult(k *call, gr *grant, handle string) *mcp.CallToolRes
 		renderPlan(view), k.t.Name, TokenField, exp)
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: ApprovalPending{
+		StructuredContent: result.Pending{
 			Status: "approval_pending", ApprovalToken: handle, ExpiresAt: exp, RetryAfter: retry, Plan: view,
 		},
 	}

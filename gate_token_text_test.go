@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,7 +17,7 @@ func TestTokenInTextContent(t *testing.T) {
 	cs := e.connect(client{})
 	res := callTool(t, cs, "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt"})
 	want := token(t, res)
-	var fromText mcpsafe.ApprovalRequired
+	var fromText result.Required
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok && strings.HasPrefix(tc.Text, "{") {
 			if err := json.Unmarshal([]byte(tc.Text), &fromText); err != nil {

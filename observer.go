@@ -3,6 +3,7 @@ package mcpsafe
 import (
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,13 +47,13 @@ func (g *Gate) observe(tool string, res *mcp.CallToolResult, r *Refusal) {
 	default:
 		status := ""
 		switch res.StructuredContent.(type) {
-		case ApprovalRequired:
+		case result.Required:
 			status = journal.OutcomeApprovalRequired
-		case *ApprovalRequired:
+		case *result.Required:
 			status = journal.OutcomeApprovalRequired
-		case ApprovalPending:
+		case result.Pending:
 			status = journal.OutcomeApprovalPending
-		case *ApprovalPending:
+		case *result.Pending:
 			status = journal.OutcomeApprovalPending
 		}
 		switch {

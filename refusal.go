@@ -90,13 +90,6 @@ func asRefusal(err error, fallback string) *Refusal {
 	return &Refusal{Reason: fallback, Message: err.Error()}
 }
 
-// RefusedResult is the structured content of a refused call.
-type RefusedResult struct {
-	Status  string `json:"status"` // always "refused"
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
 // Result is the tool result that reports the refusal to the model.
 func (r *Refusal) Result() *mcp.CallToolResult {
 	return &mcp.CallToolResult{
@@ -104,14 +97,6 @@ func (r *Refusal) Result() *mcp.CallToolResult {
 		Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("Refused (%s): %s", r.Reason, r.Message),
 		}},
-		StructuredContent: RefusedResult{Status: "refused", Reason: r.Reason, Message: r.Message},
+		StructuredContent: result.Refused{Status: "refused", Reason: r.Reason, Message: r.Message},
 	}
-}
-
-// ApprovalRequired is the structured content of a token-mode first call.
-type ApprovalRequired struct {
-	Status        string          `json:"status"` // always "approval_required"
-	ApprovalToken string          `json:"approval_token"`
-	ExpiresAt     string          `json:"expires_at"` // RFC 3339, exclusive
-	Plan          result.PlanView `json:"plan"`
 }
