@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -64,12 +65,12 @@ func redactPlan(p Plan, s journal.Secrets) Plan {
 		out.Targets = append(out.Targets, Target{Name: s.Text(t.Name), State: s.Text(t.State)})
 	}
 	for _, pt := range p.Parts {
-		r := Part{Title: s.Text(pt.Title), Shows: pt.Shows}
+		r := plan.Part{Title: s.Text(pt.Title), Shows: pt.Shows}
 		if d := pt.Diff; d != nil {
-			r.Diff = &Diff{Path: s.Text(d.Path), Old: s.Text(d.Old), New: s.Text(d.New), Unified: s.Text(d.Unified)}
+			r.Diff = &plan.Diff{Path: s.Text(d.Path), Old: s.Text(d.Old), New: s.Text(d.New), Unified: s.Text(d.Unified)}
 		}
 		if t := pt.Table; t != nil {
-			r.Table = &Table{}
+			r.Table = &plan.Table{}
 			for _, c := range t.Columns {
 				r.Table.Columns = append(r.Table.Columns, s.Text(c))
 			}

@@ -113,10 +113,10 @@ type Target = plan.Target
 // Targets are the things the call touches with their current state; Parts
 // show the effect (a diff, a table), see Part.
 type Plan struct {
-	Summary string   `json:"summary"`
-	Details []string `json:"details,omitempty"`
-	Targets []Target `json:"targets,omitempty"`
-	Parts   []Part   `json:"parts,omitempty"`
+	Summary string      `json:"summary"`
+	Details []string    `json:"details,omitempty"`
+	Targets []Target    `json:"targets,omitempty"`
+	Parts   []plan.Part `json:"parts,omitempty"`
 
 	views []plan.PartView // Parts as rendered, set by the gate after Preview
 }

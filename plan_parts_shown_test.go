@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -45,8 +46,8 @@ func writeTool(f *memFile, runs *atomic.Int32) mcpsafe.Tool {
 			}
 			return mcpsafe.Plan{
 				Summary: "Overwrite " + a.Path,
-				Parts: []mcpsafe.Part{{
-					Diff:  &mcpsafe.Diff{Path: a.Path, Old: f.get(), New: a.Content},
+				Parts: []plan.Part{{
+					Diff:  &plan.Diff{Path: a.Path, Old: f.get(), New: a.Content},
 					Shows: []string{"content"},
 				}},
 			}, nil
@@ -304,9 +305,9 @@ func TestSecretsRedactedInParts(t *testing.T) {
 					Preview: func(_ context.Context, c mcpsafe.Call, _ mcpsafe.Resolved) (mcpsafe.Plan, error) {
 						var a struct{ Password string }
 						_ = c.Decode(&a)
-						return mcpsafe.Plan{Summary: "Set the password", Parts: []mcpsafe.Part{
-							{Diff: &mcpsafe.Diff{Path: "app.env", Old: "user=app\n", New: "user=app\npassword=" + a.Password + "\n"}},
-							{Table: &mcpsafe.Table{Columns: []string{"key", "value"}, Rows: [][]string{{"password", a.Password}}}},
+						return mcpsafe.Plan{Summary: "Set the password", Parts: []plan.Part{
+							{Diff: &plan.Diff{Path: "app.env", Old: "user=app\n", New: "user=app\npassword=" + a.Password + "\n"}},
+							{Table: &plan.Table{Columns: []string{"key", "value"}, Rows: [][]string{{"password", a.Password}}}},
 						}}, nil
 					},
 					Execute: func(_ context.Context, c mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {

@@ -79,7 +79,7 @@ const DefaultTimeout = 10 * time.Minute
 // one, and Webhook checks them before sending, so that a plan too large to
 // show whole is refused as such (and never cut to fit).
 const (
-	MaxRequestBytes = 1 << 20 // room for the plan's parts (mcpsafe.MaxPartBytes each)
+	MaxRequestBytes = 1 << 20 // room for the plan's parts (plan.MaxPartBytes each)
 	MaxSummaryBytes = 4096
 	MaxPlanLines    = 200
 	// MaxGrantOffers bounds the standing grants one request may offer.
