@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/ledger"
@@ -60,6 +61,11 @@ type Options struct {
 	// AllowGrantsFor names the irreversible tools whose Tool.Grants are
 	// offered. Exact names only; reversible tools need no entry.
 	AllowGrantsFor []string
+	// GrantCEL evaluates the CEL of grant scopes: celscope.New() (package
+	// grants/celscope, which links cel-go). Nil: the gate evaluates only
+	// the scope it always offers, "exactly these arguments", and refuses to
+	// register a tool whose GrantPolicy has Scopes.
+	GrantCEL grants.Evaluator
 
 	// TTL is how long an approval stays valid (default 5 minutes).
 	TTL time.Duration
@@ -125,7 +131,7 @@ type Gate struct {
 	standing ledger.StandingStore
 	// channel and page are the out-of-band paths, nil when not configured.
 	channel, page *outOfBand
-	programs      sync.Map // CEL source -> cel.Program
+	programs      sync.Map // scope CEL source -> grants.Match
 	grantCache    grantCache
 	tracer        trace.Tracer
 

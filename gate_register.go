@@ -167,6 +167,9 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 		if g.standing == nil {
 			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) keeps none (its Standing method returns nil)", t.Name, g.ledger)
 		}
+		if p.Scopes != nil && g.opts.GrantCEL == nil {
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q derives grant scopes (GrantPolicy.Scopes), which are CEL: set Options.GrantCEL to celscope.New() (package github.com/mcpsafe/mcpsafe/grants/celscope)", t.Name)
+		}
 		gt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)
 	}
 	gt.policy = policyHash(gt, raw)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,6 +55,7 @@ func replica(t *testing.T, store ledger.StandingStore, keys mcpsafe.Keys, writes
 	t.Helper()
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 		o.Ledger, o.Keys, o.GrantEndSweep = store.(mcpsafe.Ledger), keys, sweep
+		o.GrantCEL = celscope.New()
 		o.Principal = func(req *mcp.CallToolRequest) string {
 			return "client:" + req.Session.InitializeParams().ClientInfo.Name
 		}

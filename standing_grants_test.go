@@ -12,6 +12,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,6 +109,7 @@ func newGrantEnv(t *testing.T, p *mcpsafe.GrantPolicy, adjust func(*mcpsafe.Opti
 	writes := newNotes()
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 		o.Ledger = store
+		o.GrantCEL = celscope.New()
 		o.Principal = func(req *mcp.CallToolRequest) string {
 			return "client:" + req.Session.InitializeParams().ClientInfo.Name
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,7 @@ func TestGrantChosenInBrowser(t *testing.T) {
 	jr := &memJournal{}
 	gate, err := mcpsafe.New(mcpsafe.Options{
 		Audience: "notes@e2e", Journal: jr, Mode: mcpsafe.ModeChannel, Approver: e.hook, ChannelTimeout: time.Minute, Ledger: shared,
+		GrantCEL: celscope.New(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -451,7 +452,7 @@ func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
 		if strings.TrimSpace(sc.Words) == "" || strings.TrimSpace(sc.CEL) == "" {
 			return nil, fmt.Errorf("scopes[%d]: words and cel are both required", i)
 		}
-		if err := mcpsafe.CheckGrantScope(sc.CEL); err != nil {
+		if err := celscope.Check(sc.CEL); err != nil {
 			return nil, fmt.Errorf("scopes[%d]: %v", i, err)
 		}
 		scopes = append(scopes, grants.Scope{Words: sc.Words, CEL: sc.CEL})

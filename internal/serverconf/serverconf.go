@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
@@ -290,6 +291,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		ElicitTimeout:  cfg.ElicitTimeout,
 		GrantEndSweep:  cfg.GrantEndSweep,
 		Logger:         cfg.Logger,
+		// Every ready server may offer grants with scopes of its own
+		// (files --grants, a proxy policy's grants).
+		GrantCEL: celscope.New(),
 
 		MaxPending:             cfg.MaxPending,
 		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
