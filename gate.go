@@ -14,8 +14,8 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/tracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // TokenField is the argument a client sends an approval token in. The gate
@@ -43,11 +43,12 @@ type Options struct {
 	// Observer, if set, is told about every answered call and every
 	// approval decision, for metrics.
 	Observer Observer
-	// TracerProvider, if set, receives a span per gated call and per step
-	// (decode, rules, resolve, preview, ask, redeem, recheck, journal,
-	// execute), joined to the caller's trace when _meta carries W3C trace
-	// context. Nil: no spans.
-	TracerProvider trace.TracerProvider
+	// Tracer, if set, starts a span per gated call and per step (decode,
+	// rules, resolve, preview, ask, redeem, recheck, journal, execute):
+	// oteltracing.New(tp) (package tracing/oteltracing) gives them to
+	// OpenTelemetry, joined to the caller's trace when _meta carries W3C
+	// trace context. Nil: no spans.
+	Tracer tracing.Tracer
 	// Approver is the out-of-band channel: ModeChannel asks only it, and
 	// ModeAuto asks it when no approval page is configured.
 	Approver approver.Approver
@@ -133,7 +134,7 @@ type Gate struct {
 	channel, page *outOfBand
 	programs      sync.Map // scope CEL source -> grants.Match
 	grantCache    grantCache
-	tracer        trace.Tracer
+	tracer        tracing.Tracer
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool
@@ -215,8 +216,8 @@ func New(opts Options) (*Gate, error) {
 	if l == nil {
 		l = ledger.NewMemory(opts.MaxPending)
 	}
-	if opts.TracerProvider != nil {
-		opts.Journal = tracedJournal{j: opts.Journal, t: newTracer(opts.TracerProvider)}
+	if opts.Tracer != nil {
+		opts.Journal = tracedJournal{j: opts.Journal, t: opts.Tracer}
 	}
 	for _, n := range opts.AllowGrantsFor {
 		if n == "" || n != trimName(n) {
@@ -232,7 +233,7 @@ func New(opts Options) (*Gate, error) {
 		ledger:    l,
 		pending:   newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
 		tools:     map[string]*gatedTool{},
-		tracer:    newTracer(opts.TracerProvider),
+		tracer:    newTracer(opts.Tracer),
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
 	}

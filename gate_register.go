@@ -151,7 +151,7 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	// them but through the steps.
 	t.Resolve, t.Preview, t.Execute = nil, nil, nil
 	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, minAssur: minA}
-	if g.opts.TracerProvider != nil {
+	if g.opts.Tracer != nil {
 		gt.execute = tracedExecute(g.tracer, gt.execute)
 	}
 	for i := range g.opts.AllowTokenFor {

@@ -56,9 +56,10 @@ func TestExactArgumentsGrantWithoutCEL(t *testing.T) {
 	}
 }
 
-// The root package links neither cel-go nor protobuf: a program that
-// offers no derived grant scopes does not carry them (issue 22).
-func TestRootLinksNoCEL(t *testing.T) {
+// The root package links neither cel-go (with protobuf) nor OpenTelemetry:
+// a program that offers no derived grant scopes and does not trace does
+// not carry them (issue 22; grants/celscope and tracing/oteltracing do).
+func TestRootLinksNoCELNorOTel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
@@ -67,7 +68,7 @@ func TestRootLinksNoCEL(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "cel.dev/") || strings.HasPrefix(dep, "google.golang.org/protobuf") {
+		if strings.HasPrefix(dep, "cel.dev/") || strings.HasPrefix(dep, "google.golang.org/protobuf") || strings.HasPrefix(dep, "go.opentelemetry.io/") {
 			t.Errorf("the root package links %s", dep)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/metrics"
+	"github.com/mcpsafe/mcpsafe/tracing/oteltracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -407,21 +408,24 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.ChannelWait = cfg.ChannelWait
 		opts.ProgressInterval = cfg.ProgressInterval
 	}
-	opts.TracerProvider = cfg.TracerProvider
+	tp := cfg.TracerProvider
 	if cfg.OTLPEndpoint != "" {
 		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.OTLPEndpoint))
 		if err != nil {
 			return nil, fmt.Errorf("--otlp-endpoint: %w", err)
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
 			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", cfg.Audience))))
 		g.closers = append(g.closers, func() error {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			return tp.Shutdown(sctx)
+			return sdk.Shutdown(sctx)
 		})
-		opts.TracerProvider = tp
+		tp = sdk
 	}
+	// Always a tracer, a no-op one without a provider: a call still joins
+	// the caller's trace context, which the proxy passes on upstream.
+	opts.Tracer = oteltracing.New(tp)
 	if cfg.MetricsAddr != "" {
 		m := metrics.New()
 		if opts.Ledger != nil {
