@@ -36,7 +36,7 @@ type Options struct {
 	// in-memory ledger (one process only). Replicas share a store from
 	// ledger/redis or ledger/postgres (ledger/sqlite: processes of one
 	// host): import the backend you want; the gate links in none.
-	Ledger Ledger
+	Ledger ledger.Ledger
 	// Journal receives the audit trail. Required: pass NoJournal to run
 	// without one on purpose.
 	Journal Journal
@@ -126,7 +126,7 @@ var NoJournal Journal = noJournal{}
 type Gate struct {
 	opts    Options
 	ring    *seal.Keyring
-	ledger  Ledger
+	ledger  ledger.Ledger
 	pending *pending
 	// standing is the ledger's standing grants, nil when it keeps none.
 	standing ledger.StandingStore

@@ -31,7 +31,6 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -216,22 +215,6 @@ type Tool struct {
 type OptIn struct {
 	Tool  string
 	Until time.Time // zero: no expiry; otherwise valid while now < Until
-}
-
-// Ledger records issued grants and redeems each at most once.
-// Redeem reports true exactly once for an issued, unexpired nonce.
-//
-// Standing returns the store that keeps standing grants, or nil when the
-// ledger keeps none (tools that offer grants are then a startup error).
-// Every store of package ledger and of its backends (ledger/sqlite,
-// ledger/redis, ledger/postgres) returns itself. A wrapper (metrics,
-// tracing, fault injection) must forward it explicitly: the capability is
-// part of the type, never found by a type assertion that a wrapper would
-// silently defeat.
-type Ledger interface {
-	Issue(ctx context.Context, nonce string, expires time.Time) error
-	Redeem(ctx context.Context, nonce string) (bool, error)
-	Standing() ledger.StandingStore
 }
 
 // Journal receives audit records. Append returns only once the record is

@@ -54,7 +54,7 @@ func sharedStores(t *testing.T, kind string, n int) []ledger.StandingStore {
 func replica(t *testing.T, store ledger.StandingStore, keys mcpsafe.Keys, writes *notes, p *mcpsafe.GrantPolicy, sweep time.Duration) *env {
 	t.Helper()
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
-		o.Ledger, o.Keys, o.GrantEndSweep = store.(mcpsafe.Ledger), keys, sweep
+		o.Ledger, o.Keys, o.GrantEndSweep = store.(ledger.Ledger), keys, sweep
 		o.GrantCEL = celscope.New()
 		o.Principal = func(req *mcp.CallToolRequest) string {
 			return "client:" + req.Session.InitializeParams().ClientInfo.Name

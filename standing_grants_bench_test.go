@@ -14,11 +14,11 @@ import (
 // grantBenchSession is gatedSession with a ledger and a standing grant
 // policy; with grant set, the first call is approved through elicitation
 // with the largest grant offered, so that every later call runs under it.
-func grantBenchSession(b *testing.B, w *benchWork, store mcpsafe.Ledger, grant bool) *mcp.ClientSession {
+func grantBenchSession(b *testing.B, w *benchWork, store ledger.Ledger, grant bool) *mcp.ClientSession {
 	return grantBenchSessionJournal(b, w, store, mcpsafe.NoJournal, grant)
 }
 
-func grantBenchSessionJournal(b *testing.B, w *benchWork, store mcpsafe.Ledger, j mcpsafe.Journal, grant bool) *mcp.ClientSession {
+func grantBenchSessionJournal(b *testing.B, w *benchWork, store ledger.Ledger, j mcpsafe.Journal, grant bool) *mcp.ClientSession {
 	b.Helper()
 	g, err := mcpsafe.New(mcpsafe.Options{Audience: "bench", Journal: j, Ledger: store})
 	if err != nil {
@@ -66,7 +66,7 @@ func grantBenchSessionJournal(b *testing.B, w *benchWork, store mcpsafe.Ledger, 
 	return cs
 }
 
-func benchRedis(b *testing.B) mcpsafe.Ledger {
+func benchRedis(b *testing.B) ledger.Ledger {
 	b.Helper()
 	prefix := "mcpsafe:bench-grants:" + uniqueName() + ":"
 	store, err := ledger.Open(context.Background(), "redis://127.0.0.1:6379/0?ledger_prefix="+prefix)
@@ -92,9 +92,9 @@ func benchRedis(b *testing.B) mcpsafe.Ledger {
 func BenchmarkGrantCost(b *testing.B) {
 	stores := []struct {
 		name string
-		open func(b *testing.B) mcpsafe.Ledger
+		open func(b *testing.B) ledger.Ledger
 	}{
-		{"memory", func(*testing.B) mcpsafe.Ledger { return ledger.NewMemory(0) }},
+		{"memory", func(*testing.B) ledger.Ledger { return ledger.NewMemory(0) }},
 		{"redis", benchRedis},
 	}
 	for _, st := range stores {

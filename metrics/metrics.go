@@ -205,14 +205,14 @@ func (t *timedJournal) Append(ctx context.Context, r journal.Record) error {
 
 // Ledger wraps l so that every operation is timed and sets the ledger's
 // health.
-func (m *Metrics) Ledger(l mcpsafe.Ledger) mcpsafe.Ledger {
+func (m *Metrics) Ledger(l ledger.Ledger) ledger.Ledger {
 	m.Up("ledger", nil)
 	return &timedLedger{m: m, l: l}
 }
 
 type timedLedger struct {
 	m *Metrics
-	l mcpsafe.Ledger
+	l ledger.Ledger
 }
 
 func (t *timedLedger) Issue(ctx context.Context, nonce string, expires time.Time) error {
