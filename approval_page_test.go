@@ -240,7 +240,7 @@ func TestPageOpensInTheBrowserForClientsWithoutElicitation(t *testing.T) {
 // where only the page could approve it; one whose minimum is the page's
 // refuses a client-relayed path and is approved on the page.
 func TestMinimumAssuranceAndThePage(t *testing.T) {
-	_, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModePage})
+	_, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Mode: mcpsafe.ModePage})
 	if err == nil || !strings.Contains(err.Error(), "Options.Page") {
 		t.Fatalf("mode page without a page: %v", err)
 	}
@@ -255,7 +255,7 @@ func TestMinimumAssuranceAndThePage(t *testing.T) {
 	}
 	wantExecuted(t, receive2(t, res))
 
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Page: pe.gatePage(t)})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Page: pe.gatePage(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

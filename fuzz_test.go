@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/result"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,7 +57,7 @@ func newFuzzGate(tb testing.TB, mode mcpsafe.Mode) *fuzzGate {
 	}
 	fg := &fuzzGate{}
 	g, err := mcpsafe.New(mcpsafe.Options{
-		Audience: "fuzz-server", Journal: mcpsafe.NoJournal, Keys: keys, Mode: mode,
+		Audience: "fuzz-server", Journal: journal.Discard, Keys: keys, Mode: mode,
 		Clock: func() time.Time { return fuzzNow }, TTL: fuzzTTL, MaxPending: 1 << 20, MaxPendingPerPrincipal: 1 << 20,
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/tracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,9 +38,10 @@ type Options struct {
 	// ledger/redis or ledger/postgres (ledger/sqlite: processes of one
 	// host): import the backend you want; the gate links in none.
 	Ledger ledger.Ledger
-	// Journal receives the audit trail. Required: pass NoJournal to run
-	// without one on purpose.
-	Journal Journal
+	// Journal receives the audit trail (a *journal.Journal, or any
+	// journal.Appender). Required: pass journal.Discard to run without one
+	// on purpose.
+	Journal journal.Appender
 	// Observer, if set, is told about every answered call and every
 	// approval decision, for metrics.
 	Observer Observer
@@ -118,10 +120,6 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// NoJournal is a Journal that records nothing, for callers that decided to
-// run without an audit trail.
-var NoJournal Journal = noJournal{}
-
 // Gate wraps dangerous tools so that they run only after approval.
 type Gate struct {
 	opts    Options
@@ -165,7 +163,7 @@ func New(opts Options) (*Gate, error) {
 		return nil, errors.New("mcpsafe: Options.Audience is required (this server's identity)")
 	}
 	if opts.Journal == nil {
-		return nil, errors.New("mcpsafe: Options.Journal is nil: pass a journal, or mcpsafe.NoJournal to run without an audit trail")
+		return nil, errors.New("mcpsafe: Options.Journal is nil: pass a journal, or journal.Discard to run without an audit trail")
 	}
 	if opts.Mode == "" {
 		opts.Mode = ModeAuto

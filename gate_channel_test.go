@@ -102,7 +102,7 @@ func TestChannelMode(t *testing.T) {
 // A tool that demands channel assurance cannot be registered with a path
 // that could only ever produce a client-relayed approval.
 func TestChannelAssuranceAtRegistration(t *testing.T) {
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestChannelAssuranceAtRegistration(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "channel") {
 		t.Fatalf("Register: %v", err)
 	}
-	if _, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModeChannel}); err == nil {
+	if _, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Mode: mcpsafe.ModeChannel}); err == nil {
 		t.Fatal("channel mode without an approver accepted")
 	}
 }

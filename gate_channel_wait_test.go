@@ -131,7 +131,7 @@ func TestChannelTimesAtNew(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
-			o.Audience, o.Journal, o.Mode, o.Approver = "a", mcpsafe.NoJournal, mcpsafe.ModeChannel, ap
+			o.Audience, o.Journal, o.Mode, o.Approver = "a", journal.Discard, mcpsafe.ModeChannel, ap
 			_, err := mcpsafe.New(o)
 			if (err == nil) != (tc.msg == "") || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
 				t.Fatalf("New = %v, want %q", err, tc.msg)

@@ -19,11 +19,12 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestNewRefuses(t *testing.T) {
-	j := mcpsafe.NoJournal
+	j := journal.Discard
 	for _, tc := range []struct {
 		name string
 		o    mcpsafe.Options
@@ -47,7 +48,7 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func TestRegisterRefuses(t *testing.T) {
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

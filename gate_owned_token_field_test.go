@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -112,7 +113,7 @@ func e0notes() *notes { return newNotes("todo.txt") }
 
 // TestOwnsTokenFieldNeedsTheProperty: the flag and the schema must agree.
 func TestOwnsTokenFieldNeedsTheProperty(t *testing.T) {
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "t", Journal: mcpsafe.NoJournal})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "t", Journal: journal.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func endStep(span tracing.Span, r *Refusal) {
 
 // tracedJournal gives every journal write a "journal" step span.
 type tracedJournal struct {
-	j Journal
+	j journal.Appender
 	t tracing.Tracer
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/grants/celscope"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -16,7 +17,7 @@ import (
 // package that provides it. Control: with celscope.New() it registers.
 func TestGrantScopesNeedTheCELEvaluator(t *testing.T) {
 	for _, withCEL := range []bool{false, true} {
-		opts := mcpsafe.Options{Audience: "notes", Journal: mcpsafe.NoJournal}
+		opts := mcpsafe.Options{Audience: "notes", Journal: journal.Discard}
 		if withCEL {
 			opts.GrantCEL = celscope.New()
 		}

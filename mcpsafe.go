@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/approver"
-	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -215,10 +214,4 @@ type Tool struct {
 type OptIn struct {
 	Tool  string
 	Until time.Time // zero: no expiry; otherwise valid while now < Until
-}
-
-// Journal receives audit records. Append returns only once the record is
-// durable; an error means nothing may run.
-type Journal interface {
-	Append(ctx context.Context, r journal.Record) error
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,10 +16,10 @@ import (
 // policy; with grant set, the first call is approved through elicitation
 // with the largest grant offered, so that every later call runs under it.
 func grantBenchSession(b *testing.B, w *benchWork, store ledger.Ledger, grant bool) *mcp.ClientSession {
-	return grantBenchSessionJournal(b, w, store, mcpsafe.NoJournal, grant)
+	return grantBenchSessionJournal(b, w, store, journal.Discard, grant)
 }
 
-func grantBenchSessionJournal(b *testing.B, w *benchWork, store ledger.Ledger, j mcpsafe.Journal, grant bool) *mcp.ClientSession {
+func grantBenchSessionJournal(b *testing.B, w *benchWork, store ledger.Ledger, j journal.Appender, grant bool) *mcp.ClientSession {
 	b.Helper()
 	g, err := mcpsafe.New(mcpsafe.Options{Audience: "bench", Journal: j, Ledger: store})
 	if err != nil {
@@ -104,9 +105,9 @@ func BenchmarkGrantCost(b *testing.B) {
 				name = st.name + "/journal"
 			}
 			b.Run(name, func(b *testing.B) {
-				jr := func(n string) mcpsafe.Journal {
+				jr := func(n string) journal.Appender {
 					if !journaled {
-						return mcpsafe.NoJournal
+						return journal.Discard
 					}
 					return benchJournal(b, n)
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -41,7 +42,7 @@ func TestBrowserDiffPartReadable(t *testing.T) {
 	}
 	var runs atomic.Int32
 	gate, err := mcpsafe.New(mcpsafe.Options{
-		Audience: "files@e2e", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModeChannel, Approver: e.hook,
+		Audience: "files@e2e", Journal: journal.Discard, Mode: mcpsafe.ModeChannel, Approver: e.hook,
 		ChannelTimeout: time.Minute,
 	})
 	if err != nil {

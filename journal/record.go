@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 )
@@ -76,3 +77,18 @@ type Record struct {
 	// SecretFields names extra argument fields to redact; not written.
 	SecretFields []string `json:"-"`
 }
+
+// Appender receives audit records: what a gate writes to
+// (mcpsafe.Options.Journal). Append returns only once the record is
+// durable; an error means nothing may run. *Journal is one.
+type Appender interface {
+	Append(ctx context.Context, r Record) error
+}
+
+// Discard is an Appender that records nothing, for callers that decided to
+// run without an audit trail.
+var Discard Appender = discard{}
+
+type discard struct{}
+
+func (discard) Append(context.Context, Record) error { return nil }

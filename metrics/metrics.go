@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/prometheus/client_golang/prometheus"
@@ -179,7 +178,7 @@ func result(err error) string {
 // refusal is not a failure of the journal. It takes the file journal
 // itself, whose health it reads: what it reports is never lost behind
 // another wrapper.
-func (m *Metrics) Journal(j *journal.Journal) mcpsafe.Journal {
+func (m *Metrics) Journal(j *journal.Journal) journal.Appender {
 	m.Up("journal", nil)
 	return &timedJournal{m: m, j: j}
 }

@@ -326,7 +326,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 	}
 	var fileJournal *journal.Journal // nil with --no-journal
 	if cfg.NoJournal {
-		opts.Journal = mcpsafe.NoJournal
+		opts.Journal = journal.Discard
 	} else {
 		var jopts []journal.Option
 		if cfg.Checkpoints.KeyFile != "" {
