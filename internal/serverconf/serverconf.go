@@ -320,7 +320,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		}
 		g.closers = append(g.closers, store.Close)
 		opts.Ledger = store
-		if _, local := store.(*ledger.Memory); !local && opts.Keys.IsZero() {
+		if _, local := store.(*ledger.Memory); !local && opts.Keys == (mcpsafe.Keys{}) {
 			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
 		}
 	}
