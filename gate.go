@@ -105,9 +105,10 @@ type Options struct {
 
 	// Clock returns the current time (default time.Now). Tests inject one.
 	Clock func() time.Time
-	// Principal names the caller of a request. The default is the
-	// authenticated user's id from the transport, "anonymous" over HTTP
-	// without auth, and "stdio" when there is no transport identity.
+	// Principal names the caller of a request. The default is "user:"
+	// followed by the authenticated user's id from the transport,
+	// "anonymous" over HTTP without auth, and "stdio" when there is no
+	// transport identity.
 	Principal func(req *mcp.CallToolRequest) string
 	// ClientAddrHeader names a request header that a trusted HTTP front end
 	// (serverconf's MCP handler) sets to the caller's network address after
@@ -320,11 +321,7 @@ func defaultPrincipal(req *mcp.CallToolRequest) string {
 		return "stdio"
 	}
 	if req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-		return UserPrefix + req.Extra.TokenInfo.UserID
+		return identity.UserPrefix + req.Extra.TokenInfo.UserID
 	}
 	return "anonymous"
 }
-
-// UserPrefix starts the principal the gate reports for a caller the
-// transport authenticated: "user:" followed by the auth info's user id.
-const UserPrefix = identity.UserPrefix
