@@ -33,8 +33,9 @@ func whyCannotElicit(req *mcp.CallToolRequest) string {
 	}
 }
 
-func clientCanElicit(req *mcp.CallToolRequest) bool {
-	caps := req.ClientCapabilities()
+func clientCanElicit(req *mcp.CallToolRequest) bool { return capsElicit(req.ClientCapabilities()) }
+
+func capsElicit(caps *mcp.ClientCapabilities) bool {
 	if caps == nil || caps.Elicitation == nil {
 		return false
 	}

@@ -20,12 +20,14 @@ import (
 type pageEnv struct {
 	*env
 	opened chan string
+	obs    *approvals // what the gate tells metrics
 }
 
 func newPageEnv(t *testing.T, adjust func(*mcpsafe.Options, *[]mcpsafe.Tool)) *pageEnv {
 	t.Helper()
-	pe := &pageEnv{opened: make(chan string, 8)}
+	pe := &pageEnv{opened: make(chan string, 8), obs: &approvals{}}
 	pe.env = newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Observer = pe.obs
 		p, err := approvalpage.Listen(approvalpage.Options{Addr: "127.0.0.1:0", Clock: o.Clock,
 			Open: func(link string) error { pe.opened <- link; return nil }})
 		if err != nil {
@@ -158,6 +160,9 @@ func TestURLElicitationSendsThePersonToThePage(t *testing.T) {
 			}
 			if a := pe.lastAssurance(); a != "local_page" {
 				t.Fatalf("journal assurance %q, decisions %v", a, pe.journal.decisions())
+			}
+			if got := pe.obs.list(); len(got) != 1 || got[0] != "delete_note page-approved local_page" {
+				t.Fatalf("the observer (metrics) was told %q", got)
 			}
 			if slices.Contains(pe.journal.decisions(), journal.ClientAccepted) {
 				t.Fatal("the journal says client-accepted for a page approval")

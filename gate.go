@@ -54,10 +54,22 @@ type Options struct {
 	// Approver is the out-of-band channel: ModeChannel asks only it, and
 	// ModeAuto asks it when no approval page is configured.
 	Approver approver.Approver
+	// ApproverLink, if set, is the address where a person decides a
+	// request of Approver (for an `mcpsafe approvals serve`:
+	// channel.ServiceLink). A client that declares URL-mode elicitation is
+	// then sent there, as it is to the approval page; its "accept" only
+	// means the person agreed to open it. The decision is still the
+	// approver's, checked as every channel decision.
+	ApproverLink func(r approver.Request) (string, error)
 	// Page is the approval page a person opens in a browser (package
 	// approvalpage serves one on the user's machine): ModePage asks only
 	// it, and ModeAuto asks it first. See approval_page.go.
 	Page approver.Page
+	// Card is the MCP Apps approval card (package appcard has one): for
+	// clients that declared the MCP Apps extension, ModeCard asks only it,
+	// and ModeAuto asks it when no page or channel is configured and the
+	// client cannot elicit, before tokens. See approval_card.go.
+	Card Card
 	// AllowTokenFor names the irreversible tools that may use one-time
 	// tokens when the client cannot elicit. Exact names only.
 	AllowTokenFor []OptIn
@@ -131,7 +143,9 @@ type Gate struct {
 	standing ledger.StandingStore
 	// channel and page are the out-of-band paths, nil when not configured.
 	channel, page *outOfBand
-	programs      sync.Map // scope CEL source -> grants.Match
+	cards         cardOutcomes // what approval cards decided
+	cardServers   sync.Map     // *mcp.Server -> true: the card is attached
+	programs      sync.Map     // scope CEL source -> grants.Match
 	grantCache    grantCache
 	tracer        tracing.Tracer
 
@@ -151,6 +165,7 @@ type gatedTool struct {
 	mode     Mode
 	policy   string // hash bound into grants
 	schema   *jsonschema.Resolved
+	fast     *fastSchema // nil: every call goes to schema
 	optIn    *OptIn
 	minAssur Assurance
 	// grantsNamed: Grants may be offered (reversible, or irreversible and
@@ -170,7 +185,10 @@ func New(opts Options) (*Gate, error) {
 		opts.Mode = ModeAuto
 	}
 	if !validMode(opts.Mode) {
-		return nil, fmt.Errorf("mcpsafe: unknown mode %q (want auto, elicit, token, channel or page)", opts.Mode)
+		return nil, fmt.Errorf("mcpsafe: unknown mode %q (want auto, elicit, token, channel, page or card)", opts.Mode)
+	}
+	if opts.Mode == ModeCard && opts.Card == nil {
+		return nil, errors.New("mcpsafe: mode card needs Options.Card (appcard.New() is one)")
 	}
 	if opts.Mode == ModeChannel && opts.Approver == nil {
 		return nil, errors.New("mcpsafe: mode channel needs Options.Approver")
@@ -237,9 +255,12 @@ func New(opts Options) (*Gate, error) {
 		sweepDone: make(chan struct{}),
 	}
 	g.channel = newOutOfBand(grantChannel, "the approval channel", opts.Approver)
+	if g.channel != nil {
+		g.channel.link = opts.ApproverLink
+	}
 	if opts.Page != nil {
 		g.page = newOutOfBand(grantPage, "the approval page", opts.Page)
-		g.page.page = opts.Page
+		g.page.page, g.page.link = opts.Page, opts.Page.Link
 	}
 	if standing != nil && opts.GrantEndSweep > 0 {
 		go g.sweepEnds(opts.GrantEndSweep)
@@ -298,7 +319,7 @@ func setDefault[T comparable](p *T, v T) {
 
 func validMode(m Mode) bool {
 	switch m {
-	case ModeAuto, ModeElicit, ModeToken, ModeChannel, ModePage:
+	case ModeAuto, ModeElicit, ModeToken, ModeChannel, ModePage, ModeCard:
 		return true
 	}
 	return false

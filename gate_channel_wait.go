@@ -55,7 +55,10 @@ type outOfBand struct {
 	approver   approver.Approver
 	awaiter    approver.Awaiter
 	withdrawer approver.Withdrawer
-	page       approver.Page // the page's links, nil for the channel
+	page       approver.Page // the page, nil for the channel
+	// link is the address where a person decides a request: the page's,
+	// or the approval service's (Options.ApproverLink); nil: none.
+	link func(approver.Request) (string, error)
 }
 
 func newOutOfBand(mode, words string, a approver.Approver) *outOfBand {
@@ -224,18 +227,7 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 	case !dec.Approved:
 		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
 	}
-	assurance := AssuranceClientRelayed
-	decision := journal.ChannelApproved
-	if via.page != nil && dec.Assurance == AssuranceLocalPage && len(dec.Approvers) == 0 {
-		// A click on the approval page the gate itself was given.
-		assurance, decision = AssuranceLocalPage, journal.PageApproved
-	}
-	if len(dec.Approvers) > 0 {
-		assurance = AssuranceChannel
-		if dec.Assurance == AssurancePasskey {
-			assurance = AssurancePasskey
-		}
-	}
+	assurance, decision := decidedAt(via, dec)
 	if k.t.minAssur == AssurancePasskey && assurance < AssurancePasskey {
 		return nil, refusal(ReasonAssuranceTooLow, "%s requires each approver's passkey on this exact call, and the approval carried none the gate could verify", k.t.Name)
 	}
@@ -257,6 +249,29 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 		}
 	}
 	return g.execute(ctx, k, gr.Resolved, a)
+}
+
+// decidedAt is what an approval from via proves. The page the gate was
+// given vouches for a click on it, or for a passkey assertion when it takes
+// one (never more than its Assurance); the channel for its named
+// approvers, and for their passkeys when it checked them.
+func decidedAt(via *outOfBand, dec approver.Decision) (Assurance, string) {
+	if via.page != nil {
+		switch {
+		case dec.Assurance == AssuranceLocalPage && len(dec.Approvers) == 0:
+			return AssuranceLocalPage, journal.PageApproved
+		case dec.Assurance == AssurancePasskey && len(dec.Approvers) > 0 && via.page.Assurance() == AssurancePasskey:
+			return AssurancePasskey, journal.PageApproved
+		}
+		return AssuranceClientRelayed, journal.PageApproved
+	}
+	if len(dec.Approvers) > 0 {
+		if dec.Assurance == AssurancePasskey {
+			return AssurancePasskey, journal.ChannelApproved
+		}
+		return AssuranceChannel, journal.ChannelApproved
+	}
+	return AssuranceClientRelayed, journal.ChannelApproved
 }
 
 // withdraw tells the approver, if it can be told, that nobody will pick

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpsafe/mcpsafe/internal/canon"
-	"github.com/mcpsafe/mcpsafe/internal/optin"
+	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,6 +46,7 @@ func (g *Gate) register(server *mcp.Server, t Tool, s steps) error {
 	g.tools[t.Name] = gt
 	g.mu.Unlock()
 	server.AddTool(sdkTool, g.handler(gt))
+	g.attachCard(server)
 	return nil
 }
 
@@ -72,21 +73,21 @@ func (g *Gate) CheckOptIns() error {
 	for _, o := range g.opts.AllowTokenFor {
 		t, ok := g.tools[o.Tool]
 		if !ok {
-			return &optin.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(false)}
+			return &optincheck.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(false)}
 		}
 		if !t.Irreversible {
-			return &optin.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(false)}
+			return &optincheck.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(false)}
 		}
 	}
 	for _, n := range g.opts.AllowGrantsFor {
 		t, ok := g.tools[n]
 		switch {
 		case !ok:
-			return &optin.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(true)}
 		case !t.Irreversible:
-			return &optin.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(true)}
 		case t.Grants == nil:
-			return &optin.Error{Option: "AllowGrantsFor", Tool: n, Problem: "has no grant policy (Tool.Grants)", Valid: g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "has no grant policy (Tool.Grants)", Valid: g.optInCandidates(true)}
 		}
 	}
 	return nil
@@ -127,6 +128,9 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	if minA > AssurancePasskey || minA < AssuranceClientRelayed {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown MinAssurance %d", t.Name, minA)
 	}
+	if mode == ModeCard && g.opts.Card == nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode card but Options.Card is nil", t.Name)
+	}
 	if mode == ModePage && g.opts.Page == nil {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode page but Options.Page is nil", t.Name)
 	}
@@ -150,7 +154,7 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	// The Tool's own functions are the steps' to call: nothing reaches
 	// them but through the steps.
 	t.Resolve, t.Preview, t.Execute = nil, nil, nil
-	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, minAssur: minA}
+	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, fast: newFastSchema(schemaMap), minAssur: minA}
 	if g.opts.Tracer != nil {
 		gt.execute = tracedExecute(g.tracer, gt.execute)
 	}
@@ -336,13 +340,13 @@ func (g *Gate) Tools() []string {
 // reachable is the strongest assurance a tool of mode can get: a channel
 // can vouch for passkeys, the approval page for a click on it, the client
 // for a relayed answer. Auto takes the page, else the channel, when
-// configured.
+// configured (the channel when the page cannot reach the tool's minimum).
 func (g *Gate) reachable(mode Mode) Assurance {
 	switch {
-	case mode == ModeChannel, mode == ModeAuto && g.page == nil && g.channel != nil:
+	case mode == ModeChannel, mode == ModeAuto && g.channel != nil:
 		return AssurancePasskey
 	case mode == ModePage, mode == ModeAuto && g.page != nil:
-		return AssuranceLocalPage
+		return g.page.page.Assurance()
 	}
 	return AssuranceClientRelayed
 }

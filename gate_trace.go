@@ -75,8 +75,8 @@ func (tj tracedJournal) Append(ctx context.Context, r journal.Record) error {
 
 // tracedExecute gives a tool's Execute an "execute" step span; the tool
 // (a proxy relaying upstream) sees it in ctx.
-func tracedExecute(t tracing.Tracer, exec func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error)) func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error) {
-	return func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error) {
+func tracedExecute(t tracing.Tracer, exec func(ctx context.Context, c *Call, in, st any, a *Approval) (*mcp.CallToolResult, error)) func(ctx context.Context, c *Call, in, st any, a *Approval) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, c *Call, in, st any, a *Approval) (*mcp.CallToolResult, error) {
 		ctx, span := t.Step(ctx, "mcpsafe.execute")
 		defer span.End()
 		res, err := exec(ctx, c, in, st, a)

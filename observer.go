@@ -18,9 +18,15 @@ type Observer interface {
 	// refusal, else "".
 	CallDone(tool, outcome, reason string)
 	// HumanDecision is called when an approval's answer is redeemed, with
-	// the time since it was issued; path is "elicit", "token", "channel" or
-	// "page" (the approval page).
+	// the time since it was issued; path is "elicit", "token", "channel",
+	// "page" (the approval page) or "card".
 	HumanDecision(path string, d time.Duration)
+	// Approved is called once per approval the journal recorded, before
+	// the call runs, with the journal's decision word (page-approved,
+	// channel-approved, ...) and assurance level (client_relayed,
+	// local_page, channel, passkey): how strongly each tool's approvals
+	// were proven.
+	Approved(tool, decision, assurance string)
 }
 
 // Pending is the number of approvals issued by this gate and not yet

@@ -147,7 +147,7 @@ func TestApproveOnThePageApprovesThatCallOnce(t *testing.T) {
 		t.Fatalf("decision: %+v %v", o.dec, o.err)
 	}
 	// A second click (either button) changes nothing.
-	if code, b := post(t, link, h.URL(), form, "deny"); code != http.StatusConflict || !strings.Contains(b, "decided already") {
+	if code, b := post(t, link, h.URL(), form, "deny"); code != http.StatusConflict || !strings.Contains(b, "Already decided: approved") {
 		t.Fatalf("second click: %d %s", code, b)
 	}
 	// And the decision is delivered once: asking again is a new request.

@@ -21,6 +21,12 @@
 // AssuranceLocalPage, above a relayed form answer and below an approval
 // service's authenticated approver.
 //
+// With Options.Passkeys (credentials the person registered with
+// `mcpsafe approval-page enroll`), Approve also takes a user-verified
+// passkey assertion over a challenge derived from the call, checked like
+// the approval service's (package channel); a click alone is then refused,
+// and the gate records AssurancePasskey.
+//
 // The page listens on loopback only.
 package approvalpage
 
@@ -29,16 +35,19 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 )
 
@@ -56,6 +65,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is the time source (tests); nil is time.Now.
 	Clock func() time.Time
+	// Passkeys, when set, are the passkeys a person registered for this
+	// page (LoadPasskeys; `mcpsafe approval-page enroll` writes them):
+	// every approval then takes a user-verified assertion by one of them
+	// over that call, and the page is addressed as http://localhost:PORT
+	// (WebAuthn takes no IP address as its relying party).
+	Passkeys *channel.PasskeyRegistry
 }
 
 // A Page is the local approval page. It is the gate's approver for the
@@ -81,7 +96,9 @@ type pending struct {
 	done   chan struct{}
 	// Set once, under Page.mu, before done is closed.
 	approved  bool
-	withdrawn string // why, when the gate withdrew it
+	withdrawn string                // why, when the gate withdrew it
+	proof     *channel.PasskeyProof // the approval's passkey assertion, with Options.Passkeys
+	decidedAt time.Time
 }
 
 // Listen starts the page on opts.Addr.
@@ -98,11 +115,20 @@ func Listen(opts Options) (*Page, error) {
 	if opts.Open == nil {
 		opts.Open = OpenBrowser
 	}
+	if opts.Passkeys != nil {
+		if err := checkRegistry(opts.Passkeys); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("approval page: %w", err)
 	}
-	p := &Page{opts: opts, ln: ln, base: "http://" + ln.Addr().String(),
+	base := "http://" + ln.Addr().String()
+	if opts.Passkeys != nil {
+		base = "http://" + net.JoinHostPort(LocalRPID, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
+	p := &Page{opts: opts, ln: ln, base: base,
 		byID: map[string]*pending{}, byLink: map[string]*pending{}}
 	p.srv = &http.Server{Handler: p.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
@@ -205,8 +231,26 @@ func (p *Page) Await(ctx context.Context, r approver.Request, wait time.Duration
 		return approver.Decision{}, fmt.Errorf("approval page: %s: %w", e.withdrawn, approver.ErrNoDecision)
 	case !e.approved:
 		return approver.Decision{}, fmt.Errorf("approval page: %w", approver.ErrDenied)
+	case e.proof != nil:
+		ev, err := json.Marshal(e.proof)
+		if err != nil {
+			return approver.Decision{}, fmt.Errorf("approval page: %w", err)
+		}
+		return approver.Decision{Approved: true, Assurance: mcpsafe.AssurancePasskey,
+			Approvers: []string{e.proof.Approver}, Evidence: ev}, nil
+	case p.opts.Passkeys != nil:
+		return approver.Decision{}, errors.New("approval page: approved without a passkey on a page that requires one")
 	}
 	return approver.Decision{Approved: true, Assurance: mcpsafe.AssuranceLocalPage}, nil
+}
+
+// Assurance is what the page's approvals prove: AssurancePasskey with
+// Options.Passkeys, else AssuranceLocalPage.
+func (p *Page) Assurance() mcpsafe.Assurance {
+	if p.opts.Passkeys != nil {
+		return mcpsafe.AssurancePasskey
+	}
+	return mcpsafe.AssuranceLocalPage
 }
 
 // Withdraw ends r's page: nobody will pick its decision up.
@@ -243,12 +287,17 @@ func (p *Page) registerLocked(r approver.Request) (*pending, error) {
 
 // settleLocked records the one decision of e.
 func (p *Page) settleLocked(e *pending, approved bool, withdrawn string) bool {
+	return p.settleProvedLocked(e, approved, withdrawn, nil)
+}
+
+func (p *Page) settleProvedLocked(e *pending, approved bool, withdrawn string, proof *channel.PasskeyProof) bool {
 	select {
 	case <-e.done:
 		return false
 	default:
 	}
-	e.approved, e.withdrawn = approved, withdrawn
+	e.approved, e.withdrawn, e.proof = approved, withdrawn, proof
+	e.decidedAt = p.opts.Clock()
 	close(e.done)
 	return true
 }

@@ -727,7 +727,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 	}
 	if approve {
 		next.Grant = grant
-		// One namespace, one comparison (mcpsafe.SameIdentity): approver
+		// One namespace, one comparison (identity.Same): approver
 		// "alice" is principal "user:alice", and a principal that cannot
 		// be compared counts as everyone's.
 		if identity.Same(by, cur.Req.Principal) {
@@ -794,6 +794,9 @@ func voters(r *record) []string {
 
 // snapshot returns copies of all records: pending in arrival order, then
 // history, newest first.
+// historyRows is how many decided requests the page and the API list.
+const historyRows = 200
+
 func (s *Service) snapshot() (pending, history []record, version uint64, changed <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -814,8 +817,8 @@ func (s *Service) snapshot() (pending, history []record, version uint64, changed
 		return pending[i].Req.ID < pending[j].Req.ID
 	})
 	sort.Slice(history, func(i, j int) bool { return history[i].DecidedAt.After(history[j].DecidedAt) })
-	if len(history) > 200 {
-		history = history[:200]
+	if len(history) > historyRows {
+		history = history[:historyRows]
 	}
 	return pending, history, s.version, s.changed
 }

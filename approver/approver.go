@@ -124,6 +124,10 @@ type Page interface {
 	// Link registers r and returns the address of its page, for a URL-mode
 	// elicitation; the page opens nothing for a request it handed out.
 	Link(r Request) (string, error)
+	// Assurance is what the page's approvals prove: AssuranceLocalPage
+	// for a click, AssurancePasskey when it takes a passkey assertion over
+	// the call. The gate takes no decision of the page as stronger.
+	Assurance() Assurance
 }
 
 // ErrPending is what an Awaiter returns when nobody has decided yet

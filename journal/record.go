@@ -15,7 +15,11 @@ const (
 	ChannelApproved = "channel-approved"
 	// PageApproved: a click on the server's own approval page (package
 	// approvalpage): someone who could use a browser on that machine.
-	PageApproved       = "page-approved"
+	PageApproved = "page-approved"
+	// CardAccepted: Approve in the MCP Apps approval card, as the client
+	// (the host) relayed it; the server cannot tell a click from a host
+	// that calls the card's decision tool by itself.
+	CardAccepted       = "card-accepted"
 	PolicyAutoApproved = "policy-auto-approved"
 	// GrantUsed approves a call covered by a standing grant; Grant names it.
 	GrantUsed = "grant-used"

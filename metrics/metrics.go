@@ -25,16 +25,17 @@ import (
 
 // Metrics holds one registry; a process has one per server.
 type Metrics struct {
-	reg      *prometheus.Registry
-	calls    *prometheus.CounterVec
-	refusals *prometheus.CounterVec
-	human    *prometheus.HistogramVec
-	ledger   *prometheus.HistogramVec
-	journal  *prometheus.HistogramVec
-	upstream *prometheus.HistogramVec
-	up       *prometheus.GaugeVec
-	channel  *prometheus.CounterVec
-	pending  func() int
+	reg       *prometheus.Registry
+	calls     *prometheus.CounterVec
+	approvals *prometheus.CounterVec
+	refusals  *prometheus.CounterVec
+	human     *prometheus.HistogramVec
+	ledger    *prometheus.HistogramVec
+	journal   *prometheus.HistogramVec
+	upstream  *prometheus.HistogramVec
+	up        *prometheus.GaugeVec
+	channel   *prometheus.CounterVec
+	pending   func() int
 }
 
 // latencyBuckets span a cached ledger hit to a slow fsync or upstream.
@@ -79,6 +80,10 @@ func New() *Metrics {
 		Name: "mcpsafe_component_up",
 		Help: "1 when the component's last operation worked, 0 when it failed (component: journal, ledger, checkpoints).",
 	}, []string{"component"})
+	m.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpsafe_approvals_total",
+		Help: "Approvals journaled, by tool, decision (client-accepted, token-redeemed, page-approved, channel-approved, ...) and assurance (client_relayed, local_page, channel, passkey).",
+	}, []string{"tool", "decision", "assurance"})
 	m.channel = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpsafe_channel_decisions_total",
 		Help: "Approval service (mcpsafe approvals serve): requests that left pending, by status (approved, denied, expired, withdrawn).",
@@ -92,7 +97,7 @@ func New() *Metrics {
 		}
 		return float64(m.pending())
 	})
-	m.reg.MustRegister(m.calls, m.refusals, m.human, m.ledger, m.journal, m.upstream, m.up, m.channel, pending,
+	m.reg.MustRegister(m.calls, m.approvals, m.refusals, m.human, m.ledger, m.journal, m.upstream, m.up, m.channel, pending,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -134,6 +139,11 @@ func (m *Metrics) CallDone(tool, outcome, reason string) {
 	if outcome == journal.OutcomeRefused {
 		m.refusals.WithLabelValues(reason).Inc()
 	}
+}
+
+// Approved implements mcpsafe.Observer.
+func (m *Metrics) Approved(tool, decision, assurance string) {
+	m.approvals.WithLabelValues(tool, decision, assurance).Inc()
 }
 
 // HumanDecision implements mcpsafe.Observer.

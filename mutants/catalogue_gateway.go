@@ -38,7 +38,7 @@ var gatewayMutants = []Mutant{
 		Why:      "servers of a gateway whose commands differ only in the environment share an audience, so one's approvals fit the other",
 		Edits: []Edit{
 			{
-				File: "proxy/gateway.go",
+				File: "proxy/gateway_lifecycle.go",
 				Old:  "gc.Audience = aud + \"/\" + sp.Name",
 				New:  "gc.Audience = aud",
 			},
@@ -65,8 +65,8 @@ var gatewayMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/gateway.go",
-				Old:  "\tif !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {",
-				New:  "\tif true || !sharedLedger(ledgerURL) {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {",
+				Old:  "\tif !sharedLedger {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {",
+				New:  "\tif true || !sharedLedger {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {",
 			},
 		},
 	},
@@ -116,8 +116,8 @@ var gatewayMutants = []Mutant{
 		Why:      "the gateway's pending-approvals gauge reads 0 whatever its gates issued",
 		Edits: []Edit{
 			{
-				File: "proxy/gateway.go",
-				Old:  "\t\tg.conf.Metrics.SetPending(g.Pending)\n",
+				File: "cmd/mcpsafe/proxy.go",
+				Old:  "\t\tconf.Metrics.SetPending(gw.Pending)\n",
 				New:  "",
 			},
 		},

@@ -20,7 +20,7 @@ func serveGateway(config string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	g, err := NewGateway(context.Background(), f, serverconfFor(os.Getenv("MCPSAFE_PROXY_TEST_JOURNAL")), GatewayOptions{})
+	g, err := NewGateway(context.Background(), f, stores(nil, serverconfFor(os.Getenv("MCPSAFE_PROXY_TEST_JOURNAL"))), GatewayOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

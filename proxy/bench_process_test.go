@@ -110,7 +110,7 @@ func serveHTTPProxy(upstream string, stateful bool) int {
 	s, err := NewServer(context.Background(), Config{
 		Upstream:       &mcp.StreamableClientTransport{Endpoint: upstream, HTTPClient: UpstreamHTTPClient()},
 		LegacyUpstream: &mcp.StreamableClientTransport{Endpoint: upstream, HTTPClient: UpstreamHTTPClient()},
-		Gate:           serverconfFor(filepath.Join(os.TempDir(), fmt.Sprintf("mcpsafe-bench-%d.jsonl", os.Getpid()))),
+		Gate:           stores(nil, serverconfFor(filepath.Join(os.TempDir(), fmt.Sprintf("mcpsafe-bench-%d.jsonl", os.Getpid())))),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -100,7 +100,7 @@ func BenchmarkProxyVsDirect(b *testing.B) {
 	u, up := newGoUpstream(b)
 	pol := mustPolicy(b, "tools:\n  set_flag: {auto_approve: ['args.n >= 0']}\n")
 	withJournal := newProxy(b, up, pol)
-	noJournal, err := NewServer(context.Background(), Config{Upstream: u.transport(b), Policy: pol, Gate: serverconf.Config{NoJournal: true}})
+	noJournal, err := NewServer(context.Background(), Config{Upstream: u.transport(b), Policy: pol, Gate: stores(b, serverconf.Config{NoJournal: true})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func callDigest(args json.RawMessage, ownsToken bool) (canonical json.RawMessage
 }
 
 func (s *Server) principal(req *mcp.CallToolRequest) string {
-	if f := s.conf.Options.Principal; f != nil {
+	if f := s.opts.Principal; f != nil {
 		return f(req)
 	}
 	if req.Extra == nil {

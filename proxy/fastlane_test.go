@@ -136,7 +136,7 @@ func TestFastLaneFilesystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(context.Background(), Config{Upstream: pipe, Gate: serverconfFor(filepath.Join(t.TempDir(), "j.jsonl"))})
+	s, err := NewServer(context.Background(), Config{Upstream: pipe, Gate: stores(t, serverconfFor(filepath.Join(t.TempDir(), "j.jsonl")))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestFastLaneSDKClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(context.Background(), Config{Upstream: pipe, Gate: serverconfFor(filepath.Join(t.TempDir(), "j.jsonl"))})
+	s, err := NewServer(context.Background(), Config{Upstream: pipe, Gate: stores(t, serverconfFor(filepath.Join(t.TempDir(), "j.jsonl")))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestFastLaneProgressAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(context.Background(), Config{Upstream: pipe, Gate: serverconfFor(filepath.Join(t.TempDir(), "j.jsonl"))})
+	s, err := NewServer(context.Background(), Config{Upstream: pipe, Gate: stores(t, serverconfFor(filepath.Join(t.TempDir(), "j.jsonl")))})
 	if err != nil {
 		t.Fatal(err)
 	}

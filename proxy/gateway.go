@@ -7,15 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,8 +34,7 @@ type Gateway struct {
 	MCP         *mcp.Server
 	JournalPath string
 
-	conf    *serverconf.Gate
-	gateCfg serverconf.Config
+	gate mcpsafe.Options // the shared stores; each server sets its audience
 	// logLevels are the levels downstream sessions set, for every server
 	// (restarted ones too) to put on its 2026-07-28 requests.
 	logLevels sync.Map
@@ -83,6 +79,13 @@ type GatewayOptions struct {
 	// gateway's own).
 	Stderr *os.File
 	Logger *slog.Logger
+	// JournalPath is where the shared journal writes (Gateway.JournalPath).
+	JournalPath string
+	// Metrics, when set, times every call upstream (Config.Metrics).
+	Metrics Metrics
+	// SharedLedger says that other processes reach the ledger: every
+	// server then needs an explicit audience (GatewayFile.CheckAudiences).
+	SharedLedger bool
 }
 
 // slot is one configured server: its spec, the proxy Server currently
@@ -105,7 +108,6 @@ type slot struct {
 type member struct {
 	name, prefix string
 	mcp          *mcp.Server
-	conf         *serverconf.Gate
 	claim        func(down string) error
 	release      func(down string)
 	sticky       *stickiness
@@ -118,18 +120,19 @@ type member struct {
 	logLevels *sync.Map
 }
 
-// NewGateway builds the shared stores from gate, starts every server of
-// file and serves their tools. A server that does not start, a policy that
+// NewGateway starts every server of file on the shared stores of gate
+// (opened and closed by the caller; cmd/mcpsafe builds them with
+// internal/serverconf) and serves their tools. A server that does not start, a policy that
 // does not fit its upstream's tools, or a name two servers would both
 // serve is a startup error.
-func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, opts GatewayOptions) (_ *Gateway, err error) {
+func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, opts GatewayOptions) (_ *Gateway, err error) {
 	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
 	}
 	if gate.Audience != "" {
 		return nil, errors.New("proxy: a gateway has an audience per server (servers.NAME.audience), not one for all")
 	}
-	if err := checkAudiences(file, gate.LedgerURL); err != nil {
+	if err := file.CheckAudiences(opts.SharedLedger); err != nil {
 		return nil, err
 	}
 	if opts.RestartMin <= 0 {
@@ -144,28 +147,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = 10 * time.Second
 	}
-	g := &Gateway{gateCfg: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, sticky: map[string]*stickiness{}, source: file.Source, stop: make(chan struct{})}
-	if gate.Logger == nil {
-		gate.Logger = g.log
-	}
-	// The stores need an audience to build; each server's gate sets its
-	// own. The default journal is keyed by the configuration file, so that
-	// two gateways on default settings can run side by side.
-	gate.Audience = "mcpsafe-gateway"
-	if gate.Instance == "" {
-		if abs, err := filepath.Abs(file.Source); err == nil {
-			gate.Instance = abs
-		}
-	}
-	if g.conf, err = serverconf.Build(ctx, gate); err != nil {
-		return nil, err
-	}
-	g.JournalPath = g.conf.JournalPath
-	if g.conf.Metrics != nil {
-		// Each server's gate keeps its own pending approvals; the one
-		// gauge the gateway exposes is their sum.
-		g.conf.Metrics.SetPending(g.Pending)
-	}
+	g := &Gateway{gate: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, sticky: map[string]*stickiness{}, source: file.Source, stop: make(chan struct{}), JournalPath: opts.JournalPath}
 	g.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-gateway", Version: Version}, &mcp.ServerOptions{
 		Instructions: "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and " + NameSeparator + ".",
 		Capabilities: &mcp.ServerCapabilities{
@@ -222,18 +204,17 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate serverconf.Config, 
 	return g, nil
 }
 
-// checkAudiences refuses servers without an explicit audience when the
+// CheckAudiences refuses servers without an explicit audience when the
 // ledger is shared, as a single proxy does: replicas must agree on every
 // audience, and a derived one differs between hosts.
-func checkAudiences(file *GatewayFile, ledgerURL string) error {
-	if !sharedLedger(ledgerURL) {
+func (file *GatewayFile) CheckAudiences(sharedLedger bool) error {
+	if !sharedLedger {
 		return nil
 	}
 	var errs []error
 	for _, sp := range file.Servers {
 		if sp.Audience == "" {
-			scheme, _, _ := strings.Cut(ledgerURL, ":")
-			errs = append(errs, fmt.Errorf("%s: servers.%s.audience is required: the %s: ledger is shared, so every replica must bind this server's approvals to the same name, and a name derived from the command line or URL may differ between hosts", file.Source, sp.Name, scheme))
+			errs = append(errs, fmt.Errorf("%s: servers.%s.audience is required: the ledger is shared, so every replica must bind this server's approvals to the same name, and a name derived from the command line or URL may differ between hosts", file.Source, sp.Name))
 		}
 	}
 	return errors.Join(errs...)
@@ -248,7 +229,7 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	}
 	g.mu.Unlock()
 	sl := &slot{spec: sp, known: map[string]bool{}}
-	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, conf: g.conf, logLevels: &g.logLevels,
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, logLevels: &g.logLevels,
 		// Shared by every Server that ever runs under this name, so that
 		// one restarted (after a crash or by a reload) or removed and added
 		// back is held to the strictest treatment its tools ever had.
@@ -302,238 +283,8 @@ func (g *Gateway) release(server, down string) {
 	}
 }
 
-// command returns a new, unstarted command for sp's upstream.
-func (g *Gateway) command(sp *ServerSpec) *exec.Cmd {
-	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
-	cmd.Dir = sp.Dir
-	if len(sp.Env) > 0 {
-		cmd.Env = os.Environ()
-		for k, v := range sp.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	cmd.Stderr = os.Stderr
-	if g.opts.Stderr != nil {
-		cmd.Stderr = g.opts.Stderr
-	}
-	return cmd
-}
-
-// transport returns a fresh connection to sp's upstream and the audience
-// derived from it. A command is started here, on a pipe the stdio fast
-// lane can share (see ServeStdio).
-func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
-	if sp.URL != "" {
-		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
-		return t, DefaultAudience(t), nil
-	}
-	cmd := g.command(sp)
-	aud := DefaultAudience(&mcp.CommandTransport{Command: cmd})
-	pipe, err := StartUpstream(cmd)
-	if err != nil {
-		return nil, "", err
-	}
-	g.mu.Lock()
-	if g.down != nil {
-		pipe.setDown(g.down)
-	}
-	g.mu.Unlock()
-	return pipe, aud, nil
-}
-
-// start connects sl's upstream and registers its tools.
-func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
-	sp := sl.spec
-	t, aud, err := g.transport(sp)
-	if err != nil {
-		return nil, err
-	}
-	gc := g.gateCfg
-	gc.Audience = sp.Audience
-	if gc.Audience == "" {
-		// Derived from the command line or URL and the server's name, so
-		// stable across restarts and distinct between servers of the
-		// gateway even when their commands differ only in the environment.
-		gc.Audience = aud + "/" + sp.Name
-	}
-	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout, member: sl.m}
-	if sp.URL != "" {
-		cfg.LegacyUpstream, _, _ = g.transport(sp)
-	} else {
-		cfg.LegacyUpstream = &CommandLeg{Command: func() *exec.Cmd { return g.command(sp) }}
-	}
-	srv, err := NewServer(ctx, cfg)
-	g.mu.Lock()
-	if sl.early != nil && sl.srv == sl.early && err != nil {
-		sl.srv = nil // it failed after all: down again
-	}
-	sl.early = nil
-	g.mu.Unlock()
-	if err != nil {
-		if p, ok := t.(*UpstreamPipe); ok {
-			p.close()
-		}
-		return nil, err
-	}
-	return srv, nil
-}
-
-// up makes srv the running server of sl and watches it.
-func (g *Gateway) up(sl *slot, srv *Server) {
-	g.mu.Lock()
-	sl.srv, sl.down = srv, ""
-	sl.gen++
-	gen := sl.gen
-	closed := g.closed
-	g.mu.Unlock()
-	if closed {
-		srv.Close()
-		return
-	}
-	g.wg.Add(1)
-	go g.watch(sl, srv, gen)
-}
-
-// watch restarts sl's upstream when its session ends, unless the slot
-// was replaced or the gateway closed meanwhile.
-func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
-	defer g.wg.Done()
-	ended := make(chan struct{})
-	go func() {
-		srv.Upstream.Wait()
-		close(ended)
-	}()
-	tick := time.NewTicker(g.opts.HealthInterval)
-	for alive := true; alive; {
-		select {
-		case <-ended:
-			alive = false
-		case <-tick.C:
-			go g.check(srv)
-		}
-	}
-	tick.Stop()
-	g.mu.Lock()
-	if sl.gen != gen || g.closed {
-		g.mu.Unlock()
-		return
-	}
-	sl.srv, sl.down = nil, "its upstream exited; restarting"
-	g.mu.Unlock()
-	g.log.Warn("proxy: gateway server went away; its tools are withdrawn until it is back", "server", sl.spec.Name)
-	srv.Close()
-	g.retry(sl, gen)
-}
-
-// retry starts sl again with backoff until it is up, replaced, or the
-// gateway is closed.
-func (g *Gateway) retry(sl *slot, gen int) {
-	delay := g.opts.RestartMin
-	for {
-		g.mu.Lock()
-		stop := sl.gen != gen || g.closed
-		g.mu.Unlock()
-		if stop {
-			return
-		}
-		select {
-		case <-time.After(delay):
-		case <-g.stop:
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		next, err := g.start(ctx, sl)
-		cancel()
-		if err == nil {
-			g.mu.Lock()
-			stale := sl.gen != gen || g.closed
-			g.mu.Unlock()
-			if stale {
-				next.Close()
-				return
-			}
-			g.log.Info("proxy: gateway server restarted", "server", sl.spec.Name)
-			g.up(sl, next)
-			return
-		}
-		g.mu.Lock()
-		sl.down = "it failed to restart: " + err.Error()
-		g.mu.Unlock()
-		g.log.Warn("proxy: gateway server failed to restart", "server", sl.spec.Name, "err", err, "retry_in", delay)
-		delay = min(delay*2, g.opts.RestartMax)
-	}
-}
-
-// check pings srv's upstream and ends its session when it does not
-// answer, which watch then handles as an exit.
-func (g *Gateway) check(srv *Server) {
-	if !srv.checking.CompareAndSwap(false, true) {
-		return
-	}
-	defer srv.checking.Store(false)
-	ctx, cancel := context.WithTimeout(context.Background(), g.opts.HealthInterval)
-	defer cancel()
-	if err := srv.Upstream.Ping(ctx, nil); err != nil {
-		g.log.Warn("proxy: gateway server does not answer; reconnecting", "server", srv.member.name, "err", err)
-		srv.Upstream.Close()
-	}
-}
-
-// StopAccepting begins shutdown on every server's gate
-// (mcpsafe.Gate.StopAccepting): no call is accepted and no Execute starts
-// from then on, and no server is restarted or reloaded. The report joins
-// the servers' reports.
-func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
-	g.mu.Lock()
-	var rep mcpsafe.ShutdownReport
-	if g.closed {
-		rep.Again = true
-	} else {
-		close(g.stop)
-		g.closed = true
-	}
-	var srvs []*Server
-	for _, sl := range g.slots {
-		if sl.srv != nil {
-			srvs = append(srvs, sl.srv)
-		}
-	}
-	g.mu.Unlock()
-	for _, s := range srvs {
-		r := s.Gate.StopAccepting()
-		rep.Withdrawn = append(rep.Withdrawn, r.Withdrawn...)
-		rep.Running += r.Running
-	}
-	slices.Sort(rep.Withdrawn)
-	return rep
-}
-
-// Shutdown shuts every server's gate down (mcpsafe.Gate.Shutdown) within
-// ctx, in parallel. Close afterwards stops the upstreams.
-func (g *Gateway) Shutdown(ctx context.Context) error {
-	g.StopAccepting()
-	g.mu.Lock()
-	var srvs []*Server
-	for _, sl := range g.slots {
-		if sl.srv != nil {
-			srvs = append(srvs, sl.srv)
-		}
-	}
-	g.mu.Unlock()
-	errs := make([]error, len(srvs))
-	var wg sync.WaitGroup
-	for i, s := range srvs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.Gate.Shutdown(ctx)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// Close stops every upstream and releases the shared stores.
+// Close stops every upstream; the shared stores stay open (their opener
+// closes them).
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	if !g.closed {
@@ -556,9 +307,6 @@ func (g *Gateway) Close() error {
 		}
 	}
 	g.wg.Wait()
-	if g.conf != nil {
-		errs = append(errs, g.conf.Close())
-	}
 	return errors.Join(errs...)
 }
 

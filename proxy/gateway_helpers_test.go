@@ -117,7 +117,7 @@ func newGateway(t testing.TB, body string) (*Gateway, string) {
 	dir := t.TempDir()
 	_, f := gatewayFile(t, dir, body)
 	journal := filepath.Join(dir, "journal.jsonl")
-	g, err := NewGateway(context.Background(), f, serverconfFor(journal), gatewayTestOptions())
+	g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(journal)), gatewayTestOptions())
 	if err != nil {
 		t.Fatalf("NewGateway: %v", err)
 	}

@@ -94,7 +94,7 @@ func TestGatewayBareNameLikePrefixRefused(t *testing.T) {
 	tricky := "  a-tricky:\n    url: http://" + ln.Addr().String() + "/\n    prefix: false\n"
 	dir := t.TempDir()
 	_, f := gatewayFile(t, dir, "servers:\n"+gs.yaml(t, "p", "")+tricky)
-	if g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{}); err == nil {
+	if g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(filepath.Join(dir, "j.jsonl"))), GatewayOptions{}); err == nil {
 		g.Close()
 		t.Fatal("a bare p__zzz started beside server p")
 	} else if !strings.Contains(err.Error(), "would read as a tool of server p") {

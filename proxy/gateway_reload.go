@@ -33,7 +33,7 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		g.mu.Unlock()
 		return errors.New("proxy: gateway closed")
 	}
-	if err := checkAudiences(file, g.gateCfg.LedgerURL); err != nil {
+	if err := file.CheckAudiences(g.opts.SharedLedger); err != nil {
 		g.mu.Unlock()
 		return fmt.Errorf("proxy: %s refused, the running configuration stays: %w", file.Source, err)
 	}

@@ -29,7 +29,7 @@ func TestGatewayReloadVoidsOnlyChangedTools(t *testing.T) {
 	dir := t.TempDir()
 	body := "servers:\n" + a.yaml(t, "a", reloadPolicy) + b.yaml(t, "b", reloadPolicy)
 	_, f := gatewayFile(t, dir, body)
-	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{})
+	g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(filepath.Join(dir, "j.jsonl"))), GatewayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestGatewayReloadBadFileRefused(t *testing.T) {
 	a, b := newGoServer(t), newGoServer(t)
 	dir := t.TempDir()
 	_, f := gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", reloadPolicy)+b.yaml(t, "b", ""))
-	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{})
+	g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(filepath.Join(dir, "j.jsonl"))), GatewayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestGatewayReloadAddRemove(t *testing.T) {
 	a, b, c := newGoServer(t), newGoServer(t), newGoServer(t)
 	dir := t.TempDir()
 	_, f := gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "")+b.yaml(t, "b", ""))
-	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{})
+	g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(filepath.Join(dir, "j.jsonl"))), GatewayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestGatewayReloadAudienceRestarts(t *testing.T) {
 	a, b := newGoServer(t), newGoServer(t)
 	dir := t.TempDir()
 	_, f := gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    audience: one\n"+reloadPolicy)+b.yaml(t, "b", reloadPolicy))
-	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{})
+	g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(filepath.Join(dir, "j.jsonl"))), GatewayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func keyedGatewayNoClient(t *testing.T, dir, body string) (*Gateway, string) {
 	t.Helper()
 	_, f := gatewayFile(t, dir, body)
 	journal := filepath.Join(dir, "j.jsonl")
-	g, err := NewGateway(context.Background(), f, serverconfFor(journal), gatewayTestOptions())
+	g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(journal)), gatewayTestOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

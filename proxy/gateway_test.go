@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
+	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -110,7 +111,7 @@ func TestGatewayCollisionRefused(t *testing.T) {
 	a, b := newGoServer(t), newGoServer(t)
 	dir := t.TempDir()
 	_, f := gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    prefix: false\n")+b.yaml(t, "b", "    prefix: false\n"))
-	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{})
+	g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(filepath.Join(dir, "j.jsonl"))), GatewayOptions{})
 	if err == nil {
 		g.Close()
 		t.Fatal("two bare servers with the same tools started")
@@ -221,15 +222,16 @@ func TestGatewaySharedLedgerNeedsAudiences(t *testing.T) {
 	dir := t.TempDir()
 	gc := serverconfFor(filepath.Join(dir, "j.jsonl"))
 	gc.LedgerURL, gc.KeyFile = "file:"+filepath.Join(dir, "l.db"), keyFile
+	shared := stores(t, gc)
 	_, f := gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    audience: team/a\n")+b.yaml(t, "b", ""))
-	if g, err := NewGateway(context.Background(), f, gc, GatewayOptions{}); err == nil {
+	if g, err := NewGateway(context.Background(), f, shared, GatewayOptions{SharedLedger: serverconf.SharedLedger(gc.LedgerURL)}); err == nil {
 		g.Close()
 		t.Fatal("a server without an audience started on a shared ledger")
 	} else if !strings.Contains(err.Error(), "servers.b.audience is required") {
 		t.Fatalf("error: %v", err)
 	}
 	_, f = gatewayFile(t, dir, "servers:\n"+a.yaml(t, "a", "    audience: team/a\n")+b.yaml(t, "b", "    audience: team/b\n"))
-	g, err := NewGateway(context.Background(), f, gc, GatewayOptions{})
+	g, err := NewGateway(context.Background(), f, shared, GatewayOptions{SharedLedger: serverconf.SharedLedger(gc.LedgerURL)})
 	if err != nil {
 		t.Fatalf("control: %v", err)
 	}
@@ -251,7 +253,7 @@ func TestGatewayCloseWhileRestarting(t *testing.T) {
 	gs := newGoServer(t)
 	dir := t.TempDir()
 	_, f := gatewayFile(t, dir, "servers:\n"+gs.yaml(t, "go", ""))
-	g, err := NewGateway(context.Background(), f, serverconfFor(filepath.Join(dir, "j.jsonl")), GatewayOptions{RestartMin: time.Hour})
+	g, err := NewGateway(context.Background(), f, stores(t, serverconfFor(filepath.Join(dir, "j.jsonl"))), GatewayOptions{RestartMin: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,10 +24,12 @@ func testCtx(t *testing.T) context.Context {
 // temporary directory.
 func newProxy(t testing.TB, upstream mcp.Transport, pol *Policy) *Server {
 	t.Helper()
+	journal := filepath.Join(t.TempDir(), "journal.jsonl")
 	s, err := NewServer(context.Background(), Config{
-		Upstream: upstream,
-		Policy:   pol,
-		Gate:     serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")},
+		Upstream:    upstream,
+		Policy:      pol,
+		Gate:        stores(t, serverconf.Config{JournalPath: journal}),
+		JournalPath: journal,
 	})
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
@@ -171,4 +174,26 @@ func writeFile(t testing.TB, p, body string) {
 
 func serverconfFor(journalPath string) serverconf.Config {
 	return serverconf.Config{JournalPath: journalPath}
+}
+
+// stores opens the gate's stores as cmd/mcpsafe does (internal/serverconf)
+// and closes them after the test (with t nil, a helper process: at its
+// exit). An empty audience stays empty, for the proxy to derive.
+func stores(t testing.TB, gc serverconf.Config) mcpsafe.Options {
+	aud := gc.Audience
+	if aud == "" {
+		gc.Audience = "mcpsafe-test-stores"
+	}
+	g, err := serverconf.Build(context.Background(), gc)
+	if err != nil {
+		if t == nil {
+			panic(err)
+		}
+		t.Fatalf("serverconf.Build: %v", err)
+	}
+	if t != nil {
+		t.Cleanup(func() { g.Close() })
+	}
+	g.Options.Audience = aud
+	return g.Options
 }

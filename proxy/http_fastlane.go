@@ -241,8 +241,8 @@ func (s *Server) plainTool(name string) bool {
 func (s *Server) forwardHTTP(w http.ResponseWriter, r *http.Request, body []byte, c laneRequest) {
 	start := time.Now()
 	err := s.relayHTTP(w, r, body, c)
-	if s.conf != nil && s.conf.Metrics != nil {
-		s.conf.Metrics.Upstream(time.Since(start), err)
+	if s.metrics != nil {
+		s.metrics.Upstream(time.Since(start), err)
 	}
 	if err != nil {
 		s.log.Debug("proxy: fast lane request failed", "method", c.method, "tool", c.name, "err", err)

@@ -81,7 +81,7 @@ func laneProxy(t *testing.T, upstream string, pol *Policy) (*Server, string) {
 		Upstream:       &mcp.StreamableClientTransport{Endpoint: upstream, HTTPClient: UpstreamHTTPClient()},
 		LegacyUpstream: &mcp.StreamableClientTransport{Endpoint: upstream, HTTPClient: UpstreamHTTPClient()},
 		Policy:         pol,
-		Gate:           serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")},
+		Gate:           stores(t, serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +371,7 @@ func TestHTTPFastLaneStatefulOff(t *testing.T) {
 	_, upURL := laneUpstream(t)
 	s, err := NewServer(context.Background(), Config{
 		Upstream: &mcp.StreamableClientTransport{Endpoint: upURL, HTTPClient: UpstreamHTTPClient()},
-		Gate:     serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")},
+		Gate:     stores(t, serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")}),
 	})
 	if err != nil {
 		t.Fatal(err)

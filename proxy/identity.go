@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -136,23 +135,6 @@ func cleanLabel(s string) string {
 		return "upstream"
 	}
 	return s
-}
-
-// sharedLedger reports whether a ledger URL names a store other processes
-// can reach (file, Redis, PostgreSQL); only the in-process memory store is
-// private.
-func sharedLedger(ledgerURL string) bool {
-	scheme, _, _ := strings.Cut(ledgerURL, ":")
-	scheme = strings.ToLower(scheme)
-	return scheme != "" && scheme != "memory"
-}
-
-// errSharedDefaultAudience refuses a shared ledger without an explicit
-// audience: replicas must agree on it, and a derived default silently
-// differs between hosts (another install path of npx is another audience).
-func errSharedDefaultAudience(ledgerURL string) error {
-	scheme, _, _ := strings.Cut(ledgerURL, ":")
-	return fmt.Errorf("proxy: the %s: ledger is shared, so set --audience (Config.Gate.Audience): the same name on every replica of this proxy, and a different one for every other server sharing the ledger or the key; the default audience is derived from the upstream command line or URL and may differ between replicas", scheme)
 }
 
 // serverLine names the server in every plan: by the name a person knows

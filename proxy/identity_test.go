@@ -88,7 +88,7 @@ func TestGrantsBoundToUpstream(t *testing.T) {
 	start := func(dir string, gc serverconf.Config) (*Server, *mcp.ClientSession) {
 		gc.KeyFile = keyFile
 		gc.JournalPath = filepath.Join(t.TempDir(), "journal.jsonl")
-		s, err := NewServer(context.Background(), Config{Upstream: fsUpstreamIn(t, dir), Policy: mustPolicy(t, pol), Gate: gc})
+		s, err := NewServer(context.Background(), Config{Upstream: fsUpstreamIn(t, dir), Policy: mustPolicy(t, pol), Gate: stores(t, gc)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,55 +131,6 @@ func TestGrantsBoundToUpstream(t *testing.T) {
 	}
 }
 
-// A ledger other processes share needs an explicit audience; the refusal
-// names the flag and comes before any connection to the store.
-func TestSharedLedgerNeedsAudience(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := seal.WriteKeyFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		ledger, audience string
-		ok               bool
-	}{
-		{"file:" + filepath.Join(t.TempDir(), "l.db"), "", false},
-		{"redis://127.0.0.1:1/0", "", false}, // nothing listens there: refused before connecting
-		{"postgres://postgres@127.0.0.1:1/test", "", false},
-		{"REDIS://127.0.0.1:1/0", "", false},
-		{"memory:", "", true},
-		{"", "", true},
-		{"file:" + filepath.Join(t.TempDir(), "l.db"), "my-proxy", true},
-	} {
-		_, up := newGoUpstream(t)
-		s, err := NewServer(context.Background(), Config{Upstream: up, Gate: serverconf.Config{
-			LedgerURL: c.ledger, Audience: c.audience, KeyFile: keyFile, JournalPath: filepath.Join(t.TempDir(), "j.jsonl"),
-		}})
-		if c.ok {
-			if err != nil {
-				t.Errorf("%s, audience %q: %v", c.ledger, c.audience, err)
-				continue
-			}
-			want := c.audience
-			if want == "" {
-				want = "mcpsafe-proxy/unnamed-upstream/"
-			}
-			if !strings.HasPrefix(s.Audience, want) {
-				t.Errorf("%s: audience %q", c.ledger, s.Audience)
-			}
-			s.Close()
-			continue
-		}
-		if err == nil {
-			s.Close()
-			t.Errorf("%s with the default audience: started", c.ledger)
-			continue
-		}
-		if !strings.Contains(err.Error(), "--audience") || strings.Contains(err.Error(), "127.0.0.1") {
-			t.Errorf("%s: error %q should name --audience and not echo the URL", c.ledger, err)
-		}
-	}
-}
-
 // Every plan names the server, by the name a person knows it by (here the
 // upstream's own, as the policy gives none) and never by the derived
 // audience with its hash: in the client's approval prompt, in the token's
@@ -204,10 +155,10 @@ func TestPlanNamesServer(t *testing.T) {
 	s, err := NewServer(context.Background(), Config{
 		Upstream: up,
 		Policy:   mustPolicy(t, "tools:\n  gated_fail: {mode: channel}\n  delete_thing: {mode: elicit, preview: 'Delete {{.id}}'}\n  set_flag: {mode: token}\n"),
-		Gate: serverconf.Config{
+		Gate: stores(t, serverconf.Config{
 			JournalPath: filepath.Join(t.TempDir(), "j.jsonl"),
 			ApproverURL: hs.URL + "/webhook", ApproverSecretFile: secretFile,
-		},
+		}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func TestLegacyClientIsAskedThroughACommandUpstream(t *testing.T) {
 			}
 			leg := &CommandLeg{Command: func() *exec.Cmd { return goUpstreamCmd(t) }}
 			s, err := NewServer(context.Background(), Config{Upstream: pipe, LegacyUpstream: leg,
-				Policy: pol, Gate: serverconfFor(filepath.Join(t.TempDir(), "j.jsonl"))})
+				Policy: pol, Gate: stores(t, serverconfFor(filepath.Join(t.TempDir(), "j.jsonl")))})
 			if err != nil {
 				t.Fatal(err)
 			}

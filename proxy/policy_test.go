@@ -114,7 +114,7 @@ func TestPolicyAgainstUpstream(t *testing.T) {
 			_, up := newGoUpstream(t)
 			_, err := NewServer(context.Background(), Config{
 				Upstream: up, Policy: mustPolicy(t, c.policy),
-				Gate: serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "j")},
+				Gate: stores(t, serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "j")}),
 			})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
@@ -127,7 +127,7 @@ func TestPolicyAgainstUpstream(t *testing.T) {
 	}
 	// Mode and opt-ins come only from the policy file.
 	_, up := newGoUpstream(t)
-	_, err := NewServer(context.Background(), Config{Upstream: up, Gate: serverconf.Config{NoJournal: true, Mode: mcpsafe.ModeToken}})
+	_, err := NewServer(context.Background(), Config{Upstream: up, Gate: stores(t, serverconf.Config{NoJournal: true, Mode: mcpsafe.ModeToken})})
 	if err == nil {
 		t.Fatal("a mode outside the policy was accepted")
 	}

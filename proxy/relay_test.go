@@ -329,7 +329,7 @@ func TestInCallRequestsRouting(t *testing.T) {
 	release := make(chan struct{})
 	up, legacy := legacyUpstream(t, release)
 	s, err := NewServer(context.Background(), Config{Upstream: up, LegacyUpstream: legacy,
-		Gate: serverconfFor(filepath.Join(t.TempDir(), "j.jsonl"))})
+		Gate: stores(t, serverconfFor(filepath.Join(t.TempDir(), "j.jsonl")))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func TestInCallRequestsRouting(t *testing.T) {
 func TestGatedInCallComposition(t *testing.T) {
 	up, legacy := legacyUpstream(t, make(chan struct{}))
 	s, err := NewServer(context.Background(), Config{Upstream: up, LegacyUpstream: legacy,
-		Policy: mustPolicy(t, "mode: elicit\n"), Gate: serverconfFor(filepath.Join(t.TempDir(), "j.jsonl"))})
+		Policy: mustPolicy(t, "mode: elicit\n"), Gate: stores(t, serverconfFor(filepath.Join(t.TempDir(), "j.jsonl")))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestRuleArgumentNamesChecked(t *testing.T) {
 			}
 			s, err := NewServer(context.Background(), Config{
 				Upstream: ct, Policy: pol,
-				Gate: serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "j")},
+				Gate: stores(t, serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "j")}),
 			})
 			if c.want == "" {
 				if err != nil {

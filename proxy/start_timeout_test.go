@@ -48,7 +48,7 @@ func TestStartTimeout(t *testing.T) {
 			defer close(stop)
 			s, err := NewServer(context.Background(), Config{
 				Upstream:     &mcp.StreamableClientTransport{Endpoint: hs.URL},
-				Gate:         serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")},
+				Gate:         stores(t, serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl")}),
 				StartTimeout: 500 * time.Millisecond,
 			})
 			if tc.want == "" {

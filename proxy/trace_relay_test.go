@@ -55,7 +55,7 @@ func TestProxyRelaysTraceContext(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	s, err := NewServer(context.Background(), Config{
 		Upstream: up,
-		Gate:     serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl"), TracerProvider: tp},
+		Gate:     stores(t, serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "journal.jsonl"), TracerProvider: tp}),
 	})
 	if err != nil {
 		t.Fatal(err)

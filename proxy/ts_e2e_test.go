@@ -128,7 +128,7 @@ func serveProxy() int {
 	s, err := NewServer(context.Background(), Config{
 		Upstream: pipe,
 		Policy:   pol,
-		Gate:     serverconfFor(os.Getenv("MCPSAFE_PROXY_TEST_JOURNAL")),
+		Gate:     stores(nil, serverconfFor(os.Getenv("MCPSAFE_PROXY_TEST_JOURNAL"))),
 	})
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")

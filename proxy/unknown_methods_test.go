@@ -154,7 +154,7 @@ func startUnknown(t *testing.T, policy string) (*lineSession, upstreamFiles) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(context.Background(), Config{Upstream: pipe, Policy: mustPolicy(t, policy), Gate: serverconfFor(filepath.Join(dir, "j.jsonl"))})
+	s, err := NewServer(context.Background(), Config{Upstream: pipe, Policy: mustPolicy(t, policy), Gate: stores(t, serverconfFor(filepath.Join(dir, "j.jsonl")))})
 	if err != nil {
 		t.Fatal(err)
 	}

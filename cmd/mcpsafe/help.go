@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe/files"
-	"github.com/mcpsafe/mcpsafe/internal/optin"
+	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/proxy"
 	"golang.org/x/mod/module"
 )
@@ -196,7 +196,7 @@ func errLine(name string, err error) string {
 // flagWords puts an option's Go name in err into the flag the operator
 // wrote (an opt-in error names --allow-token-for, not AllowTokenFor).
 func flagWords(err error) error {
-	var oe *optin.Error
+	var oe *optincheck.Error
 	if !errors.As(err, &oe) {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,8 +35,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	var web mcphttp.HTTP
 	web.RegisterFlags(fl)
 	cfg := proxy.Config{}
+	var gc serverconf.Config
 	fl.DurationVar(&cfg.StartTimeout, "upstream-timeout", proxy.DefaultStartTimeout, "how long the upstream may take to start and answer initialize and tools/list")
-	cfg.Gate.RegisterFlags(fl)
+	gc.RegisterFlags(fl)
 	fl.Lookup("audience").Usage += "; default: derived from the upstream command line or URL (required with a shared --ledger)"
 	if code, done := parseFlags(fl, args, stdout); done {
 		return code
@@ -45,11 +48,11 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *configPath != "" {
-		if *upstreamURL != "" || len(command) > 0 || *policyPath != "" || cfg.Gate.Audience != "" {
+		if *upstreamURL != "" || len(command) > 0 || *policyPath != "" || gc.Audience != "" {
 			fmt.Fprintln(stderr, "mcpsafe proxy: with --config, upstreams, policies and audiences are set per server in the file")
 			return 2
 		}
-		return runGateway(*configPath, cfg.Gate, cfg.StartTimeout, *watch, web, stderr)
+		return runGateway(*configPath, gc, cfg.StartTimeout, *watch, web, stderr)
 	}
 	switch {
 	case *upstreamURL == "" && len(command) == 0:
@@ -91,14 +94,28 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		// Clients of the 2025-11-25 generation get a second process.
 		cfg.LegacyUpstream = &proxy.CommandLeg{Command: newCmd}
 	}
-	stop, ctx := newStopper("mcpsafe proxy", cfg.Gate.ShutdownGrace, stderr)
+	stop, ctx := newStopper("mcpsafe proxy", gc.ShutdownGrace, stderr)
 	defer stop.close()
+	gc.Logger = cfg.Logger
+	conf, err := proxyStores(ctx, gc, cfg.Policy, cfg.Upstream)
+	if err != nil {
+		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
+		return 1
+	}
+	defer conf.Close() // after srv.Close: the gate journals into the stores until then
+	cfg.Gate, cfg.JournalPath = conf.Options, conf.JournalPath
+	if conf.Metrics != nil {
+		cfg.Metrics = conf.Metrics
+	}
 	srv, err := proxy.NewServer(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
 	defer srv.Close()
+	if conf.Metrics != nil {
+		conf.Metrics.SetPending(srv.Gate.Pending)
+	}
 	stop.serve(srv.Gate)
 	// Without its upstream the proxy can only fail calls: stop serving.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -125,6 +142,33 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 
 var errUpstreamGone = errors.New("the upstream server went away")
 
+// proxyStores opens the stores of a single proxy's gate: its audience is
+// --audience or the one derived from the upstream (proxy.DefaultAudience),
+// which names the default journal; the policy's mode tells whether the
+// approval page opens. The mode and opt-ins themselves are the policy's,
+// and the proxy sets them.
+func proxyStores(ctx context.Context, gc serverconf.Config, pol *proxy.Policy, up mcp.Transport) (*serverconf.Gate, error) {
+	if gc.Mode != "" || len(gc.AllowTokenFor) > 0 {
+		return nil, errors.New("proxy: mode and token opt-ins belong in the policy file (mode, allow_token_for)")
+	}
+	if gc.Audience == "" {
+		if serverconf.SharedLedger(gc.LedgerURL) {
+			scheme, _, _ := strings.Cut(gc.LedgerURL, ":")
+			return nil, fmt.Errorf("proxy: the %s: ledger is shared, so set --audience: the same name on every replica of this proxy, and a different one for every other server sharing the ledger or the key; the default audience is derived from the upstream command line or URL and may differ between replicas", scheme)
+		}
+		gc.Audience = proxy.DefaultAudience(up)
+	}
+	if pol != nil {
+		gc.Mode = pol.Mode
+	}
+	conf, err := serverconf.Build(ctx, gc)
+	if err != nil {
+		return nil, err
+	}
+	conf.Options.Mode, conf.Options.AllowGrantsFor = "", nil
+	return conf, nil
+}
+
 // runGateway serves several upstreams from one configuration file;
 // SIGHUP reloads it (a file that does not load is refused, and the running
 // configuration stays).
@@ -137,12 +181,47 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 	}
 	stop, ctx := newStopper("mcpsafe proxy", gate.ShutdownGrace, stderr)
 	defer stop.close()
-	gw, err := proxy.NewGateway(ctx, file, gate, proxy.GatewayOptions{Logger: log, StartTimeout: startTimeout})
+	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
+		fmt.Fprintln(stderr, "mcpsafe proxy: mode and token opt-ins belong in each server's policy")
+		return 2
+	}
+	shared := serverconf.SharedLedger(gate.LedgerURL)
+	if err := file.CheckAudiences(shared); err != nil {
+		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		return 1
+	}
+	// The stores need an audience to open; each server's gate sets its
+	// own. The default journal is keyed by the configuration file, so that
+	// two gateways on default settings can run side by side.
+	gate.Audience, gate.Logger = "mcpsafe-gateway", log
+	if gate.Instance == "" {
+		if abs, err := filepath.Abs(file.Source); err == nil {
+			gate.Instance = abs
+		}
+	}
+	conf, err := serverconf.Build(ctx, gate)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		return 1
+	}
+	defer conf.Close() // after gw.Close
+	gopts := proxy.GatewayOptions{Logger: log, StartTimeout: startTimeout, JournalPath: conf.JournalPath, SharedLedger: shared}
+	if conf.Metrics != nil {
+		gopts.Metrics = conf.Metrics
+	}
+	opts := conf.Options
+	opts.Audience = ""
+	gw, err := proxy.NewGateway(ctx, file, opts, gopts)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
 		return 1
 	}
 	defer gw.Close()
+	if conf.Metrics != nil {
+		// Each server's gate keeps its own pending approvals; the one
+		// gauge the gateway exposes is their sum.
+		conf.Metrics.SetPending(gw.Pending)
+	}
 	stop.serve(gw)
 	reloads := make(chan struct{}, 1)
 	ask := func() {

@@ -1,32 +1,38 @@
-// Package optin holds the error of the gate's check of its opt-ins
-// (mcpsafe.Gate.CheckOptIns), which the CLI and the proxy read to say the
-// problem in the words of their own flag or policy key.
+// Package optin reads a token opt-in as flags and policy files write it:
+// TOOL, or TOOL@YYYY-MM-DD (valid until the start of that day, UTC). The
+// CLI's flags (internal/serverconf) and the proxy's policy file share it.
 package optin
 
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
 )
 
-// Error is mcpsafe.Gate.CheckOptIns' error: an opt-in (AllowTokenFor or
-// AllowGrantsFor) names a tool it cannot apply to. Valid lists the tools
-// it could name instead, so that a command can say so in its own words
-// (Say) instead of the option's Go name.
-type Error struct {
-	Option  string // "AllowTokenFor" or "AllowGrantsFor"
-	Tool    string
-	Problem string   // "is not a gated tool of this server", ...
-	Valid   []string // the tools this option could name, sorted
+// Parse reads one token opt-in. An opt-in that has already expired is an
+// error: it could only be a mistake.
+func Parse(v string) (mcpsafe.OptIn, error) {
+	return ParseAt(v, time.Now())
 }
 
-func (e *Error) Error() string { return "mcpsafe: " + e.Say(e.Option) }
-
-// Say is the error with the option spelled as the operator wrote it (a
-// flag such as --allow-token-for, or a policy key such as allow_token_for).
-func (e *Error) Say(option string) string {
-	msg := fmt.Sprintf("%s names %q, which %s", option, e.Tool, e.Problem)
-	if len(e.Valid) == 0 {
-		return msg + "; no tool of this server can be named there"
+// ParseAt is Parse at the time now.
+func ParseAt(v string, now time.Time) (mcpsafe.OptIn, error) {
+	name, until, found := strings.Cut(v, "@")
+	o := mcpsafe.OptIn{Tool: name}
+	if name == "" || strings.ContainsAny(name, "*?[] \t\r\n") {
+		return o, fmt.Errorf("token opt-in %q is not an exact tool name: no wildcards, patterns or spaces", v)
 	}
-	return msg + "; it can name: " + strings.Join(e.Valid, ", ")
+	if found {
+		t, err := time.Parse("2006-01-02", until)
+		if err != nil {
+			return o, fmt.Errorf("token opt-in %q: expiry must be YYYY-MM-DD", v)
+		}
+		if !now.Before(t) {
+			return o, fmt.Errorf("token opt-in %q expired at the start of %s (UTC): remove it or give a later date", v, until)
+		}
+		o.Until = t
+	}
+	return o, nil
 }
