@@ -69,7 +69,7 @@ type Options struct {
 	// clients that declared the MCP Apps extension, ModeCard asks only it,
 	// and ModeAuto asks it when no page or channel is configured and the
 	// client cannot elicit, before tokens. See approval_card.go.
-	Card Card
+	Card approver.Card
 	// AllowTokenFor names the irreversible tools that may use one-time
 	// tokens when the client cannot elicit. Exact names only.
 	AllowTokenFor []OptIn

@@ -130,6 +130,20 @@ type Page interface {
 	Assurance() Assurance
 }
 
+// A Card is the approval card's page: an MCP Apps view (HTML) the gate
+// serves at a ui:// address (mcpsafe.Options.Card). Package appcard has
+// one.
+type Card interface {
+	// Resource returns the card's ui:// address and its HTML, which must be
+	// self-contained (no network) and render the plan as text only.
+	Resource() (uri, html string)
+}
+
+// CardDecisionTool is the app-only tool the card decides with. tools/list
+// shows it only to clients that declared the MCP Apps extension, marked
+// visibility ["app"] so that hosts keep it from the model.
+const CardDecisionTool = "mcpsafe_card_decision"
+
 // ErrPending is what an Awaiter returns when nobody has decided yet
 // and the request stays open: asking again with the same request picks the
 // decision up. It never approves.
