@@ -44,7 +44,7 @@ type Options struct {
 	Journal journal.Appender
 	// Observer, if set, is told about every answered call and every
 	// approval decision, for metrics.
-	Observer Observer
+	Observer journal.Observer
 	// Tracer, if set, starts a span per gated call and per step (decode,
 	// rules, resolve, preview, ask, redeem, recheck, journal, execute):
 	// oteltracing.New(tp) (package tracing/oteltracing) gives them to

@@ -1,33 +1,10 @@
 package mcpsafe
 
 import (
-	"time"
-
 	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// Observer is told what the gate does, for metrics (see package metrics).
-// Its methods run on the call path and must return quickly. They only ever
-// get tool names, fixed outcome words and reason codes: never arguments,
-// principals or sessions.
-type Observer interface {
-	// CallDone is called once per answered tools/call of a gated tool,
-	// with one of the journal.Outcome words; reason is the reason code of a
-	// refusal, else "".
-	CallDone(tool, outcome, reason string)
-	// HumanDecision is called when an approval's answer is redeemed, with
-	// the time since it was issued; path is "elicit", "token", "channel",
-	// "page" (the approval page) or "card".
-	HumanDecision(path string, d time.Duration)
-	// Approved is called once per approval the journal recorded, before
-	// the call runs, with the journal's decision word (page-approved,
-	// channel-approved, ...) and assurance level (client_relayed,
-	// local_page, channel, passkey): how strongly each tool's approvals
-	// were proven.
-	Approved(tool, decision, assurance string)
-}
 
 // Pending is the number of approvals issued by this gate and not yet
 // redeemed, expired or abandoned.

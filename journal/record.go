@@ -38,7 +38,29 @@ const (
 	Ambiguous  = "ambiguous"
 )
 
-// Outcomes of a gated call, as mcpsafe.Observer.CallDone is told them
+// Observer is told what a gate does (mcpsafe.Options.Observer), for
+// metrics (package metrics implements it).
+// Its methods run on the call path and must return quickly. They only ever
+// get tool names, fixed outcome words and reason codes: never arguments,
+// principals or sessions.
+type Observer interface {
+	// CallDone is called once per answered tools/call of a gated tool,
+	// with one of the Outcome words; reason is the reason code of a
+	// refusal, else "".
+	CallDone(tool, outcome, reason string)
+	// HumanDecision is called when an approval's answer is redeemed, with
+	// the time since it was issued; path is "elicit", "token", "channel",
+	// "page" (the approval page) or "card".
+	HumanDecision(path string, d time.Duration)
+	// Approved is called once per approval the journal recorded, before
+	// the call runs, with the journal's decision word (page-approved,
+	// channel-approved, ...) and assurance level (client_relayed,
+	// local_page, channel, passkey): how strongly each tool's approvals
+	// were proven.
+	Approved(tool, decision, assurance string)
+}
+
+// Outcomes of a gated call, as Observer.CallDone is told them
 // (metrics count calls by them; they are not journal decision words).
 const (
 	OutcomeExecuted         = "executed"          // the tool ran and returned a result

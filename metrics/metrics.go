@@ -133,7 +133,7 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (net.Addr, func() erro
 // Pending method).
 func (m *Metrics) SetPending(f func() int) { m.pending = f }
 
-// CallDone implements mcpsafe.Observer.
+// CallDone implements journal.Observer.
 func (m *Metrics) CallDone(tool, outcome, reason string) {
 	m.calls.WithLabelValues(tool, outcome).Inc()
 	if outcome == journal.OutcomeRefused {
@@ -141,12 +141,12 @@ func (m *Metrics) CallDone(tool, outcome, reason string) {
 	}
 }
 
-// Approved implements mcpsafe.Observer.
+// Approved implements journal.Observer.
 func (m *Metrics) Approved(tool, decision, assurance string) {
 	m.approvals.WithLabelValues(tool, decision, assurance).Inc()
 }
 
-// HumanDecision implements mcpsafe.Observer.
+// HumanDecision implements journal.Observer.
 func (m *Metrics) HumanDecision(path string, d time.Duration) {
 	m.human.WithLabelValues(path).Observe(d.Seconds())
 }
