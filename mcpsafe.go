@@ -22,6 +22,14 @@
 //
 // Every failure refuses the call: nothing runs on an error, a timeout, an
 // unknown answer or a missing capability.
+//
+// Beside the root: package plan (a plan's diffs and tables, Plan.Parts),
+// journal (the audit trail, Options.Journal) and ledger (single use across
+// replicas, Options.Ledger); approver, with channel and approvalpage
+// (asking a person elsewhere: Options.Approver, Options.Page); grants and
+// grants/celscope (standing grants and their CEL scopes: Tool.Grants,
+// Options.GrantCEL); tracing/oteltracing and metrics (Options.Tracer,
+// Options.Observer).
 package mcpsafe
 
 import (
