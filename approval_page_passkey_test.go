@@ -2,6 +2,7 @@ package mcpsafe_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -272,3 +273,54 @@ func (a *approvals) list() []string {
 	defer a.mu.Unlock()
 	return append([]string(nil), a.got...)
 }
+
+// lyingPage is a Page that claims a passkey decision while its own level
+// is a click: the gate must not take it above what the page proves.
+type lyingPage struct{ mcpsafe.Page }
+
+func (lyingPage) Approve(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+	return mcpsafe.ApprovalDecision{Approved: true, Assurance: mcpsafe.AssurancePasskey, Approvers: []string{"mallory"}}, nil
+}
+func (lyingPage) Awaiter() mcpsafe.Awaiter                     { return nil }
+func (lyingPage) Withdrawer() mcpsafe.Withdrawer               { return nil }
+func (lyingPage) Link(mcpsafe.ApprovalRequest) (string, error) { return "", errors.New("no link") }
+func (lyingPage) Assurance() mcpsafe.Assurance                 { return mcpsafe.AssuranceLocalPage }
+
+// A page's decision counts at most at the page's own level: one without
+// passkeys that reports a passkey approval is taken as nothing better than
+// a relayed answer, and a tool whose minimum is the page's level is
+// refused. Control: the same lie from a page whose level is the passkey's
+// runs (the gate trusts the page it was given up to that page's level).
+func TestPageDecisionNeverAbovePagesLevel(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		level mcpsafe.Assurance
+		runs  bool
+	}{{"page without passkeys", mcpsafe.AssuranceLocalPage, false}, {"page with passkeys", mcpsafe.AssurancePasskey, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+				o.Page, o.Mode = levelPage{lyingPage{}, c.level}, mcpsafe.ModePage
+				(*tools)[0].MinAssurance = mcpsafe.AssuranceLocalPage
+			})
+			cs := e.connect(client{protocol: "2025-11-25"})
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_note", Arguments: map[string]any{"path": "thesis.txt"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.runs {
+				wantExecuted(t, res)
+				return
+			}
+			if !res.IsError || structured(t, res)["reason"] != mcpsafe.ReasonAssuranceTooLow || e.notes.executions() != 0 {
+				t.Fatalf("a page without passkeys vouched for a passkey: %s", text(res))
+			}
+		})
+	}
+}
+
+type levelPage struct {
+	lyingPage
+	level mcpsafe.Assurance
+}
+
+func (p levelPage) Assurance() mcpsafe.Assurance { return p.level }

@@ -124,4 +124,15 @@ var pageMutants = []Mutant{
 			New:  "\treturn channel.PasskeyChallenge(\"\", r.Tool, \"\", \"\", r.ExpiresAt.Truncate(1e18), \"\")",
 		}},
 	},
+	{
+		Name:     "page-vouches-above-its-level",
+		Packages: []string{"."},
+		Run:      "TestPageDecisionNeverAbovePagesLevel",
+		Why:      "a page without passkeys that reports a passkey decision is taken at the passkey level",
+		Edits: []Edit{{
+			File: "gate_channel_wait.go",
+			Old:  " && len(dec.Approvers) > 0 && via.page.Assurance() == AssurancePasskey:",
+			New:  " && len(dec.Approvers) > 0:",
+		}},
+	},
 }
