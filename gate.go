@@ -158,6 +158,7 @@ type gatedTool struct {
 	mode     Mode
 	policy   string // hash bound into grants
 	schema   *jsonschema.Resolved
+	fast     *fastSchema // nil: every call goes to schema
 	optIn    *OptIn
 	minAssur Assurance
 	// grantsNamed: Grants may be offered (reversible, or irreversible and

@@ -1,7 +1,6 @@
 package mcpsafe
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,7 +25,9 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 	if req.Session != nil {
 		k.c.Session = req.Session.ID()
 	}
-	rest, tok, err := canon.SplitMember(req.Params.Arguments, TokenField)
+	// One strict reading, one canonical form: the rest (without the
+	// token) is cut from it, and the fast schema check reads its members.
+	obj, err := canon.ReadObject(req.Params.Arguments, TokenField)
 	if errors.Is(err, canon.ErrFoldedKey) {
 		// Rules and previews read keys exactly; a tool decoding with
 		// encoding/json matches them case-insensitively. Two spellings of
@@ -36,12 +37,11 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 	if err != nil {
 		return k, refusal(ReasonArgumentsInvalid, "arguments are not a valid JSON object: %v", err)
 	}
+	rest, tok := obj.Without(TokenField)
 	if t.OwnsTokenField {
 		// approval_token is the tool's own argument (checked above for
 		// case variants all the same): it stays in the call and its digest.
-		if rest = bytes.TrimSpace(req.Params.Arguments); len(rest) == 0 || string(rest) == "null" {
-			rest = []byte("{}")
-		}
+		rest = obj.Canonical()
 		tok = nil
 	}
 	if tok != nil {
@@ -51,21 +51,18 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 		}
 		k.token = &s
 	}
-	var inst any
-	if err := json.Unmarshal(req.Params.Arguments, &inst); err != nil || inst == nil {
-		inst = map[string]any{}
+	if !t.fast.valid(obj.Members()) {
+		var inst any
+		if err := json.Unmarshal(req.Params.Arguments, &inst); err != nil || inst == nil {
+			inst = map[string]any{}
+		}
+		if err := t.schema.Validate(inst); err != nil {
+			return k, refusal(ReasonArgumentsInvalid, "arguments do not match the tool's schema: %v", err)
+		}
 	}
-	if err := t.schema.Validate(inst); err != nil {
-		return k, refusal(ReasonArgumentsInvalid, "arguments do not match the tool's schema: %v", err)
-	}
-	canonical, err := canon.Canonical(rest)
-	if err != nil {
-		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be canonicalized: %v", err)
-	}
+	canonical := rest
 	k.c.Arguments = canonical
-	if k.c.ArgsDigest, err = canon.Digest(canonical); err != nil {
-		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be digested: %v", err)
-	}
+	k.c.ArgsDigest = canon.SHA256(canonical)
 	if t.decode != nil {
 		if k.in, err = t.decode(canonical); err != nil {
 			return k, refusal(ReasonArgumentsInvalid, "arguments do not decode: %v", err)
@@ -163,7 +160,7 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	// as shown: redacted before they are rendered, so that no approver
 	// sees a secret in a diff line either.
 	targets := p.Targets
-	p = redactPlan(p, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))
+	p = redactPlan(p, k.secretsOf())
 	views, r := partViews(p.Parts)
 	if r != nil {
 		return Plan{}, "", r
@@ -182,6 +179,17 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	// is deterministic for it (sorted map keys, exact integers).
 	sum := sha256.Sum256(b)
 	return p, hex.EncodeToString(sum[:]), nil
+}
+
+// secretsOf finds the call's secret values once: both previews (before
+// asking, and again right before Execute, one level deeper on the stack)
+// redact the same arguments.
+func (k *call) secretsOf() journal.Secrets {
+	if k.secrets == nil {
+		s := journal.FindSecrets(k.c.Arguments, k.t.SecretFields)
+		k.secrets = &s
+	}
+	return *k.secrets
 }
 
 // matchRule runs a rule; only an exact true with a nil error is a match. A

@@ -138,7 +138,7 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	// The Tool's own functions are the steps' to call: nothing reaches
 	// them but through the steps.
 	t.Resolve, t.Preview, t.Execute = nil, nil, nil
-	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, minAssur: minA}
+	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, fast: newFastSchema(schemaMap), minAssur: minA}
 	if g.opts.TracerProvider != nil {
 		gt.execute = tracedExecute(g.tracer, gt.execute)
 	}

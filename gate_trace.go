@@ -29,6 +29,11 @@ func (g *Gate) startCall(ctx context.Context, tool string, req *mcp.CallToolRequ
 	if req != nil && req.Params != nil && req.Params.Meta != nil {
 		ctx = tracemeta.Extract(ctx, req.Params.Meta)
 	}
+	if g.opts.TracerProvider == nil {
+		// No tracer: a noop span would only allocate a context carrying
+		// the caller's span context, which ctx carries already.
+		return ctx, noSpan
+	}
 	return g.tracer.Start(ctx, "mcpsafe.call", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("mcp.tool.name", tool)))
 }
@@ -36,8 +41,15 @@ func (g *Gate) startCall(ctx context.Context, tool string, req *mcp.CallToolRequ
 // step starts the span of one step of the call path (decode, rules,
 // resolve, preview, ask, redeem, recheck, journal, execute).
 func (g *Gate) step(ctx context.Context, name string) (context.Context, trace.Span) {
+	if g.opts.TracerProvider == nil {
+		return ctx, noSpan
+	}
 	return g.tracer.Start(ctx, "mcpsafe."+name)
 }
+
+// noSpan is the span of every step when no TracerProvider is set: a
+// non-recording span whose End and attributes do nothing.
+var noSpan = trace.SpanFromContext(context.Background())
 
 // endStep ends a step's span, marking a refusal with its reason code.
 func endStep(span trace.Span, r *Refusal) {
@@ -66,8 +78,8 @@ func (tj tracedJournal) Append(ctx context.Context, r journal.Record) error {
 
 // tracedExecute gives a tool's Execute an "execute" step span; the tool
 // (a proxy relaying upstream) sees it in ctx.
-func tracedExecute(t trace.Tracer, exec func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error)) func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error) {
-	return func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error) {
+func tracedExecute(t trace.Tracer, exec func(ctx context.Context, c *Call, in, st any, a *Approval) (*mcp.CallToolResult, error)) func(ctx context.Context, c *Call, in, st any, a *Approval) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, c *Call, in, st any, a *Approval) (*mcp.CallToolResult, error) {
 		ctx, span := t.Start(ctx, "mcpsafe.execute")
 		defer span.End()
 		res, err := exec(ctx, c, in, st, a)

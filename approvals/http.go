@@ -111,6 +111,10 @@ type item struct {
 	MoreDetail  []string        `json:"-"` // behind a "show more" toggle, never dropped
 	Args        []argRow        `json:"-"`
 	Shown       []planhtml.Card `json:"-"` // the parts as the page shows them
+	// Rev fingerprints what the card shows (page_window.go); Same marks a
+	// card the tab shows as it is already: a live update sends a stub.
+	Rev  string `json:"-"`
+	Same bool   `json:"-"`
 }
 
 // Display limits on a card. Nothing past them is dropped: it is behind a
@@ -225,6 +229,12 @@ type pageData struct {
 	SSO       bool // the login page offers single sign-on
 	// Passkeys: the page offers passkey registration and approval.
 	Passkeys bool
+	// The window of the pending list (page_window.go): Page of Pages,
+	// PageSize requests each; PrevPage and NextPage are 0 when none.
+	Page, Pages, PrevPage, NextPage, TotalPending int
+	// HistoryRev fingerprints the history; HistorySame: the tab has it.
+	HistoryRev  string
+	HistorySame bool
 }
 
 func (s *Service) view(viewer, csrf string) pageData {
@@ -237,6 +247,11 @@ func (s *Service) view(viewer, csrf string) pageData {
 		d.History = append(d.History, itemOf(r, viewer))
 	}
 	s.callOutcomes(d.History)
+	s.addGrants(&d)
+	return d
+}
+
+func (s *Service) addGrants(d *pageData) {
 	if s.opts.Grants != nil {
 		d.GrantsOn = true
 		list, err := s.liveGrants()
@@ -245,7 +260,6 @@ func (s *Service) view(viewer, csrf string) pageData {
 		}
 		d.Grants = list
 	}
-	return d
 }
 
 func (s *Service) liveGrants() ([]mcpsafe.GrantInfo, error) {
@@ -426,11 +440,11 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request, _ *session) {
 }
 
 func (s *Service) page(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.render(w, http.StatusOK, "page.html", s.view(sess.name, sess.csrf))
+	s.render(w, http.StatusOK, "page.html", s.pageView(sess.name, sess.csrf, pageOf(r), nil))
 }
 
 func (s *Service) fragment(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.render(w, http.StatusOK, "lists", s.view(sess.name, sess.csrf))
+	s.render(w, http.StatusOK, "lists", s.pageView(sess.name, sess.csrf, pageOf(r), r.URL.Query()))
 }
 
 // events streams a "change" event whenever any request changes, so every

@@ -793,6 +793,9 @@ func voters(r *record) []string {
 
 // snapshot returns copies of all records: pending in arrival order, then
 // history, newest first.
+// historyRows is how many decided requests the page and the API list.
+const historyRows = 200
+
 func (s *Service) snapshot() (pending, history []record, version uint64, changed <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -813,8 +816,8 @@ func (s *Service) snapshot() (pending, history []record, version uint64, changed
 		return pending[i].Req.ID < pending[j].Req.ID
 	})
 	sort.Slice(history, func(i, j int) bool { return history[i].DecidedAt.After(history[j].DecidedAt) })
-	if len(history) > 200 {
-		history = history[:200]
+	if len(history) > historyRows {
+		history = history[:historyRows]
 	}
 	return pending, history, s.version, s.changed
 }

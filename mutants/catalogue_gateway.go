@@ -38,7 +38,7 @@ var gatewayMutants = []Mutant{
 		Why:      "servers of a gateway whose commands differ only in the environment share an audience, so one's approvals fit the other",
 		Edits: []Edit{
 			{
-				File: "proxy/gateway.go",
+				File: "proxy/gateway_lifecycle.go",
 				Old:  "gc.Audience = aud + \"/\" + sp.Name",
 				New:  "gc.Audience = aud",
 			},

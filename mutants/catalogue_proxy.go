@@ -25,7 +25,7 @@ var proxyMutants = []Mutant{
 		Why:      "a CEL rule yielding a non-bool (\"true\", 1) counts as a match when it looks true",
 		Edits: []Edit{
 			{
-				File: "proxy/policy.go",
+				File: "proxy/policy_cel.go",
 				Old:  "\t\tb, ok := v.(types.Bool)\n\t\tif !ok {\n",
 				New:  "\t\tb, ok := v.(types.Bool)\n\t\tif !ok && fmt.Sprint(v.Value()) != \"\" && fmt.Sprint(v.Value()) != \"false\" && fmt.Sprint(v.Value()) != \"<nil>\" && fmt.Sprint(v.Value()) != \"0\" {\n\t\t\treturn true, nil\n\t\t}\n\t\tif !ok {\n",
 			},
@@ -38,7 +38,7 @@ var proxyMutants = []Mutant{
 		Why:      "an upstream tool without destructiveHint is treated as reversible (gets tokens)",
 		Edits: []Edit{
 			{
-				File: "proxy/proxy.go",
+				File: "proxy/tools.go",
 				Old:  "\treturn a == nil || a.DestructiveHint == nil || *a.DestructiveHint\n",
 				New:  "\treturn a != nil && a.DestructiveHint != nil && *a.DestructiveHint\n",
 			},
@@ -51,7 +51,7 @@ var proxyMutants = []Mutant{
 		Why:      "only tools with destructiveHint are gated; a tool that is neither read-only nor destructive passes ungated",
 		Edits: []Edit{
 			{
-				File: "proxy/proxy.go",
+				File: "proxy/tools.go",
 				Old:  "\treturn (!readOnly(t) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())",
 				New:  "\treturn (irreversible(t, tp) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())",
 			},
@@ -64,7 +64,7 @@ var proxyMutants = []Mutant{
 		Why:      "a policy's preview template sees the raw arguments and can show part of a password",
 		Edits: []Edit{
 			{
-				File: "proxy/policy.go",
+				File: "proxy/policy_cel.go",
 				Old:  "\treturn journal.Redact(c.Arguments, extra)\n",
 				New:  "\t_, _ = extra, journal.Redact\n\treturn c.Arguments\n",
 			},
@@ -116,7 +116,7 @@ var proxyMutants = []Mutant{
 		Why:      "a gated tool that upstream re-announces as read-only passes through ungated",
 		Edits: []Edit{
 			{
-				File: "proxy/proxy.go",
+				File: "proxy/tools.go",
 				Old:  "\t\tgated := s.sticky.gate(name, s.gated(t))\n",
 				New:  "\t\tgated := s.gated(t)\n",
 			},
@@ -181,7 +181,7 @@ var proxyMutants = []Mutant{
 		Why:      "a reload that changes a tool's policy leaves the tool registered under the old one, so its old approvals stay good",
 		Edits: []Edit{
 			{
-				File: "proxy/proxy.go",
+				File: "proxy/tools.go",
 				Old:  "def: string(def), pol: s.pol().Tools[name]}",
 				New:  "def: string(def)}",
 			},
@@ -625,7 +625,7 @@ var proxyMutants = []Mutant{
 		Why:      "the policy's bind: is ignored and the whole report binds: a read (last-access time) voids the approval",
 		Edits: []Edit{
 			{
-				File: "proxy/policy.go",
+				File: "proxy/resolver.go",
 				Old:  "\tif len(rs.Bind) == 0 {\n\t\treturn r, nil",
 				New:  "\tif true {\n\t\treturn r, nil",
 			},
@@ -638,7 +638,7 @@ var proxyMutants = []Mutant{
 		Why:      "bind: keeps none of the fields it names: no state binds the approval and a write in between goes unseen",
 		Edits: []Edit{
 			{
-				File: "proxy/policy.go",
+				File: "proxy/resolver.go",
 				Old:  "\t\tfields[name] = v\n",
 				New:  "\t\t_ = v\n",
 			},

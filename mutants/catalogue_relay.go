@@ -23,7 +23,7 @@ var relayMutants = []Mutant{
 		Why:      "a 2025-11-25 client's log level is not put on requests to a 2026-07-28 upstream (it logs nothing)",
 		Edits: []Edit{
 			{
-				File: "proxy/proxy.go",
+				File: "proxy/calls.go",
 				Old:  "\taddLevel := modern && hasLevel && !ownLevel",
 				New:  "\taddLevel := false && modern && hasLevel && !ownLevel",
 			},

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -337,4 +338,25 @@ func lineWord(n int) string {
 		return "1 line"
 	}
 	return fmt.Sprintf("%d lines", n)
+}
+
+// quoteJSON renders a string argument as its quoted value and anything
+// else as its quoted compact JSON.
+func quoteJSON(v json.RawMessage) string {
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		return prompt.Quote(s)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return prompt.Quote(string(v))
+	}
+	return prompt.Quote(b.String())
+}
+
+// oneLine keeps an operator's multi-line template on one line. Argument
+// values are already escaped by prompt.Quote and hold no raw line breaks,
+// and their spaces are left alone.
+func oneLine(s string) string {
+	return strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
 }

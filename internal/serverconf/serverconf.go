@@ -21,6 +21,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/appcard"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/optin"
@@ -96,8 +97,13 @@ type Config struct {
 	// (`mcpsafe approval-page enroll`): every approval on the page then
 	// takes a user-verified passkey over the call.
 	ApprovalPagePasskeys string
-	ChannelWait          time.Duration // 0: the gate's default (45s)
-	ProgressInterval     time.Duration // 0: the gate's default (10s)
+	// ApprovalCard offers the MCP Apps approval card (package appcard)
+	// to clients that declare the extension: mode card's only path, and
+	// mode auto's when no page or channel is configured and the client
+	// cannot elicit. The flag --approval-card defaults to on.
+	ApprovalCard     bool
+	ChannelWait      time.Duration // 0: the gate's default (45s)
+	ProgressInterval time.Duration // 0: the gate's default (10s)
 
 	// CheckJournalPath, when set, vets the journal's absolute path (for
 	// example: not inside a directory the agent can write).
@@ -147,6 +153,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
 	fl.StringVar(&c.ApprovalPagePasskeys, "approval-page-passkeys", "", "the passkeys `FILE` of the approval page (mcpsafe approval-page enroll writes it): Approve then takes your passkey, user verified, over that call, and the journal says passkey")
 	fl.StringVar(&c.ApprovalPage, "approval-page", "", "serve the local approval page on this loopback `ADDR` (127.0.0.1:0 picks a port): a person approves each call there, reached by URL elicitation when the client offers it, else in the browser this server opens ($BROWSER); first in mode auto, the only path in mode page")
+	fl.BoolVar(&c.ApprovalCard, "approval-card", true, "offer the MCP Apps approval card (Approve/Deny in the chat) to clients that declare the MCP Apps extension and cannot elicit, before tokens; client-relayed assurance; --approval-card=false turns it off")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
 	fl.StringVar(&c.ApproverPage, "approver-page", "", "the approval service's `ORIGIN` (https://approvals.example.com, its --origin): a client that declares URL-mode elicitation sends the person straight to the request there; the decision still comes signed through the webhook")
@@ -363,6 +370,11 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 	}
 	if cfg.ApprovalPagePasskeys != "" && cfg.ApprovalPage == "" {
 		return nil, errors.New("--approval-page-passkeys needs --approval-page ADDR")
+	}
+	if cfg.ApprovalCard {
+		opts.Card = appcard.New()
+	} else if cfg.Mode == mcpsafe.ModeCard {
+		return nil, errors.New("mode card needs the approval card (--approval-card)")
 	}
 	if cfg.ApprovalPage != "" || cfg.Mode == mcpsafe.ModePage {
 		if cfg.ApprovalPage == "" {

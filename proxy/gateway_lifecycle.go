@@ -1,0 +1,247 @@
+// A gateway server's life: starting its upstream, watching it, restarting
+// it with backoff when it exits or stops answering, and shutting down.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// command returns a new, unstarted command for sp's upstream.
+func (g *Gateway) command(sp *ServerSpec) *exec.Cmd {
+	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
+	cmd.Dir = sp.Dir
+	if len(sp.Env) > 0 {
+		cmd.Env = os.Environ()
+		for k, v := range sp.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	cmd.Stderr = os.Stderr
+	if g.opts.Stderr != nil {
+		cmd.Stderr = g.opts.Stderr
+	}
+	return cmd
+}
+
+// transport returns a fresh connection to sp's upstream and the audience
+// derived from it. A command is started here, on a pipe the stdio fast
+// lane can share (see ServeStdio).
+func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
+	if sp.URL != "" {
+		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		return t, DefaultAudience(t), nil
+	}
+	cmd := g.command(sp)
+	aud := DefaultAudience(&mcp.CommandTransport{Command: cmd})
+	pipe, err := StartUpstream(cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	g.mu.Lock()
+	if g.down != nil {
+		pipe.setDown(g.down)
+	}
+	g.mu.Unlock()
+	return pipe, aud, nil
+}
+
+// start connects sl's upstream and registers its tools.
+func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
+	sp := sl.spec
+	t, aud, err := g.transport(sp)
+	if err != nil {
+		return nil, err
+	}
+	gc := g.gate
+	gc.Audience = sp.Audience
+	if gc.Audience == "" {
+		// Derived from the command line or URL and the server's name, so
+		// stable across restarts and distinct between servers of the
+		// gateway even when their commands differ only in the environment.
+		gc.Audience = aud + "/" + sp.Name
+	}
+	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout, member: sl.m}
+	if sp.URL != "" {
+		cfg.LegacyUpstream, _, _ = g.transport(sp)
+	} else {
+		cfg.LegacyUpstream = &CommandLeg{Command: func() *exec.Cmd { return g.command(sp) }}
+	}
+	srv, err := NewServer(ctx, cfg)
+	g.mu.Lock()
+	if sl.early != nil && sl.srv == sl.early && err != nil {
+		sl.srv = nil // it failed after all: down again
+	}
+	sl.early = nil
+	g.mu.Unlock()
+	if err != nil {
+		if p, ok := t.(*UpstreamPipe); ok {
+			p.close()
+		}
+		return nil, err
+	}
+	return srv, nil
+}
+
+// up makes srv the running server of sl and watches it.
+func (g *Gateway) up(sl *slot, srv *Server) {
+	g.mu.Lock()
+	sl.srv, sl.down = srv, ""
+	sl.gen++
+	gen := sl.gen
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		srv.Close()
+		return
+	}
+	g.wg.Add(1)
+	go g.watch(sl, srv, gen)
+}
+
+// watch restarts sl's upstream when its session ends, unless the slot
+// was replaced or the gateway closed meanwhile.
+func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
+	defer g.wg.Done()
+	ended := make(chan struct{})
+	go func() {
+		srv.Upstream.Wait()
+		close(ended)
+	}()
+	tick := time.NewTicker(g.opts.HealthInterval)
+	for alive := true; alive; {
+		select {
+		case <-ended:
+			alive = false
+		case <-tick.C:
+			go g.check(srv)
+		}
+	}
+	tick.Stop()
+	g.mu.Lock()
+	if sl.gen != gen || g.closed {
+		g.mu.Unlock()
+		return
+	}
+	sl.srv, sl.down = nil, "its upstream exited; restarting"
+	g.mu.Unlock()
+	g.log.Warn("proxy: gateway server went away; its tools are withdrawn until it is back", "server", sl.spec.Name)
+	srv.Close()
+	g.retry(sl, gen)
+}
+
+// retry starts sl again with backoff until it is up, replaced, or the
+// gateway is closed.
+func (g *Gateway) retry(sl *slot, gen int) {
+	delay := g.opts.RestartMin
+	for {
+		g.mu.Lock()
+		stop := sl.gen != gen || g.closed
+		g.mu.Unlock()
+		if stop {
+			return
+		}
+		select {
+		case <-time.After(delay):
+		case <-g.stop:
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		next, err := g.start(ctx, sl)
+		cancel()
+		if err == nil {
+			g.mu.Lock()
+			stale := sl.gen != gen || g.closed
+			g.mu.Unlock()
+			if stale {
+				next.Close()
+				return
+			}
+			g.log.Info("proxy: gateway server restarted", "server", sl.spec.Name)
+			g.up(sl, next)
+			return
+		}
+		g.mu.Lock()
+		sl.down = "it failed to restart: " + err.Error()
+		g.mu.Unlock()
+		g.log.Warn("proxy: gateway server failed to restart", "server", sl.spec.Name, "err", err, "retry_in", delay)
+		delay = min(delay*2, g.opts.RestartMax)
+	}
+}
+
+// check pings srv's upstream and ends its session when it does not
+// answer, which watch then handles as an exit.
+func (g *Gateway) check(srv *Server) {
+	if !srv.checking.CompareAndSwap(false, true) {
+		return
+	}
+	defer srv.checking.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.HealthInterval)
+	defer cancel()
+	if err := srv.Upstream.Ping(ctx, nil); err != nil {
+		g.log.Warn("proxy: gateway server does not answer; reconnecting", "server", srv.member.name, "err", err)
+		srv.Upstream.Close()
+	}
+}
+
+// StopAccepting begins shutdown on every server's gate
+// (mcpsafe.Gate.StopAccepting): no call is accepted and no Execute starts
+// from then on, and no server is restarted or reloaded. The report joins
+// the servers' reports.
+func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
+	g.mu.Lock()
+	var rep mcpsafe.ShutdownReport
+	if g.closed {
+		rep.Again = true
+	} else {
+		close(g.stop)
+		g.closed = true
+	}
+	var srvs []*Server
+	for _, sl := range g.slots {
+		if sl.srv != nil {
+			srvs = append(srvs, sl.srv)
+		}
+	}
+	g.mu.Unlock()
+	for _, s := range srvs {
+		r := s.Gate.StopAccepting()
+		rep.Withdrawn = append(rep.Withdrawn, r.Withdrawn...)
+		rep.Running += r.Running
+	}
+	slices.Sort(rep.Withdrawn)
+	return rep
+}
+
+// Shutdown shuts every server's gate down (mcpsafe.Gate.Shutdown) within
+// ctx, in parallel. Close afterwards stops the upstreams.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.StopAccepting()
+	g.mu.Lock()
+	var srvs []*Server
+	for _, sl := range g.slots {
+		if sl.srv != nil {
+			srvs = append(srvs, sl.srv)
+		}
+	}
+	g.mu.Unlock()
+	errs := make([]error, len(srvs))
+	var wg sync.WaitGroup
+	for i, s := range srvs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Gate.Shutdown(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

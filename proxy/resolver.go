@@ -1,0 +1,239 @@
+// Resolvers: the read-only upstream tools that report the current state
+// of what a gated call points at, and how a plan shows that state.
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// resolverFor calls a read-only upstream tool for the current state of
+// what a call points at. An upstream error, an error result or an empty
+// result refuses the call (the gate makes any error a refusal).
+func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) {
+	return func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
+		// Checked at startup, and again on every call: upstream may since
+		// have dropped the tool's readOnlyHint, and a resolver must never
+		// run a tool that changes something without approval.
+		if !s.passesThrough(r.Tool) {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s is no longer a read-only upstream tool", r.Tool)
+		}
+		args, err := r.arguments(ctx, c)
+		if err != nil {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "%v", err)
+		}
+		res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: r.Tool, Arguments: args})
+		if err != nil {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s failed: %v", r.Tool, err)
+		}
+		if res.NeedsInput() {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s asked for input; a resolver must answer on its own", r.Tool)
+		}
+		text := resultText(res)
+		if res.IsError {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s reported an error: %s", r.Tool, prompt.Quote(text))
+		}
+		out := mcpsafe.Resolved{}
+		if strings.TrimSpace(text) != "" {
+			out["text"] = text
+		}
+		if res.StructuredContent != nil {
+			// Round-trip so that the value is plain JSON data for CEL and
+			// for the digest.
+			b, err := json.Marshal(res.StructuredContent)
+			if err != nil {
+				return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s: %v", r.Tool, err)
+			}
+			var v any
+			if err := json.Unmarshal(b, &v); err != nil {
+				return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s: %v", r.Tool, err)
+			}
+			if v != nil {
+				out["structured"] = v
+			}
+		}
+		if len(out) == 0 {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s returned nothing", r.Tool)
+		}
+		out["tool"] = r.Tool
+		if out, err = r.bound(out); err != nil {
+			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "%v", err)
+		}
+		return out, nil
+	}
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// stateLines shows what a resolver reported, one field a line and each
+// whole: a state cut down to one line could hide the part that matters
+// (the gate refuses a plan too large to show whole instead). Structured
+// content gives the fields; otherwise each "key: value" line of the text
+// is a field, and any other line is shown as it is.
+func stateLines(r mcpsafe.Resolved) []string {
+	if r == nil {
+		return nil
+	}
+	tool, _ := r["tool"].(string)
+	var out []string
+	field := func(k, v string) { out = append(out, "state "+prompt.QuoteWhole(k)+" = "+prompt.QuoteWhole(v)) }
+	// text shows a multi-line report: each "key: value" line is a field,
+	// any other line is shown as it is.
+	text := func(s string) {
+		for _, line := range strings.Split(s, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			if k, v, ok := strings.Cut(line, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
+				field(k, v)
+			} else {
+				out = append(out, "state: "+prompt.QuoteWhole(line))
+			}
+		}
+	}
+	m, ok := r["structured"].(map[string]any)
+	if f, bound := r["fields"].(map[string]any); bound {
+		m, ok = f, true // the fields the policy binds (resolver.bind)
+	}
+	if ok && len(m) > 0 {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			switch v := m[k].(type) {
+			case string:
+				if strings.Contains(v, "\n") {
+					text(v) // a report wrapped in one field (server-filesystem's "content")
+				} else {
+					field(k, v)
+				}
+			default:
+				b, _ := json.Marshal(v)
+				field(k, string(b))
+			}
+		}
+	} else if t, _ := r["text"].(string); strings.TrimSpace(t) != "" {
+		text(t)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return append([]string{"current state, as " + prompt.Quote(tool) + " reports it:"}, out...)
+}
+
+// resolverArguments evaluates the resolver's argument expressions over the
+// call and returns the upstream call's arguments as JSON.
+func (rs *Resolver) arguments(ctx context.Context, c mcpsafe.Call) (json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	for _, a := range rs.args {
+		v, err := eval(ctx, a.prg, c, nil)
+		if err != nil {
+			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
+		}
+		native, err := v.ConvertToNative(structValueType)
+		if err != nil {
+			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
+		}
+		b, err := protojson.Marshal(native.(*structpb.Value))
+		if err != nil {
+			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
+		}
+		out[a.name] = b
+	}
+	return json.Marshal(out)
+}
+
+// bindFields checks a resolver's bind: list: field names as the resolver
+// reports them ("size", "modified"), each once.
+func bindFields(n yaml.Node) ([]string, error) {
+	if n.IsZero() {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, errors.New("want a list of the report's field names, e.g. [size, modified] (leave bind out to bind the whole report)")
+	}
+	var out []string
+	for _, v := range n.Content {
+		name := strings.TrimSpace(v.Value)
+		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || name == "" || name != v.Value || strings.ContainsAny(name, " \t\n:") {
+			return nil, fmt.Errorf("line %d: %q is not a field name (a word such as size or modified)", v.Line, v.Value)
+		}
+		if slices.Contains(out, name) {
+			return nil, fmt.Errorf("line %d: %q is named twice", v.Line, name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// reportFields reads a resolver's report as fields: the keys of its
+// structured content, where a string value holding several lines (one
+// field wrapping a text report, as server-filesystem's "content") is read
+// as "key: value" lines; else each "key: value" line of its text.
+func reportFields(r mcpsafe.Resolved) map[string]any {
+	out := map[string]any{}
+	text := func(s string) {
+		for _, line := range strings.Split(s, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if k, v, ok := strings.Cut(line, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
+				out[k] = v
+			}
+		}
+	}
+	if m, ok := r["structured"].(map[string]any); ok && len(m) > 0 {
+		for k, v := range m {
+			if s, ok := v.(string); ok && strings.Contains(s, "\n") {
+				text(s)
+			} else {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	if t, ok := r["text"].(string); ok {
+		text(t)
+	}
+	return out
+}
+
+// bound keeps, of a resolver's report, only the fields the policy binds
+// (Bind): the state the approval is bound to and checked against again
+// before execute. A bound field the report lacks is an error (the gate
+// refuses the call): binding nothing would approve any state.
+func (rs *Resolver) bound(r mcpsafe.Resolved) (mcpsafe.Resolved, error) {
+	if len(rs.Bind) == 0 {
+		return r, nil
+	}
+	all := reportFields(r)
+	fields := make(map[string]any, len(rs.Bind))
+	for _, name := range rs.Bind {
+		v, ok := all[name]
+		if !ok {
+			return nil, fmt.Errorf("resolver %s reported no field %q, which the policy binds", rs.Tool, name)
+		}
+		fields[name] = v
+	}
+	return mcpsafe.Resolved{"tool": r["tool"], "fields": fields}, nil
+}
