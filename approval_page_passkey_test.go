@@ -216,6 +216,25 @@ func TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall(t *testing.T) {
 	if rec.Assurance != "passkey" || rec.By != "ada" || len(rec.Evidence) == 0 {
 		t.Fatalf("journal: decision %q assurance %q by %q evidence %d bytes; want page-approved, passkey, ada, the assertion", rec.Decision, rec.Assurance, rec.By, len(rec.Evidence))
 	}
+	// An auditor with the page's passkeys file re-checks the record; the
+	// same evidence on a record of another call, arguments or approver
+	// does not check.
+	if err := reg.CheckPageRecord(rec); err != nil {
+		t.Fatalf("the journaled assertion does not re-check: %v", err)
+	}
+	for name, tamper := range map[string]func(*journal.Record){
+		"another call":      func(r *journal.Record) { r.Call = "another" },
+		"other arguments":   func(r *journal.Record) { r.ArgsDigest = strings.Repeat("0", 64) },
+		"another approver":  func(r *journal.Record) { r.By = "mallory" },
+		"another tool":      func(r *journal.Record) { r.Tool = "rename_note" },
+		"a click, relabled": func(r *journal.Record) { r.Assurance = "local_page" },
+	} {
+		bad := rec
+		tamper(&bad)
+		if err := reg.CheckPageRecord(bad); err == nil {
+			t.Errorf("the evidence re-checks on %s", name)
+		}
+	}
 	if got := obs.list(); len(got) != 1 || got[0] != "delete_note page-approved passkey" {
 		t.Fatalf("the observer (metrics) was told %q", got)
 	}

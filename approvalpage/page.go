@@ -231,7 +231,9 @@ func (p *Page) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.D
 	case !e.approved:
 		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", mcpsafe.ErrDenied)
 	case e.proof != nil:
-		ev, err := json.Marshal(e.proof)
+		ev, err := json.Marshal(channel.PageProof{Approver: e.proof.Approver, CredentialID: e.proof.CredentialID,
+			Assertion: e.proof.Assertion, TargetsDigest: channel.TargetsDigest(e.req.Targets),
+			ExpiresAt: e.req.ExpiresAt.UTC(), Audience: e.req.Audience, Origin: p.base})
 		if err != nil {
 			return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", err)
 		}
