@@ -135,4 +135,15 @@ var pageMutants = []Mutant{
 			New:  " && len(dec.Approvers) > 0:",
 		}},
 	},
+	{
+		Name:     "page-proof-approver-unchecked",
+		Packages: []string{"."},
+		Run:      "TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall",
+		Why:      "an auditor's re-check of a page passkey approval accepts a record that names another approver than the proof",
+		Edits: []Edit{{
+			File: "channel/page_proof.go",
+			Old:  "\tif !identity.Same(ev.Approver, rec.By) || rec.By == \"\" {",
+			New:  "\tif _ = identity.Same; false {",
+		}},
+	},
 }
