@@ -64,7 +64,9 @@ func TestMinAssuranceKeepsFormsOut(t *testing.T) {
 			return answer("accept", true)(ctx, r) // a hook that approves every form
 		}})
 	res := make(chan *mcp.CallToolResult, 1)
-	go func() { res <- call(t, cs, "write_file", map[string]any{"path": filepath.Join(dir, "new.txt"), "content": "written"}) }()
+	go func() {
+		res <- call(t, cs, "write_file", map[string]any{"path": filepath.Join(dir, "new.txt"), "content": "written"})
+	}()
 	var link string
 	select {
 	case link = <-opened:
