@@ -65,7 +65,13 @@ func TestMinAssuranceKeepsFormsOut(t *testing.T) {
 		}})
 	res := make(chan *mcp.CallToolResult, 1)
 	go func() {
-		res <- call(t, cs, "write_file", map[string]any{"path": filepath.Join(dir, "new.txt"), "content": "written"})
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file",
+			Arguments: map[string]any{"path": filepath.Join(dir, "new.txt"), "content": "written"}})
+		if err != nil {
+			t.Errorf("write_file: %v", err)
+			r = &mcp.CallToolResult{IsError: true}
+		}
+		res <- r
 	}()
 	var link string
 	select {
