@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/browsertest"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -295,15 +296,15 @@ func (a *approvals) list() []string {
 
 // lyingPage is a Page that claims a passkey decision while its own level
 // is a click: the gate must not take it above what the page proves.
-type lyingPage struct{ mcpsafe.Page }
+type lyingPage struct{ approver.Page }
 
-func (lyingPage) Approve(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-	return mcpsafe.ApprovalDecision{Approved: true, Assurance: mcpsafe.AssurancePasskey, Approvers: []string{"mallory"}}, nil
+func (lyingPage) Approve(context.Context, approver.Request) (approver.Decision, error) {
+	return approver.Decision{Approved: true, Assurance: mcpsafe.AssurancePasskey, Approvers: []string{"mallory"}}, nil
 }
-func (lyingPage) Awaiter() mcpsafe.Awaiter                     { return nil }
-func (lyingPage) Withdrawer() mcpsafe.Withdrawer               { return nil }
-func (lyingPage) Link(mcpsafe.ApprovalRequest) (string, error) { return "", errors.New("no link") }
-func (lyingPage) Assurance() mcpsafe.Assurance                 { return mcpsafe.AssuranceLocalPage }
+func (lyingPage) Awaiter() approver.Awaiter             { return nil }
+func (lyingPage) Withdrawer() approver.Withdrawer       { return nil }
+func (lyingPage) Link(approver.Request) (string, error) { return "", errors.New("no link") }
+func (lyingPage) Assurance() mcpsafe.Assurance          { return mcpsafe.AssuranceLocalPage }
 
 // A page's decision counts at most at the page's own level: one without
 // passkeys that reports a passkey approval is taken as nothing better than
