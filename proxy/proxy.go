@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -240,7 +241,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		var oe *mcpsafe.OptInError
+		var oe *optincheck.Error
 		if errors.As(err, &oe) {
 			key := map[string]string{"AllowTokenFor": "allow_token_for", "AllowGrantsFor": "allow_grants_for"}[oe.Option]
 			return nil, fmt.Errorf("%s: %s", pol.Source, oe.Say(key))
