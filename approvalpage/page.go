@@ -232,7 +232,9 @@ func (p *Page) Await(ctx context.Context, r approver.Request, wait time.Duration
 	case !e.approved:
 		return approver.Decision{}, fmt.Errorf("approval page: %w", approver.ErrDenied)
 	case e.proof != nil:
-		ev, err := json.Marshal(e.proof)
+		ev, err := json.Marshal(channel.PageProof{Approver: e.proof.Approver, CredentialID: e.proof.CredentialID,
+			Assertion: e.proof.Assertion, TargetsDigest: channel.TargetsDigest(e.req.Targets),
+			ExpiresAt: e.req.ExpiresAt.UTC(), Audience: e.req.Audience, Origin: p.base})
 		if err != nil {
 			return approver.Decision{}, fmt.Errorf("approval page: %w", err)
 		}

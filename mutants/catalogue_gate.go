@@ -852,8 +852,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "\t\ttok = nil\n\t}\n\tif tok != nil {",
-				New:  "\t\ttok = nil\n\t\trest, _, _ = canon.SplitMember(rest, TokenField)\n\t}\n\tif tok != nil {",
+				Old:  "\t\ttok = nil\n\t}\n\tif err != nil {",
+				New:  "\t\ttok = nil\n\t\trest, _, _ = canon.SplitMember(rest, TokenField)\n\t}\n\tif err != nil {",
 			},
 		},
 	},
