@@ -1,12 +1,15 @@
 // Package approver is the contract between the gate and whoever asks a
 // person somewhere else: the Request the gate sends, the Decision it gets
 // back, the Approver interface with its explicit capabilities (Awaiter,
-// Withdrawer), the Page of a browser approval, the errors an approver
-// wraps, and the Assurance levels an approval can prove.
+// Withdrawer), the Page of a browser approval and the Card of an MCP Apps
+// host, the standing grants a person may choose instead (GrantOffer, Once),
+// the errors an approver wraps, and the Assurance levels an approval can
+// prove.
 //
 // Package channel implements it over a webhook (the approval service of
 // `mcpsafe approvals serve` answers), package approvalpage on a loopback
-// page; set one in mcpsafe.Options.Approver or Options.Page.
+// page, package appcard in the chat; set one in mcpsafe.Options.Approver,
+// Options.Page or Options.Card.
 package approver
 
 import (

@@ -3,7 +3,8 @@
 // within a scope, for a while and a number of uses). It lists the live
 // grants of a ledger and revokes them (what `mcpsafe grants list|revoke`
 // and the approval service do), and holds the Scope a tool offers grants
-// in (mcpsafe.GrantPolicy).
+// in (mcpsafe.GrantPolicy) and the Evaluator of scopes' CEL a gate is given
+// (mcpsafe.Options.GrantCEL; package grants/celscope has one).
 package grants
 
 import (

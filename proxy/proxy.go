@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
@@ -167,6 +168,9 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.Audience, s.JournalPath = opts.Audience, cfg.JournalPath
 	if opts.Logger == nil {
 		opts.Logger = s.log
+	}
+	if opts.GrantCEL == nil {
+		opts.GrantCEL = celscope.New() // a policy's grant scopes are CEL (policy.go checks them)
 	}
 	// The policy's mode and opt-ins; in a gateway they name tools as
 	// clients see them, with the server's prefix.
