@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,17 +30,8 @@ import (
 //
 // The decision is bound like every approval (tool, argument digest, target,
 // principal, audience, expiry, single use) and journaled as page-approved,
-// at AssuranceLocalPage.
-
-// A Page is an approval page: an Approver (with an Awaiter, so that calls
-// can answer "pending" and pick the decision up later) whose requests a
-// person decides in a browser.
-type Page interface {
-	Approver
-	// Link registers r and returns the address of its page, for a URL-mode
-	// elicitation; the page opens nothing for a request it handed out.
-	Link(r ApprovalRequest) (string, error)
-}
+// at AssuranceLocalPage, or AssurancePasskey for a page that takes a
+// passkey (the assertion is journaled as the evidence).
 
 // ModePage asks only the approval page (Options.Page).
 const ModePage Mode = "page"
@@ -63,19 +57,28 @@ func elicitationID(gr *grant) string {
 // result carrying the handle as requestState. On 2025-11-25 the URL
 // elicitation runs beside the wait, and its answer is not looked at.
 func (g *Gate) sendLink(ctx context.Context, k *call, via *outOfBand, gr *grant, sealed string) (*mcp.CallToolResult, *Refusal, bool) {
-	if via.page == nil || k.req.Session == nil || !clientTakesURL(k.req) || k.t.OwnsTokenField {
+	if via.link == nil || k.req.Session == nil || !clientTakesURL(k.req) || k.t.OwnsTokenField {
 		return nil, nil, false
 	}
 	req := g.channelRequest(k, gr)
-	link, err := via.page.Link(req)
+	mrtr := k.req.ProtocolVersion() >= mrtrProtocol
+	if via.page == nil && (mrtr || via.awaiter != nil) {
+		// The approval service learns of the request before anyone is
+		// sent to it. (A decision this fast is left for the wait, which
+		// asks again and re-attaches.)
+		if via.awaiter == nil || !g.announce(ctx, via, req) {
+			return nil, nil, false
+		}
+	}
+	link, err := via.link(req)
 	if err != nil {
-		g.opts.Logger.Warn("approval page: no link; the page opens it itself", "tool", k.t.Name, "err", err)
+		g.opts.Logger.Warn("no link to send the person to; waiting without one", "via", via.mode, "tool", k.t.Name, "err", err)
 		return nil, nil, false
 	}
-	msg := fmt.Sprintf("Approve or deny on the approval page: %s", planView(k.plan).Summary)
-	if k.req.ProtocolVersion() >= mrtrProtocol {
-		if !g.park(gr.Nonce, grantPage, k, &req, gr.expires()) {
-			g.withdraw(ctx, via, req, WithdrawShuttingDown)
+	msg := fmt.Sprintf("Approve or deny on %s: %s", via.words, planView(k.plan).Summary)
+	if mrtr {
+		if !g.park(gr.Nonce, via.mode, k, &req, gr.expires()) {
+			g.withdraw(ctx, via, req, approver.WithdrawShuttingDown)
 			g.spend(ctx, gr.Nonce)
 			return nil, shuttingDown("no approval is asked for"), true
 		}
@@ -106,10 +109,25 @@ func (g *Gate) sendLink(ctx context.Context, k *call, via *outOfBand, gr *grant,
 	return nil, nil, false
 }
 
+// announce sends req to the approval service and leaves it open there
+// (an Await that answers "pending" at once); false when the service did
+// not take it as pending.
+func (g *Gate) announce(ctx context.Context, via *outOfBand, req approver.Request) bool {
+	err := safely(func() error {
+		_, err := via.awaiter.Await(ctx, req, time.Second)
+		return err
+	})
+	if !errors.Is(err, approver.ErrPending) {
+		g.opts.Logger.Debug("approval service: the request was not left pending; waiting for it instead of sending a link", "tool", req.Tool, "err", err)
+		return false
+	}
+	return true
+}
+
 // linkDone tells a client that got the link in the call that the page was
 // decided (or the wait ended).
 func (g *Gate) linkDone(k *call, via *outOfBand, _ *grant) {
-	if via.page != nil && k.linkSent != nil {
+	if via.link != nil && k.linkSent != nil {
 		k.linkSent()
 		k.linkSent = nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,12 +20,14 @@ import (
 type pageEnv struct {
 	*env
 	opened chan string
+	obs    *approvals // what the gate tells metrics
 }
 
 func newPageEnv(t *testing.T, adjust func(*mcpsafe.Options, *[]mcpsafe.Tool)) *pageEnv {
 	t.Helper()
-	pe := &pageEnv{opened: make(chan string, 8)}
+	pe := &pageEnv{opened: make(chan string, 8), obs: &approvals{}}
 	pe.env = newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Observer = pe.obs
 		p, err := approvalpage.Listen(approvalpage.Options{Addr: "127.0.0.1:0", Clock: o.Clock,
 			Open: func(link string) error { pe.opened <- link; return nil }})
 		if err != nil {
@@ -158,6 +161,9 @@ func TestURLElicitationSendsThePersonToThePage(t *testing.T) {
 			if a := pe.lastAssurance(); a != "local_page" {
 				t.Fatalf("journal assurance %q, decisions %v", a, pe.journal.decisions())
 			}
+			if got := pe.obs.list(); len(got) != 1 || got[0] != "delete_note page-approved local_page" {
+				t.Fatalf("the observer (metrics) was told %q", got)
+			}
 			if slices.Contains(pe.journal.decisions(), journal.ClientAccepted) {
 				t.Fatal("the journal says client-accepted for a page approval")
 			}
@@ -239,7 +245,7 @@ func TestPageOpensInTheBrowserForClientsWithoutElicitation(t *testing.T) {
 // where only the page could approve it; one whose minimum is the page's
 // refuses a client-relayed path and is approved on the page.
 func TestMinimumAssuranceAndThePage(t *testing.T) {
-	_, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModePage})
+	_, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Mode: mcpsafe.ModePage})
 	if err == nil || !strings.Contains(err.Error(), "Options.Page") {
 		t.Fatalf("mode page without a page: %v", err)
 	}
@@ -254,7 +260,7 @@ func TestMinimumAssuranceAndThePage(t *testing.T) {
 	}
 	wantExecuted(t, receive2(t, res))
 
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Page: pe.gatePage(t)})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Page: pe.gatePage(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +271,7 @@ func TestMinimumAssuranceAndThePage(t *testing.T) {
 	}
 }
 
-func (pe *pageEnv) gatePage(t *testing.T) mcpsafe.Page {
+func (pe *pageEnv) gatePage(t *testing.T) approver.Page {
 	p, err := approvalpage.Listen(approvalpage.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)

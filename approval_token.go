@@ -2,10 +2,11 @@ package mcpsafe
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,21 +56,16 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 		return nil, shuttingDown("no approval is handed out")
 	}
 	exp := gr.expires().UTC().Format(time.RFC3339Nano)
+	// One text block: the plan and the token once. Clients that forward
+	// only content to the model still pass the token on; the structured
+	// content carries it for programs. (A second block serializing the
+	// structured content would repeat the token and the plan.)
 	text := fmt.Sprintf("Approval required before %s runs. Show this plan to the user, word for word, and ask them to approve it:\n\n%s\n\n"+
-		"Only if the user approves, call %s again with exactly the same arguments plus %q set to the approval_token of the JSON below (valid until %s, single use). Do not approve on the user's behalf.",
-		k.t.Name, shown, k.t.Name, TokenField, exp)
-	sc := ApprovalRequired{Status: "approval_required", ApprovalToken: sealed, ExpiresAt: exp, Plan: view}
-	// The spec asks for structured content serialized in a text block too:
-	// clients that forward only content would leave the model without the
-	// token.
-	js, err := json.Marshal(sc)
-	if err != nil {
-		g.spend(ctx, gr.Nonce)
-		return nil, refusal(ReasonLedgerUnavailable, "encoding the approval failed: %v", err)
-	}
+		"Only if the user approves, call %s again with exactly the same arguments plus %q set to %q (valid until %s, single use). Do not approve on the user's behalf.",
+		k.t.Name, shown, k.t.Name, TokenField, sealed, exp)
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(js)}},
-		StructuredContent: sc,
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: result.Required{Status: "approval_required", ApprovalToken: sealed, ExpiresAt: exp, Plan: view},
 	}, nil
 }
 
@@ -102,6 +98,9 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (_ *gr
 // this call, without spending it.
 func (g *Gate) checkGrant(k *call, sealed, mode string) (*grant, *Refusal) {
 	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	if errors.Is(err, errGrantOldFormat) {
+		return nil, refusal(ReasonTokenInvalid, "the approval was issued by an earlier version of this server; call %s again without it to be asked anew", k.t.Name)
+	}
 	if err != nil {
 		return nil, refusal(ReasonTokenInvalid, "the approval is not valid for this server")
 	}

@@ -33,6 +33,8 @@ type call struct {
 	// linkSent ends a URL elicitation of the approval page's link
 	// (approval_page.go), nil when none was sent.
 	linkSent func()
+	// secrets are the secret values among the arguments (secretsOf).
+	secrets *journal.Secrets
 }
 
 func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
@@ -68,6 +70,11 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		g.journalRefusal(ctx, k, t.Name, r)
 		return nil, r, nil
 	}
+	if res, r, ok := g.cardLookup(ctx, k); ok {
+		// The model's handle of an approval card only looks the outcome
+		// up, which the target's later state does not change.
+		return res, r, nil
+	}
 	rctx, span := g.step(ctx, "rules")
 	r = g.checkRules(rctx, k)
 	endStep(span, r)
@@ -90,10 +97,11 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		res, r = g.resumeVia(ctx, k, g.channel, *k.token)
 	case k.token != nil:
 		res, r = g.redeemToken(ctx, k)
-	case g.handleMode(req.Params.RequestState) == grantPage:
-		// The retry after a URL elicitation of the page's link: the
-		// client's answer only says the person agreed to open the page.
-		res, r = g.resumeVia(ctx, k, g.page, req.Params.RequestState)
+	case g.handleMode(req.Params.RequestState) != "":
+		// The retry after a URL elicitation of the page's (or the
+		// approval service's) link: the client's answer only says the
+		// person agreed to open it.
+		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(req.Params.RequestState)), req.Params.RequestState)
 	case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
 		res, r = g.redeemElicitation(ctx, k, req.Params.RequestState, req.Params.InputResponses)
 	default:
@@ -155,6 +163,8 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.askChannel(ctx, k)
 	case ModePage:
 		return g.askVia(ctx, k, g.page)
+	case ModeCard:
+		return g.askCard(ctx, k)
 	case ModeElicit:
 		if !canElicit {
 			return nil, elicitationUnsupported(t.Name, !t.OwnsTokenField, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
@@ -170,12 +180,14 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.issueToken(ctx, k)
 	default: // ModeAuto: the strongest path configured and open to the client
 		switch {
-		case g.page != nil:
+		case g.page != nil && (g.channel == nil || t.minAssur <= g.page.page.Assurance()):
 			return g.askVia(ctx, k, g.page)
 		case g.channel != nil:
 			return g.askChannel(ctx, k)
 		case canElicit:
 			return g.askElicitation(ctx, k)
+		case g.cardFor(k):
+			return g.askCard(ctx, k)
 		}
 		if g.tokenAllowed(t, k.now) {
 			return g.issueToken(ctx, k)
@@ -201,28 +213,68 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 		return nil, r
 	}
 	a.Resolved, a.Plan = as[Resolved](st.v), plan
-	outcome := g.record(k, journal.Executed)
-	outcome.Call, outcome.Summary = a.CallID, plan.Summary
 	// The point of no return: once shutdown began no Execute starts, and
 	// one admitted before it is waited for (the grace) or cut.
-	ectx, claim, done, ok := g.admit(ctx, outcome)
-	if !ok {
+	x := g.start(ctx, k, &a)
+	if x == nil {
 		return nil, shuttingDown("the approved call was not started")
 	}
-	defer done()
-	rec := g.record(k, a.Decision)
-	rec.Call, rec.By, rec.Summary, rec.Grant = a.CallID, a.By, plan.Summary, a.Grant
-	rec.Assurance, rec.Evidence = a.Assurance.String(), a.Evidence
-	rec.Shown = shownDigest(planView(k.plan), k.plan.Targets)
-	if err := g.opts.Journal.Append(ctx, rec); err != nil {
-		return nil, refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
+	defer x.done()
+	if r := g.journalApproval(ctx, k, &a); r != nil {
+		return nil, r
 	}
 	var out *mcp.CallToolResult
 	err := safely(func() error {
 		var err error
-		out, err = k.t.execute(ectx, k.c, k.in, st.v, a)
+		out, err = k.t.execute(x.ectx, &k.c, k.in, st.v, &a)
 		return err
 	})
+	return g.finish(ctx, k, x, a.CallID, out, err)
+}
+
+// started is an admitted Execute (admit): the context it runs under, its
+// outcome record, and the admission's claim and done. It is built apart
+// from execute, and so are the approval record and the outcome's handling,
+// so that execute's own frame, on the stack while Execute runs, stays
+// small: the request goroutine then needs no larger stack than an ungated
+// call (a larger one is a copy of the whole stack per call).
+type started struct {
+	ectx    context.Context
+	outcome journal.Record
+	claim   func() bool
+	done    func()
+}
+
+func (g *Gate) start(ctx context.Context, k *call, a *Approval) *started {
+	x := &started{outcome: g.record(k, journal.Executed)}
+	x.outcome.Call, x.outcome.Summary = a.CallID, a.Plan.Summary
+	var ok bool
+	if x.ectx, x.claim, x.done, ok = g.admit(ctx, x.outcome); !ok {
+		return nil
+	}
+	return x
+}
+
+// journalApproval writes the approval durably before Execute: a journal
+// that cannot record it refuses the call, and nothing runs.
+func (g *Gate) journalApproval(ctx context.Context, k *call, a *Approval) *Refusal {
+	rec := g.record(k, a.Decision)
+	rec.Call, rec.By, rec.Summary, rec.Grant = a.CallID, a.By, a.Plan.Summary, a.Grant
+	rec.Assurance, rec.Evidence = a.Assurance.String(), a.Evidence
+	rec.Shown = shownDigest(planView(k.plan), k.plan.Targets)
+	if err := g.opts.Journal.Append(ctx, rec); err != nil {
+		return refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
+	}
+	if o := g.opts.Observer; o != nil {
+		o.Approved(k.t.Name, rec.Decision, rec.Assurance)
+	}
+	return nil
+}
+
+// finish records what Execute did (always, even when the caller left) and
+// turns it into the call's answer.
+func (g *Gate) finish(ctx context.Context, k *call, x *started, callID string, out *mcp.CallToolResult, err error) (*mcp.CallToolResult, *Refusal) {
+	outcome, ectx := x.outcome, x.ectx
 	if err == nil && out == nil {
 		err = errors.New("the tool returned no result")
 	}
@@ -245,12 +297,12 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	// writes it instead when Execute outlives the grace by too much.
 	jctx, jcancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)
 	defer jcancel()
-	if claim() { // (else Shutdown journaled it ambiguous already)
+	if x.claim() { // (else Shutdown journaled it ambiguous already)
 		if jerr := g.opts.Journal.Append(jctx, outcome); jerr != nil {
 			// The file journal keeps it and writes it late once writes
 			// work again; if the process stops first, the next Open marks
 			// the call ambiguous.
-			g.opts.Logger.Error("journal: outcome not recorded yet", "tool", k.t.Name, "call", a.CallID, "err", jerr)
+			g.opts.Logger.Error("journal: outcome not recorded yet", "tool", k.t.Name, "call", callID, "err", jerr)
 		}
 	}
 	if err != nil {
@@ -362,7 +414,3 @@ func (g *Gate) spend(ctx context.Context, nonce string) {
 		g.opts.Logger.Warn("ledger: could not spend an abandoned grant; it expires on its own", "err", err)
 	}
 }
-
-type noJournal struct{}
-
-func (noJournal) Append(context.Context, journal.Record) error { return nil }

@@ -1,7 +1,6 @@
 package mcpsafe
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/internal/canon"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,7 +25,9 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 	if req.Session != nil {
 		k.c.Session = req.Session.ID()
 	}
-	rest, tok, err := canon.SplitMember(req.Params.Arguments, TokenField)
+	// One strict reading; the rest (without the token) is cut from it and
+	// put in canonical form, and the fast schema check reads the members.
+	obj, err := canon.ReadObject(req.Params.Arguments, TokenField)
 	if errors.Is(err, canon.ErrFoldedKey) {
 		// Rules and previews read keys exactly; a tool decoding with
 		// encoding/json matches them case-insensitively. Two spellings of
@@ -35,13 +37,15 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 	if err != nil {
 		return k, refusal(ReasonArgumentsInvalid, "arguments are not a valid JSON object: %v", err)
 	}
+	rest, tok, err := obj.Without(TokenField)
 	if t.OwnsTokenField {
 		// approval_token is the tool's own argument (checked above for
 		// case variants all the same): it stays in the call and its digest.
-		if rest = bytes.TrimSpace(req.Params.Arguments); len(rest) == 0 || string(rest) == "null" {
-			rest = []byte("{}")
-		}
+		rest, err = obj.Canonical()
 		tok = nil
+	}
+	if err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be canonicalized: %v", err)
 	}
 	if tok != nil {
 		var s string
@@ -50,21 +54,18 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 		}
 		k.token = &s
 	}
-	var inst any
-	if err := json.Unmarshal(req.Params.Arguments, &inst); err != nil || inst == nil {
-		inst = map[string]any{}
+	if !t.fast.valid(obj.Members()) {
+		var inst any
+		if err := json.Unmarshal(req.Params.Arguments, &inst); err != nil || inst == nil {
+			inst = map[string]any{}
+		}
+		if err := t.schema.Validate(inst); err != nil {
+			return k, refusal(ReasonArgumentsInvalid, "arguments do not match the tool's schema: %v", err)
+		}
 	}
-	if err := t.schema.Validate(inst); err != nil {
-		return k, refusal(ReasonArgumentsInvalid, "arguments do not match the tool's schema: %v", err)
-	}
-	canonical, err := canon.Canonical(rest)
-	if err != nil {
-		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be canonicalized: %v", err)
-	}
+	canonical := rest
 	k.c.Arguments = canonical
-	if k.c.ArgsDigest, err = canon.Digest(canonical); err != nil {
-		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be digested: %v", err)
-	}
+	k.c.ArgsDigest = canon.SHA256(canonical)
 	if t.decode != nil {
 		if k.in, err = t.decode(canonical); err != nil {
 			return k, refusal(ReasonArgumentsInvalid, "arguments do not decode: %v", err)
@@ -146,32 +147,32 @@ func (g *Gate) runResolve(ctx context.Context, k *call) (state, *Refusal) {
 func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string, r *Refusal) {
 	ctx, span := g.step(ctx, "preview")
 	defer func() { endStep(span, r) }()
-	var plan Plan
+	var p Plan
 	err := safely(func() error {
 		var err error
-		plan, err = k.t.preview(ctx, k.c, k.in, st.v)
+		p, err = k.t.preview(ctx, k.c, k.in, st.v)
 		return err
 	})
 	if err != nil {
 		return Plan{}, "", asRefusal(err, ReasonPreviewFailed)
 	}
-	if strings.TrimSpace(plan.Summary) == "" {
+	if strings.TrimSpace(p.Summary) == "" {
 		return Plan{}, "", refusal(ReasonPreviewFailed, "the tool's preview has no summary")
 	}
 	// The binding covers the targets as the tool saw them, and the parts
 	// as shown: redacted before they are rendered, so that no approver
 	// sees a secret in a diff line either.
-	targets := plan.Targets
-	plan = redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))
-	views, r := partViews(plan.Parts)
+	targets := p.Targets
+	p = redactPlan(p, k.secretsOf())
+	views, r := partViews(p.Parts)
 	if r != nil {
 		return Plan{}, "", r
 	}
-	plan.views = views
+	p.views = views
 	b, err := json.Marshal(struct {
-		Resolved any        `json:"resolved"`
-		Targets  []Target   `json:"targets"`
-		Parts    []PartView `json:"parts,omitempty"`
+		Resolved any             `json:"resolved"`
+		Targets  []Target        `json:"targets"`
+		Parts    []plan.PartView `json:"parts,omitempty"`
 	}{st.v, targets, views})
 	if err != nil {
 		return Plan{}, "", refusal(ReasonResolverFailed, "resolved context cannot be encoded: %v", err)
@@ -180,7 +181,18 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	// nanosecond times) that need not fit an IEEE double, and encoding/json
 	// is deterministic for it (sorted map keys, exact integers).
 	sum := sha256.Sum256(b)
-	return plan, hex.EncodeToString(sum[:]), nil
+	return p, hex.EncodeToString(sum[:]), nil
+}
+
+// secretsOf finds the call's secret values once: both previews (before
+// asking, and again right before Execute, one level deeper on the stack)
+// redact the same arguments.
+func (k *call) secretsOf() journal.Secrets {
+	if k.secrets == nil {
+		s := journal.FindSecrets(k.c.Arguments, k.t.SecretFields)
+		k.secrets = &s
+	}
+	return *k.secrets
 }
 
 // matchRule runs a rule; only an exact true with a nil error is a match. A

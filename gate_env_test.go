@@ -195,6 +195,7 @@ type env struct {
 	notes   *notes
 	journal *recorder
 	clock   *clock
+	touched *notes // cardEnv's touch_note
 }
 
 // newEnv builds a real SDK server with the gate and the two note tools.

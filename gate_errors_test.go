@@ -7,7 +7,6 @@ package mcpsafe_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,11 +18,12 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestNewRefuses(t *testing.T) {
-	j := mcpsafe.NoJournal
+	j := journal.Discard
 	for _, tc := range []struct {
 		name string
 		o    mcpsafe.Options
@@ -47,7 +47,7 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func TestRegisterRefuses(t *testing.T) {
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,42 +249,63 @@ func TestMalformedGrantsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fields map[string]any
-	if err := json.Unmarshal(plain, &fields); err != nil {
-		t.Fatal(err)
+	// The plaintext layout is grant_wire.go's: version, mode, issued,
+	// expires, nonce, three digests, then the tool and the principal, each
+	// after its length.
+	variant := func(change func(b []byte) []byte) []byte {
+		return change(append([]byte(nil), plain...))
 	}
-	variant := func(change func(m map[string]any)) string {
-		m := map[string]any{}
-		for k, v := range fields {
-			m[k] = v
-		}
-		change(m)
-		b, _ := json.Marshal(m)
-		return string(b)
-	}
-	for name, body := range map[string]string{
-		"not json":      "not json",
-		"trailing data": string(plain) + " {}",
-		"unknown field": variant(func(m map[string]any) { m["admin"] = true }),
-		"wrong version": variant(func(m map[string]any) { m["v"] = 2 }),
-		"no nonce":      variant(func(m map[string]any) { m["nonce"] = "" }),
-		"other aud":     variant(func(m map[string]any) { m["aud"] = "other" }),
+	const toolAt = 2 + 8 + 8 + 16 + 3*32
+	for name, body := range map[string][]byte{
+		"not a grant":          []byte("not a grant"),
+		"trailing data":        variant(func(b []byte) []byte { return append(b, 0) }),
+		"truncated":            variant(func(b []byte) []byte { return b[:len(b)-1] }),
+		"fixed part only":      variant(func(b []byte) []byte { return b[:toolAt] }),
+		"wrong version":        variant(func(b []byte) []byte { b[0] = 3; return b }),
+		"no mode":              variant(func(b []byte) []byte { b[1] = 0; return b }),
+		"unknown mode":         variant(func(b []byte) []byte { b[1] = 9; return b }),
+		"tool length too long": variant(func(b []byte) []byte { b[toolAt]++; return b }),
+		"long length form": variant(func(b []byte) []byte {
+			return append(append(append([]byte(nil), b[:toolAt]...), b[toolAt]|0x80, 0), b[toolAt+1:]...)
+		}),
+		"version 1 (JSON)": []byte(`{"v":1,"tool":"rename_note","aud":"test-server","mode":"token","nonce":"00"}`),
+		"empty":            {},
 	} {
-		sealed, err := ring.Seal("test-server", []byte(body))
+		sealed, err := ring.Seal("test-server", body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a := map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": sealed}
-		wantRefused(t, callTool(t, cs, "rename_note", a), mcpsafe.ReasonTokenInvalid)
+		res := callTool(t, cs, "rename_note", a)
+		wantRefused(t, res, mcpsafe.ReasonTokenInvalid)
+		if name == "version 1 (JSON)" && !strings.Contains(text(res), "earlier version") {
+			t.Errorf("a version 1 grant is refused without saying why: %s", text(res))
+		}
 		if e.notes.executions() != 0 {
 			t.Fatalf("%s: a malformed grant ran the tool", name)
 		}
 	}
+	// Sealed for another audience under the same key: the associated data
+	// binds the audience, so it does not open here.
+	other, err := ring.Seal("other-server", plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, callTool(t, cs, "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": other}), mcpsafe.ReasonTokenInvalid)
+	// Control of the variants: the genuine plaintext sealed again opens
+	// (a fresh seal of the same grant is the same approval, spent once).
+	again, err := ring.Seal("test-server", plain)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A non-string token is an invalid argument, not a token.
 	wantRefused(t, callTool(t, cs, "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": 5}), mcpsafe.ReasonArgumentsInvalid)
-	// Control: the genuine token.
-	args["approval_token"] = genuine
+	// Control: the genuine plaintext, sealed again.
+	args["approval_token"] = again
 	wantExecuted(t, callTool(t, cs, "rename_note", args))
+	// And the original token of the same grant is now spent.
+	args["approval_token"] = genuine
+	wantRefused(t, callTool(t, cs, "rename_note", args), mcpsafe.ReasonTokenSpent)
 }
 
 // A long plan is shown whole: every detail line, every target, a long
@@ -342,10 +363,6 @@ func TestPendingGlobalCapSweeps(t *testing.T) {
 
 // Key helpers, and a shared key file between two gates.
 func TestKeysHelpers(t *testing.T) {
-	var zero mcpsafe.Keys
-	if !zero.IsZero() {
-		t.Fatal("zero Keys not IsZero")
-	}
 	if _, err := mcpsafe.NewKeys(make([]byte, 16)); err == nil {
 		t.Fatal("a 16-byte key was accepted")
 	}
@@ -353,14 +370,14 @@ func TestKeysHelpers(t *testing.T) {
 		t.Fatal("an all-zero key was accepted")
 	}
 	path := filepath.Join(t.TempDir(), "keys")
-	if err := mcpsafe.WriteKeyFile(path); err != nil {
+	if err := seal.WriteKeyFile(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := mcpsafe.WriteKeyFile(path); err == nil {
+	if err := seal.WriteKeyFile(path); err == nil {
 		t.Fatal("WriteKeyFile overwrote a key file")
 	}
 	k, err := mcpsafe.LoadKeys(path)
-	if err != nil || k.IsZero() {
+	if err != nil || k == (mcpsafe.Keys{}) {
 		t.Fatalf("LoadKeys = %v, %v", k, err)
 	}
 	if _, err := mcpsafe.LoadKeys(filepath.Join(t.TempDir(), "missing")); err == nil {

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpsafe/mcpsafe/internal/canon"
+	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,6 +46,7 @@ func (g *Gate) register(server *mcp.Server, t Tool, s steps) error {
 	g.tools[t.Name] = gt
 	g.mu.Unlock()
 	server.AddTool(sdkTool, g.handler(gt))
+	g.attachCard(server)
 	return nil
 }
 
@@ -70,24 +73,38 @@ func (g *Gate) CheckOptIns() error {
 	for _, o := range g.opts.AllowTokenFor {
 		t, ok := g.tools[o.Tool]
 		if !ok {
-			return &OptInError{"AllowTokenFor", o.Tool, "is not a gated tool of this server", g.optInCandidates(false)}
+			return &optincheck.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(false)}
 		}
 		if !t.Irreversible {
-			return &OptInError{"AllowTokenFor", o.Tool, "is reversible and needs no opt-in", g.optInCandidates(false)}
+			return &optincheck.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(false)}
 		}
 	}
 	for _, n := range g.opts.AllowGrantsFor {
 		t, ok := g.tools[n]
 		switch {
 		case !ok:
-			return &OptInError{"AllowGrantsFor", n, "is not a gated tool of this server", g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(true)}
 		case !t.Irreversible:
-			return &OptInError{"AllowGrantsFor", n, "is reversible and needs no opt-in", g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(true)}
 		case t.Grants == nil:
-			return &OptInError{"AllowGrantsFor", n, "has no grant policy (Tool.Grants)", g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "has no grant policy (Tool.Grants)", Valid: g.optInCandidates(true)}
 		}
 	}
 	return nil
+}
+
+// optInCandidates lists the tools an opt-in could name: the irreversible
+// gated tools, and for grants only those with a grant policy. The caller
+// holds g.mu.
+func (g *Gate) optInCandidates(grants bool) []string {
+	var out []string
+	for name, t := range g.tools {
+		if t.Irreversible && (!grants || t.Grants != nil) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
@@ -110,6 +127,9 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	}
 	if minA > AssurancePasskey || minA < AssuranceClientRelayed {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: unknown MinAssurance %d", t.Name, minA)
+	}
+	if mode == ModeCard && g.opts.Card == nil {
+		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode card but Options.Card is nil", t.Name)
 	}
 	if mode == ModePage && g.opts.Page == nil {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q uses mode page but Options.Page is nil", t.Name)
@@ -134,8 +154,8 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	// The Tool's own functions are the steps' to call: nothing reaches
 	// them but through the steps.
 	t.Resolve, t.Preview, t.Execute = nil, nil, nil
-	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, minAssur: minA}
-	if g.opts.TracerProvider != nil {
+	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, fast: newFastSchema(schemaMap), minAssur: minA}
+	if g.opts.Tracer != nil {
 		gt.execute = tracedExecute(g.tracer, gt.execute)
 	}
 	for i := range g.opts.AllowTokenFor {
@@ -150,6 +170,9 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 		}
 		if g.standing == nil {
 			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) keeps none (its Standing method returns nil)", t.Name, g.ledger)
+		}
+		if p.Scopes != nil && g.opts.GrantCEL == nil {
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q derives grant scopes (GrantPolicy.Scopes), which are CEL: set Options.GrantCEL to celscope.New() (package github.com/mcpsafe/mcpsafe/grants/celscope)", t.Name)
 		}
 		gt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)
 	}
@@ -317,13 +340,13 @@ func (g *Gate) Tools() []string {
 // reachable is the strongest assurance a tool of mode can get: a channel
 // can vouch for passkeys, the approval page for a click on it, the client
 // for a relayed answer. Auto takes the page, else the channel, when
-// configured.
+// configured (the channel when the page cannot reach the tool's minimum).
 func (g *Gate) reachable(mode Mode) Assurance {
 	switch {
-	case mode == ModeChannel, mode == ModeAuto && g.page == nil && g.channel != nil:
+	case mode == ModeChannel, mode == ModeAuto && g.channel != nil:
 		return AssurancePasskey
 	case mode == ModePage, mode == ModeAuto && g.page != nil:
-		return AssuranceLocalPage
+		return g.page.page.Assurance()
 	}
 	return AssuranceClientRelayed
 }

@@ -8,7 +8,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -62,12 +65,12 @@ func redactPlan(p Plan, s journal.Secrets) Plan {
 		out.Targets = append(out.Targets, Target{Name: s.Text(t.Name), State: s.Text(t.State)})
 	}
 	for _, pt := range p.Parts {
-		r := Part{Title: s.Text(pt.Title), Shows: pt.Shows}
+		r := plan.Part{Title: s.Text(pt.Title), Shows: pt.Shows}
 		if d := pt.Diff; d != nil {
-			r.Diff = &Diff{Path: s.Text(d.Path), Old: s.Text(d.Old), New: s.Text(d.New), Unified: s.Text(d.Unified)}
+			r.Diff = &plan.Diff{Path: s.Text(d.Path), Old: s.Text(d.Old), New: s.Text(d.New), Unified: s.Text(d.Unified)}
 		}
 		if t := pt.Table; t != nil {
-			r.Table = &Table{}
+			r.Table = &plan.Table{}
 			for _, c := range t.Columns {
 				r.Table.Columns = append(r.Table.Columns, s.Text(c))
 			}
@@ -85,8 +88,8 @@ func redactPlan(p Plan, s journal.Secrets) Plan {
 }
 
 // planView is the whole plan, every line rendered for display.
-func planView(p Plan) PlanView {
-	v := PlanView{Summary: displayLine(p.Summary), Details: []string{}, Parts: p.views}
+func planView(p Plan) result.PlanView {
+	v := result.PlanView{Summary: displayLine(p.Summary), Details: []string{}, Parts: p.views}
 	for _, d := range p.Details {
 		v.Details = append(v.Details, displayLine(d))
 	}
@@ -117,7 +120,7 @@ func shownPlan(k *call) string {
 	return b.String()
 }
 
-func renderPlan(v PlanView) string {
+func renderPlan(v result.PlanView) string {
 	var b strings.Builder
 	b.WriteString(v.Summary)
 	for _, d := range v.Details {
@@ -232,7 +235,7 @@ func grantHolder(principal string) string {
 // fixed here; everything that came from the agent or the world is a
 // rendered line inside it. It shows the whole plan and every argument, or
 // the call is refused.
-func (g *Gate) approvalMessage(k *call, offers []GrantOffer) (string, *Refusal) {
+func (g *Gate) approvalMessage(k *call, offers []approver.GrantOffer) (string, *Refusal) {
 	var b strings.Builder
 	b.WriteString("Approve this action?\n\n")
 	fmt.Fprintf(&b, "Tool: %s", k.t.Name)

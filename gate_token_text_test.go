@@ -1,7 +1,6 @@
 package mcpsafe_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,29 +9,40 @@ import (
 )
 
 // A client that forwards only content (not structuredContent) to the model
-// must still give it the token: the structured result is serialized in a
-// text block as well, and the token from there redeems.
+// must still give it the token: the one text block carries the plan and the
+// token, and the token from there redeems. The token appears once in the
+// content (no second block repeating the structured content).
 func TestTokenInTextContent(t *testing.T) {
 	e := newEnv(t, nil)
 	cs := e.connect(client{})
 	res := callTool(t, cs, "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt"})
 	want := token(t, res)
-	var fromText mcpsafe.ApprovalRequired
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok && strings.HasPrefix(tc.Text, "{") {
-			if err := json.Unmarshal([]byte(tc.Text), &fromText); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if len(res.Content) != 1 {
+		t.Fatalf("%d content blocks, want 1", len(res.Content))
 	}
-	if fromText.ApprovalToken != want || fromText.Status != "approval_required" || fromText.Plan.Summary == "" {
-		t.Fatalf("text content carries %+v; structured token %q", fromText, want)
+	txt := res.Content[0].(*mcp.TextContent).Text
+	const lead = `plus "approval_token" set to "`
+	i := strings.Index(txt, lead)
+	if i < 0 {
+		t.Fatalf("instructions: %q", txt)
 	}
-	if !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "approval_token of the JSON below") {
-		t.Fatalf("instructions: %q", res.Content[0].(*mcp.TextContent).Text)
+	fromText, _, ok := strings.Cut(txt[i+len(lead):], `"`)
+	if !ok || fromText != want || strings.Count(txt, want) != 1 {
+		t.Fatalf("text carries %q (%d times); structured token %q", fromText, strings.Count(txt, want), want)
 	}
+	if !strings.Contains(txt, "Plan: ") {
+		t.Fatalf("the text does not show the plan: %q", txt)
+	}
+	// Attack: the text token with one character changed is refused.
+	forged := []byte(fromText)
+	if forged[len(forged)/2] == 'A' {
+		forged[len(forged)/2] = 'B'
+	} else {
+		forged[len(forged)/2] = 'A'
+	}
+	wantRefused(t, callTool(t, cs, "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": string(forged)}), mcpsafe.ReasonTokenInvalid)
 	// The model, having seen only the text, calls again with it.
-	if res := callTool(t, cs, "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": fromText.ApprovalToken}); res.IsError {
+	if res := callTool(t, cs, "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": fromText}); res.IsError {
 		t.Fatalf("redeeming the token from the text: %v", text(res))
 	}
 	if !e.notes.has("done.txt") {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
+	"github.com/mcpsafe/mcpsafe/tracing/oteltracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -22,7 +24,7 @@ func tracedEnv(t *testing.T, adjust func(*mcpsafe.Options, *[]mcpsafe.Tool)) (*e
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
-		o.TracerProvider = tp
+		o.Tracer = oteltracing.New(tp)
 		if adjust != nil {
 			adjust(o, tools)
 		}
@@ -148,12 +150,12 @@ func TestInjectTraceContext(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	ctx, span := tp.Tracer("t").Start(context.Background(), "s")
 	defer span.End()
-	meta := mcpsafe.InjectTraceContext(ctx, nil)
+	meta := tracemeta.Inject(ctx, nil)
 	want := "00-" + span.SpanContext().TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"
 	if meta["traceparent"] != want {
 		t.Fatalf("traceparent %v, want %s", meta["traceparent"], want)
 	}
-	if got := mcpsafe.InjectTraceContext(context.Background(), nil); got != nil {
+	if got := tracemeta.Inject(context.Background(), nil); got != nil {
 		t.Fatalf("no span, but meta %v", got)
 	}
 }

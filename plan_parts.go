@@ -12,106 +12,18 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/mcpsafe/mcpsafe/internal/result"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
-)
-
-// Part is one typed part of a plan, besides its Summary and Details: a
-// change of text shown as a unified diff, or a table. Exactly one of Diff
-// and Table is set. (The plan's targets with their current state are the
-// third kind: Plan.Targets.)
-//
-// Every surface shows the parts: the approval prompt a client shows (plain
-// text, a compact unified diff), the page of `mcpsafe approvals serve` (a
-// diff view, long diffs folded behind "expand"), the channel request (as
-// data, PartView). A part is shown whole on the page and in the channel
-// request; the prompt shows at most ShortDiffLines lines of a diff and
-// ShortTableRows rows of a table, and says how many more there are and
-// where to see them, never cutting silently. The approval binds the whole
-// arguments whatever a part shows, and the parts as rendered are bound
-// like the targets: a preview that renders differently right before
-// Execute (the file changed) voids the approval. A preview's parts must
-// therefore be a function of the arguments and the current state.
-type Part struct {
-	// Title says what the part is, in words: "Overwrite /data/a.txt (3 lines
-	// changed)". Optional.
-	Title string `json:"title,omitempty"`
-	Diff  *Diff  `json:"diff,omitempty"`
-	Table *Table `json:"table,omitempty"`
-	// Shows names the arguments this part shows in full (the new content
-	// of a file shown as the diff against its current content). Where the
-	// part is shown whole, the prompt's list of arguments says so instead
-	// of repeating their values; where it is abbreviated, they are listed
-	// in full as usual.
-	Shows []string `json:"shows,omitempty"`
-}
-
-// Diff is a change of text: Old and New, whose unified diff is computed
-// (with github.com/aymanbagabas/go-udiff, three lines of context), or a
-// ready unified diff in Unified (such as a server's dry run returns). Old
-// empty and New set is a creation: every line is added.
-type Diff struct {
-	Path    string `json:"path,omitempty"`
-	Old     string `json:"old,omitempty"`
-	New     string `json:"new,omitempty"`
-	Unified string `json:"unified,omitempty"`
-}
-
-// Table is rows of cells under column names.
-type Table struct {
-	Columns []string   `json:"columns"`
-	Rows    [][]string `json:"rows"`
-}
-
-// Limits on the parts of one plan. A plan over them is refused
-// (plan_too_large) rather than shown in part.
-const (
-	MaxParts     = 8
-	MaxPartLines = 2000      // diff lines or table rows in one part
-	MaxPartBytes = 256 << 10 // text in one part (Old+New+Unified, or all cells)
-	// ShortDiffLines and ShortTableRows are what the approval prompt shows
-	// of a part; the rest is counted, and shown on the approval page and
-	// in the arguments.
-	ShortDiffLines = 80
-	ShortTableRows = 20
-)
-
-// PartView is a part as it is shown and sent: its lines computed and
-// rendered for a human (prompt.CodeLine for diff lines, prompt.Quote for
-// table cells), sensitive values redacted.
-type PartView struct {
-	Kind    string     `json:"kind"` // "diff" or "table"
-	Title   string     `json:"title,omitempty"`
-	Path    string     `json:"path,omitempty"` // quoted
-	Added   int        `json:"added,omitempty"`
-	Removed int        `json:"removed,omitempty"`
-	Lines   []DiffLine `json:"lines,omitempty"`
-	Columns []string   `json:"columns,omitempty"`
-	Rows    [][]string `json:"rows,omitempty"`
-	Shows   []string   `json:"shows,omitempty"`
-}
-
-// DiffLine is one line of a diff view. Op is "+" (added), "-" (removed),
-// " " (unchanged context) or "@@" (a hunk header, Text "-1,3 +1,4").
-type DiffLine struct {
-	Op   string `json:"op"`
-	Text string `json:"text"`
-}
-
-// Diff ops.
-const (
-	OpAdd     = "+"
-	OpRemove  = "-"
-	OpContext = " "
-	OpHunk    = "@@"
 )
 
 // partViews renders the plan's parts (already redacted, redactPlan) and
 // refuses parts over the limits.
-func partViews(parts []Part) ([]PartView, *Refusal) {
-	if len(parts) > MaxParts {
-		return nil, refusal(ReasonPlanTooLarge, "the plan has %d parts, over the limit of %d", len(parts), MaxParts)
+func partViews(parts []plan.Part) ([]plan.PartView, *Refusal) {
+	if len(parts) > plan.MaxParts {
+		return nil, refusal(ReasonPlanTooLarge, "the plan has %d parts, over the limit of %d", len(parts), plan.MaxParts)
 	}
-	var out []PartView
+	var out []plan.PartView
 	for i, p := range parts {
 		v, err := partView(p)
 		if err != nil {
@@ -126,19 +38,19 @@ func partViews(parts []Part) ([]PartView, *Refusal) {
 	return out, nil
 }
 
-func partView(p Part) (PartView, error) {
-	v := PartView{Title: displayLine(p.Title), Shows: p.Shows}
+func partView(p plan.Part) (plan.PartView, error) {
+	v := plan.PartView{Title: displayLine(p.Title), Shows: p.Shows}
 	switch {
 	case p.Diff != nil && p.Table == nil:
 		d := p.Diff
-		if n := len(d.Old) + len(d.New) + len(d.Unified); n > MaxPartBytes {
+		if n := len(d.Old) + len(d.New) + len(d.Unified); n > plan.MaxPartBytes {
 			return v, tooLarge("a diff of %d bytes", n)
 		}
 		v.Kind, v.Path = "diff", prompt.QuoteWhole(d.Path)
 		if d.Path == "" {
 			v.Path = ""
 		}
-		var lines []DiffLine
+		var lines []plan.DiffLine
 		var err error
 		if d.Unified != "" {
 			if d.Old != "" || d.New != "" {
@@ -151,24 +63,24 @@ func partView(p Part) (PartView, error) {
 		if err != nil {
 			return v, err
 		}
-		if len(lines) > MaxPartLines {
+		if len(lines) > plan.MaxPartLines {
 			return v, tooLarge("a diff of %d lines", len(lines))
 		}
 		for i, l := range lines {
 			switch l.Op {
-			case OpAdd:
+			case plan.OpAdd:
 				v.Added++
-			case OpRemove:
+			case plan.OpRemove:
 				v.Removed++
 			}
-			if l.Op != OpHunk {
+			if l.Op != plan.OpHunk {
 				lines[i].Text = prompt.CodeLine(l.Text)
 			}
 		}
 		v.Lines = lines
 	case p.Table != nil && p.Diff == nil:
 		t := p.Table
-		if len(t.Rows) > MaxPartLines {
+		if len(t.Rows) > plan.MaxPartLines {
 			return v, tooLarge("a table of %d rows", len(t.Rows))
 		}
 		n := 0
@@ -188,7 +100,7 @@ func partView(p Part) (PartView, error) {
 			}
 			v.Rows = append(v.Rows, row)
 		}
-		if n > MaxPartBytes {
+		if n > plan.MaxPartBytes {
 			return v, tooLarge("a table of %d bytes", n)
 		}
 	default:
@@ -199,11 +111,11 @@ func partView(p Part) (PartView, error) {
 
 func tooLarge(format string, a ...any) *Refusal {
 	return refusal(ReasonPlanTooLarge, "the plan has %s, over the limit of %d lines and %d bytes a part may have to be shown whole; it is never cut, so the call is refused. Split it into smaller calls",
-		fmt.Sprintf(format, a...), MaxPartLines, MaxPartBytes)
+		fmt.Sprintf(format, a...), plan.MaxPartLines, plan.MaxPartBytes)
 }
 
 // computeDiff is the unified diff of old and new, three lines of context.
-func computeDiff(old, new string) ([]DiffLine, error) {
+func computeDiff(old, new string) ([]plan.DiffLine, error) {
 	if old == new {
 		return nil, nil
 	}
@@ -211,7 +123,7 @@ func computeDiff(old, new string) ([]DiffLine, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []DiffLine
+	var out []plan.DiffLine
 	for _, h := range u.Hunks {
 		var del, ins int
 		for _, l := range h.Lines {
@@ -225,16 +137,16 @@ func computeDiff(old, new string) ([]DiffLine, error) {
 				ins++
 			}
 		}
-		out = append(out, DiffLine{Op: OpHunk, Text: hunkRange(h.FromLine, del) + " " + strings.Replace(hunkRange(h.ToLine, ins), "-", "+", 1)})
+		out = append(out, plan.DiffLine{Op: plan.OpHunk, Text: hunkRange(h.FromLine, del) + " " + strings.Replace(hunkRange(h.ToLine, ins), "-", "+", 1)})
 		for _, l := range h.Lines {
-			op := OpContext
+			op := plan.OpContext
 			switch l.Kind {
 			case udiff.Delete:
-				op = OpRemove
+				op = plan.OpRemove
 			case udiff.Insert:
-				op = OpAdd
+				op = plan.OpAdd
 			}
-			out = append(out, DiffLine{Op: op, Text: strings.TrimSuffix(l.Content, "\n")})
+			out = append(out, plan.DiffLine{Op: op, Text: strings.TrimSuffix(l.Content, "\n")})
 		}
 	}
 	return out, nil
@@ -252,10 +164,10 @@ func hunkRange(start, n int) string {
 // and a Markdown fence around the diff are skipped. Anything else outside
 // a hunk, or a hunk that ends early, is an error: a diff that cannot be
 // read is not shown as if it were one.
-func parseUnified(text string) ([]DiffLine, error) {
-	var out []DiffLine
+func parseUnified(text string) ([]plan.DiffLine, error) {
+	var out []plan.DiffLine
 	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64<<10), MaxPartBytes+1)
+	sc.Buffer(make([]byte, 0, 64<<10), plan.MaxPartBytes+1)
 	for sc.Scan() {
 		line := strings.TrimSuffix(sc.Text(), "\r")
 		if !strings.HasPrefix(line, "@@ ") {
@@ -269,7 +181,7 @@ func parseUnified(text string) ([]DiffLine, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, DiffLine{Op: OpHunk, Text: rng})
+		out = append(out, plan.DiffLine{Op: plan.OpHunk, Text: rng})
 		for del > 0 || ins > 0 {
 			if !sc.Scan() {
 				return nil, errors.New("a hunk of the diff ends before its header says")
@@ -283,12 +195,12 @@ func parseUnified(text string) ([]DiffLine, error) {
 			}
 			op, body := l[:1], l[1:]
 			switch op {
-			case OpContext:
+			case plan.OpContext:
 				del--
 				ins--
-			case OpRemove:
+			case plan.OpRemove:
 				del--
-			case OpAdd:
+			case plan.OpAdd:
 				ins--
 			default:
 				return nil, fmt.Errorf("a line in a hunk of the diff has no +, - or space: %s", prompt.Quote(l))
@@ -296,7 +208,7 @@ func parseUnified(text string) ([]DiffLine, error) {
 			if del < 0 || ins < 0 {
 				return nil, errors.New("a hunk of the diff is longer than its header says")
 			}
-			out = append(out, DiffLine{Op: op, Text: body})
+			out = append(out, plan.DiffLine{Op: op, Text: body})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -322,7 +234,7 @@ func hunkHeader(line string) (del, ins int, rng string, err error) {
 	if del, err = count(f[1]); err == nil {
 		ins, err = count(f[2])
 	}
-	if err != nil || del < 0 || ins < 0 || del+ins > MaxPartLines {
+	if err != nil || del < 0 || ins < 0 || del+ins > plan.MaxPartLines {
 		return 0, 0, "", fmt.Errorf("not a hunk header: %s", prompt.Quote(line))
 	}
 	return del, ins, f[1] + " " + f[2], nil
@@ -330,10 +242,10 @@ func hunkHeader(line string) (del, ins int, rng string, err error) {
 
 // shownDigest is the SHA-256 of the plan as shown (summary, details,
 // targets and parts as rendered): what the journal records of it.
-func shownDigest(v PlanView, targets []Target) string {
+func shownDigest(v result.PlanView, targets []Target) string {
 	b, _ := json.Marshal(struct {
-		Plan    PlanView `json:"plan"`
-		Targets []Target `json:"targets,omitempty"`
+		Plan    result.PlanView `json:"plan"`
+		Targets []Target        `json:"targets,omitempty"`
 	}{v, targets})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])

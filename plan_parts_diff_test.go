@@ -5,17 +5,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsafe/mcpsafe/plan"
 	"pgregory.net/rapid"
 )
 
 // applyDiff rebuilds the new text from the old one and diff lines: the
 // check that a diff shows every change (and only changes).
-func applyDiff(t *rapid.T, old []string, lines []DiffLine) []string {
+func applyDiff(t *rapid.T, old []string, lines []plan.DiffLine) []string {
 	var out []string
 	at := 0 // next old line
 	for _, l := range lines {
 		switch l.Op {
-		case OpHunk:
+		case plan.OpHunk:
 			f := strings.Fields(l.Text)
 			start, _, _ := strings.Cut(f[0][1:], ",")
 			n, err := strconv.Atoi(start)
@@ -31,15 +32,15 @@ func applyDiff(t *rapid.T, old []string, lines []DiffLine) []string {
 			}
 			out = append(out, old[at:n]...)
 			at = n
-		case OpContext, OpRemove:
+		case plan.OpContext, plan.OpRemove:
 			if at >= len(old) || old[at] != l.Text {
 				t.Fatalf("line %q is not old line %d", l.Text, at)
 			}
-			if l.Op == OpContext {
+			if l.Op == plan.OpContext {
 				out = append(out, l.Text)
 			}
 			at++
-		case OpAdd:
+		case plan.OpAdd:
 			out = append(out, l.Text)
 		}
 	}
@@ -69,7 +70,7 @@ func TestDiffProperty(t *testing.T) {
 		var b strings.Builder
 		b.WriteString("--- a\n+++ b\n")
 		for _, l := range lines {
-			if l.Op == OpHunk {
+			if l.Op == plan.OpHunk {
 				b.WriteString("@@ " + l.Text + " @@\n")
 			} else {
 				b.WriteString(l.Op + l.Text + "\n")
@@ -101,7 +102,7 @@ func TestParseUnifiedAnyText(t *testing.T) {
 		}
 		for _, l := range lines {
 			switch l.Op {
-			case OpAdd, OpRemove, OpContext, OpHunk:
+			case plan.OpAdd, plan.OpRemove, plan.OpContext, plan.OpHunk:
 			default:
 				t.Fatalf("op %q", l.Op)
 			}
@@ -129,7 +130,7 @@ func BenchmarkDiffPart(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := partView(Part{Diff: &Diff{Old: c.old, New: c.new}}); err != nil {
+				if _, err := partView(plan.Part{Diff: &plan.Diff{Old: c.old, New: c.new}}); err != nil {
 					b.Fatal(err)
 				}
 			}

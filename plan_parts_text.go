@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -24,7 +25,7 @@ const (
 // renderParts writes the parts, each whole or abbreviated to its short
 // form with the count of what is not shown, and returns the arguments that
 // parts shown whole showed, with words for the argument list.
-func renderParts(b *strings.Builder, parts []PartView) map[string]string {
+func renderParts(b *strings.Builder, parts []plan.PartView) map[string]string {
 	shown := map[string]string{}
 	for i, p := range parts {
 		b.WriteString("\n")
@@ -45,7 +46,7 @@ func renderParts(b *strings.Builder, parts []PartView) map[string]string {
 	return shown
 }
 
-func partHeading(b *strings.Builder, p PartView, counts string) {
+func partHeading(b *strings.Builder, p plan.PartView, counts string) {
 	switch {
 	case p.Title != "":
 		b.WriteString(p.Title)
@@ -59,15 +60,15 @@ func partHeading(b *strings.Builder, p PartView, counts string) {
 	fmt.Fprintf(b, " (%s):", counts)
 }
 
-func renderDiff(b *strings.Builder, p PartView) bool {
+func renderDiff(b *strings.Builder, p plan.PartView) bool {
 	partHeading(b, p, fmt.Sprintf("%s added, %d removed", plural(p.Added, "line"), p.Removed))
 	if len(p.Lines) == 0 {
 		b.WriteString("\n" + diffGutter + "(no change)")
 		return true
 	}
-	n := min(len(p.Lines), ShortDiffLines)
+	n := min(len(p.Lines), plan.ShortDiffLines)
 	for _, l := range p.Lines[:n] {
-		if l.Op == OpHunk {
+		if l.Op == plan.OpHunk {
 			b.WriteString("\n" + diffGutter + "@@ " + l.Text + " @@")
 			continue
 		}
@@ -86,10 +87,10 @@ func renderDiff(b *strings.Builder, p PartView) bool {
 	return true
 }
 
-func renderTable(b *strings.Builder, p PartView) bool {
+func renderTable(b *strings.Builder, p plan.PartView) bool {
 	partHeading(b, p, plural(len(p.Rows), "row"))
 	b.WriteString("\n" + diffGutter + strings.Join(p.Columns, " | "))
-	n := min(len(p.Rows), ShortTableRows)
+	n := min(len(p.Rows), plan.ShortTableRows)
 	for _, r := range p.Rows[:n] {
 		b.WriteString("\n" + diffGutter + strings.Join(r, " | "))
 	}

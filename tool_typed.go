@@ -82,7 +82,9 @@ type steps struct {
 	decode  func(args json.RawMessage) (any, error)
 	resolve func(ctx context.Context, c Call, in any) (any, error) // nil: no Resolve
 	preview func(ctx context.Context, c Call, in, st any) (Plan, error)
-	execute func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error)
+	// execute takes the call and the approval by pointer: they are large,
+	// and each by-value hop on the way to Execute is stack while it runs.
+	execute func(ctx context.Context, c *Call, in, st any, a *Approval) (*mcp.CallToolResult, error)
 }
 
 func untypedSteps(t Tool) steps {
@@ -90,8 +92,8 @@ func untypedSteps(t Tool) steps {
 		preview: func(ctx context.Context, c Call, _, st any) (Plan, error) {
 			return t.Preview(ctx, c, as[Resolved](st))
 		},
-		execute: func(ctx context.Context, c Call, _, _ any, a Approval) (*mcp.CallToolResult, error) {
-			return t.Execute(ctx, c, a)
+		execute: func(ctx context.Context, c *Call, _, _ any, a *Approval) (*mcp.CallToolResult, error) {
+			return t.Execute(ctx, *c, *a)
 		},
 	}
 	if t.Resolve != nil {
@@ -113,8 +115,8 @@ func typedSteps[In, State any](t ToolFor[In, State]) steps {
 		preview: func(ctx context.Context, c Call, in, st any) (Plan, error) {
 			return t.Preview(ctx, c, as[In](in), as[State](st))
 		},
-		execute: func(ctx context.Context, c Call, in, st any, a Approval) (*mcp.CallToolResult, error) {
-			return t.Execute(ctx, c, as[In](in), as[State](st), a)
+		execute: func(ctx context.Context, c *Call, in, st any, a *Approval) (*mcp.CallToolResult, error) {
+			return t.Execute(ctx, *c, as[In](in), as[State](st), *a)
 		},
 	}
 	if t.Resolve != nil {

@@ -21,6 +21,12 @@
 // AssuranceLocalPage, above a relayed form answer and below an approval
 // service's authenticated approver.
 //
+// With Options.Passkeys (credentials the person registered with
+// `mcpsafe approval-page enroll`), Approve also takes a user-verified
+// passkey assertion over a challenge derived from the call, checked like
+// the approval service's (package channel); a click alone is then refused,
+// and the gate records AssurancePasskey.
+//
 // The page listens on loopback only.
 package approvalpage
 
@@ -29,15 +35,19 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 )
 
@@ -55,6 +65,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is the time source (tests); nil is time.Now.
 	Clock func() time.Time
+	// Passkeys, when set, are the passkeys a person registered for this
+	// page (LoadPasskeys; `mcpsafe approval-page enroll` writes them):
+	// every approval then takes a user-verified assertion by one of them
+	// over that call, and the page is addressed as http://localhost:PORT
+	// (WebAuthn takes no IP address as its relying party).
+	Passkeys *channel.PasskeyRegistry
 }
 
 // A Page is the local approval page. It is the gate's approver for the
@@ -73,14 +89,16 @@ type Page struct {
 
 // pending is one call's page.
 type pending struct {
-	req    mcpsafe.ApprovalRequest
+	req    approver.Request
 	secret string // the link's path part
 	form   string // the form token the page holds
 	shown  bool   // the link went to the person (elicited or opened)
 	done   chan struct{}
 	// Set once, under Page.mu, before done is closed.
 	approved  bool
-	withdrawn string // why, when the gate withdrew it
+	withdrawn string                // why, when the gate withdrew it
+	proof     *channel.PasskeyProof // the approval's passkey assertion, with Options.Passkeys
+	decidedAt time.Time
 }
 
 // Listen starts the page on opts.Addr.
@@ -97,11 +115,20 @@ func Listen(opts Options) (*Page, error) {
 	if opts.Open == nil {
 		opts.Open = OpenBrowser
 	}
+	if opts.Passkeys != nil {
+		if err := checkRegistry(opts.Passkeys); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("approval page: %w", err)
 	}
-	p := &Page{opts: opts, ln: ln, base: "http://" + ln.Addr().String(),
+	base := "http://" + ln.Addr().String()
+	if opts.Passkeys != nil {
+		base = "http://" + net.JoinHostPort(LocalRPID, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
+	p := &Page{opts: opts, ln: ln, base: base,
 		byID: map[string]*pending{}, byLink: map[string]*pending{}}
 	p.srv = &http.Server{Handler: p.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
@@ -142,7 +169,7 @@ var errClosed = errors.New("approval page: stopped")
 
 // Link registers r (once) and returns its page's link, for the gate to
 // send in a URL-mode elicitation. Nothing is opened.
-func (p *Page) Link(r mcpsafe.ApprovalRequest) (string, error) {
+func (p *Page) Link(r approver.Request) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, err := p.registerLocked(r)
@@ -154,20 +181,20 @@ func (p *Page) Link(r mcpsafe.ApprovalRequest) (string, error) {
 }
 
 // Approve asks and waits for the decision until ctx ends.
-func (p *Page) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+func (p *Page) Approve(ctx context.Context, r approver.Request) (approver.Decision, error) {
 	return p.Await(ctx, r, 0)
 }
 
 // Await registers r (once), opens its link for the person unless Link
 // handed it out already, and waits at most wait (no limit but ctx when
-// wait <= 0). Still undecided then: an error wrapping mcpsafe.ErrPending,
+// wait <= 0). Still undecided then: an error wrapping approver.ErrPending,
 // and the page stays open. A decision is delivered to one Await only.
-func (p *Page) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
+func (p *Page) Await(ctx context.Context, r approver.Request, wait time.Duration) (approver.Decision, error) {
 	p.mu.Lock()
 	e, err := p.registerLocked(r)
 	if err != nil {
 		p.mu.Unlock()
-		return mcpsafe.ApprovalDecision{}, err
+		return approver.Decision{}, err
 	}
 	open := !e.shown
 	e.shown = true
@@ -189,27 +216,47 @@ func (p *Page) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.D
 	select {
 	case <-e.done:
 	case <-ctx.Done():
-		return mcpsafe.ApprovalDecision{}, ctx.Err()
+		return approver.Decision{}, ctx.Err()
 	case <-timeout:
-		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", mcpsafe.ErrPending)
+		return approver.Decision{}, fmt.Errorf("approval page: %w", approver.ErrPending)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byID[r.ID] != e {
-		return mcpsafe.ApprovalDecision{}, errors.New("approval page: the decision was delivered already")
+		return approver.Decision{}, errors.New("approval page: the decision was delivered already")
 	}
 	delete(p.byID, r.ID) // delivered once
 	switch {
 	case e.withdrawn != "":
-		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %s: %w", e.withdrawn, mcpsafe.ErrNoDecision)
+		return approver.Decision{}, fmt.Errorf("approval page: %s: %w", e.withdrawn, approver.ErrNoDecision)
 	case !e.approved:
-		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", mcpsafe.ErrDenied)
+		return approver.Decision{}, fmt.Errorf("approval page: %w", approver.ErrDenied)
+	case e.proof != nil:
+		ev, err := json.Marshal(channel.PageProof{Approver: e.proof.Approver, CredentialID: e.proof.CredentialID,
+			Assertion: e.proof.Assertion, TargetsDigest: channel.TargetsDigest(e.req.Targets),
+			ExpiresAt: e.req.ExpiresAt.UTC(), Audience: e.req.Audience, Origin: p.base})
+		if err != nil {
+			return approver.Decision{}, fmt.Errorf("approval page: %w", err)
+		}
+		return approver.Decision{Approved: true, Assurance: mcpsafe.AssurancePasskey,
+			Approvers: []string{e.proof.Approver}, Evidence: ev}, nil
+	case p.opts.Passkeys != nil:
+		return approver.Decision{}, errors.New("approval page: approved without a passkey on a page that requires one")
 	}
-	return mcpsafe.ApprovalDecision{Approved: true, Assurance: mcpsafe.AssuranceLocalPage}, nil
+	return approver.Decision{Approved: true, Assurance: mcpsafe.AssuranceLocalPage}, nil
+}
+
+// Assurance is what the page's approvals prove: AssurancePasskey with
+// Options.Passkeys, else AssuranceLocalPage.
+func (p *Page) Assurance() mcpsafe.Assurance {
+	if p.opts.Passkeys != nil {
+		return mcpsafe.AssurancePasskey
+	}
+	return mcpsafe.AssuranceLocalPage
 }
 
 // Withdraw ends r's page: nobody will pick its decision up.
-func (p *Page) Withdraw(_ context.Context, r mcpsafe.ApprovalRequest, reason string) error {
+func (p *Page) Withdraw(_ context.Context, r approver.Request, reason string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e := p.byID[r.ID]; e != nil {
@@ -220,7 +267,7 @@ func (p *Page) Withdraw(_ context.Context, r mcpsafe.ApprovalRequest, reason str
 
 // registerLocked finds r's page or makes it. A request ID seen again must
 // be the same request: its tool, arguments digest, principal and expiry.
-func (p *Page) registerLocked(r mcpsafe.ApprovalRequest) (*pending, error) {
+func (p *Page) registerLocked(r approver.Request) (*pending, error) {
 	if p.closing {
 		return nil, errClosed
 	}
@@ -242,12 +289,17 @@ func (p *Page) registerLocked(r mcpsafe.ApprovalRequest) (*pending, error) {
 
 // settleLocked records the one decision of e.
 func (p *Page) settleLocked(e *pending, approved bool, withdrawn string) bool {
+	return p.settleProvedLocked(e, approved, withdrawn, nil)
+}
+
+func (p *Page) settleProvedLocked(e *pending, approved bool, withdrawn string, proof *channel.PasskeyProof) bool {
 	select {
 	case <-e.done:
 		return false
 	default:
 	}
-	e.approved, e.withdrawn = approved, withdrawn
+	e.approved, e.withdrawn, e.proof = approved, withdrawn, proof
+	e.decidedAt = p.opts.Clock()
 	close(e.done)
 	return true
 }
@@ -275,9 +327,9 @@ func random() string {
 func sameSecret(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 // Awaiter returns p: a page keeps a request open across calls.
-func (p *Page) Awaiter() mcpsafe.Awaiter { return p }
+func (p *Page) Awaiter() approver.Awaiter { return p }
 
 // Withdrawer returns p: a page can take a request back.
-func (p *Page) Withdrawer() mcpsafe.Withdrawer { return p }
+func (p *Page) Withdrawer() approver.Withdrawer { return p }
 
-var _ mcpsafe.Page = (*Page)(nil)
+var _ approver.Page = (*Page)(nil)

@@ -9,12 +9,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
 //go:embed page.html
 var pageHTML string
+
+var goneTmpl = template.Must(template.New("gone").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>No such approval request</title>
+<style>body { font: 16px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 48rem; padding: 1.5rem; }
+.state { font-weight: 600; padding: .75rem 1rem; border-radius: .35rem; background: #f8e5e5; }</style></head>
+<body><h1>No such approval request</h1>
+<p class="state" role="status">This link is wrong, or its request ended more than an hour ago. Nothing can be approved with it.</p>
+<p>If a call is waiting for you, its page has its own link: ask the assistant to try again.</p></body></html>`))
 
 var pageTmpl = template.Must(template.Must(template.New("page").Funcs(planhtml.Funcs()).Parse(pageHTML)).Parse(planhtml.Templates))
 
@@ -34,12 +43,19 @@ type view struct {
 	Form          string
 	State         string // "" (undecided), approved, denied, withdrawn, expired
 	Why           string
+	Passkey       string // the WebAuthn request options, when Approve takes a passkey
 }
 
 func (p *Page) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /a/{secret}", p.show)
 	mux.HandleFunc("POST /a/{secret}", p.decide)
+	if p.opts.Passkeys != nil {
+		mux.HandleFunc("GET /passkey.js", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			w.Write(passkeyJS)
+		})
+	}
 	return p.guard(mux)
 }
 
@@ -47,10 +63,18 @@ func (p *Page) handler() http.Handler {
 // another name that resolves to loopback is a DNS rebinding attempt), and
 // sets the headers every answer carries.
 func (p *Page) guard(next http.Handler) http.Handler {
+	csp := "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	if p.opts.Passkeys != nil {
+		csp += "; script-src 'self'" // passkey.js, and nothing inline
+	}
+	return p.guardCSP(next, csp)
+}
+
+func (p *Page) guardCSP(next http.Handler, csp string) http.Handler {
 	host := strings.TrimPrefix(p.base, "http://")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		// The link is the secret: no Referer leaves the page; and with
 		// "same-origin" (not "no-referrer") the page's own form POST carries
@@ -75,10 +99,41 @@ func (p *Page) lookup(r *http.Request) *pending {
 func (p *Page) show(w http.ResponseWriter, r *http.Request) {
 	e := p.lookup(r)
 	if e == nil {
-		http.Error(w, "no such approval request: the link is wrong, or it expired long ago", http.StatusNotFound)
+		p.renderGone(w)
 		return
 	}
-	p.render(w, e, "", http.StatusOK)
+	// A link opened again after the decision says so plainly.
+	p.render(w, e, p.alreadyDecided(e), http.StatusOK)
+}
+
+// alreadyDecided is what a decided page says when it is opened again or
+// clicked again; "" while it is undecided.
+func (p *Page) alreadyDecided(e *pending) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-e.done:
+	default:
+		return ""
+	}
+	what := "denied; nothing runs"
+	switch {
+	case e.withdrawn != "":
+		what = "withdrawn (the server " + e.withdrawn + "); nothing runs"
+	case e.approved && e.proof != nil:
+		what = "approved with the passkey of " + prompt.Quote(e.proof.Approver)
+	case e.approved:
+		what = "approved"
+	}
+	return "Already decided: " + what + " (at " + e.decidedAt.UTC().Format("15:04:05 MST") + "). This link decides nothing more; you can close this page."
+}
+
+// renderGone answers a link the page does not know: a wrong one, or one
+// whose request ended long ago. It names no request.
+func (p *Page) renderGone(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	goneTmpl.Execute(w, nil)
 }
 
 // decide takes the one decision of a page: from the page itself (its
@@ -86,14 +141,14 @@ func (p *Page) show(w http.ResponseWriter, r *http.Request) {
 func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 	e := p.lookup(r)
 	if e == nil {
-		http.Error(w, "no such approval request", http.StatusNotFound)
+		p.renderGone(w)
 		return
 	}
 	if r.Header.Get("Origin") != p.base || (r.Header.Get("Sec-Fetch-Site") != "" && r.Header.Get("Sec-Fetch-Site") != "same-origin") {
 		http.Error(w, "refused: the decision must come from the approval page itself", http.StatusForbidden)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10) // a passkey assertion is a few KiB
 	if err := r.ParseForm(); err != nil || !sameSecret(r.PostForm.Get("form"), e.form) {
 		http.Error(w, "refused: the form is not this page's", http.StatusForbidden)
 		return
@@ -107,15 +162,24 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "refused: the decision is approve or deny", http.StatusBadRequest)
 		return
 	}
+	var proof *channel.PasskeyProof
+	if approved && p.opts.Passkeys != nil {
+		var err error
+		if proof, err = p.verifyAssertion(e.req, r.PostForm.Get("assertion")); err != nil {
+			// Nothing is decided: the person can try again, or deny.
+			p.render(w, e, "Not approved: "+err.Error()+".", http.StatusForbidden)
+			return
+		}
+	}
 	p.mu.Lock()
 	expired := !p.opts.Clock().Before(e.req.ExpiresAt)
-	settled := !expired && p.settleLocked(e, approved, "")
+	settled := !expired && p.settleProvedLocked(e, approved, "", proof)
 	p.mu.Unlock()
 	switch {
 	case expired:
 		p.render(w, e, "This request expired before the decision; nothing was approved.", http.StatusGone)
 	case !settled:
-		p.render(w, e, "This request was decided already; the second click changed nothing.", http.StatusConflict)
+		p.render(w, e, p.alreadyDecided(e)+" The second click changed nothing.", http.StatusConflict)
 	default:
 		p.render(w, e, "", http.StatusOK)
 	}
@@ -128,6 +192,9 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 		Principal: principalShown(e.req.Principal), Irreversible: e.req.Irreversible,
 		ExpiresAt: e.req.ExpiresAt.UTC().Format(time.RFC3339), Form: e.form, Why: why,
 		Shown: planhtml.Cards(e.req.Parts), PartsCSS: template.CSS(planhtml.CSS),
+	}
+	if p.opts.Passkeys != nil {
+		v.Passkey = p.requestOptions(e.req)
 	}
 	if left := e.req.ExpiresAt.Sub(now).Round(time.Second); left > 0 {
 		v.Left = left.String()
@@ -163,6 +230,9 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 		}
 	}
 	p.mu.Unlock()
+	if v.State != "" {
+		v.Left = "" // what is left of a decided request's time is no news
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := pageTmpl.Execute(w, v); err != nil {
@@ -177,4 +247,10 @@ func principalShown(p string) string {
 		return ""
 	}
 	return prompt.Quote(p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/plan"
 )
 
 // The page shows the plan's parts as the approval service does
@@ -16,12 +16,12 @@ import (
 func TestPageShowsThePlansDiff(t *testing.T) {
 	h := newHarness(t)
 	r := request("p", h.clk.Now().Add(time.Minute))
-	lines := []mcpsafe.DiffLine{{Op: mcpsafe.OpHunk, Text: "-1,60 +1,60"},
-		{Op: mcpsafe.OpRemove, Text: "line two"}, {Op: mcpsafe.OpAdd, Text: `</div><script>alert(1)</script>`}}
+	lines := []plan.DiffLine{{Op: plan.OpHunk, Text: "-1,60 +1,60"},
+		{Op: plan.OpRemove, Text: "line two"}, {Op: plan.OpAdd, Text: `</div><script>alert(1)</script>`}}
 	for i := range 57 {
-		lines = append(lines, mcpsafe.DiffLine{Op: " ", Text: fmt.Sprintf("context %d", i)})
+		lines = append(lines, plan.DiffLine{Op: " ", Text: fmt.Sprintf("context %d", i)})
 	}
-	r.Parts = []mcpsafe.PartView{{Kind: "diff", Path: `"notes.txt"`, Added: 1, Removed: 1, Lines: lines}}
+	r.Parts = []plan.PartView{{Kind: "diff", Path: `"notes.txt"`, Added: 1, Removed: 1, Lines: lines}}
 	link, err := h.Link(r)
 	if err != nil {
 		t.Fatal(err)

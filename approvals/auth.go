@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -104,7 +104,7 @@ func checkApprovers(list []Approver) error {
 		case len(a.Token) < MinTokenLen:
 			return fmt.Errorf("channel: approver %s: token shorter than %d characters", a.Name, MinTokenLen)
 		}
-		k, err := mcpsafe.IdentityKey(a.Name)
+		k, err := identity.Key(a.Name)
 		if err != nil {
 			return fmt.Errorf("channel: approver name %q: %v", a.Name, err)
 		}
@@ -148,13 +148,13 @@ const sessionCookie = "mcpsafe_session"
 // taken does not reveal which entry (or how much of one) matched.
 func (a *authenticator) byToken(name, token string) (string, bool) {
 	found := ""
-	want, nameErr := mcpsafe.IdentityKey(name)
+	want, nameErr := identity.Key(name)
 	presented := sha256.Sum256([]byte(token))
 	a.pwMu.Lock()
 	defer a.pwMu.Unlock()
 	for i, ap := range a.approvers {
 		tokOK := a.known[i] && wire.CTCompare(a.digests[i][:], presented[:]) == 1
-		have, _ := mcpsafe.IdentityKey(ap.Name) // checked by checkApprovers
+		have, _ := identity.Key(ap.Name) // checked by checkApprovers
 		nameOK := name == "" || (nameErr == nil && have == want)
 		if tokOK && nameOK {
 			found = ap.Name
@@ -169,7 +169,7 @@ func (a *authenticator) byToken(name, token string) (string, bool) {
 		if a.hashes[i] == nil || a.known[i] {
 			continue
 		}
-		have, _ := mcpsafe.IdentityKey(ap.Name)
+		have, _ := identity.Key(ap.Name)
 		if name != "" && (nameErr != nil || have != want) {
 			continue
 		}

@@ -13,9 +13,13 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -74,29 +78,29 @@ func (s *Service) routes() {
 
 // item is one request as the UI and the JSON API show it.
 type item struct {
-	ID           string             `json:"id"`
-	Tool         string             `json:"tool"`
-	Summary      string             `json:"summary"`
-	Details      []string           `json:"details"`
-	Targets      []mcpsafe.Target   `json:"targets"`
-	Parts        []mcpsafe.PartView `json:"parts,omitempty"`
-	Arguments    json.RawMessage    `json:"arguments"` // in full, sensitive values redacted; null if the sender sent none
-	ArgsDigest   string             `json:"args_digest"`
-	Principal    string             `json:"principal"`
-	Audience     string             `json:"audience"`
-	Irreversible bool               `json:"irreversible"`
-	Received     time.Time          `json:"received"`
-	Deadline     time.Time          `json:"deadline"`
-	Status       string             `json:"status"`
-	Required     int                `json:"required_approvals"`
-	Approvals    []string           `json:"approvals"`
-	DeniedBy     string             `json:"denied_by,omitempty"`
-	DecidedAt    time.Time          `json:"decided_at,omitzero"`
-	Withdrawn    string             `json:"withdrawn,omitempty"` // why the gate took it back
+	ID           string           `json:"id"`
+	Tool         string           `json:"tool"`
+	Summary      string           `json:"summary"`
+	Details      []string         `json:"details"`
+	Targets      []mcpsafe.Target `json:"targets"`
+	Parts        []plan.PartView  `json:"parts,omitempty"`
+	Arguments    json.RawMessage  `json:"arguments"` // in full, sensitive values redacted; null if the sender sent none
+	ArgsDigest   string           `json:"args_digest"`
+	Principal    string           `json:"principal"`
+	Audience     string           `json:"audience"`
+	Irreversible bool             `json:"irreversible"`
+	Received     time.Time        `json:"received"`
+	Deadline     time.Time        `json:"deadline"`
+	Status       string           `json:"status"`
+	Required     int              `json:"required_approvals"`
+	Approvals    []string         `json:"approvals"`
+	DeniedBy     string           `json:"denied_by,omitempty"`
+	DecidedAt    time.Time        `json:"decided_at,omitzero"`
+	Withdrawn    string           `json:"withdrawn,omitempty"` // why the gate took it back
 	// Grants are the standing grants offered; Grant the one chosen.
-	Grants       []mcpsafe.GrantOffer `json:"grants,omitempty"`
-	Grant        string               `json:"grant,omitempty"`
-	NeedsPasskey bool                 `json:"needs_passkey"` // approving takes a passkey on this call
+	Grants       []approver.GrantOffer `json:"grants,omitempty"`
+	Grant        string                `json:"grant,omitempty"`
+	NeedsPasskey bool                  `json:"needs_passkey"` // approving takes a passkey on this call
 	// Outcome says what became of the call, from the gates' journals
 	// (ServiceOptions.Journals); empty when there is nothing to say.
 	Outcome string `json:"outcome,omitempty"`
@@ -109,6 +113,10 @@ type item struct {
 	MoreDetail  []string        `json:"-"` // behind a "show more" toggle, never dropped
 	Args        []argRow        `json:"-"`
 	Shown       []planhtml.Card `json:"-"` // the parts as the page shows them
+	// Rev fingerprints what the card shows (page_window.go); Same marks a
+	// card the tab shows as it is already: a live update sends a stub.
+	Rev  string `json:"-"`
+	Same bool   `json:"-"`
 }
 
 // Display limits on a card. Nothing past them is dropped: it is behind a
@@ -201,9 +209,9 @@ func itemOf(r record, viewer string) item {
 	if r.DeniedBy != nil {
 		it.DeniedBy = r.DeniedBy.By
 	}
-	it.Mine = mcpsafe.SameIdentity(viewer, r.Req.Principal)
+	it.Mine = identity.Same(viewer, r.Req.Principal)
 	for _, a := range it.Approvals {
-		if mcpsafe.SameIdentity(a, viewer) {
+		if identity.Same(a, viewer) {
 			it.Voted = true
 		}
 	}
@@ -218,11 +226,17 @@ type pageData struct {
 	Error   string
 	// Standing grants, when the service was given the shared ledger.
 	GrantsOn  bool
-	Grants    []mcpsafe.GrantInfo
+	Grants    []grants.Info
 	GrantsErr string
 	SSO       bool // the login page offers single sign-on
 	// Passkeys: the page offers passkey registration and approval.
 	Passkeys bool
+	// The window of the pending list (page_window.go): Page of Pages,
+	// PageSize requests each; PrevPage and NextPage are 0 when none.
+	Page, Pages, PrevPage, NextPage, TotalPending int
+	// HistoryRev fingerprints the history; HistorySame: the tab has it.
+	HistoryRev  string
+	HistorySame bool
 }
 
 func (s *Service) view(viewer, csrf string) pageData {
@@ -235,6 +249,11 @@ func (s *Service) view(viewer, csrf string) pageData {
 		d.History = append(d.History, itemOf(r, viewer))
 	}
 	s.callOutcomes(d.History)
+	s.addGrants(&d)
+	return d
+}
+
+func (s *Service) addGrants(d *pageData) {
 	if s.opts.Grants != nil {
 		d.GrantsOn = true
 		list, err := s.liveGrants()
@@ -243,31 +262,30 @@ func (s *Service) view(viewer, csrf string) pageData {
 		}
 		d.Grants = list
 	}
-	return d
 }
 
-func (s *Service) liveGrants() ([]mcpsafe.GrantInfo, error) {
+func (s *Service) liveGrants() ([]grants.Info, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return mcpsafe.Grants(ctx, s.opts.Grants)
+	return grants.List(ctx, s.opts.Grants)
 }
 
 // revokeGrant ends one standing grant in the shared ledger: every replica
 // stops honouring it before this returns. The ledger keeps who revoked it
 // and through what, and a gate sharing the ledger journals the end with
 // them (the service keeps no journal of its own).
-func (s *Service) revokeGrant(id, who, via string) (mcpsafe.GrantInfo, *httpError) {
+func (s *Service) revokeGrant(id, who, via string) (grants.Info, *httpError) {
 	if s.opts.Grants == nil {
-		return mcpsafe.GrantInfo{}, fail(http.StatusNotFound, "this service was not given the servers' ledger")
+		return grants.Info{}, fail(http.StatusNotFound, "this service was not given the servers' ledger")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ended, err := mcpsafe.RevokeGrants(ctx, s.opts.Grants, who+" via "+via, func(g mcpsafe.GrantInfo) bool { return g.ID == id })
+	ended, err := grants.Revoke(ctx, s.opts.Grants, who+" via "+via, func(g grants.Info) bool { return g.ID == id })
 	if err != nil {
-		return mcpsafe.GrantInfo{}, fail(http.StatusServiceUnavailable, "the ledger could not be reached; nothing was revoked")
+		return grants.Info{}, fail(http.StatusServiceUnavailable, "the ledger could not be reached; nothing was revoked")
 	}
 	if len(ended) != 1 {
-		return mcpsafe.GrantInfo{}, fail(http.StatusNotFound, "no live grant %s", id)
+		return grants.Info{}, fail(http.StatusNotFound, "no live grant %s", id)
 	}
 	return ended[0], nil
 }
@@ -296,7 +314,7 @@ func (s *Service) apiGrants(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	if list == nil {
-		list = []mcpsafe.GrantInfo{}
+		list = []grants.Info{}
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -424,11 +442,11 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request, _ *session) {
 }
 
 func (s *Service) page(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.render(w, http.StatusOK, "page.html", s.view(sess.name, sess.csrf))
+	s.render(w, http.StatusOK, "page.html", s.pageView(sess.name, sess.csrf, pageOf(r), nil))
 }
 
 func (s *Service) fragment(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.render(w, http.StatusOK, "lists", s.view(sess.name, sess.csrf))
+	s.render(w, http.StatusOK, "lists", s.pageView(sess.name, sess.csrf, pageOf(r), r.URL.Query()))
 }
 
 // events streams a "change" event whenever any request changes, so every

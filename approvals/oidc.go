@@ -14,7 +14,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -22,7 +22,7 @@ import (
 // OIDCConfig lets approvers log in with single sign-on (OpenID Connect,
 // authorization code flow with PKCE). The approver's identity comes from
 // the ID token and is mapped by Users to a name in the same namespace as
-// MCP principals (mcpsafe.IdentityKey), so separation of duties compares a
+// MCP principals (identity.Key), so separation of duties compares a
 // single-sign-on approver with the requesting principal like any other.
 type OIDCConfig struct {
 	// Issuer is the provider's issuer URL (discovery at
@@ -85,7 +85,7 @@ func newOIDCLogin(ctx context.Context, cfg OIDCConfig, origin string) (*oidcLogi
 		if v == "" || !nameRE.MatchString(name) {
 			return nil, fmt.Errorf("channel: oidc user %q -> %q: the name must use letters, digits and ._@+- (at most 64)", v, name)
 		}
-		if _, err := mcpsafe.IdentityKey(name); err != nil {
+		if _, err := identity.Key(name); err != nil {
 			return nil, fmt.Errorf("channel: oidc user %q -> %q: %v", v, name, err)
 		}
 	}

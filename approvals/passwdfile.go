@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -71,7 +71,7 @@ func ConvertApproversFile(path string) (int, error) {
 }
 
 func sameApprover(a, b string) bool {
-	return a == b || mcpsafe.SameIdentity(a, b)
+	return a == b || identity.Same(a, b)
 }
 
 // entryOf splits a non-comment line into name and secret.

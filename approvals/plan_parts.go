@@ -1,26 +1,26 @@
 package approvals
 
 import (
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 )
 
 // partsFit reports whether a request's parts are within the gate's own
-// limits (mcpsafe.MaxParts, MaxPartLines) and use only the known kinds and
+// limits (plan.MaxParts, MaxPartLines) and use only the known kinds and
 // ops.
-func partsFit(parts []mcpsafe.PartView) bool {
-	if len(parts) > mcpsafe.MaxParts {
+func partsFit(parts []plan.PartView) bool {
+	if len(parts) > plan.MaxParts {
 		return false
 	}
 	for _, p := range parts {
-		if len(p.Lines) > mcpsafe.MaxPartLines || len(p.Rows) > mcpsafe.MaxPartLines {
+		if len(p.Lines) > plan.MaxPartLines || len(p.Rows) > plan.MaxPartLines {
 			return false
 		}
 		switch p.Kind {
 		case "diff":
 			for _, l := range p.Lines {
 				switch l.Op {
-				case mcpsafe.OpAdd, mcpsafe.OpRemove, mcpsafe.OpContext, mcpsafe.OpHunk:
+				case plan.OpAdd, plan.OpRemove, plan.OpContext, plan.OpHunk:
 				default:
 					return false
 				}
@@ -39,7 +39,7 @@ func partsFit(parts []mcpsafe.PartView) bool {
 }
 
 // partTexts lists every text of the parts, for the UTF-8 check.
-func partTexts(parts []mcpsafe.PartView) []string {
+func partTexts(parts []plan.PartView) []string {
 	var out []string
 	for _, p := range parts {
 		out = append(out, p.Title, p.Path)
@@ -57,14 +57,14 @@ func partTexts(parts []mcpsafe.PartView) []string {
 
 // redactParts cuts the secret values out of the parts, as out of the rest
 // of the plan.
-func redactParts(parts []mcpsafe.PartView, s journal.Secrets) []mcpsafe.PartView {
-	out := make([]mcpsafe.PartView, len(parts))
+func redactParts(parts []plan.PartView, s journal.Secrets) []plan.PartView {
+	out := make([]plan.PartView, len(parts))
 	for i, p := range parts {
 		q := p
 		q.Title, q.Path = s.Text(p.Title), s.Text(p.Path)
-		q.Lines = make([]mcpsafe.DiffLine, len(p.Lines))
+		q.Lines = make([]plan.DiffLine, len(p.Lines))
 		for j, l := range p.Lines {
-			q.Lines[j] = mcpsafe.DiffLine{Op: l.Op, Text: s.Text(l.Text)}
+			q.Lines[j] = plan.DiffLine{Op: l.Op, Text: s.Text(l.Text)}
 		}
 		q.Rows = make([][]string, len(p.Rows))
 		for j, r := range p.Rows {
@@ -80,7 +80,7 @@ func redactParts(parts []mcpsafe.PartView, s journal.Secrets) []mcpsafe.PartView
 
 // shownBy marks the argument rows a part shows in full: the page shows
 // every part whole, so the row names the part instead of repeating it.
-func shownBy(rows []argRow, parts []mcpsafe.PartView) []argRow {
+func shownBy(rows []argRow, parts []plan.PartView) []argRow {
 	for i, p := range parts {
 		for _, a := range p.Shows {
 			for j := range rows {

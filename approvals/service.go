@@ -22,8 +22,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
@@ -596,7 +598,7 @@ func decodeWireRequest(body []byte) (channel.WireRequest, error) {
 	}
 	for _, o := range req.Grants {
 		switch {
-		case !idRE.MatchString(o.ID) || o.ID == mcpsafe.OnceOffer:
+		case !idRE.MatchString(o.ID) || o.ID == approver.Once:
 			return req, errors.New("a grant offer id must be 1-128 characters of A-Z a-z 0-9 . _ : - and not \"once\"")
 		case len(o.Label) > channel.MaxSummaryBytes || len(o.CEL) > channel.MaxSummaryBytes || len(o.Words) > channel.MaxSummaryBytes:
 			return req, errors.New("a grant offer is too long")
@@ -606,7 +608,7 @@ func decodeWireRequest(body []byte) (channel.WireRequest, error) {
 	}
 	// Separation of duties needs to know who asked: a principal with no
 	// identity key could be anyone, approvers included.
-	if _, err := mcpsafe.IdentityKey(req.Principal); err != nil {
+	if _, err := identity.Key(req.Principal); err != nil {
 		return req, fmt.Errorf("principal: %v", err)
 	}
 	all := []string{req.Tool, req.Summary, req.ArgsDigest, req.Principal, req.Audience}
@@ -673,7 +675,7 @@ var errNotFound = errors.New("no such request")
 // offered reports whether grant is a choice the request offers: this call
 // alone ("" or "once") or exactly one of its grant IDs.
 func offered(req channel.WireRequest, grant string) bool {
-	if grant == "" || grant == mcpsafe.OnceOffer {
+	if grant == "" || grant == approver.Once {
 		return true
 	}
 	for _, o := range req.Grants {
@@ -714,7 +716,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 	}
 	next := cur
 	next.Approvals = append([]vote(nil), cur.Approvals...)
-	if grant == mcpsafe.OnceOffer {
+	if grant == approver.Once {
 		grant = ""
 	}
 	if approve && !offered(cur.Req, grant) {
@@ -725,10 +727,10 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 	}
 	if approve {
 		next.Grant = grant
-		// One namespace, one comparison (mcpsafe.SameIdentity): approver
+		// One namespace, one comparison (identity.Same): approver
 		// "alice" is principal "user:alice", and a principal that cannot
 		// be compared counts as everyone's.
-		if mcpsafe.SameIdentity(by, cur.Req.Principal) {
+		if identity.Same(by, cur.Req.Principal) {
 			return cur, fail(http.StatusForbidden, "%s asked for this call (as %q) and cannot approve it; another approver must", by, cur.Req.Principal)
 		}
 		if s.needsPasskey(&cur) && v.Passkey == nil {
@@ -738,7 +740,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 			return cur, fail(http.StatusBadRequest, "%s requires a passkey on each call; a standing grant cannot be chosen for it", cur.Req.Tool)
 		}
 		for _, v := range cur.Approvals {
-			if mcpsafe.SameIdentity(v.By, by) {
+			if identity.Same(v.By, by) {
 				return cur, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
 			}
 		}
@@ -792,6 +794,9 @@ func voters(r *record) []string {
 
 // snapshot returns copies of all records: pending in arrival order, then
 // history, newest first.
+// historyRows is how many decided requests the page and the API list.
+const historyRows = 200
+
 func (s *Service) snapshot() (pending, history []record, version uint64, changed <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -812,8 +817,8 @@ func (s *Service) snapshot() (pending, history []record, version uint64, changed
 		return pending[i].Req.ID < pending[j].Req.ID
 	})
 	sort.Slice(history, func(i, j int) bool { return history[i].DecidedAt.After(history[j].DecidedAt) })
-	if len(history) > 200 {
-		history = history[:200]
+	if len(history) > historyRows {
+		history = history[:historyRows]
 	}
 	return pending, history, s.version, s.changed
 }

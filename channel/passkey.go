@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
@@ -59,7 +61,7 @@ func PasskeyChallenge(id, tool, argsDigest, targetsDigest string, expires time.T
 	return h[:]
 }
 
-func challengeFor(r mcpsafe.ApprovalRequest) []byte {
+func challengeFor(r approver.Request) []byte {
 	return PasskeyChallenge(r.ID, r.Tool, r.ArgsDigest, TargetsDigest(r.Targets), r.ExpiresAt, r.Audience)
 }
 
@@ -105,7 +107,7 @@ func (reg *PasskeyRegistry) check() error {
 	}
 	seen := map[string]bool{}
 	for _, p := range reg.Passkeys {
-		if _, err := mcpsafe.IdentityKey(p.Approver); err != nil {
+		if _, err := identity.Key(p.Approver); err != nil {
 			return fmt.Errorf("passkey of %q: %v", p.Approver, err)
 		}
 		if _, err := base64.RawURLEncoding.DecodeString(p.PublicKey); err != nil || p.PublicKey == "" {
@@ -159,7 +161,7 @@ func (reg *PasskeyRegistry) VerifyProof(p PasskeyProof, challenge []byte) error 
 	if key == nil {
 		return fmt.Errorf("%w: credential %q is not registered", ErrPasskey, wire.Clip(p.CredentialID))
 	}
-	if !mcpsafe.SameIdentity(key.Approver, p.Approver) {
+	if !identity.Same(key.Approver, p.Approver) {
 		return fmt.Errorf("%w: credential %q belongs to %s, not %s", ErrPasskey, wire.Clip(p.CredentialID), key.Approver, wire.Clip(p.Approver))
 	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(p.Assertion)
@@ -181,16 +183,16 @@ func (reg *PasskeyRegistry) VerifyProof(p PasskeyProof, challenge []byte) error 
 // checkPasskeys verifies the proofs of an answer for request r: at least
 // need distinct approvers, each named in the answer, each with a valid
 // assertion for this call.
-func (reg *PasskeyRegistry) checkPasskeys(r mcpsafe.ApprovalRequest, approvers []string, proofs []PasskeyProof, need int) error {
+func (reg *PasskeyRegistry) checkPasskeys(r approver.Request, approvers []string, proofs []PasskeyProof, need int) error {
 	challenge := challengeFor(r)
 	named := map[string]bool{}
 	for _, a := range approvers {
-		k, _ := mcpsafe.IdentityKey(a) // checked by Approve
+		k, _ := identity.Key(a) // checked by Approve
 		named[k] = true
 	}
 	ok := map[string]bool{}
 	for _, p := range proofs {
-		k, err := mcpsafe.IdentityKey(p.Approver)
+		k, err := identity.Key(p.Approver)
 		if err != nil || !named[k] {
 			return fmt.Errorf("%w: a proof names %q, who is not among the approvers", ErrPasskey, wire.Clip(p.Approver))
 		}
@@ -235,12 +237,12 @@ func (reg *PasskeyRegistry) CheckStatementPasskeys(st Statement, need int) error
 	challenge := PasskeyChallenge(st.ID, st.Tool, st.ArgsDigest, st.TargetsDigest, st.ExpiresAt, st.Audience)
 	named := map[string]bool{}
 	for _, a := range st.Approvers {
-		k, _ := mcpsafe.IdentityKey(a)
+		k, _ := identity.Key(a)
 		named[k] = true
 	}
 	ok := map[string]bool{}
 	for _, p := range st.Passkeys {
-		k, err := mcpsafe.IdentityKey(p.Approver)
+		k, err := identity.Key(p.Approver)
 		if err != nil || !named[k] {
 			return fmt.Errorf("%w: a proof names %q, who is not among the approvers", ErrPasskey, wire.Clip(p.Approver))
 		}

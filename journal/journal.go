@@ -505,7 +505,7 @@ func clipUTF8(s string, max int) string {
 
 func checkRecord(r *Record) error {
 	switch r.Decision {
-	case ClientAccepted, TokenRedeemed, ChannelApproved, PageApproved, PolicyAutoApproved, GrantUsed, Executed, Failed, Ambiguous:
+	case ClientAccepted, TokenRedeemed, ChannelApproved, PageApproved, CardAccepted, PolicyAutoApproved, GrantUsed, Executed, Failed, Ambiguous:
 		// Without a Call the outcome cannot be tied to its approval, so a
 		// crash could not be detected on restart.
 		if r.Call == "" {

@@ -166,20 +166,28 @@ func detail(rec *Record) string {
 	return strings.Join(parts, "; ")
 }
 
-// credentials names the passkeys in a channel approval's evidence (the
-// approval service's signed statement), for a person reading the journal.
-// It is display only: `mcpsafe journal verify --service-key --passkeys`
-// checks them.
+// credentials names the passkeys in an approval's evidence (the approval
+// service's signed statement, or the local approval page's one proof),
+// for a person reading the journal. It is display only: `mcpsafe journal
+// verify --service-key --passkeys` checks the service's.
 func credentials(evidence []byte) string {
+	type proof struct {
+		Approver     string `json:"approver"`
+		CredentialID string `json:"credential_id"`
+	}
 	var ev struct {
 		Statement struct {
-			Passkeys []struct {
-				Approver     string `json:"approver"`
-				CredentialID string `json:"credential_id"`
-			} `json:"passkeys"`
+			Passkeys []proof `json:"passkeys"`
 		} `json:"statement"`
+		proof
 	}
-	if json.Unmarshal(evidence, &ev) != nil || len(ev.Statement.Passkeys) == 0 {
+	if json.Unmarshal(evidence, &ev) != nil {
+		return ""
+	}
+	if len(ev.Statement.Passkeys) == 0 && ev.Approver != "" && ev.CredentialID != "" {
+		ev.Statement.Passkeys = []proof{ev.proof} // the local page's
+	}
+	if len(ev.Statement.Passkeys) == 0 {
 		return ""
 	}
 	var ids []string

@@ -23,6 +23,8 @@ func TestShowAssurance(t *testing.T) {
 		{Call: "c1", Tool: "drop_table", Decision: ChannelApproved, By: "alice", Assurance: "passkey", Evidence: ev},
 		{Call: "c2", Tool: "drop_table", Decision: ChannelApproved, By: "bob", Assurance: "channel"},
 		{Call: "c3", Tool: "drop_table", Decision: ChannelApproved, By: "carol", Assurance: "passkey", Evidence: json.RawMessage(`"junk"`)},
+		{Call: "c4", Tool: "delete_file", Decision: PageApproved, By: "ada", Assurance: "passkey", Evidence: json.RawMessage(`{"approver":"ada","credential_id":"QURBLWtleTE","assertion":{}}`)},
+		{Call: "c5", Tool: "delete_file", Decision: PageApproved, Assurance: "local_page"},
 	} {
 		if err := j.Append(context.Background(), r); err != nil {
 			t.Fatal(err)
@@ -33,7 +35,7 @@ func TestShowAssurance(t *testing.T) {
 	if err := ShowFile(&out, path, Filter{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"alice; assurance passkey [alice:Q1JFRC1h]", "bob; assurance channel", "carol; assurance passkey "} {
+	for _, want := range []string{"alice; assurance passkey [alice:Q1JFRC1h]", "bob; assurance channel", "carol; assurance passkey ", "ada; assurance passkey [ada:QURBLWtl]", "assurance local page"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("journal show lacks %q:\n%s", want, out.String())
 		}

@@ -122,7 +122,7 @@ func VerifyFile(path string, opts ...SetOption) (Summary, error) {
 // approval reports whether a decision lets a call run.
 func approval(decision string) bool {
 	switch decision {
-	case ClientAccepted, TokenRedeemed, ChannelApproved, PageApproved, PolicyAutoApproved, GrantUsed:
+	case ClientAccepted, TokenRedeemed, ChannelApproved, PageApproved, CardAccepted, PolicyAutoApproved, GrantUsed:
 		return true
 	}
 	return false

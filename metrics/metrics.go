@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,16 +25,17 @@ import (
 
 // Metrics holds one registry; a process has one per server.
 type Metrics struct {
-	reg      *prometheus.Registry
-	calls    *prometheus.CounterVec
-	refusals *prometheus.CounterVec
-	human    *prometheus.HistogramVec
-	ledger   *prometheus.HistogramVec
-	journal  *prometheus.HistogramVec
-	upstream *prometheus.HistogramVec
-	up       *prometheus.GaugeVec
-	channel  *prometheus.CounterVec
-	pending  func() int
+	reg       *prometheus.Registry
+	calls     *prometheus.CounterVec
+	approvals *prometheus.CounterVec
+	refusals  *prometheus.CounterVec
+	human     *prometheus.HistogramVec
+	ledger    *prometheus.HistogramVec
+	journal   *prometheus.HistogramVec
+	upstream  *prometheus.HistogramVec
+	up        *prometheus.GaugeVec
+	channel   *prometheus.CounterVec
+	pending   func() int
 }
 
 // latencyBuckets span a cached ledger hit to a slow fsync or upstream.
@@ -80,6 +80,10 @@ func New() *Metrics {
 		Name: "mcpsafe_component_up",
 		Help: "1 when the component's last operation worked, 0 when it failed (component: journal, ledger, checkpoints).",
 	}, []string{"component"})
+	m.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpsafe_approvals_total",
+		Help: "Approvals journaled, by tool, decision (client-accepted, token-redeemed, page-approved, channel-approved, ...) and assurance (client_relayed, local_page, channel, passkey).",
+	}, []string{"tool", "decision", "assurance"})
 	m.channel = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpsafe_channel_decisions_total",
 		Help: "Approval service (mcpsafe approvals serve): requests that left pending, by status (approved, denied, expired, withdrawn).",
@@ -93,7 +97,7 @@ func New() *Metrics {
 		}
 		return float64(m.pending())
 	})
-	m.reg.MustRegister(m.calls, m.refusals, m.human, m.ledger, m.journal, m.upstream, m.up, m.channel, pending,
+	m.reg.MustRegister(m.calls, m.approvals, m.refusals, m.human, m.ledger, m.journal, m.upstream, m.up, m.channel, pending,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -129,15 +133,20 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (net.Addr, func() erro
 // Pending method).
 func (m *Metrics) SetPending(f func() int) { m.pending = f }
 
-// CallDone implements mcpsafe.Observer.
+// CallDone implements journal.Observer.
 func (m *Metrics) CallDone(tool, outcome, reason string) {
 	m.calls.WithLabelValues(tool, outcome).Inc()
-	if outcome == mcpsafe.OutcomeRefused {
+	if outcome == journal.OutcomeRefused {
 		m.refusals.WithLabelValues(reason).Inc()
 	}
 }
 
-// HumanDecision implements mcpsafe.Observer.
+// Approved implements journal.Observer.
+func (m *Metrics) Approved(tool, decision, assurance string) {
+	m.approvals.WithLabelValues(tool, decision, assurance).Inc()
+}
+
+// HumanDecision implements journal.Observer.
 func (m *Metrics) HumanDecision(path string, d time.Duration) {
 	m.human.WithLabelValues(path).Observe(d.Seconds())
 }
@@ -179,7 +188,7 @@ func result(err error) string {
 // refusal is not a failure of the journal. It takes the file journal
 // itself, whose health it reads: what it reports is never lost behind
 // another wrapper.
-func (m *Metrics) Journal(j *journal.Journal) mcpsafe.Journal {
+func (m *Metrics) Journal(j *journal.Journal) journal.Appender {
 	m.Up("journal", nil)
 	return &timedJournal{m: m, j: j}
 }
@@ -205,14 +214,14 @@ func (t *timedJournal) Append(ctx context.Context, r journal.Record) error {
 
 // Ledger wraps l so that every operation is timed and sets the ledger's
 // health.
-func (m *Metrics) Ledger(l mcpsafe.Ledger) mcpsafe.Ledger {
+func (m *Metrics) Ledger(l ledger.Ledger) ledger.Ledger {
 	m.Up("ledger", nil)
 	return &timedLedger{m: m, l: l}
 }
 
 type timedLedger struct {
 	m *Metrics
-	l mcpsafe.Ledger
+	l ledger.Ledger
 }
 
 func (t *timedLedger) Issue(ctx context.Context, nonce string, expires time.Time) error {

@@ -18,5 +18,6 @@ var catalogue = [][]Mutant{
 	proxyMutants,
 	relayMutants,
 	pageMutants,
+	cardMutants,
 	cliMutants,
 }

@@ -27,7 +27,7 @@ var channelMutants = []Mutant{
 			{
 				File: "channel/webhook.go",
 				Old:  "\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n",
-				New:  "\tif resp.StatusCode >= 500 {\n\t\treturn mcpsafe.ApprovalDecision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n",
+				New:  "\tif resp.StatusCode >= 500 {\n\t\treturn approver.Decision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n",
 			},
 		},
 	},
@@ -39,8 +39,8 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "channel/webhook.go",
-				Old:  "if mcpsafe.SameIdentity(a, r.Principal) {",
-				New:  "if false && mcpsafe.SameIdentity(a, r.Principal) {",
+				Old:  "if identity.Same(a, r.Principal) {",
+				New:  "if false && identity.Same(a, r.Principal) {",
 			},
 		},
 	},
@@ -78,7 +78,7 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approvals/service.go",
-				Old:  "\t\tif mcpsafe.SameIdentity(by, cur.Req.Principal) {",
+				Old:  "\t\tif identity.Same(by, cur.Req.Principal) {",
 				New:  "\t\tif strings.EqualFold(by, cur.Req.Principal) {",
 			},
 		},
@@ -512,8 +512,8 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "channel/attestation.go",
-				Old:  "if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {",
-				New:  "if g := ans.Grant; false && g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {",
+				Old:  "if g := ans.Grant; g != st.Grant && !(g == approver.Once && st.Grant == \"\") {",
+				New:  "if g := ans.Grant; false && g != st.Grant && !(g == approver.Once && st.Grant == \"\") {",
 			},
 		},
 	},

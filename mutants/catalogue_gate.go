@@ -304,13 +304,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "if k.c.ArgsDigest, err = canon.Digest(canonical); err != nil {",
-				New:  "if k.c.ArgsDigest, err = noncanonicalDigest(rest); err != nil {",
-			},
-			{
-				File: "gate_call_check.go",
-				Old:  "// checkRules resolves the call,",
-				New:  "func noncanonicalDigest(b []byte) (string, error) {\n\tsum := sha256.Sum256(b)\n\treturn hex.EncodeToString(sum[:]), nil\n}\n\n// checkRules resolves the call,",
+				Old:  "k.c.ArgsDigest = canon.SHA256(canonical)",
+				New:  "rest2, _, _ := canon.SplitMember(req.Params.Arguments, TokenField)\n\tk.c.ArgsDigest = canon.SHA256(rest2)",
 			},
 		},
 	},
@@ -417,6 +412,30 @@ var gateMutants = []Mutant{
 				File: "gate_call_check.go",
 				Old:  "if empty(res) {\n\t\treturn state{}, refusal(ReasonResolverFailed",
 				New:  "if empty(res) && false {\n\t\treturn state{}, refusal(ReasonResolverFailed",
+			},
+		},
+	},
+	{
+		Name:     "schema-fast-path-ignores-type",
+		Packages: []string{"."},
+		Why:      "the fast schema check passes a property of the wrong type without asking the validator",
+		Edits: []Edit{
+			{
+				File: "schema_fast.go",
+				Old:  "if want != \"\" && !hasType(m.Value, want) {",
+				New:  "if false && want != \"\" && !hasType(m.Value, want) {",
+			},
+		},
+	},
+	{
+		Name:     "schema-fast-path-ignores-required",
+		Packages: []string{"."},
+		Why:      "the fast schema check passes a call missing a required argument without asking the validator",
+		Edits: []Edit{
+			{
+				File: "schema_fast.go",
+				Old:  "\t\tif !found {\n\t\t\treturn false",
+				New:  "\t\tif false && !found {\n\t\t\treturn false",
 			},
 		},
 	},
@@ -538,8 +557,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call.go",
-				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(ectx, k.c, k.in, st.v, a)\n\t\treturn err\n\t})\n",
-				New:  "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(ectx, k.c, k.in, st.v, a)\n\t\treturn err\n\t})\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval, so nothing ran: %v\", err)\n\t}\n",
+				Old:  "\tif r := g.journalApproval(ctx, k, &a); r != nil {\n\t\treturn nil, r\n\t}\n\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(x.ectx, &k.c, k.in, st.v, &a)\n\t\treturn err\n\t})\n",
+				New:  "\tvar out *mcp.CallToolResult\n\terr := safely(func() error {\n\t\tvar err error\n\t\tout, err = k.t.execute(x.ectx, &k.c, k.in, st.v, &a)\n\t\treturn err\n\t})\n\tif r := g.journalApproval(ctx, k, &a); r != nil {\n\t\treturn nil, r\n\t}\n",
 			},
 		},
 	},
@@ -550,8 +569,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call.go",
-				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn nil, refusal(ReasonJournalUnavailable",
-				New:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil && false {\n\t\treturn nil, refusal(ReasonJournalUnavailable",
+				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn refusal(ReasonJournalUnavailable",
+				New:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil && false {\n\t\treturn refusal(ReasonJournalUnavailable",
 			},
 		},
 	},
@@ -632,12 +651,12 @@ var gateMutants = []Mutant{
 	},
 	{
 		Name:     "sod-user-prefix-kept",
-		Packages: []string{".", "./approvals"},
+		Packages: []string{"./internal/identity", "./approvals"},
 		Run:      "TestIdentity|TestSameIdentity|TestSelfApproval|TestWebhookRefusesRequester",
 		Why:      "the identity key keeps the user: prefix: principals and approver names live in two namespaces",
 		Edits: []Edit{
 			{
-				File: "identity.go",
+				File: "internal/identity/identity.go",
 				Old:  "\tk = strings.TrimPrefix(k, UserPrefix)\n",
 				New:  "\tk = strings.ReplaceAll(k, UserPrefix, \"user-\")\n",
 			},
@@ -651,8 +670,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "plan = redactPlan(plan, journal.FindSecrets(k.c.Arguments, k.t.SecretFields))",
-				New:  "plan = redactPlan(plan, journal.Secrets{})",
+				Old:  "p = redactPlan(p, k.secretsOf())",
+				New:  "p = redactPlan(p, journal.Secrets{})",
 			},
 		},
 	},
@@ -803,12 +822,12 @@ var gateMutants = []Mutant{
 		Name:     "audit-trace-span-carries-arguments",
 		Packages: []string{"."},
 		Run:      "TestTraceJoinsCallersTrace",
-		Why:      "the call span records the call's arguments: agent-supplied values (and secrets) leave in traces",
+		Why:      "the gate hands the tracer the call's arguments: agent-supplied values (and secrets) leave in traces",
 		Edits: []Edit{
 			{
 				File: "gate_trace.go",
-				Old:  "\t\ttrace.WithAttributes(attribute.String(\"mcp.tool.name\", tool)))",
-				New:  "\t\ttrace.WithAttributes(attribute.String(\"mcp.tool.name\", tool), attribute.String(\"args\", string(req.Params.Arguments))))",
+				Old:  "\treturn g.tracer.Call(ctx, tool, meta)",
+				New:  "\treturn g.tracer.Call(ctx, tool+\" \"+string(req.Params.Arguments), meta)",
 			},
 		},
 	},
@@ -833,8 +852,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "\t\ttok = nil\n\t}\n\tif tok != nil {",
-				New:  "\t\ttok = nil\n\t\trest, _, _ = canon.SplitMember(rest, TokenField)\n\t}\n\tif tok != nil {",
+				Old:  "\t\ttok = nil\n\t}\n\tif err != nil {",
+				New:  "\t\ttok = nil\n\t\trest, _, _ = canon.SplitMember(rest, TokenField)\n\t}\n\tif err != nil {",
 			},
 		},
 	},

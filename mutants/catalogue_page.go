@@ -10,7 +10,7 @@ var pageMutants = []Mutant{
 		Why:      "the client's accept of a URL elicitation (it only agreed to open the page) runs the call",
 		Edits: []Edit{{
 			File: "gate_call.go",
-			Old:  "\t\tres, r = g.resumeVia(ctx, k, g.page, req.Params.RequestState)",
+			Old:  "\t\tres, r = g.resumeVia(ctx, k, g.via(g.handleMode(req.Params.RequestState)), req.Params.RequestState)",
 			New:  "\t\tres, r = g.execute(ctx, k, k.target, Approval{Decision: journal.ClientAccepted, Assurance: AssuranceClientRelayed, CallID: \"url-accept\"})",
 		}},
 	},
@@ -21,8 +21,8 @@ var pageMutants = []Mutant{
 		Why:      "a click on the local page counts as an authenticated approver of the channel",
 		Edits: []Edit{{
 			File: "gate_channel_wait.go",
-			Old:  "\t\tassurance, decision = AssuranceLocalPage, journal.PageApproved",
-			New:  "\t\tassurance, decision = AssuranceChannel, journal.ChannelApproved",
+			Old:  "\t\t\treturn AssuranceLocalPage, journal.PageApproved",
+			New:  "\t\t\treturn AssuranceChannel, journal.ChannelApproved",
 		}},
 	},
 	{
@@ -76,8 +76,8 @@ var pageMutants = []Mutant{
 		Why:      "a second click changes the decision",
 		Edits: []Edit{{
 			File: "approvalpage/page.go",
-			Old:  "\tcase <-e.done:\n\t\treturn false\n\tdefault:\n\t}\n\te.approved, e.withdrawn = approved, withdrawn",
-			New:  "\tcase <-e.done:\n\t\te.approved = approved\n\t\treturn true\n\tdefault:\n\t}\n\te.approved, e.withdrawn = approved, withdrawn",
+			Old:  "\tcase <-e.done:\n\t\treturn false\n\tdefault:\n\t}\n\te.approved, e.withdrawn, e.proof = approved, withdrawn, proof",
+			New:  "\tcase <-e.done:\n\t\te.approved = approved\n\t\treturn true\n\tdefault:\n\t}\n\te.approved, e.withdrawn, e.proof = approved, withdrawn, proof",
 		}},
 	},
 	{
@@ -100,6 +100,50 @@ var pageMutants = []Mutant{
 			File: "approvalpage/page_http.go",
 			Old:  "\texpired := !p.opts.Clock().Before(e.req.ExpiresAt)",
 			New:  "\texpired := false",
+		}},
+	},
+	{
+		Name:     "page-passkey-click-approves",
+		Packages: []string{"."},
+		Run:      "TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall",
+		Why:      "on a page with passkeys, Approve without an assertion decides",
+		Edits: []Edit{{
+			File: "approvalpage/page_http.go",
+			Old:  "\tif approved && p.opts.Passkeys != nil {",
+			New:  "\tif false && approved && p.opts.Passkeys != nil {",
+		}},
+	},
+	{
+		Name:     "page-passkey-not-bound-to-call",
+		Packages: []string{"."},
+		Run:      "TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall",
+		Why:      "the passkey signs a challenge that names only the tool, so call A's assertion approves call B",
+		Edits: []Edit{{
+			File: "approvalpage/passkey.go",
+			Old:  "\treturn channel.PasskeyChallenge(r.ID, r.Tool, r.ArgsDigest, channel.TargetsDigest(r.Targets), r.ExpiresAt, r.Audience)",
+			New:  "\treturn channel.PasskeyChallenge(\"\", r.Tool, \"\", \"\", r.ExpiresAt.Truncate(1e18), \"\")",
+		}},
+	},
+	{
+		Name:     "page-vouches-above-its-level",
+		Packages: []string{"."},
+		Run:      "TestPageDecisionNeverAbovePagesLevel",
+		Why:      "a page without passkeys that reports a passkey decision is taken at the passkey level",
+		Edits: []Edit{{
+			File: "gate_channel_wait.go",
+			Old:  " && len(dec.Approvers) > 0 && via.page.Assurance() == AssurancePasskey:",
+			New:  " && len(dec.Approvers) > 0:",
+		}},
+	},
+	{
+		Name:     "page-proof-approver-unchecked",
+		Packages: []string{"."},
+		Run:      "TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall",
+		Why:      "an auditor's re-check of a page passkey approval accepts a record that names another approver than the proof",
+		Edits: []Edit{{
+			File: "channel/page_proof.go",
+			Old:  "\tif !identity.Same(ev.Approver, rec.By) || rec.By == \"\" {",
+			New:  "\tif _ = identity.Same; false {",
 		}},
 	},
 }

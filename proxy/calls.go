@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -209,7 +210,7 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 	}
 	// The upstream's spans join the trace under the gate's span (for a
 	// gated call, its execute step) rather than the caller's.
-	params.Meta = mcpsafe.InjectTraceContext(ctx, params.Meta)
+	params.Meta = tracemeta.Inject(ctx, params.Meta)
 	start := time.Now()
 	res, err := leg.CallTool(ctx, params)
 	s.inOrder(ctx, leg)

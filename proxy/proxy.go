@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
+	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -192,6 +194,9 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if opts.Logger == nil {
 		opts.Logger = s.log
 	}
+	if opts.GrantCEL == nil {
+		opts.GrantCEL = celscope.New() // a policy's grant scopes are CEL (policy.go checks them)
+	}
 	// The policy's mode and opt-ins; in a gateway they name tools as
 	// clients see them, with the server's prefix.
 	opts.Mode, opts.AllowTokenFor, opts.AllowGrantsFor = pol.Mode, nil, nil
@@ -263,7 +268,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		var oe *mcpsafe.OptInError
+		var oe *optincheck.Error
 		if errors.As(err, &oe) {
 			key := map[string]string{"AllowTokenFor": "allow_token_for", "AllowGrantsFor": "allow_grants_for"}[oe.Option]
 			return nil, fmt.Errorf("%s: %s", pol.Source, oe.Say(key))

@@ -211,7 +211,7 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		OwnsTokenField: schemaHasProperty(t.InputSchema, mcpsafe.TokenField),
 	}
 	if tp != nil {
-		gt.Mode = tp.Mode
+		gt.Mode, gt.MinAssurance = tp.Mode, tp.MinAssurance
 		gt.Deny, gt.Allow, gt.AutoApprove = tp.Deny, tp.Allow, tp.AutoApprove
 		gt.SecretFields = tp.SecretFields
 		gt.Grants = tp.Grants

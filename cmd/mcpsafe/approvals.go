@@ -56,6 +56,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	fl.Var(&hosts, "host", "a host name clients use to reach the service (repeatable); other Host headers are refused (DNS rebinding). The --listen address, localhost and the --origin host are always allowed")
 	origin := fl.String("origin", "", "public origin of the UI when behind a TLS proxy, e.g. https://approvals.example.com")
 	maxWait := fl.Duration("max-wait", time.Hour, "longest a request may stay pending")
+	maxPending := fl.Int("max-pending", 1000, "most requests pending at once; beyond it new ones are refused (503) until some are decided or expire. The page shows them 50 at a time")
 	tlsCert := fl.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	tlsKey := fl.String("tls-key", "", "private key for --tls-cert (PEM)")
 	bodyTimeout := fl.Duration("body-timeout", mcphttp.DefaultBodyTimeout, "how long a client may take to send a request body")
@@ -95,6 +96,10 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	}
 	if *secretFile == "" || (*approversFile == "" && *oidcIssuer == "") {
 		fmt.Fprintln(stderr, "mcpsafe approvals serve: --secret-file and --approvers-file (or single sign-on: --oidc-issuer) are required")
+		return 2
+	}
+	if *maxPending < 1 {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: --max-pending must be at least 1")
 		return 2
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
@@ -158,7 +163,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := approvals.ServiceOptions{
 		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
-		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait,
+		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait, MaxPending: *maxPending,
 		Hosts: append(listenHost(*listen), hosts...), Journals: journals,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,7 +35,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	var roots, optIns strList
 	fl.Var(&roots, "root", "a directory the tools may touch (repeatable; required)")
 	fl.Var(&optIns, "allow-token-for", "let this irreversible tool use one-time tokens when the client cannot elicit: TOOL or TOOL@YYYY-MM-DD (repeatable; exact names only)")
-	mode := fl.String("mode", "auto", "approval path: auto (the approval page, else the channel, else a form in the client, else a token), elicit, token, channel or page")
+	mode := fl.String("mode", "auto", "approval path: auto (the approval page, else the channel, else a form in the client, else the approval card of an MCP Apps client, else a token), elicit, token, channel, page or card")
 	var grants strList
 	fl.Var(&grants, "grants", "let approvers of this tool choose a standing grant (calls like it in the same directory, bounded in time and uses): delete_file or move_file (repeatable; naming delete_file is its opt-in)")
 	grantTTL := fl.Duration("grant-max-ttl", 0, "with --grants: the longest grant an approver may choose (default 1h)")
@@ -133,7 +134,7 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 		fl.Usage()
 		return 2
 	}
-	if err := mcpsafe.WriteKeyFile(fl.Arg(0)); err != nil {
+	if err := seal.WriteKeyFile(fl.Arg(0)); err != nil {
 		fmt.Fprintln(stderr, "mcpsafe keygen:", err)
 		return 1
 	}

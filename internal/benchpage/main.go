@@ -3,7 +3,8 @@
 // process with -pending requests, sent through the real signed webhook, and
 // -loads loads of its page by a logged-in approver (after one warm-up
 // load). It prints the page's bytes and the bytes allocated and allocations
-// per load; valgrind's count of -loads N minus -loads 0 is the instructions
+// per load, and the bytes of a live update (the tab's window in full, and
+// an update when nothing changed); valgrind's count of -loads N minus -loads 0 is the instructions
 // per load. (Its own binary, so that the approval service's packages do not
 // weigh on the counts of internal/benchdrive.)
 package main
@@ -18,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvals"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -74,7 +77,7 @@ func approvalPage(args []string) error {
 				if i >= int64(*pending) {
 					return
 				}
-				_, err := hook.Await(ctx, mcpsafe.ApprovalRequest{
+				_, err := hook.Await(ctx, approver.Request{
 					ID: fmt.Sprintf("req-%d", i), Tool: "delete_file", Summary: fmt.Sprintf(`delete "file-%d.txt" (12 KiB)`, i),
 					Details:    []string{fmt.Sprintf("path: /srv/data/file-%d.txt", i)},
 					Targets:    []mcpsafe.Target{{Name: fmt.Sprintf("/srv/data/file-%d.txt", i), State: "sha256:ab12, 12288 bytes"}},
@@ -151,7 +154,46 @@ func approvalPage(args []string) error {
 	if *loads == 0 {
 		return nil // the fixed cost only, for an instruction count
 	}
-	fmt.Printf("pending=%d page_bytes=%d alloc_bytes_per_load=%d allocs_per_load=%d wall_ms_per_load=%.0f\n", *pending, size,
-		(m1.TotalAlloc-m0.TotalAlloc)/uint64(*loads), (m1.Mallocs-m0.Mallocs)/uint64(*loads), float64(wall.Milliseconds())/float64(*loads))
+	// A live update with nothing changed: the tab names the cards and the
+	// history it has (their revs), as app.js does, and gets stubs back.
+	full, err := get(hc, cookie, base+"/ui/fragment?page=1")
+	if err != nil {
+		return err
+	}
+	var have []string
+	for _, m := range cardRev.FindAllStringSubmatch(full, -1) {
+		have = append(have, m[1]+"."+m[2])
+	}
+	h := histRev.FindStringSubmatch(full)
+	if len(have) == 0 || h == nil {
+		return fmt.Errorf("the fragment has no card or history revs")
+	}
+	update, err := get(hc, cookie, base+"/ui/fragment?page=1&have="+url.QueryEscape(strings.Join(have, " "))+"&h="+h[1])
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pending=%d page_bytes=%d alloc_bytes_per_load=%d allocs_per_load=%d wall_ms_per_load=%.0f window_bytes=%d unchanged_update_bytes=%d\n", *pending, size,
+		(m1.TotalAlloc-m0.TotalAlloc)/uint64(*loads), (m1.Mallocs-m0.Mallocs)/uint64(*loads), float64(wall.Milliseconds())/float64(*loads),
+		len(full), len(update))
 	return nil
+}
+
+var (
+	cardRev = regexp.MustCompile(`id="req-([^"]+)" data-id="[^"]+" data-rev="([^"]+)"`)
+	histRev = regexp.MustCompile(`<section class="history" data-rev="([^"]+)"`)
+)
+
+func get(hc *http.Client, cookie *http.Cookie, u string) (string, error) {
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.AddCookie(cookie)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s", u, resp.Status)
+	}
+	return string(b), err
 }

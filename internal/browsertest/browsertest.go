@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 )
 
@@ -76,4 +77,31 @@ func Artifact(t testing.TB, name string, png []byte) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", p)
+}
+
+// VirtualAuthenticator adds a DevTools virtual authenticator to the
+// browser of ctx (CTAP2, internal, resident keys, user verification on,
+// presence simulated): passkeys work on http://localhost pages without a
+// person or a device.
+func VirtualAuthenticator(t testing.TB, ctx context.Context) webauthn.AuthenticatorID {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, webauthn.Enable, webauthn.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := chromedp.Call(ctx, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{Options: &webauthn.VirtualAuthenticatorOptions{
+		Protocol: webauthn.AuthenticatorProtocolCtap2, Transport: webauthn.AuthenticatorTransportInternal,
+		HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.AuthenticatorID
+}
+
+// UserVerified makes the authenticator's user verification succeed or fail.
+func UserVerified(t testing.TB, ctx context.Context, id webauthn.AuthenticatorID, ok bool) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, webauthn.SetUserVerified, webauthn.SetUserVerifiedParams{AuthenticatorID: id, IsUserVerified: ok}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,4 +1,4 @@
-// Package planhtml renders the typed parts of a plan (mcpsafe.PartView: a
+// Package planhtml renders the typed parts of a plan (plan.PartView: a
 // diff with its added and removed lines marked, a table) on the pages a
 // person approves on: the approval service's and the local approval page.
 // A part is always there whole; past its first lines it is folded behind
@@ -8,7 +8,7 @@ package planhtml
 import (
 	"html/template"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -23,13 +23,13 @@ type Card struct {
 	Kind           string
 	Heading        string
 	Added, Removed int
-	First, More    []mcpsafe.DiffLine
+	First, More    []plan.DiffLine
 	Columns        []string
 	Rows, MoreRows [][]string
 }
 
 // Cards are the parts as a page shows them.
-func Cards(parts []mcpsafe.PartView) []Card {
+func Cards(parts []plan.PartView) []Card {
 	var out []Card
 	for _, p := range parts {
 		c := Card{Kind: p.Kind, Heading: p.Title, Added: p.Added, Removed: p.Removed, Columns: p.Columns}
@@ -59,11 +59,11 @@ func split[T any](s []T, n int) (first, more []T) {
 // OpClass is the CSS class of a diff line.
 func OpClass(op string) string {
 	switch op {
-	case mcpsafe.OpAdd:
+	case plan.OpAdd:
 		return "add"
-	case mcpsafe.OpRemove:
+	case plan.OpRemove:
 		return "del"
-	case mcpsafe.OpHunk:
+	case plan.OpHunk:
 		return "hunk"
 	}
 	return "ctx"

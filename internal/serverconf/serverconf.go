@@ -21,13 +21,16 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/appcard"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/internal/optin"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/metrics"
+	"github.com/mcpsafe/mcpsafe/tracing/oteltracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -83,11 +86,24 @@ type Config struct {
 	// ApproverPasskeysFile is a copy of the approval service's passkeys
 	// file: passkey approvals are verified against its public keys.
 	ApproverPasskeysFile string
-	ApproverTimeout      time.Duration // 0: as long as TTL; never longer
+	// ApproverPage is the approval service's origin (its --origin): a
+	// client that declares URL-mode elicitation sends the person to the
+	// request's card there (channel.ServiceLink).
+	ApproverPage    string
+	ApproverTimeout time.Duration // 0: as long as TTL; never longer
 	// ApprovalPage, when set, serves the local approval page on this
 	// loopback address (approvalpage.Listen): the page is then the first
 	// approval path of mode auto, and mode page's only one.
-	ApprovalPage     string
+	ApprovalPage string
+	// ApprovalPagePasskeys is the passkeys file of the local page
+	// (`mcpsafe approval-page enroll`): every approval on the page then
+	// takes a user-verified passkey over the call.
+	ApprovalPagePasskeys string
+	// ApprovalCard offers the MCP Apps approval card (package appcard)
+	// to clients that declare the extension: mode card's only path, and
+	// mode auto's when no page or channel is configured and the client
+	// cannot elicit. The flag --approval-card defaults to on.
+	ApprovalCard     bool
 	ChannelWait      time.Duration // 0: the gate's default (45s)
 	ProgressInterval time.Duration // 0: the gate's default (10s)
 
@@ -137,9 +153,12 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9464); off when empty")
 	fl.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of gated calls over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when empty")
 	fl.StringVar(&c.Audience, "audience", c.Audience, "this server's identity, bound into every approval (replicas share it)")
+	fl.StringVar(&c.ApprovalPagePasskeys, "approval-page-passkeys", "", "the passkeys `FILE` of the approval page (mcpsafe approval-page enroll writes it): Approve then takes your passkey, user verified, over that call, and the journal says passkey")
 	fl.StringVar(&c.ApprovalPage, "approval-page", "", "serve the local approval page on this loopback `ADDR` (127.0.0.1:0 picks a port): a person approves each call there, reached by URL elicitation when the client offers it, else in the browser this server opens ($BROWSER); first in mode auto, the only path in mode page")
+	fl.BoolVar(&c.ApprovalCard, "approval-card", true, "offer the MCP Apps approval card (Approve/Deny in the chat) to clients that declare the MCP Apps extension and cannot elicit, before tokens; client-relayed assurance; --approval-card=false turns it off")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
+	fl.StringVar(&c.ApproverPage, "approver-page", "", "the approval service's `ORIGIN` (https://approvals.example.com, its --origin): a client that declares URL-mode elicitation sends the person straight to the request there; the decision still comes signed through the webhook")
 	fl.StringVar(&c.ApproverPasskeysFile, "approver-passkeys-file", "", "a copy of the approval service's passkeys file: passkey approvals are checked against its public keys (tools with MinAssurance passkey need it)")
 	fl.StringVar(&c.ApproverPublicKey, "approver-public-key", "", "the approval service's Ed25519 public key (base64, printed by `mcpsafe approvals keygen`): every channel approval must carry its signature")
 	positive(fl, &c.ApproverTimeout, "approver-timeout", 0, "how long one call waits for a channel decision (default and maximum: --ttl, since the request expires with its approval)")
@@ -291,6 +310,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		ElicitTimeout:  cfg.ElicitTimeout,
 		GrantEndSweep:  cfg.GrantEndSweep,
 		Logger:         cfg.Logger,
+		// Every ready server may offer grants with scopes of its own
+		// (files --grants, a proxy policy's grants).
+		GrantCEL: celscope.New(),
 
 		MaxPending:             cfg.MaxPending,
 		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
@@ -316,13 +338,13 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		}
 		g.closers = append(g.closers, store.Close)
 		opts.Ledger = store
-		if _, local := store.(*ledger.Memory); !local && opts.Keys.IsZero() {
+		if _, local := store.(*ledger.Memory); !local && opts.Keys == (mcpsafe.Keys{}) {
 			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
 		}
 	}
 	var fileJournal *journal.Journal // nil with --no-journal
 	if cfg.NoJournal {
-		opts.Journal = mcpsafe.NoJournal
+		opts.Journal = journal.Discard
 	} else {
 		var jopts []journal.Option
 		if cfg.Checkpoints.KeyFile != "" {
@@ -348,11 +370,34 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.Journal, fileJournal = j, j
 		g.JournalPath = path
 	}
+	if cfg.ApproverPage != "" && cfg.ApproverURL == "" {
+		return nil, errors.New("--approver-page needs --approver-url (the approval service's webhook)")
+	}
+	if cfg.ApprovalPagePasskeys != "" && cfg.ApprovalPage == "" {
+		return nil, errors.New("--approval-page-passkeys needs --approval-page ADDR")
+	}
+	if cfg.ApprovalCard {
+		opts.Card = appcard.New()
+	} else if cfg.Mode == mcpsafe.ModeCard {
+		return nil, errors.New("mode card needs the approval card (--approval-card)")
+	}
 	if cfg.ApprovalPage != "" || cfg.Mode == mcpsafe.ModePage {
 		if cfg.ApprovalPage == "" {
 			return nil, errors.New("mode page needs --approval-page ADDR (127.0.0.1:0 picks a port)")
 		}
-		page, err := approvalpage.Listen(approvalpage.Options{Addr: cfg.ApprovalPage, Logger: cfg.Logger})
+		popts := approvalpage.Options{Addr: cfg.ApprovalPage, Logger: cfg.Logger}
+		if cfg.ApprovalPagePasskeys != "" {
+			reg, err := approvalpage.LoadPasskeys(cfg.ApprovalPagePasskeys)
+			if err != nil {
+				return nil, fmt.Errorf("--approval-page-passkeys: %w", err)
+			}
+			popts.Passkeys = reg
+			for _, k := range reg.Passkeys {
+				// What the page trusts, once, for the person to recognise.
+				fmt.Fprintf(os.Stderr, "mcpsafe: approval page takes the passkey %s of %s\n", k.CredentialID, k.Approver)
+			}
+		}
+		page, err := approvalpage.Listen(popts)
 		if err != nil {
 			return nil, fmt.Errorf("--approval-page: %w", err)
 		}
@@ -400,24 +445,34 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 			return nil, err
 		}
 		opts.Approver = w
+		if cfg.ApproverPage != "" {
+			link, err := channel.ServiceLink(cfg.ApproverPage)
+			if err != nil {
+				return nil, fmt.Errorf("--approver-page: %w", err)
+			}
+			opts.ApproverLink = link
+		}
 		opts.ChannelTimeout = wait
 		opts.ChannelWait = cfg.ChannelWait
 		opts.ProgressInterval = cfg.ProgressInterval
 	}
-	opts.TracerProvider = cfg.TracerProvider
+	tp := cfg.TracerProvider
 	if cfg.OTLPEndpoint != "" {
 		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.OTLPEndpoint))
 		if err != nil {
 			return nil, fmt.Errorf("--otlp-endpoint: %w", err)
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
 			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", cfg.Audience))))
 		g.closers = append(g.closers, func() error {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			return tp.Shutdown(sctx)
+			return sdk.Shutdown(sctx)
 		})
-		opts.TracerProvider = tp
+		tp = sdk
+	}
+	if tp != nil {
+		opts.Tracer = oteltracing.New(tp)
 	}
 	if cfg.MetricsAddr != "" {
 		m := metrics.New()

@@ -45,7 +45,9 @@
     card.classList.add('stale');
     card.querySelectorAll('.actions button').forEach(function (b) { b.disabled = true; });
     var row = fresh.querySelector('#hist-' + CSS.escape(card.dataset.id));
-    var text = 'Decided elsewhere';
+    // No history row: it still waits, on another page of the list (the
+    // window moved: requests before it were decided, or it is newer).
+    var text = 'Moved to another page of the list, still waiting';
     if (row && row.dataset.decision) {
       text = row.dataset.decision;
     } else if (row) {
@@ -60,7 +62,7 @@
     note.className = 'stale-note';
     note.setAttribute('role', 'status');
     var label = document.createElement('span');
-    label.textContent = text + ' \u2014 no longer waiting.';
+    label.textContent = text + (row ? ' \u2014 no longer waiting.' : '.');
     var dismiss = document.createElement('button');
     dismiss.type = 'button';
     dismiss.className = 'link dismiss';
@@ -71,7 +73,7 @@
     var actions = card.querySelector('.actions');
     card.insertBefore(note, actions);
     var t = card.querySelector('.timeleft');
-    if (t) { t.textContent = row ? (row.querySelector('.outcome') || {}).textContent || '' : 'decided'; }
+    if (t) { t.textContent = row ? (row.querySelector('.outcome') || {}).textContent || '' : 'moved'; }
   }
 
   // decided rewrites a card that left the queue with what the history says
@@ -103,8 +105,13 @@
     var curHist = lists.querySelector('section.history');
     var nextHist = fresh.querySelector('section.history');
     if (!cur || !next || !curHist || !nextHist) { lists.innerHTML = html; return; }
+    // An update carries only what changed: a card the tab has as it is
+    // comes as an empty stub (data-same), the history only if it changed.
+    var histSame = nextHist.dataset.same === '1';
+    var hist = histSame ? curHist : nextHist;
     cur.querySelectorAll('article.req').forEach(function (card) {
       var repl = next.querySelector('#' + CSS.escape(card.id));
+      if (repl && repl.dataset.same === '1') { repl.remove(); return; }
       if (repl) {
         // Keep what the approver unfolded (arguments, long values).
         var open = {};
@@ -120,24 +127,38 @@
         });
         card.replaceWith(repl); // same place; the server's newer state
       } else {
-        if (!card.classList.contains('stale')) { markStale(card, fresh); }
-        decided(card, fresh);
+        if (!card.classList.contains('stale')) { markStale(card, hist); }
+        decided(card, hist);
       }
     });
-    next.querySelectorAll('article.req').forEach(function (card) { cur.appendChild(card); });
+    next.querySelectorAll('article.req:not([data-same])').forEach(function (card) { cur.appendChild(card); });
     cur.querySelector('h1').replaceWith(next.querySelector('h1'));
+    // The page's window: which page, how many, the links.
+    var curNav = cur.querySelector('nav.pages');
+    var nextNav = next.querySelector('nav.pages');
+    if (curNav) { curNav.remove(); }
+    if (nextNav) { cur.querySelector('h1').after(nextNav); }
     var empty = cur.querySelector('.empty');
     if (empty) { empty.remove(); }
     var nextEmpty = next.querySelector('.empty');
     if (nextEmpty && !cur.querySelector('article.req')) { cur.appendChild(nextEmpty); }
-    curHist.replaceWith(nextHist);
+    if (!histSame) { curHist.replaceWith(nextHist); }
   }
 
   var refreshing = null;
   function refresh() {
     if (refreshing) { refreshing.again = true; return; }
     refreshing = { again: false };
-    fetch('/ui/fragment', { credentials: 'same-origin', headers: { 'Accept': 'text/html' } })
+    // Only this tab's page of the pending list (PageSize requests), and
+    // only what changed: the cards and the history the tab has, by rev.
+    var have = [];
+    lists.querySelectorAll('section.pending article.req[data-rev]:not(.stale)').forEach(function (c) {
+      have.push(c.dataset.id + '.' + c.dataset.rev);
+    });
+    var hs = lists.querySelector('section.history');
+    var q = '?page=' + encodeURIComponent(lists.dataset.page || '1') + '&have=' + encodeURIComponent(have.join(' ')) +
+      '&h=' + encodeURIComponent(hs && hs.dataset.rev ? hs.dataset.rev : '');
+    fetch('/ui/fragment' + q, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } })
       .then(function (r) {
         if (r.status === 401) { location.href = '/login'; return null; }
         return r.ok ? r.text() : null;
@@ -157,7 +178,10 @@
     var form = ev.target;
     ev.preventDefault();
     var card = form.closest('article');
-    if (card) { card.querySelectorAll('button').forEach(function (b) { b.disabled = true; }); }
+    if (card) {
+      card.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
+      delete card.dataset.rev; // not "as it is" any more: the next update sends it whole
+    }
     var deny = form.action.endsWith('/deny');
     fetch(form.action, {
       method: 'POST', credentials: 'same-origin',

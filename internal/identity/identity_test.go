@@ -1,4 +1,4 @@
-package mcpsafe
+package identity
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func loadIdentityVectors(t *testing.T) []identityVector {
 // identity, and which have no key at all.
 func TestIdentityKeyVectors(t *testing.T) {
 	for _, v := range loadIdentityVectors(t) {
-		k, err := IdentityKey(v.Name)
+		k, err := Key(v.Name)
 		switch {
 		case v.Key == nil && err == nil:
 			t.Errorf("IdentityKey(%q) = %q, want no key (%s)", v.Name, k, v.Why)
@@ -56,12 +56,12 @@ func TestSameIdentity(t *testing.T) {
 	for _, a := range vs {
 		for _, b := range vs {
 			want := a.Key == nil || b.Key == nil || *a.Key == *b.Key
-			if got := SameIdentity(a.Name, b.Name); got != want {
+			if got := Same(a.Name, b.Name); got != want {
 				t.Errorf("SameIdentity(%q, %q) = %v, want %v", a.Name, b.Name, got, want)
 			}
 		}
 	}
-	if SameIdentity("user:alice", "bob") || SameIdentity("alice", "alice2") {
+	if Same("user:alice", "bob") || Same("alice", "alice2") {
 		t.Error("different approvers are the same identity")
 	}
 }
@@ -71,17 +71,17 @@ func TestSameIdentity(t *testing.T) {
 func TestIdentityKeyStable(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := rapid.OneOf(rapid.String(), rapid.StringMatching(`(?i)(user:)?[a-z0-9ſK._@+-]{1,12}`)).Draw(t, "name")
-		k, err := IdentityKey(s)
+		k, err := Key(s)
 		if err != nil {
-			if !SameIdentity(s, "anyone") {
+			if !Same(s, "anyone") {
 				t.Fatalf("%q has no key but is proven different from anyone", s)
 			}
 			return
 		}
-		if k2, err := IdentityKey(k); err != nil || k2 != k {
+		if k2, err := Key(k); err != nil || k2 != k {
 			t.Fatalf("key of %q is %q, whose key is %q, %v", s, k, k2, err)
 		}
-		if !SameIdentity(s, k) || !SameIdentity(s, UserPrefix+k) {
+		if !Same(s, k) || !Same(s, UserPrefix+k) {
 			t.Fatalf("%q and its key %q are not one identity", s, k)
 		}
 	})

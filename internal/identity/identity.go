@@ -1,4 +1,8 @@
-package mcpsafe
+// Package identity is the one comparison of identities for separation of
+// duties: principals (who asked for a call) and approver names (who
+// approved it) live in one namespace, compared by Key, and Same fails
+// closed on a name that has no key.
+package identity
 
 import (
 	"errors"
@@ -28,7 +32,7 @@ const maxIdentityBytes = 1024
 // a Cyrillic "а" has no key at all instead of a key that looks like "a".
 var identityRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._@+-]{0,255}$`)
 
-// IdentityKey returns the key under which separation of duties compares
+// Key returns the key under which separation of duties compares
 // principals (who asked for a call) and approver names (who approved it).
 // Both live in one namespace: the gate names an authenticated caller
 // "user:<id>", and the approver "<id>" is that same person. The key is:
@@ -43,8 +47,8 @@ var identityRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._@+-]{0,255}$`)
 // Anything else (empty, "user:" alone, spaces, control or invisible
 // characters, letters outside ASCII after folding, "user:user:x",
 // invalid UTF-8) has no key and returns an error: such a name cannot be
-// compared, so it must be treated as possibly anyone (see SameIdentity).
-func IdentityKey(name string) (string, error) {
+// compared, so it must be treated as possibly anyone (see Same).
+func Key(name string) (string, error) {
 	if len(name) > maxIdentityBytes {
 		return "", fmt.Errorf("%w: %d bytes", errIdentity, len(name))
 	}
@@ -59,12 +63,12 @@ func IdentityKey(name string) (string, error) {
 	return k, nil
 }
 
-// SameIdentity reports whether a and b may name the same identity: their
+// Same reports whether a and b may name the same identity: their
 // keys are equal, or either has no key. It fails closed on purpose: every
 // use (may this approver approve this principal's request? is this a
 // second vote by the same approver?) must refuse when it cannot tell.
-func SameIdentity(a, b string) bool {
-	ka, errA := IdentityKey(a)
-	kb, errB := IdentityKey(b)
+func Same(a, b string) bool {
+	ka, errA := Key(a)
+	kb, errB := Key(b)
 	return errA != nil || errB != nil || ka == kb
 }

@@ -1,20 +1,20 @@
-package mcpsafe_test
+package identity_test
 
 import (
 	"fmt"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 )
 
 // Principals and approver names share one namespace: the approver "alice"
 // is the authenticated caller "user:alice", in any spelling. A name with no
 // key (here a Cyrillic look-alike) is never proven different from anyone.
-func ExampleIdentityKey() {
+func ExampleKey() {
 	for _, name := range []string{"user:alice", "ALICE", "ａｌｉｃｅ", "\u0430lice"} {
-		k, err := mcpsafe.IdentityKey(name)
+		k, err := identity.Key(name)
 		fmt.Printf("%q -> %q %v\n", name, k, err != nil)
 	}
-	fmt.Println(mcpsafe.SameIdentity("user:Alice", "alice"), mcpsafe.SameIdentity("user:alice", "bob"))
+	fmt.Println(identity.Same("user:Alice", "alice"), identity.Same("user:alice", "bob"))
 	// Output:
 	// "user:alice" -> "alice" false
 	// "ALICE" -> "alice" false

@@ -1,0 +1,389 @@
+package mcpsafe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/plan"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The approval card path: for a client that renders MCP Apps (the
+// io.modelcontextprotocol/ui extension: Claude Desktop and claude.ai,
+// ChatGPT, VS Code, Goose...) but cannot elicit, the plan and
+// Approve/Deny appear in the conversation, in a card the host renders
+// from a ui:// resource the gate serves (Options.Card; package appcard
+// has the page).
+//
+// A call that needs approval answers "approval_pending" with a handle for
+// the model, as the channel does, and with the card's own decision
+// capability in the result's _meta, which hosts give the card and not the
+// model. The card sends the person's decision through the host to an
+// app-only tool (approver.CardDecisionTool), bound like every approval (tool,
+// argument digest, target, principal, audience, expiry, single use); an
+// approval runs the call there, once, and the card hands its result to the
+// conversation (ui/message). The model's handle never decides: calling the
+// tool again with it only picks up the outcome.
+//
+// Nothing tells the server whether a person clicked or the host called the
+// decision tool by itself, so the card is journaled card-accepted at
+// AssuranceClientRelayed: a tool whose MinAssurance is above that never
+// takes it.
+
+// ModeCard asks only through the approval card, and refuses clients that
+// did not declare the MCP Apps extension.
+const ModeCard Mode = "card"
+
+const (
+	// appsExtension and appsMIMEType are how a client declares MCP Apps:
+	// capabilities.extensions["io.modelcontextprotocol/ui"].mimeTypes
+	// holding the MCP App profile of HTML.
+	appsExtension = "io.modelcontextprotocol/ui"
+	appsMIMEType  = "text/html;profile=mcp-app"
+	// cardMetaKey holds, in a pending result's _meta, what only the card
+	// gets: the plan to show and the decision capability.
+	cardMetaKey = "io.mcpsafe/approval-card"
+	// cardSentence ends the description of a gated tool for clients that
+	// render the card.
+	cardSentence = " When this tool needs approval, an approval card shows the user the plan in the chat with Approve and Deny; wait for their decision."
+)
+
+// clientTakesCard reports whether the client declared the MCP Apps
+// extension with its HTML profile.
+func clientTakesCard(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Extensions == nil {
+		return false
+	}
+	ext, ok := caps.Extensions[appsExtension].(map[string]any)
+	if !ok {
+		return false
+	}
+	types, _ := ext["mimeTypes"].([]any)
+	return slices.Contains(types, any(appsMIMEType))
+}
+
+// cardFor reports whether this call may take the card in mode auto.
+func (g *Gate) cardFor(k *call) bool { return g.cardChosen(k.t, k.req.ClientCapabilities()) }
+
+// cardChosen reports whether a call of t from a client with caps is
+// approved in the card: mode card, or mode auto when nothing stronger is
+// configured (page, channel) and the client cannot elicit (a form comes
+// first; both are client-relayed). tools/list names the card for exactly
+// these tools, so that hosts render it only where it will ask.
+func (g *Gate) cardChosen(t *gatedTool, caps *mcp.ClientCapabilities) bool {
+	if g.opts.Card == nil || t.minAssur > AssuranceClientRelayed || !clientTakesCard(caps) {
+		return false
+	}
+	switch t.mode {
+	case ModeCard:
+		return true
+	case ModeAuto:
+		return g.page == nil && g.channel == nil && !capsElicit(caps)
+	}
+	return false
+}
+
+// cardView is what the card shows: the plan whole, sanitized like every
+// prompt (the card sets it as text, never as markup).
+type cardView struct {
+	Tool      string          `json:"tool"`
+	Summary   string          `json:"summary"`
+	Details   []string        `json:"details"`
+	Targets   []Target        `json:"targets,omitempty"`
+	Parts     []plan.PartView `json:"parts,omitempty"`
+	Arguments []string        `json:"arguments"`
+	ExpiresAt string          `json:"expires_at"`
+	// Decision is the capability the card decides with; the model's
+	// handle is another envelope of the same grant and decides nothing.
+	Decision     string `json:"decision"`
+	DecisionTool string `json:"decision_tool"`
+}
+
+// askCard answers a call with the plan for the card and a handle for the
+// model; the decision comes through CardDecisionTool.
+func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *Refusal) {
+	ctx, span := g.step(ctx, "ask")
+	defer func() { endStep(span, r) }()
+	if !clientTakesCard(k.req.ClientCapabilities()) || g.opts.Card == nil {
+		return nil, elicitationUnsupported(k.t.Name, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
+	}
+	if r := checkPromptSize(shownPlan(k)); r != nil {
+		return nil, r
+	}
+	gr, handle, r := g.issue(ctx, k, grantCard)
+	if r != nil {
+		return nil, r
+	}
+	dec := *gr
+	dec.Mode = grantCardDecision
+	capability, err := sealGrant(g.ring, &dec)
+	if err != nil {
+		g.spend(ctx, gr.Nonce)
+		return nil, refusal(ReasonLedgerUnavailable, "sealing the approval failed: %v", err)
+	}
+	if !g.park(gr.Nonce, "card", k, nil, gr.expires()) {
+		g.spend(ctx, gr.Nonce)
+		return nil, shuttingDown("no approval is asked for")
+	}
+	view := planView(k.plan)
+	var b strings.Builder
+	shown := renderParts(&b, k.plan.views)
+	cv := cardView{
+		Tool: k.t.Name, Summary: view.Summary, Details: view.Details, Parts: view.Parts,
+		Arguments: argumentLines(k.c.Arguments, k.t.SecretFields, shown),
+		ExpiresAt: gr.expires().UTC().Format(time.RFC3339Nano), Decision: capability, DecisionTool: approver.CardDecisionTool,
+	}
+	for _, t := range k.plan.Targets {
+		cv.Targets = append(cv.Targets, Target{Name: prompt.QuoteWhole(t.Name), State: displayLine(t.State)})
+	}
+	res := g.pendingResult(k, gr, handle)
+	res.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
+		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf. "+
+		"To ask for the outcome later, call %s again with exactly the same arguments plus %q set to structuredContent.approval_token "+
+		"(a handle to look the decision up, not an approval; valid until %s).", renderPlan(view), k.t.Name, TokenField, cv.ExpiresAt)}}
+	res.Meta = mcp.Meta{cardMetaKey: cv}
+	return res, nil
+}
+
+// cardOutcomes keeps what a card decided, for the model's handle to pick
+// up until the grant expires.
+type cardOutcomes struct {
+	mu sync.Mutex
+	m  map[string]cardOutcome
+}
+
+type cardOutcome struct {
+	res     *mcp.CallToolResult
+	r       *Refusal
+	expires time.Time
+}
+
+func (c *cardOutcomes) put(nonce string, o cardOutcome, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cardOutcome{}
+	}
+	for n, old := range c.m {
+		if !now.Before(old.expires) {
+			delete(c.m, n)
+		}
+	}
+	c.m[nonce] = o
+}
+
+func (c *cardOutcomes) get(nonce string) (cardOutcome, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.m[nonce]
+	return o, ok
+}
+
+// isCardHandle reports whether sealed is a card handle this gate issued
+// (the model's envelope). It only authenticates.
+func (g *Gate) isCardHandle(sealed string) bool {
+	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	return err == nil && gr.Mode == grantCard
+}
+
+// cardLookup answers a call that carries a card handle (ok): the outcome
+// when the card decided, the pending answer again when not. It never runs
+// the call: the handle the model saw is not the decision. A decided
+// outcome was journaled when decided.
+func (g *Gate) cardLookup(ctx context.Context, k *call) (_ *mcp.CallToolResult, _ *Refusal, ok bool) {
+	if k.token == nil || !g.isCardHandle(*k.token) {
+		return nil, nil, false
+	}
+	gr, r := g.checkGrant(k, *k.token, grantCard)
+	if r != nil {
+		g.journalRefusal(ctx, k, k.t.Name, r)
+		return nil, r, true
+	}
+	res, r := g.cardOutcome(k, gr, *k.token)
+	return res, r, true
+}
+
+func (g *Gate) cardOutcome(k *call, gr *grant, handle string) (*mcp.CallToolResult, *Refusal) {
+	o, ok := g.cards.get(gr.Nonce)
+	switch {
+	case !ok:
+		res := g.pendingResult(k, gr, handle)
+		res.Content = []mcp.Content{&mcp.TextContent{Text: "The user has not decided in the approval card yet; nothing has run. Wait for their decision."}}
+		return res, nil
+	case o.r != nil:
+		return nil, o.r
+	}
+	return o.res, nil
+}
+
+// cardDecision is the decision tool's input.
+type cardDecision struct {
+	Decision  string          `json:"decision"`
+	Arguments json.RawMessage `json:"arguments"`
+	Approve   json.RawMessage `json:"approve"`
+}
+
+var cardDecisionSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"decision":{"type":"string","description":"the decision capability the approval card was given"},` +
+	`"arguments":{"type":"object","description":"the arguments of the call the card shows"},` +
+	`"approve":{"type":"boolean","description":"true approves the call; anything else denies it"}},` +
+	`"required":["decision","arguments","approve"],"additionalProperties":false}`)
+
+// decideCard is CardDecisionTool's handler: the person's decision, from
+// the card through the host. The capability is checked like every grant
+// and spent before the answer is read; an approval runs the call here.
+func (g *Gate) decideCard(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if !g.enterCall() {
+		r := shuttingDown("it takes no new calls")
+		g.journalRefusal(ctx, nil, approver.CardDecisionTool, r)
+		return r.Result(), nil
+	}
+	defer g.exitCall()
+	res, r := g.cardDecide(ctx, req)
+	if r != nil {
+		return r.Result(), nil
+	}
+	return res, nil
+}
+
+func (g *Gate) cardDecide(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *Refusal) {
+	fail := func(k *call, tool string, r *Refusal) (*mcp.CallToolResult, *Refusal) {
+		g.journalRefusal(ctx, k, tool, r)
+		return nil, r
+	}
+	if !clientTakesCard(req.ClientCapabilities()) {
+		return fail(nil, approver.CardDecisionTool, refusal(ReasonPolicyDenied, "%s is the approval card's, and this client did not declare the MCP Apps extension", approver.CardDecisionTool))
+	}
+	var in cardDecision
+	if err := frame.Decode(req.Params.Arguments, &in); err != nil || in.Decision == "" || len(in.Arguments) == 0 {
+		return fail(nil, approver.CardDecisionTool, refusal(ReasonArgumentsInvalid, "%s takes exactly decision, arguments and approve", approver.CardDecisionTool))
+	}
+	gr, err := openGrant(g.ring, g.opts.Audience, in.Decision)
+	if err != nil || gr.Mode != grantCardDecision {
+		return fail(nil, approver.CardDecisionTool, refusal(ReasonTokenInvalid, "that is not an approval card's decision for this server (a handle the model was given decides nothing)"))
+	}
+	g.mu.Lock()
+	t := g.tools[gr.Tool]
+	g.mu.Unlock()
+	if t == nil {
+		return fail(nil, gr.Tool, refusal(ReasonTokenInvalid, "the tool was redefined or removed while the approval was pending"))
+	}
+	call := &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra,
+		Params: &mcp.CallToolParamsRaw{Name: gr.Tool, Arguments: in.Arguments}}
+	ctx, span := g.startCall(ctx, t.Name, call)
+	res, r := g.cardRun(ctx, t, call, in)
+	g.observe(t.Name, res, r)
+	endStep(span, r)
+	return res, r
+}
+
+// cardRun checks the call the card decided on, spends its grant, and runs
+// it when approved. The outcome is kept for the model's handle.
+func (g *Gate) cardRun(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest, in cardDecision) (_ *mcp.CallToolResult, r *Refusal) {
+	k, r := g.decode(t, req)
+	if r == nil && k.token != nil {
+		r = refusal(ReasonArgumentsInvalid, "the card decides on the call's own arguments, without %s", TokenField)
+	}
+	if r == nil {
+		r = g.checkRules(ctx, k)
+	}
+	if r != nil {
+		g.journalRefusal(ctx, k, t.Name, r)
+		return nil, r
+	}
+	gr, r := g.openFor(ctx, k, in.Decision, grantCardDecision)
+	if r != nil {
+		g.journalRefusal(ctx, k, t.Name, r)
+		return nil, r
+	}
+	var res *mcp.CallToolResult
+	if string(in.Approve) != "true" {
+		r = refusal(ReasonDeclined, "the user denied the call in the approval card; do not retry unless the user asks")
+	} else {
+		res, r = g.execute(ctx, k, gr.Resolved, Approval{Decision: journal.CardAccepted, By: "card", Assurance: AssuranceClientRelayed, CallID: gr.Nonce})
+	}
+	if r != nil {
+		g.journalRefusal(ctx, k, t.Name, r)
+	}
+	if k.protocolErr != nil { // (the proxy's upstream answered with a JSON-RPC error)
+		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s failed: %v", t.Name, k.protocolErr)}}}
+	}
+	g.cards.put(gr.Nonce, cardOutcome{res: res, r: r, expires: gr.expires()}, g.opts.Clock())
+	return res, r
+}
+
+// attachCard gives server, once, the card's resource, the decision tool
+// and the view of tools/list that declares them to MCP Apps clients only.
+func (g *Gate) attachCard(server *mcp.Server) {
+	if g.opts.Card == nil {
+		return
+	}
+	if _, done := g.cardServers.LoadOrStore(server, true); done {
+		return
+	}
+	uri, html := g.opts.Card.Resource()
+	csp := mcp.Meta{"ui": map[string]any{"csp": map[string]any{"connectDomains": []string{}, "resourceDomains": []string{}}, "prefersBorder": true}}
+	read := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: appsMIMEType, Text: html, Meta: csp}}}, nil
+	}
+	server.AddResource(&mcp.Resource{URI: uri, Name: "mcpsafe approval card", MIMEType: appsMIMEType, Meta: csp}, read)
+	server.AddTool(&mcp.Tool{
+		Name:        approver.CardDecisionTool,
+		Description: "The approval card's decision (app-only: the card calls it when the user clicks Approve or Deny).",
+		InputSchema: cardDecisionSchema,
+		Meta:        mcp.Meta{"ui": map[string]any{"visibility": []string{"app"}}},
+	}, g.decideCard)
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil && rr.Params.URI == uri {
+				return read(ctx, rr)
+			}
+			res, err := next(ctx, method, req)
+			if lr, ok := req.(*mcp.ListToolsRequest); ok && err == nil {
+				if list, ok := res.(*mcp.ListToolsResult); ok {
+					res = g.cardToolList(list, lr.ClientCapabilities(), uri)
+				}
+			}
+			return res, err
+		}
+	})
+}
+
+// cardToolList is tools/list as a client sees it: without the decision
+// tool unless it declared MCP Apps; with it, the gated tools name the card
+// and say in their description that it will appear. The SDK's tools are
+// shared, so changed ones are copies.
+func (g *Gate) cardToolList(list *mcp.ListToolsResult, caps *mcp.ClientCapabilities, uri string) *mcp.ListToolsResult {
+	apps := clientTakesCard(caps)
+	out := *list
+	out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
+	for _, t := range list.Tools {
+		if t.Name == approver.CardDecisionTool && !apps {
+			continue
+		}
+		g.mu.Lock()
+		gt := g.tools[t.Name]
+		g.mu.Unlock()
+		if gt != nil && g.cardChosen(gt, caps) {
+			c := *t
+			c.Meta = mcp.Meta{}
+			for k, v := range t.Meta {
+				c.Meta[k] = v
+			}
+			c.Meta["ui"] = map[string]any{"resourceUri": uri}
+			c.Description += cardSentence
+			t = &c
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	return &out
+}

@@ -1,0 +1,43 @@
+package mutants
+
+// cardMutants break the MCP Apps approval card: which envelope decides,
+// single use, and the level its approvals are journaled at.
+var cardMutants = []Mutant{
+	{
+		Name:     "card-decision-accepts-any-handle",
+		Packages: []string{"."},
+		Run:      "TestCardDecisionAttacks|TestCardApproveRunsOnce",
+		Why:      "the decision tool takes any pending handle of this server, the model's own included, as the card's decision",
+		Edits: []Edit{{
+			File: "approval_card.go",
+			Old:  "\tif err != nil || gr.Mode != grantCardDecision {",
+			New:  "\tif err != nil {",
+		}, {
+			File: "approval_card.go",
+			Old:  "\tgr, r := g.openFor(ctx, k, in.Decision, grantCardDecision)",
+			New:  "\tpresented, _ := openGrant(g.ring, g.opts.Audience, in.Decision)\n\tgr, r := g.openFor(ctx, k, in.Decision, presented.Mode)",
+		}},
+	},
+	{
+		Name:     "card-decision-reusable",
+		Packages: []string{"."},
+		Run:      "TestCardDecisionSingleUse|TestCardDenyRunsNothing",
+		Why:      "a card's decision is checked but never spent, so the same Approve runs the call again",
+		Edits: []Edit{{
+			File: "approval_card.go",
+			Old:  "\tgr, r := g.openFor(ctx, k, in.Decision, grantCardDecision)",
+			New:  "\tgr, r := g.checkGrant(k, in.Decision, grantCardDecision)",
+		}},
+	},
+	{
+		Name:     "card-counted-above-client-relayed",
+		Packages: []string{"."},
+		Run:      "TestCardApproveRunsOnce",
+		Why:      "a click in the card, which the server cannot tell from a host calling the tool by itself, is journaled as a local page's click",
+		Edits: []Edit{{
+			File: "approval_card.go",
+			Old:  "By: \"card\", Assurance: AssuranceClientRelayed,",
+			New:  "By: \"card\", Assurance: AssuranceLocalPage,",
+		}},
+	},
+}
