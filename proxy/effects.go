@@ -299,7 +299,7 @@ func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, m
 			}
 			plan.Summary = oneLine(b.String())
 		}
-		if m := s.member; m != nil && m.prefix == "" {
+		if m := s.member; m.name != "" && m.prefix == "" {
 			// The journal keeps the summary and the tool's name; a bare
 			// name does not say which server of the gateway it was.
 			plan.Summary += " (gateway server " + prompt.Quote(m.name) + ")"
