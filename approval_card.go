@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/plan"
 	"slices"
 	"strings"
@@ -27,7 +28,7 @@ import (
 // the model, as the channel does, and with the card's own decision
 // capability in the result's _meta, which hosts give the card and not the
 // model. The card sends the person's decision through the host to an
-// app-only tool (CardDecisionTool), bound like every approval (tool,
+// app-only tool (approver.CardDecisionTool), bound like every approval (tool,
 // argument digest, target, principal, audience, expiry, single use); an
 // approval runs the call there, once, and the card hands its result to the
 // conversation (ui/message). The model's handle never decides: calling the
@@ -38,22 +39,9 @@ import (
 // AssuranceClientRelayed: a tool whose MinAssurance is above that never
 // takes it.
 
-// A Card is the approval card's page: an MCP Apps view (HTML) the gate
-// serves at a ui:// address. Package appcard has one.
-type Card interface {
-	// Resource returns the card's ui:// address and its HTML, which must be
-	// self-contained (no network) and render the plan as text only.
-	Resource() (uri, html string)
-}
-
 // ModeCard asks only through the approval card, and refuses clients that
 // did not declare the MCP Apps extension.
 const ModeCard Mode = "card"
-
-// CardDecisionTool is the app-only tool the card decides with. tools/list
-// shows it only to clients that declared the MCP Apps extension, marked
-// visibility ["app"] so that hosts keep it from the model.
-const CardDecisionTool = "mcpsafe_card_decision"
 
 const (
 	// appsExtension and appsMIMEType are how a client declares MCP Apps:
@@ -152,7 +140,7 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	cv := cardView{
 		Tool: k.t.Name, Summary: view.Summary, Details: view.Details, Parts: view.Parts,
 		Arguments: argumentLines(k.c.Arguments, k.t.SecretFields, shown),
-		ExpiresAt: gr.expires().UTC().Format(time.RFC3339Nano), Decision: capability, DecisionTool: CardDecisionTool,
+		ExpiresAt: gr.expires().UTC().Format(time.RFC3339Nano), Decision: capability, DecisionTool: approver.CardDecisionTool,
 	}
 	for _, t := range k.plan.Targets {
 		cv.Targets = append(cv.Targets, Target{Name: prompt.QuoteWhole(t.Name), State: displayLine(t.State)})
@@ -259,7 +247,7 @@ var cardDecisionSchema = json.RawMessage(`{"type":"object","properties":{` +
 func (g *Gate) decideCard(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if !g.enterCall() {
 		r := shuttingDown("it takes no new calls")
-		g.journalRefusal(ctx, nil, CardDecisionTool, r)
+		g.journalRefusal(ctx, nil, approver.CardDecisionTool, r)
 		return r.Result(), nil
 	}
 	defer g.exitCall()
@@ -276,15 +264,15 @@ func (g *Gate) cardDecide(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, r
 	}
 	if !clientTakesCard(req.ClientCapabilities()) {
-		return fail(nil, CardDecisionTool, refusal(ReasonPolicyDenied, "%s is the approval card's, and this client did not declare the MCP Apps extension", CardDecisionTool))
+		return fail(nil, approver.CardDecisionTool, refusal(ReasonPolicyDenied, "%s is the approval card's, and this client did not declare the MCP Apps extension", approver.CardDecisionTool))
 	}
 	var in cardDecision
 	if err := frame.Decode(req.Params.Arguments, &in); err != nil || in.Decision == "" || len(in.Arguments) == 0 {
-		return fail(nil, CardDecisionTool, refusal(ReasonArgumentsInvalid, "%s takes exactly decision, arguments and approve", CardDecisionTool))
+		return fail(nil, approver.CardDecisionTool, refusal(ReasonArgumentsInvalid, "%s takes exactly decision, arguments and approve", approver.CardDecisionTool))
 	}
 	gr, err := openGrant(g.ring, g.opts.Audience, in.Decision)
 	if err != nil || gr.Mode != grantCardDecision {
-		return fail(nil, CardDecisionTool, refusal(ReasonTokenInvalid, "that is not an approval card's decision for this server (a handle the model was given decides nothing)"))
+		return fail(nil, approver.CardDecisionTool, refusal(ReasonTokenInvalid, "that is not an approval card's decision for this server (a handle the model was given decides nothing)"))
 	}
 	g.mu.Lock()
 	t := g.tools[gr.Tool]
@@ -356,7 +344,7 @@ func (g *Gate) attachCard(server *mcp.Server) {
 	// resources to every client.
 	resource := &mcp.Resource{URI: uri, Name: "mcpsafe approval card", MIMEType: appsMIMEType, Meta: csp}
 	server.AddTool(&mcp.Tool{
-		Name:        CardDecisionTool,
+		Name:        approver.CardDecisionTool,
 		Description: "The approval card's decision (app-only: the card calls it when the user clicks Approve or Deny).",
 		InputSchema: cardDecisionSchema,
 		Meta:        mcp.Meta{"ui": map[string]any{"visibility": []string{"app"}}},
@@ -393,7 +381,7 @@ func (g *Gate) cardToolList(list *mcp.ListToolsResult, caps *mcp.ClientCapabilit
 	out := *list
 	out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
 	for _, t := range list.Tools {
-		if t.Name == CardDecisionTool && !apps {
+		if t.Name == approver.CardDecisionTool && !apps {
 			continue
 		}
 		g.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/appcard"
 	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -124,7 +125,7 @@ func mustJSON(t *testing.T, v any) []byte {
 
 func decide(t *testing.T, cs *mcp.ClientSession, decision string, args map[string]any, approve any) *mcp.CallToolResult {
 	t.Helper()
-	return callTool(t, cs, mcpsafe.CardDecisionTool, map[string]any{"decision": decision, "arguments": args, "approve": approve})
+	return callTool(t, cs, approver.CardDecisionTool, map[string]any{"decision": decision, "arguments": args, "approve": approve})
 }
 
 // Approve in the card runs the call once, journaled card-accepted at the
@@ -135,7 +136,7 @@ func TestCardApproveRunsOnce(t *testing.T) {
 	cs := e.connectCaps(appsCaps(false), nil)
 	args := map[string]any{"path": "cache.txt"}
 	card, handle := cardOf(t, callTool(t, cs, "delete_note", args))
-	if card["tool"] != "delete_note" || !strings.Contains(card["summary"].(string), "cache.txt") || card["decision_tool"] != mcpsafe.CardDecisionTool {
+	if card["tool"] != "delete_note" || !strings.Contains(card["summary"].(string), "cache.txt") || card["decision_tool"] != approver.CardDecisionTool {
 		t.Fatalf("card does not show the plan: %v", card)
 	}
 	if e.notes.executions() != 0 {
@@ -194,7 +195,7 @@ func TestCardOnTheLatestProtocol(t *testing.T) {
 	}
 	listed := false
 	for _, tl := range l.Tools {
-		listed = listed || tl.Name == mcpsafe.CardDecisionTool
+		listed = listed || tl.Name == approver.CardDecisionTool
 	}
 	if !listed {
 		t.Fatal("the decision tool is not listed on the latest protocol")
@@ -332,11 +333,11 @@ func TestCardToolsList(t *testing.T) {
 		return m
 	}
 	plain := list(nil)
-	if plain[mcpsafe.CardDecisionTool] != nil || plain["delete_note"].Meta["ui"] != nil || strings.Contains(plain["delete_note"].Description, "approval card") {
+	if plain[approver.CardDecisionTool] != nil || plain["delete_note"].Meta["ui"] != nil || strings.Contains(plain["delete_note"].Description, "approval card") {
 		t.Fatalf("a client without the extension sees the card: %+v", plain)
 	}
 	apps := list(appsCaps(false))
-	d := apps[mcpsafe.CardDecisionTool]
+	d := apps[approver.CardDecisionTool]
 	if d == nil || string(mustJSON(t, d.Meta["ui"])) != `{"visibility":["app"]}` {
 		t.Fatalf("decision tool not listed app-only: %+v", d)
 	}
@@ -406,9 +407,9 @@ func TestCardPathOrder(t *testing.T) {
 	t.Run("channel before card", func(t *testing.T) {
 		asked := 0
 		e := cardEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
-			o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+			o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
 				asked++
-				return mcpsafe.ApprovalDecision{Approved: false}, nil
+				return approver.Decision{Approved: false}, nil
 			})
 		})
 		cs := e.connectCaps(appsCaps(false), nil)
@@ -442,9 +443,9 @@ func TestCardPathOrder(t *testing.T) {
 	t.Run("a minimum above client-relayed takes the stronger path", func(t *testing.T) {
 		asked := 0
 		e := cardEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
-			o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+			o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
 				asked++
-				return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+				return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 			})
 			(*tools)[0].MinAssurance = mcpsafe.AssuranceChannel
 		})
@@ -454,7 +455,7 @@ func TestCardPathOrder(t *testing.T) {
 		}
 	})
 	t.Run("mode card refuses a minimum above it", func(t *testing.T) {
-		g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Card: appcard.New()})
+		g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Card: appcard.New()})
 		if err != nil {
 			t.Fatal(err)
 		}

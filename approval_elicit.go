@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,7 +45,7 @@ func capsElicit(caps *mcp.ClientCapabilities) bool {
 
 // approvalSchema is the form the human answers: one boolean, and when
 // standing grants are offered, a choice among them (absent: this call only).
-func approvalSchema(offers []GrantOffer) map[string]any {
+func approvalSchema(offers []approver.GrantOffer) map[string]any {
 	props := map[string]any{
 		"approve": map[string]any{
 			"type":        "boolean",
@@ -53,7 +54,7 @@ func approvalSchema(offers []GrantOffer) map[string]any {
 		},
 	}
 	if len(offers) > 0 {
-		choices := []any{map[string]any{"const": OnceOffer, "title": "Just this call"}}
+		choices := []any{map[string]any{"const": approver.Once, "title": "Just this call"}}
 		for _, o := range offers {
 			choices = append(choices, map[string]any{"const": o.ID, "title": o.Label})
 		}
@@ -62,7 +63,7 @@ func approvalSchema(offers []GrantOffer) map[string]any {
 			"title":       "Approve for",
 			"description": "Just this call, or this call and calls like it for a while (see the message).",
 			"oneOf":       choices,
-			"default":     OnceOffer,
+			"default":     approver.Once,
 		}
 	}
 	return map[string]any{"type": "object", "properties": props, "required": []string{"approve"}}
@@ -71,7 +72,7 @@ func approvalSchema(offers []GrantOffer) map[string]any {
 // grantField is the form field that chooses a standing grant.
 const grantField = "grant"
 
-func elicitParams(message string, offers []GrantOffer) *mcp.ElicitParams {
+func elicitParams(message string, offers []approver.GrantOffer) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
 		Mode:            "form",
 		Message:         message,

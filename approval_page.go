@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,20 +32,6 @@ import (
 // principal, audience, expiry, single use) and journaled as page-approved,
 // at AssuranceLocalPage, or AssurancePasskey for a page that takes a
 // passkey (the assertion is journaled as the evidence).
-
-// A Page is an approval page: an Approver (with an Awaiter, so that calls
-// can answer "pending" and pick the decision up later) whose requests a
-// person decides in a browser.
-type Page interface {
-	Approver
-	// Link registers r and returns the address of its page, for a URL-mode
-	// elicitation; the page opens nothing for a request it handed out.
-	Link(r ApprovalRequest) (string, error)
-	// Assurance is what the page's approvals prove: AssuranceLocalPage
-	// for a click, AssurancePasskey when it takes a passkey assertion over
-	// the call. The gate takes no decision of the page as stronger.
-	Assurance() Assurance
-}
 
 // ModePage asks only the approval page (Options.Page).
 const ModePage Mode = "page"
@@ -91,7 +78,7 @@ func (g *Gate) sendLink(ctx context.Context, k *call, via *outOfBand, gr *grant,
 	msg := fmt.Sprintf("Approve or deny on %s: %s", via.words, planView(k.plan).Summary)
 	if mrtr {
 		if !g.park(gr.Nonce, via.mode, k, &req, gr.expires()) {
-			g.withdraw(ctx, via, req, WithdrawShuttingDown)
+			g.withdraw(ctx, via, req, approver.WithdrawShuttingDown)
 			g.spend(ctx, gr.Nonce)
 			return nil, shuttingDown("no approval is asked for"), true
 		}
@@ -125,12 +112,12 @@ func (g *Gate) sendLink(ctx context.Context, k *call, via *outOfBand, gr *grant,
 // announce sends req to the approval service and leaves it open there
 // (an Await that answers "pending" at once); false when the service did
 // not take it as pending.
-func (g *Gate) announce(ctx context.Context, via *outOfBand, req ApprovalRequest) bool {
+func (g *Gate) announce(ctx context.Context, via *outOfBand, req approver.Request) bool {
 	err := safely(func() error {
 		_, err := via.awaiter.Await(ctx, req, time.Second)
 		return err
 	})
-	if !errors.Is(err, ErrPending) {
+	if !errors.Is(err, approver.ErrPending) {
 		g.opts.Logger.Debug("approval service: the request was not left pending; waiting for it instead of sending a link", "tool", req.Tool, "err", err)
 		return false
 	}

@@ -2,6 +2,7 @@ package mcpsafe_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/browsertest"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -215,6 +217,25 @@ func TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall(t *testing.T) {
 	if rec.Assurance != "passkey" || rec.By != "ada" || len(rec.Evidence) == 0 {
 		t.Fatalf("journal: decision %q assurance %q by %q evidence %d bytes; want page-approved, passkey, ada, the assertion", rec.Decision, rec.Assurance, rec.By, len(rec.Evidence))
 	}
+	// An auditor with the page's passkeys file re-checks the record; the
+	// same evidence on a record of another call, arguments or approver
+	// does not check.
+	if err := reg.CheckPageRecord(rec); err != nil {
+		t.Fatalf("the journaled assertion does not re-check: %v", err)
+	}
+	for name, tamper := range map[string]func(*journal.Record){
+		"another call":      func(r *journal.Record) { r.Call = "another" },
+		"other arguments":   func(r *journal.Record) { r.ArgsDigest = strings.Repeat("0", 64) },
+		"another approver":  func(r *journal.Record) { r.By = "mallory" },
+		"another tool":      func(r *journal.Record) { r.Tool = "rename_note" },
+		"a click, relabled": func(r *journal.Record) { r.Assurance = "local_page" },
+	} {
+		bad := rec
+		tamper(&bad)
+		if err := reg.CheckPageRecord(bad); err == nil {
+			t.Errorf("the evidence re-checks on %s", name)
+		}
+	}
 	if got := obs.list(); len(got) != 1 || got[0] != "delete_note page-approved passkey" {
 		t.Fatalf("the observer (metrics) was told %q", got)
 	}
@@ -242,7 +263,7 @@ func TestPasskeyMinimumNeedsAPageWithPasskeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Page: p})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Page: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,3 +293,54 @@ func (a *approvals) list() []string {
 	defer a.mu.Unlock()
 	return append([]string(nil), a.got...)
 }
+
+// lyingPage is a Page that claims a passkey decision while its own level
+// is a click: the gate must not take it above what the page proves.
+type lyingPage struct{ approver.Page }
+
+func (lyingPage) Approve(context.Context, approver.Request) (approver.Decision, error) {
+	return approver.Decision{Approved: true, Assurance: mcpsafe.AssurancePasskey, Approvers: []string{"mallory"}}, nil
+}
+func (lyingPage) Awaiter() approver.Awaiter             { return nil }
+func (lyingPage) Withdrawer() approver.Withdrawer       { return nil }
+func (lyingPage) Link(approver.Request) (string, error) { return "", errors.New("no link") }
+func (lyingPage) Assurance() mcpsafe.Assurance          { return mcpsafe.AssuranceLocalPage }
+
+// A page's decision counts at most at the page's own level: one without
+// passkeys that reports a passkey approval is taken as nothing better than
+// a relayed answer, and a tool whose minimum is the page's level is
+// refused. Control: the same lie from a page whose level is the passkey's
+// runs (the gate trusts the page it was given up to that page's level).
+func TestPageDecisionNeverAbovePagesLevel(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		level mcpsafe.Assurance
+		runs  bool
+	}{{"page without passkeys", mcpsafe.AssuranceLocalPage, false}, {"page with passkeys", mcpsafe.AssurancePasskey, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+				o.Page, o.Mode = levelPage{lyingPage{}, c.level}, mcpsafe.ModePage
+				(*tools)[0].MinAssurance = mcpsafe.AssuranceLocalPage
+			})
+			cs := e.connect(client{protocol: "2025-11-25"})
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_note", Arguments: map[string]any{"path": "thesis.txt"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.runs {
+				wantExecuted(t, res)
+				return
+			}
+			if !res.IsError || structured(t, res)["reason"] != mcpsafe.ReasonAssuranceTooLow || e.notes.executions() != 0 {
+				t.Fatalf("a page without passkeys vouched for a passkey: %s", text(res))
+			}
+		})
+	}
+}
+
+type levelPage struct {
+	lyingPage
+	level mcpsafe.Assurance
+}
+
+func (p levelPage) Assurance() mcpsafe.Assurance { return p.level }

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -244,7 +245,7 @@ func TestPageOpensInTheBrowserForClientsWithoutElicitation(t *testing.T) {
 // where only the page could approve it; one whose minimum is the page's
 // refuses a client-relayed path and is approved on the page.
 func TestMinimumAssuranceAndThePage(t *testing.T) {
-	_, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModePage})
+	_, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Mode: mcpsafe.ModePage})
 	if err == nil || !strings.Contains(err.Error(), "Options.Page") {
 		t.Fatalf("mode page without a page: %v", err)
 	}
@@ -259,7 +260,7 @@ func TestMinimumAssuranceAndThePage(t *testing.T) {
 	}
 	wantExecuted(t, receive2(t, res))
 
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Page: pe.gatePage(t)})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Page: pe.gatePage(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestMinimumAssuranceAndThePage(t *testing.T) {
 	}
 }
 
-func (pe *pageEnv) gatePage(t *testing.T) mcpsafe.Page {
+func (pe *pageEnv) gatePage(t *testing.T) approver.Page {
 	p, err := approvalpage.Listen(approvalpage.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)

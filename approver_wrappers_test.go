@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 )
 
 // timedApprover wraps an Approver the way a metrics or tracing wrapper
@@ -16,11 +17,11 @@ import (
 // which such a wrapper silently defeated: no "pending" answers, no
 // withdrawals.
 type timedApprover struct {
-	mcpsafe.Approver
+	approver.Approver
 	approves atomic.Int32
 }
 
-func (a *timedApprover) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+func (a *timedApprover) Approve(ctx context.Context, r approver.Request) (approver.Decision, error) {
 	a.approves.Add(1)
 	return a.Approver.Approve(ctx, r)
 }
@@ -28,8 +29,8 @@ func (a *timedApprover) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) 
 // hidingApprover is a wrapper that decides to offer neither capability.
 type hidingApprover struct{ timedApprover }
 
-func (*hidingApprover) Awaiter() mcpsafe.Awaiter       { return nil }
-func (*hidingApprover) Withdrawer() mcpsafe.Withdrawer { return nil }
+func (*hidingApprover) Awaiter() approver.Awaiter       { return nil }
+func (*hidingApprover) Withdrawer() approver.Withdrawer { return nil }
 
 // A wrapped approver keeps what the wrapped one can do: the gate answers
 // "pending" through its Awaiter and withdraws through its Withdrawer at
@@ -44,15 +45,15 @@ func TestWrappedApproverKeepsCapabilities(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := &withdrawals{}
 			inner := withdrawingApprover{resumableFunc: resumableFunc{
-				approverFunc: func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-					return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+				approverFunc: func(context.Context, approver.Request) (approver.Decision, error) {
+					return approver.Decision{}, approver.ErrDenied
 				},
-				await: func(context.Context, mcpsafe.ApprovalRequest, time.Duration) (mcpsafe.ApprovalDecision, error) {
-					return mcpsafe.ApprovalDecision{}, mcpsafe.ErrPending
+				await: func(context.Context, approver.Request, time.Duration) (approver.Decision, error) {
+					return approver.Decision{}, approver.ErrPending
 				},
 			}, withdrawals: w}
 			timed := &timedApprover{Approver: inner}
-			var appr mcpsafe.Approver = timed
+			var appr approver.Approver = timed
 			if hide {
 				h := &hidingApprover{timedApprover{Approver: inner}}
 				appr, timed = h, &h.timedApprover
@@ -75,7 +76,7 @@ func TestWrappedApproverKeepsCapabilities(t *testing.T) {
 			}
 			var want []string
 			if !hide {
-				want = []string{mcpsafe.WithdrawShuttingDown}
+				want = []string{approver.WithdrawShuttingDown}
 			}
 			if got := w.got(); !slices.Equal(got, want) {
 				t.Fatalf("withdrawn %v, want %v", got, want)

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/metrics"
+	"github.com/mcpsafe/mcpsafe/tracing/oteltracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -26,10 +27,10 @@ func observedOptions(b *testing.B, j *journal.Journal) mcpsafe.Options {
 	b.Cleanup(func() { tp.Shutdown(context.Background()) })
 	return mcpsafe.Options{
 		Audience: "bench", Mode: mcpsafe.ModeAuto,
-		Journal:        m.Journal(j),
-		Ledger:         m.Ledger(ledger.NewMemory(10_000)),
-		Observer:       m,
-		TracerProvider: tp,
+		Journal:  m.Journal(j),
+		Ledger:   m.Ledger(ledger.NewMemory(10_000)),
+		Observer: m,
+		Tracer:   oteltracing.New(tp),
 	}
 }
 

@@ -78,7 +78,7 @@ func rawUngatedSession(b *testing.B, w *benchWork) *mcp.ClientSession {
 }
 
 // gatedSession registers the same work behind the gate.
-func gatedSession(b *testing.B, w *benchWork, mode mcpsafe.Mode, j mcpsafe.Journal, auto bool, copts *mcp.ClientOptions) *mcp.ClientSession {
+func gatedSession(b *testing.B, w *benchWork, mode mcpsafe.Mode, j journal.Appender, auto bool, copts *mcp.ClientOptions) *mcp.ClientSession {
 	b.Helper()
 	return gatedSessionWith(b, w, mcpsafe.Options{Audience: "bench", Journal: j, Mode: mode}, auto, copts)
 }
@@ -166,7 +166,7 @@ func BenchmarkUngatedRaw(b *testing.B) {
 // BenchmarkGateAutoApproved: a gated call that a rule auto-approves.
 func BenchmarkGateAutoApproved(b *testing.B) {
 	w := &benchWork{}
-	cs := gatedSession(b, w, mcpsafe.ModeAuto, mcpsafe.NoJournal, true, nil)
+	cs := gatedSession(b, w, mcpsafe.ModeAuto, journal.Discard, true, nil)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -202,7 +202,7 @@ func BenchmarkGateAutoApprovedJournal(b *testing.B) {
 // redeems it (two tools/call round trips, one execution).
 func BenchmarkTokenRoundTrip(b *testing.B) {
 	w := &benchWork{}
-	cs := gatedSession(b, w, mcpsafe.ModeToken, mcpsafe.NoJournal, false, nil)
+	cs := gatedSession(b, w, mcpsafe.ModeToken, journal.Discard, false, nil)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -226,7 +226,7 @@ func BenchmarkTokenRoundTrip(b *testing.B) {
 // two round trips, one execution).
 func BenchmarkElicitRoundTrip(b *testing.B) {
 	w := &benchWork{}
-	cs := gatedSession(b, w, mcpsafe.ModeElicit, mcpsafe.NoJournal, false, &mcp.ClientOptions{ElicitationHandler: accept})
+	cs := gatedSession(b, w, mcpsafe.ModeElicit, journal.Discard, false, &mcp.ClientOptions{ElicitationHandler: accept})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

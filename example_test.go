@@ -90,7 +90,7 @@ func ExampleRegister() {
 		Body string `json:"body"` // what the approval binds
 	}
 	notes := map[string]string{"n1": "milk, eggs"}
-	gate, _ := mcpsafe.New(mcpsafe.Options{Audience: "notes-server", Journal: mcpsafe.NoJournal})
+	gate, _ := mcpsafe.New(mcpsafe.Options{Audience: "notes-server", Journal: journal.Discard})
 	server := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
 	err := mcpsafe.Register(gate, server, mcpsafe.ToolFor[args, state]{
 		Tool: mcpsafe.Tool{Name: "clear_note"}, // reversible: a one-time token when the client cannot elicit

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/result"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,7 +57,7 @@ func newFuzzGate(tb testing.TB, mode mcpsafe.Mode) *fuzzGate {
 	}
 	fg := &fuzzGate{}
 	g, err := mcpsafe.New(mcpsafe.Options{
-		Audience: "fuzz-server", Journal: mcpsafe.NoJournal, Keys: keys, Mode: mode,
+		Audience: "fuzz-server", Journal: journal.Discard, Keys: keys, Mode: mode,
 		Clock: func() time.Time { return fuzzNow }, TTL: fuzzTTL, MaxPending: 1 << 20, MaxPendingPerPrincipal: 1 << 20,
 	})
 	if err != nil {
@@ -120,7 +122,7 @@ func (fg *fuzzGate) call(tb testing.TB, p *mcp.CallToolParams) *mcp.CallToolResu
 func (fg *fuzzGate) issueToken(tb testing.TB) string {
 	tb.Helper()
 	res := fg.call(tb, &mcp.CallToolParams{Name: "touch", Arguments: map[string]any{"path": fuzzPath}})
-	var s mcpsafe.ApprovalRequired
+	var s result.Required
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &s); err != nil || s.ApprovalToken == "" {
 		tb.Fatalf("no token issued: %s", b)

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/tracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // TokenField is the argument a client sends an approval token in. The gate
@@ -34,43 +37,50 @@ type Options struct {
 	// in-memory ledger (one process only). Replicas share a store from
 	// ledger/redis or ledger/postgres (ledger/sqlite: processes of one
 	// host): import the backend you want; the gate links in none.
-	Ledger Ledger
-	// Journal receives the audit trail. Required: pass NoJournal to run
-	// without one on purpose.
-	Journal Journal
+	Ledger ledger.Ledger
+	// Journal receives the audit trail (a *journal.Journal, or any
+	// journal.Appender). Required: pass journal.Discard to run without one
+	// on purpose.
+	Journal journal.Appender
 	// Observer, if set, is told about every answered call and every
 	// approval decision, for metrics.
-	Observer Observer
-	// TracerProvider, if set, receives a span per gated call and per step
-	// (decode, rules, resolve, preview, ask, redeem, recheck, journal,
-	// execute), joined to the caller's trace when _meta carries W3C trace
-	// context. Nil: no spans.
-	TracerProvider trace.TracerProvider
+	Observer journal.Observer
+	// Tracer, if set, starts a span per gated call and per step (decode,
+	// rules, resolve, preview, ask, redeem, recheck, journal, execute):
+	// oteltracing.New(tp) (package tracing/oteltracing) gives them to
+	// OpenTelemetry, joined to the caller's trace when _meta carries W3C
+	// trace context. Nil: no spans.
+	Tracer tracing.Tracer
 	// Approver is the out-of-band channel: ModeChannel asks only it, and
 	// ModeAuto asks it when no approval page is configured.
-	Approver Approver
+	Approver approver.Approver
 	// ApproverLink, if set, is the address where a person decides a
 	// request of Approver (for an `mcpsafe approvals serve`:
 	// channel.ServiceLink). A client that declares URL-mode elicitation is
 	// then sent there, as it is to the approval page; its "accept" only
 	// means the person agreed to open it. The decision is still the
 	// approver's, checked as every channel decision.
-	ApproverLink func(r ApprovalRequest) (string, error)
+	ApproverLink func(r approver.Request) (string, error)
 	// Page is the approval page a person opens in a browser (package
 	// approvalpage serves one on the user's machine): ModePage asks only
 	// it, and ModeAuto asks it first. See approval_page.go.
-	Page Page
+	Page approver.Page
 	// Card is the MCP Apps approval card (package appcard has one): for
 	// clients that declared the MCP Apps extension, ModeCard asks only it,
 	// and ModeAuto asks it when no page or channel is configured and the
 	// client cannot elicit, before tokens. See approval_card.go.
-	Card Card
+	Card approver.Card
 	// AllowTokenFor names the irreversible tools that may use one-time
 	// tokens when the client cannot elicit. Exact names only.
 	AllowTokenFor []OptIn
 	// AllowGrantsFor names the irreversible tools whose Tool.Grants are
 	// offered. Exact names only; reversible tools need no entry.
 	AllowGrantsFor []string
+	// GrantCEL evaluates the CEL of grant scopes: celscope.New() (package
+	// grants/celscope, which links cel-go). Nil: the gate evaluates only
+	// the scope it always offers, "exactly these arguments", and refuses to
+	// register a tool whose GrantPolicy has Scopes.
+	GrantCEL grants.Evaluator
 
 	// TTL is how long an approval stays valid (default 5 minutes).
 	TTL time.Duration
@@ -107,9 +117,10 @@ type Options struct {
 
 	// Clock returns the current time (default time.Now). Tests inject one.
 	Clock func() time.Time
-	// Principal names the caller of a request. The default is the
-	// authenticated user's id from the transport, "anonymous" over HTTP
-	// without auth, and "stdio" when there is no transport identity.
+	// Principal names the caller of a request. The default is "user:"
+	// followed by the authenticated user's id from the transport,
+	// "anonymous" over HTTP without auth, and "stdio" when there is no
+	// transport identity.
 	Principal func(req *mcp.CallToolRequest) string
 	// ClientAddrHeader names a request header that a trusted HTTP front end
 	// (serverconf's MCP handler) sets to the caller's network address after
@@ -122,15 +133,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// NoJournal is a Journal that records nothing, for callers that decided to
-// run without an audit trail.
-var NoJournal Journal = noJournal{}
-
 // Gate wraps dangerous tools so that they run only after approval.
 type Gate struct {
 	opts    Options
 	ring    *seal.Keyring
-	ledger  Ledger
+	ledger  ledger.Ledger
 	pending *pending
 	// standing is the ledger's standing grants, nil when it keeps none.
 	standing ledger.StandingStore
@@ -138,9 +145,9 @@ type Gate struct {
 	channel, page *outOfBand
 	cards         cardOutcomes // what approval cards decided
 	cardServers   sync.Map     // *mcp.Server -> true: the card is attached
-	programs      sync.Map     // CEL source -> cel.Program
+	programs      sync.Map     // scope CEL source -> grants.Match
 	grantCache    grantCache
-	tracer        trace.Tracer
+	tracer        tracing.Tracer
 
 	mu    sync.Mutex
 	tools map[string]*gatedTool
@@ -172,7 +179,7 @@ func New(opts Options) (*Gate, error) {
 		return nil, errors.New("mcpsafe: Options.Audience is required (this server's identity)")
 	}
 	if opts.Journal == nil {
-		return nil, errors.New("mcpsafe: Options.Journal is nil: pass a journal, or mcpsafe.NoJournal to run without an audit trail")
+		return nil, errors.New("mcpsafe: Options.Journal is nil: pass a journal, or journal.Discard to run without an audit trail")
 	}
 	if opts.Mode == "" {
 		opts.Mode = ModeAuto
@@ -226,8 +233,8 @@ func New(opts Options) (*Gate, error) {
 	if l == nil {
 		l = ledger.NewMemory(opts.MaxPending)
 	}
-	if opts.TracerProvider != nil {
-		opts.Journal = tracedJournal{j: opts.Journal, t: newTracer(opts.TracerProvider)}
+	if opts.Tracer != nil {
+		opts.Journal = tracedJournal{j: opts.Journal, t: opts.Tracer}
 	}
 	for _, n := range opts.AllowGrantsFor {
 		if n == "" || n != trimName(n) {
@@ -243,7 +250,7 @@ func New(opts Options) (*Gate, error) {
 		ledger:    l,
 		pending:   newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
 		tools:     map[string]*gatedTool{},
-		tracer:    newTracer(opts.TracerProvider),
+		tracer:    newTracer(opts.Tracer),
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
 	}
@@ -335,11 +342,7 @@ func defaultPrincipal(req *mcp.CallToolRequest) string {
 		return "stdio"
 	}
 	if req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-		return UserPrefix + req.Extra.TokenInfo.UserID
+		return identity.UserPrefix + req.Extra.TokenInfo.UserID
 	}
 	return "anonymous"
 }
-
-// UserPrefix starts the principal the gate reports for a caller the
-// transport authenticated: "user:" followed by the auth info's user id.
-const UserPrefix = identity.UserPrefix

@@ -414,7 +414,3 @@ func (g *Gate) spend(ctx context.Context, nonce string) {
 		g.opts.Logger.Warn("ledger: could not spend an abandoned grant; it expires on its own", "err", err)
 	}
 }
-
-type noJournal struct{}
-
-func (noJournal) Append(context.Context, journal.Record) error { return nil }

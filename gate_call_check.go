@@ -25,8 +25,8 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 	if req.Session != nil {
 		k.c.Session = req.Session.ID()
 	}
-	// One strict reading, one canonical form: the rest (without the
-	// token) is cut from it, and the fast schema check reads its members.
+	// One strict reading; the rest (without the token) is cut from it and
+	// put in canonical form, and the fast schema check reads the members.
 	obj, err := canon.ReadObject(req.Params.Arguments, TokenField)
 	if errors.Is(err, canon.ErrFoldedKey) {
 		// Rules and previews read keys exactly; a tool decoding with
@@ -37,12 +37,15 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 	if err != nil {
 		return k, refusal(ReasonArgumentsInvalid, "arguments are not a valid JSON object: %v", err)
 	}
-	rest, tok := obj.Without(TokenField)
+	rest, tok, err := obj.Without(TokenField)
 	if t.OwnsTokenField {
 		// approval_token is the tool's own argument (checked above for
 		// case variants all the same): it stays in the call and its digest.
-		rest = obj.Canonical()
+		rest, err = obj.Canonical()
 		tok = nil
+	}
+	if err != nil {
+		return k, refusal(ReasonArgumentsInvalid, "arguments cannot be canonicalized: %v", err)
 	}
 	if tok != nil {
 		var s string

@@ -10,59 +10,60 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// approverFunc adapts a function to mcpsafe.Approver. The real webhook and
+// approverFunc adapts a function to approver.Approver. The real webhook and
 // approval service are tested in channel/; here the gate's handling of
 // every kind of answer is.
-type approverFunc func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error)
+type approverFunc func(context.Context, approver.Request) (approver.Decision, error)
 
-func (f approverFunc) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+func (f approverFunc) Approve(ctx context.Context, r approver.Request) (approver.Decision, error) {
 	return f(ctx, r)
 }
 
 // An approverFunc can neither keep a request open nor take it back.
-func (approverFunc) Awaiter() mcpsafe.Awaiter       { return nil }
-func (approverFunc) Withdrawer() mcpsafe.Withdrawer { return nil }
+func (approverFunc) Awaiter() approver.Awaiter       { return nil }
+func (approverFunc) Withdrawer() approver.Withdrawer { return nil }
 
 func TestChannelMode(t *testing.T) {
 	cases := []struct {
 		name   string
-		answer func() (mcpsafe.ApprovalDecision, error)
+		answer func() (approver.Decision, error)
 		min    mcpsafe.Assurance
 		reason string // "" = executed
 	}{
-		{"approved by a named approver", func() (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+		{"approved by a named approver", func() (approver.Decision, error) {
+			return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 		}, mcpsafe.AssuranceChannel, ""},
-		{"denied", func() (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{}, fmt.Errorf("webhook: %w", mcpsafe.ErrDenied)
+		{"denied", func() (approver.Decision, error) {
+			return approver.Decision{}, fmt.Errorf("webhook: %w", approver.ErrDenied)
 		}, 0, mcpsafe.ReasonChannelDenied},
-		{"not approved without an error", func() (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approvers: []string{"alice"}}, nil
+		{"not approved without an error", func() (approver.Decision, error) {
+			return approver.Decision{Approvers: []string{"alice"}}, nil
 		}, 0, mcpsafe.ReasonChannelDenied},
-		{"no decision in time", func() (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{}, fmt.Errorf("webhook: %w", mcpsafe.ErrNoDecision)
+		{"no decision in time", func() (approver.Decision, error) {
+			return approver.Decision{}, fmt.Errorf("webhook: %w", approver.ErrNoDecision)
 		}, 0, mcpsafe.ReasonTimeout},
-		{"approved but the channel also failed", func() (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, errors.New("connection reset")
+		{"approved but the channel also failed", func() (approver.Decision, error) {
+			return approver.Decision{Approved: true, Approvers: []string{"alice"}}, errors.New("connection reset")
 		}, 0, mcpsafe.ReasonChannelUnavailable},
-		{"panic", func() (mcpsafe.ApprovalDecision, error) { panic("boom") }, 0, mcpsafe.ReasonChannelUnavailable},
-		{"approved anonymously where a named approver is required", func() (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approved: true}, nil
+		{"panic", func() (approver.Decision, error) { panic("boom") }, 0, mcpsafe.ReasonChannelUnavailable},
+		{"approved anonymously where a named approver is required", func() (approver.Decision, error) {
+			return approver.Decision{Approved: true}, nil
 		}, mcpsafe.AssuranceChannel, mcpsafe.ReasonAssuranceTooLow},
-		{"approved anonymously, client-relayed is enough (control)", func() (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approved: true}, nil
+		{"approved anonymously, client-relayed is enough (control)", func() (approver.Decision, error) {
+			return approver.Decision{Approved: true}, nil
 		}, 0, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var got mcpsafe.ApprovalRequest
+			var got approver.Request
 			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mcpsafe.ModeChannel
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					got = r
 					return tc.answer()
 				})
@@ -101,7 +102,7 @@ func TestChannelMode(t *testing.T) {
 // A tool that demands channel assurance cannot be registered with a path
 // that could only ever produce a client-relayed approval.
 func TestChannelAssuranceAtRegistration(t *testing.T) {
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestChannelAssuranceAtRegistration(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "channel") {
 		t.Fatalf("Register: %v", err)
 	}
-	if _, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModeChannel}); err == nil {
+	if _, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, Mode: mcpsafe.ModeChannel}); err == nil {
 		t.Fatal("channel mode without an approver accepted")
 	}
 }
@@ -119,12 +120,12 @@ func TestChannelAssuranceAtRegistration(t *testing.T) {
 // Plan text in the approval request is sanitized: a newline or a bidi
 // override in a summary cannot pose as structure on the approver's screen.
 func TestChannelRequestSanitized(t *testing.T) {
-	var got mcpsafe.ApprovalRequest
+	var got approver.Request
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 		o.Mode = mcpsafe.ModeChannel
-		o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+		o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 			got = r
-			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+			return approver.Decision{}, approver.ErrDenied
 		})
 		(*tools)[0].Preview = func(_ context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
 			return mcpsafe.Plan{Summary: "Delete " + r["path"].(string) + "\nApproved by admin \u202etxt.exe", Details: []string{"ok line", "evil\u200bline"}}, nil

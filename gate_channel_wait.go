@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,49 +17,6 @@ import (
 // disconnected while a human was still deciding. Nothing ran, and the
 // request was withdrawn from the approver when the approver supports it.
 const ReasonCallerGone = "caller_gone"
-
-// ErrPending is what an Awaiter returns when nobody has decided yet
-// and the request stays open: asking again with the same request picks the
-// decision up. It never approves.
-var ErrPending = errors.New("mcpsafe: no decision yet; the request stays open")
-
-// Withdraw reasons an approver is told when the gate stops waiting.
-const (
-	WithdrawCallerGone = "caller_gone" // the caller cancelled or disconnected
-	WithdrawTimedOut   = "timed_out"   // the gate stopped waiting (ChannelTimeout)
-	// WithdrawShuttingDown (gate_shutdown.go): the gate's server is
-	// shutting down.
-)
-
-// A Withdrawer (Approver.Withdrawer) takes back a request that will never
-// be picked up, so that no human approves a call that cannot run any
-// more. The gate calls it, best effort, when the caller goes away or the
-// gate stops waiting.
-type Withdrawer interface {
-	Withdraw(ctx context.Context, r ApprovalRequest, reason string) error
-}
-
-// An Awaiter keeps a request open across calls (Approver.Awaiter). Await
-// asks (or, for a request it already holds, asks again) and waits at most
-// wait (no limit but ctx when wait <= 0); when nobody has decided by then
-// it returns an error wrapping ErrPending and keeps the request open.
-// Clients that cannot wait long then get a "pending" result with a sealed
-// handle and call again with it. A decision is delivered to one Await
-// only.
-type Awaiter interface {
-	Await(ctx context.Context, r ApprovalRequest, wait time.Duration) (ApprovalDecision, error)
-}
-
-// ApprovalPending is the structured content of a channel call that is
-// still waiting for a human. ApprovalToken is a sealed handle for this exact
-// call, not an approval: calling again with it picks up the decision.
-type ApprovalPending struct {
-	Status        string          `json:"status"` // always "approval_pending"
-	ApprovalToken string          `json:"approval_token"`
-	ExpiresAt     string          `json:"expires_at"` // RFC 3339, exclusive
-	RetryAfter    int             `json:"retry_after_seconds"`
-	Plan          result.PlanView `json:"plan"`
-}
 
 // withdrawTimeout bounds telling the approver that a request is withdrawn,
 // and journalGrace bounds the bookkeeping after a caller may have gone
@@ -94,16 +52,16 @@ func checkChannelTimes(o *Options) error {
 type outOfBand struct {
 	mode       string // grantChannel or grantPage: handles, parking, logs
 	words      string // "the approval channel", "the approval page"
-	approver   Approver
-	awaiter    Awaiter
-	withdrawer Withdrawer
-	page       Page // the page, nil for the channel
+	approver   approver.Approver
+	awaiter    approver.Awaiter
+	withdrawer approver.Withdrawer
+	page       approver.Page // the page, nil for the channel
 	// link is the address where a person decides a request: the page's,
 	// or the approval service's (Options.ApproverLink); nil: none.
-	link func(ApprovalRequest) (string, error)
+	link func(approver.Request) (string, error)
 }
 
-func newOutOfBand(mode, words string, a Approver) *outOfBand {
+func newOutOfBand(mode, words string, a approver.Approver) *outOfBand {
 	if a == nil {
 		return nil
 	}
@@ -163,9 +121,9 @@ func (g *Gate) resumeVia(ctx context.Context, k *call, via *outOfBand, handle st
 	return g.waitVia(ctx, k, via, gr, handle)
 }
 
-func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
+func (g *Gate) channelRequest(k *call, gr *grant) approver.Request {
 	view := planView(k.plan)
-	return ApprovalRequest{
+	return approver.Request{
 		ID: gr.Nonce, Tool: k.t.Name, Summary: view.Summary, Details: view.Details,
 		Targets: k.plan.Targets, Parts: view.Parts, Arguments: journal.Redact(k.c.Arguments, k.t.SecretFields),
 		ArgsDigest: k.c.ArgsDigest, Principal: k.c.Principal,
@@ -177,7 +135,7 @@ func (g *Gate) channelRequest(k *call, gr *grant) ApprovalRequest {
 
 // channelOffers are the standing grants offered through the channel; a
 // scope that fails to derive offers none rather than failing the request.
-func (g *Gate) channelOffers(k *call) []GrantOffer {
+func (g *Gate) channelOffers(k *call) []approver.GrantOffer {
 	if k.t.minAssur >= AssurancePasskey {
 		// A passkey signs one call; a standing grant would let later
 		// calls run on it unsigned.
@@ -209,13 +167,13 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 	waited, ok := g.waitOn(gr.Nonce, k.t.Name, via.mode)
 	if !ok {
 		if k.token != nil { // a handle: the request is open at the channel
-			g.withdraw(ctx, via, req, WithdrawShuttingDown)
+			g.withdraw(ctx, via, req, approver.WithdrawShuttingDown)
 		}
 		return nil, shuttingDown("the pending approval was withdrawn from " + via.words)
 	}
 	defer g.onStop(cancel)()
 	stop := g.progress(cctx, k)
-	var dec ApprovalDecision
+	var dec approver.Decision
 	err := safely(func() error {
 		var err error
 		switch ra := via.awaiter; {
@@ -236,32 +194,32 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 	case g.stopping():
 		// Whatever the channel answered: nothing starts once shutdown
 		// began, and nobody should approve the request any more.
-		g.withdraw(ctx, via, req, WithdrawShuttingDown)
+		g.withdraw(ctx, via, req, approver.WithdrawShuttingDown)
 		return nil, shuttingDown("the pending approval was withdrawn from " + via.words)
 	case ctx.Err() != nil:
 		// The caller left: nothing runs for it, whatever the channel
 		// answered, and nobody should approve it any more.
 		what := "the request could not be withdrawn from " + via.words + "; it expires on its own"
-		if g.withdraw(ctx, via, req, WithdrawCallerGone) {
+		if g.withdraw(ctx, via, req, approver.WithdrawCallerGone) {
 			what = "the request was withdrawn from " + via.words
 		}
 		return nil, refusal(ReasonCallerGone, "the caller cancelled or disconnected while waiting for an approver; nothing ran and %s", what)
-	case errors.Is(err, ErrPending) && via.awaiter != nil:
+	case errors.Is(err, approver.ErrPending) && via.awaiter != nil:
 		if !g.park(gr.Nonce, via.mode, k, &req, gr.expires()) {
-			g.withdraw(ctx, via, req, WithdrawShuttingDown)
+			g.withdraw(ctx, via, req, approver.WithdrawShuttingDown)
 			return nil, shuttingDown("the pending approval was withdrawn from " + via.words)
 		}
 		settled = true
 		return g.pendingResult(k, gr, sealed), nil
-	case errors.Is(err, ErrDenied):
+	case errors.Is(err, approver.ErrDenied):
 		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
-	case err != nil && (errors.Is(err, ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
-		g.withdraw(ctx, via, req, WithdrawTimedOut)
+	case err != nil && (errors.Is(err, approver.ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
+		g.withdraw(ctx, via, req, approver.WithdrawTimedOut)
 		return nil, refusal(ReasonTimeout, "no decision from %s in time", via.words)
-	case errors.Is(err, ErrPlanTooLarge):
+	case errors.Is(err, approver.ErrPlanTooLarge):
 		return nil, refusal(ReasonPlanTooLarge, "the plan and arguments are too large for the approval channel to show whole, and they are never cut; split the call into smaller ones")
 	case err != nil:
-		g.withdraw(ctx, via, req, WithdrawTimedOut)
+		g.withdraw(ctx, via, req, approver.WithdrawTimedOut)
 		// The error may name the approver's URL or carry what it answered:
 		// operators read it in the log, the model only learns the outcome.
 		g.opts.Logger.Warn("out-of-band approval failed", "via", via.mode, "tool", k.t.Name, "request", gr.Nonce, "err", err)
@@ -282,7 +240,7 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 		return nil, r
 	}
 	a := Approval{Decision: decision, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce, Evidence: dec.Evidence}
-	if k.t.minAssur >= AssurancePasskey && dec.Grant != "" && dec.Grant != OnceOffer {
+	if k.t.minAssur >= AssurancePasskey && dec.Grant != "" && dec.Grant != approver.Once {
 		return nil, refusal(ReasonAssuranceTooLow, "%s requires a passkey on each call; the approval chose a standing grant, which no passkey signed", k.t.Name)
 	}
 	if dec.Grant != "" {
@@ -297,7 +255,7 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 // given vouches for a click on it, or for a passkey assertion when it takes
 // one (never more than its Assurance); the channel for its named
 // approvers, and for their passkeys when it checked them.
-func decidedAt(via *outOfBand, dec ApprovalDecision) (Assurance, string) {
+func decidedAt(via *outOfBand, dec approver.Decision) (Assurance, string) {
 	if via.page != nil {
 		switch {
 		case dec.Assurance == AssuranceLocalPage && len(dec.Approvers) == 0:
@@ -318,7 +276,7 @@ func decidedAt(via *outOfBand, dec ApprovalDecision) (Assurance, string) {
 
 // withdraw tells the approver, if it can be told, that nobody will pick
 // req up. It runs on a context that outlives the caller, bounded.
-func (g *Gate) withdraw(ctx context.Context, via *outOfBand, req ApprovalRequest, reason string) bool {
+func (g *Gate) withdraw(ctx context.Context, via *outOfBand, req approver.Request, reason string) bool {
 	if via == nil || via.withdrawer == nil {
 		return false
 	}
@@ -343,7 +301,7 @@ func (g *Gate) pendingResult(k *call, gr *grant, handle string) *mcp.CallToolRes
 		renderPlan(view), k.t.Name, TokenField, exp)
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: ApprovalPending{
+		StructuredContent: result.Pending{
 			Status: "approval_pending", ApprovalToken: handle, ExpiresAt: exp, RetryAfter: retry, Plan: view,
 		},
 	}

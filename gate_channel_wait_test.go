@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,14 +21,14 @@ import (
 // channel/ and cmd/mcpsafe; here the gate's side of the pending handle is.
 type resumableFunc struct {
 	approverFunc
-	await func(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error)
+	await func(ctx context.Context, r approver.Request, wait time.Duration) (approver.Decision, error)
 }
 
-func (f resumableFunc) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
+func (f resumableFunc) Await(ctx context.Context, r approver.Request, wait time.Duration) (approver.Decision, error) {
 	return f.await(ctx, r, wait)
 }
 
-func (f resumableFunc) Awaiter() mcpsafe.Awaiter { return f }
+func (f resumableFunc) Awaiter() approver.Awaiter { return f }
 
 // decided is a resumable approver that says "pending" until the test
 // decides, and counts how often it was asked.
@@ -37,18 +38,18 @@ type decided struct {
 	lastID   atomic.Value
 }
 
-func (d *decided) approver() mcpsafe.Approver {
+func (d *decided) approver() approver.Approver {
 	return resumableFunc{
-		approverFunc: func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrNoDecision
+		approverFunc: func(context.Context, approver.Request) (approver.Decision, error) {
+			return approver.Decision{}, approver.ErrNoDecision
 		},
-		await: func(_ context.Context, r mcpsafe.ApprovalRequest, _ time.Duration) (mcpsafe.ApprovalDecision, error) {
+		await: func(_ context.Context, r approver.Request, _ time.Duration) (approver.Decision, error) {
 			d.asks.Add(1)
 			d.lastID.Store(r.ID)
 			if d.approved.Load() {
-				return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+				return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 			}
-			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrPending
+			return approver.Decision{}, approver.ErrPending
 		},
 	}
 }
@@ -98,8 +99,8 @@ func TestChannelHandleBindsTarget(t *testing.T) {
 func TestChannelTokenWithoutAwaiter(t *testing.T) {
 	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
 		o.Mode = mcpsafe.ModeChannel
-		o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+		o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+			return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 		})
 	})
 	wantRefused(t, callTool(t, e.connect(client{}), "delete_note", map[string]any{"path": "cache.txt", "approval_token": "anything"}), mcpsafe.ReasonPolicyDenied)
@@ -112,8 +113,8 @@ func TestChannelTokenWithoutAwaiter(t *testing.T) {
 // nor ChannelWait ChannelTimeout; negative values are refused. The
 // defaults fit together.
 func TestChannelTimesAtNew(t *testing.T) {
-	ap := approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-		return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+	ap := approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+		return approver.Decision{}, approver.ErrDenied
 	})
 	for _, tc := range []struct {
 		name string
@@ -130,7 +131,7 @@ func TestChannelTimesAtNew(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
-			o.Audience, o.Journal, o.Mode, o.Approver = "a", mcpsafe.NoJournal, mcpsafe.ModeChannel, ap
+			o.Audience, o.Journal, o.Mode, o.Approver = "a", journal.Discard, mcpsafe.ModeChannel, ap
 			_, err := mcpsafe.New(o)
 			if (err == nil) != (tc.msg == "") || (err != nil && !strings.Contains(err.Error(), tc.msg)) {
 				t.Fatalf("New = %v, want %q", err, tc.msg)
@@ -146,12 +147,12 @@ func TestChannelOutputSchemaWithPending(t *testing.T) {
 	out := map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}
 	for _, tc := range []struct {
 		name     string
-		approver mcpsafe.Approver
+		approver approver.Approver
 		want     bool
 	}{
 		{"resumable", (&decided{}).approver(), false},
-		{"in-call only", approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+		{"in-call only", approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+			return approver.Decision{}, approver.ErrDenied
 		}), true},
 	} {
 		e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
@@ -183,8 +184,8 @@ func TestOutcomeJournaledAfterCallerLeft(t *testing.T) {
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 		o.Journal = j
 		o.Mode = mcpsafe.ModeChannel
-		o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+		o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+			return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 		})
 		(*tools)[0].Execute = func(ctx context.Context, _ mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
 			close(started)
@@ -227,8 +228,8 @@ func TestOutcomeJournaledAfterCallerLeft(t *testing.T) {
 func TestPendingFromPlainApproverRefused(t *testing.T) {
 	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
 		o.Mode = mcpsafe.ModeChannel
-		o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrPending
+		o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+			return approver.Decision{}, approver.ErrPending
 		})
 	})
 	wantRefused(t, callTool(t, e.connect(client{}), "delete_note", map[string]any{"path": "cache.txt"}), mcpsafe.ReasonChannelUnavailable)

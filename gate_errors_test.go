@@ -18,11 +18,12 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/seal"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestNewRefuses(t *testing.T) {
-	j := mcpsafe.NoJournal
+	j := journal.Discard
 	for _, tc := range []struct {
 		name string
 		o    mcpsafe.Options
@@ -46,7 +47,7 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func TestRegisterRefuses(t *testing.T) {
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,10 +363,6 @@ func TestPendingGlobalCapSweeps(t *testing.T) {
 
 // Key helpers, and a shared key file between two gates.
 func TestKeysHelpers(t *testing.T) {
-	var zero mcpsafe.Keys
-	if !zero.IsZero() {
-		t.Fatal("zero Keys not IsZero")
-	}
 	if _, err := mcpsafe.NewKeys(make([]byte, 16)); err == nil {
 		t.Fatal("a 16-byte key was accepted")
 	}
@@ -373,14 +370,14 @@ func TestKeysHelpers(t *testing.T) {
 		t.Fatal("an all-zero key was accepted")
 	}
 	path := filepath.Join(t.TempDir(), "keys")
-	if err := mcpsafe.WriteKeyFile(path); err != nil {
+	if err := seal.WriteKeyFile(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := mcpsafe.WriteKeyFile(path); err == nil {
+	if err := seal.WriteKeyFile(path); err == nil {
 		t.Fatal("WriteKeyFile overwrote a key file")
 	}
 	k, err := mcpsafe.LoadKeys(path)
-	if err != nil || k.IsZero() {
+	if err != nil || k == (mcpsafe.Keys{}) {
 		t.Fatalf("LoadKeys = %v, %v", k, err)
 	}
 	if _, err := mcpsafe.LoadKeys(filepath.Join(t.TempDir(), "missing")); err == nil {

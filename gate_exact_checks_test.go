@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -66,35 +67,35 @@ func TestAnswerActionExact(t *testing.T) {
 // distinct codes; MinAssurance channel needs a named approver.
 // (mutants: channel-false-approves, channel-error-approves, channel-assurance-unchecked)
 func TestChannelDecisions(t *testing.T) {
-	approved := mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"bob"}}
+	approved := approver.Decision{Approved: true, Approvers: []string{"bob"}}
 	for _, tc := range []struct {
 		name    string
 		min     mcpsafe.Assurance
-		decide  func(ctx context.Context) (mcpsafe.ApprovalDecision, error)
+		decide  func(ctx context.Context) (approver.Decision, error)
 		reason  string
 		journal string
 	}{
-		{"approved by a named approver (control)", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) { return approved, nil }, "", journal.ChannelApproved},
-		{"approved anonymously (control)", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approved: true}, nil
+		{"approved by a named approver (control)", 0, func(context.Context) (approver.Decision, error) { return approved, nil }, "", journal.ChannelApproved},
+		{"approved anonymously (control)", 0, func(context.Context) (approver.Decision, error) {
+			return approver.Decision{Approved: true}, nil
 		}, "", journal.ChannelApproved},
-		{"named approver meets channel assurance (control)", mcpsafe.AssuranceChannel, func(context.Context) (mcpsafe.ApprovalDecision, error) { return approved, nil }, "", journal.ChannelApproved},
-		{"false without an error", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approvers: []string{"bob"}}, nil
+		{"named approver meets channel assurance (control)", mcpsafe.AssuranceChannel, func(context.Context) (approver.Decision, error) { return approved, nil }, "", journal.ChannelApproved},
+		{"false without an error", 0, func(context.Context) (approver.Decision, error) {
+			return approver.Decision{Approvers: []string{"bob"}}, nil
 		}, mcpsafe.ReasonChannelDenied, ""},
-		{"denied", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+		{"denied", 0, func(context.Context) (approver.Decision, error) {
+			return approver.Decision{}, approver.ErrDenied
 		}, mcpsafe.ReasonChannelDenied, ""},
-		{"approved but failed", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) {
+		{"approved but failed", 0, func(context.Context) (approver.Decision, error) {
 			return approved, errors.New("connection reset")
 		}, mcpsafe.ReasonChannelUnavailable, ""},
-		{"panic", 0, func(context.Context) (mcpsafe.ApprovalDecision, error) { panic("approver crashed") }, mcpsafe.ReasonChannelUnavailable, ""},
-		{"timeout", 0, func(ctx context.Context) (mcpsafe.ApprovalDecision, error) {
+		{"panic", 0, func(context.Context) (approver.Decision, error) { panic("approver crashed") }, mcpsafe.ReasonChannelUnavailable, ""},
+		{"timeout", 0, func(ctx context.Context) (approver.Decision, error) {
 			<-ctx.Done()
 			return approved, ctx.Err()
 		}, mcpsafe.ReasonTimeout, ""},
-		{"anonymous approval below channel assurance", mcpsafe.AssuranceChannel, func(context.Context) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{Approved: true}, nil
+		{"anonymous approval below channel assurance", mcpsafe.AssuranceChannel, func(context.Context) (approver.Decision, error) {
+			return approver.Decision{Approved: true}, nil
 		}, mcpsafe.ReasonAssuranceTooLow, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestChannelDecisions(t *testing.T) {
 			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mcpsafe.ModeChannel
 				o.ChannelTimeout = 50 * time.Millisecond
-				o.Approver = approverFunc(func(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(ctx context.Context, r approver.Request) (approver.Decision, error) {
 					asked.Add(1)
 					if r.Tool != "delete_note" || r.Audience != "test-server" || r.ID == "" || !r.Irreversible {
 						t.Errorf("approval request %+v", r)
@@ -145,8 +146,8 @@ func TestAutoApproveIgnoredAboveClientAssurance(t *testing.T) {
 	for _, min := range []mcpsafe.Assurance{mcpsafe.AssuranceChannel, 0} {
 		e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 			o.Mode = mcpsafe.ModeChannel
-			o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+			o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+				return approver.Decision{}, approver.ErrDenied
 			})
 			(*tools)[0].MinAssurance = min
 			(*tools)[0].AutoApprove = []mcpsafe.Rule{{Name: "always", Match: func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (bool, error) { return true, nil }}}
@@ -426,8 +427,8 @@ func TestTokenRefusedOutsideTokenModes(t *testing.T) {
 	for _, mode := range []mcpsafe.Mode{mcpsafe.ModeElicit, mcpsafe.ModeChannel} {
 		e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
 			o.Mode = mode
-			o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+			o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+				return approver.Decision{}, approver.ErrDenied
 			})
 		})
 		res := callTool(t, e.connect(client{}), "rename_note", map[string]any{"from": "todo.txt", "to": "done.txt", "approval_token": "x"})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -111,7 +113,7 @@ func e0notes() *notes { return newNotes("todo.txt") }
 
 // TestOwnsTokenFieldNeedsTheProperty: the flag and the schema must agree.
 func TestOwnsTokenFieldNeedsTheProperty(t *testing.T) {
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "t", Journal: mcpsafe.NoJournal})
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "t", Journal: journal.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,15 +147,15 @@ func TestOwnedTokenFieldGetsNoPendingHandle(t *testing.T) {
 		o.Mode = mcpsafe.ModeChannel
 		o.ChannelWait = time.Millisecond
 		o.Approver = resumableFunc{
-			approverFunc: func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrNoDecision
+			approverFunc: func(context.Context, approver.Request) (approver.Decision, error) {
+				return approver.Decision{}, approver.ErrNoDecision
 			},
-			await: func(_ context.Context, _ mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
+			await: func(_ context.Context, _ approver.Request, wait time.Duration) (approver.Decision, error) {
 				waits <- wait
 				if wait > 0 {
-					return mcpsafe.ApprovalDecision{}, mcpsafe.ErrPending
+					return approver.Decision{}, approver.ErrPending
 				}
-				return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+				return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 			},
 		}
 		*tools = append(*tools, upstreamGatedTool(&seen, &mu))

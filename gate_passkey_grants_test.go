@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 )
 
 // A passkey signs one call. A tool that requires passkeys is offered no
@@ -22,18 +23,18 @@ func TestPasskeyToolGetsNoStandingGrants(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked atomic.Int32
-			var offered []mcpsafe.GrantOffer
+			var offered []approver.GrantOffer
 			p := grantPolicy()
 			p.ClientRelayed = false
 			e := newGrantEnv(t, p, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mcpsafe.ModeChannel
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					asked.Add(1)
 					offered = r.Grants
 					if r.MinAssurance != mcpsafe.AssurancePasskey {
 						t.Errorf("the request does not say the tool requires passkeys: %v", r.MinAssurance)
 					}
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice@example.com"},
+					return approver.Decision{Approved: true, Approvers: []string{"alice@example.com"},
 						Assurance: mcpsafe.AssurancePasskey, Grant: tc.grant}, nil
 				})
 				(*tools)[2].MinAssurance = mcpsafe.AssurancePasskey

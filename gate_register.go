@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpsafe/mcpsafe/internal/canon"
+	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -71,24 +73,38 @@ func (g *Gate) CheckOptIns() error {
 	for _, o := range g.opts.AllowTokenFor {
 		t, ok := g.tools[o.Tool]
 		if !ok {
-			return &OptInError{"AllowTokenFor", o.Tool, "is not a gated tool of this server", g.optInCandidates(false)}
+			return &optincheck.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(false)}
 		}
 		if !t.Irreversible {
-			return &OptInError{"AllowTokenFor", o.Tool, "is reversible and needs no opt-in", g.optInCandidates(false)}
+			return &optincheck.Error{Option: "AllowTokenFor", Tool: o.Tool, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(false)}
 		}
 	}
 	for _, n := range g.opts.AllowGrantsFor {
 		t, ok := g.tools[n]
 		switch {
 		case !ok:
-			return &OptInError{"AllowGrantsFor", n, "is not a gated tool of this server", g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is not a gated tool of this server", Valid: g.optInCandidates(true)}
 		case !t.Irreversible:
-			return &OptInError{"AllowGrantsFor", n, "is reversible and needs no opt-in", g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "is reversible and needs no opt-in", Valid: g.optInCandidates(true)}
 		case t.Grants == nil:
-			return &OptInError{"AllowGrantsFor", n, "has no grant policy (Tool.Grants)", g.optInCandidates(true)}
+			return &optincheck.Error{Option: "AllowGrantsFor", Tool: n, Problem: "has no grant policy (Tool.Grants)", Valid: g.optInCandidates(true)}
 		}
 	}
 	return nil
+}
+
+// optInCandidates lists the tools an opt-in could name: the irreversible
+// gated tools, and for grants only those with a grant policy. The caller
+// holds g.mu.
+func (g *Gate) optInCandidates(grants bool) []string {
+	var out []string
+	for name, t := range g.tools {
+		if t.Irreversible && (!grants || t.Grants != nil) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
@@ -139,7 +155,7 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	// them but through the steps.
 	t.Resolve, t.Preview, t.Execute = nil, nil, nil
 	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, fast: newFastSchema(schemaMap), minAssur: minA}
-	if g.opts.TracerProvider != nil {
+	if g.opts.Tracer != nil {
 		gt.execute = tracedExecute(g.tracer, gt.execute)
 	}
 	for i := range g.opts.AllowTokenFor {
@@ -154,6 +170,9 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 		}
 		if g.standing == nil {
 			return nil, nil, fmt.Errorf("mcpsafe: tool %q offers standing grants, but the ledger (%T) keeps none (its Standing method returns nil)", t.Name, g.ledger)
+		}
+		if p.Scopes != nil && g.opts.GrantCEL == nil {
+			return nil, nil, fmt.Errorf("mcpsafe: tool %q derives grant scopes (GrantPolicy.Scopes), which are CEL: set Options.GrantCEL to celscope.New() (package github.com/mcpsafe/mcpsafe/grants/celscope)", t.Name)
 		}
 		gt.grantsNamed = !t.Irreversible || slices.Contains(g.opts.AllowGrantsFor, t.Name)
 	}

@@ -9,12 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
-
-// WithdrawShuttingDown is the withdraw reason an approver is told when the
-// gate withdraws a pending request because its server is shutting down.
-const WithdrawShuttingDown = "shutting_down"
 
 // cutWait is how long Shutdown waits, after cutting the Executes that
 // outlived the grace, for them to return and journal their outcome.
@@ -83,7 +80,7 @@ type stopState struct {
 type parkedApproval struct {
 	path    string // channel, page, elicitation or token
 	rec     journal.Record
-	req     *ApprovalRequest // channel requests, to withdraw at the approver
+	req     *approver.Request // channel requests, to withdraw at the approver
 	expires time.Time
 }
 
@@ -152,7 +149,7 @@ func shuttingDown(what string) *Refusal {
 
 // park records an approval that leaves this handler pending. It fails once
 // shutdown began: the caller then spends the grant and refuses the call.
-func (g *Gate) park(nonce, path string, k *call, req *ApprovalRequest, expires time.Time) bool {
+func (g *Gate) park(nonce, path string, k *call, req *approver.Request, expires time.Time) bool {
 	rec := g.record(k, journal.Refused)
 	rec.Call, rec.Summary, rec.Reason = nonce, k.plan.Summary, ReasonShuttingDown
 	s := &g.stop
@@ -366,7 +363,7 @@ func (g *Gate) withdrawParked(ctx context.Context, parked map[string]*parkedAppr
 				return // redeemed meanwhile (another replica) or expired
 			}
 			if p.req != nil {
-				g.withdraw(ctx, g.via(p.path), *p.req, WithdrawShuttingDown)
+				g.withdraw(ctx, g.via(p.path), *p.req, approver.WithdrawShuttingDown)
 			}
 			g.appendBounded(ctx, p.rec)
 		}()

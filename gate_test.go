@@ -395,7 +395,7 @@ func TestIrreversibleOptIn(t *testing.T) {
 	})
 	t.Run("patterns are not names", func(t *testing.T) {
 		for _, bad := range []string{"delete_*", "*", " delete_note", "delete_note "} {
-			_, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal, AllowTokenFor: []mcpsafe.OptIn{{Tool: bad}}})
+			_, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard, AllowTokenFor: []mcpsafe.OptIn{{Tool: bad}}})
 			if err == nil {
 				t.Errorf("opt-in %q accepted", bad)
 			}

@@ -8,8 +8,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -63,12 +65,12 @@ func redactPlan(p Plan, s journal.Secrets) Plan {
 		out.Targets = append(out.Targets, Target{Name: s.Text(t.Name), State: s.Text(t.State)})
 	}
 	for _, pt := range p.Parts {
-		r := Part{Title: s.Text(pt.Title), Shows: pt.Shows}
+		r := plan.Part{Title: s.Text(pt.Title), Shows: pt.Shows}
 		if d := pt.Diff; d != nil {
-			r.Diff = &Diff{Path: s.Text(d.Path), Old: s.Text(d.Old), New: s.Text(d.New), Unified: s.Text(d.Unified)}
+			r.Diff = &plan.Diff{Path: s.Text(d.Path), Old: s.Text(d.Old), New: s.Text(d.New), Unified: s.Text(d.Unified)}
 		}
 		if t := pt.Table; t != nil {
-			r.Table = &Table{}
+			r.Table = &plan.Table{}
 			for _, c := range t.Columns {
 				r.Table.Columns = append(r.Table.Columns, s.Text(c))
 			}
@@ -233,7 +235,7 @@ func grantHolder(principal string) string {
 // fixed here; everything that came from the agent or the world is a
 // rendered line inside it. It shows the whole plan and every argument, or
 // the call is refused.
-func (g *Gate) approvalMessage(k *call, offers []GrantOffer) (string, *Refusal) {
+func (g *Gate) approvalMessage(k *call, offers []approver.GrantOffer) (string, *Refusal) {
 	var b strings.Builder
 	b.WriteString("Approve this action?\n\n")
 	fmt.Fprintf(&b, "Tool: %s", k.t.Name)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
+	"github.com/mcpsafe/mcpsafe/tracing/oteltracing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -23,7 +24,7 @@ func tracedEnv(t *testing.T, adjust func(*mcpsafe.Options, *[]mcpsafe.Tool)) (*e
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
-		o.TracerProvider = tp
+		o.Tracer = oteltracing.New(tp)
 		if adjust != nil {
 			adjust(o, tools)
 		}

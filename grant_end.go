@@ -2,12 +2,8 @@ package mcpsafe
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
@@ -91,65 +87,4 @@ func (g *Gate) JournalGrantEnds(ctx context.Context) (int, error) {
 		}
 	}
 	return n, ctx.Err()
-}
-
-// Grants lists the live standing grants in a ledger, from the plain copies
-// the ledger keeps (for display: the gate trusts only the sealed grant).
-func Grants(ctx context.Context, store ledger.StandingStore) ([]GrantInfo, error) {
-	list, err := store.StandingFor(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]GrantInfo, 0, len(list))
-	for _, s := range list {
-		var d standingData
-		if err := json.Unmarshal(s.Data, &d); err != nil || d.Info.ID != s.ID {
-			d.Info = GrantInfo{ID: s.ID, Tool: "(unreadable)"}
-		}
-		d.Info.UsesLeft = s.Uses
-		if s.Expires.Before(d.Info.ExpiresAt) || d.Info.ExpiresAt.IsZero() {
-			d.Info.ExpiresAt = s.Expires.UTC()
-		}
-		out = append(out, d.Info)
-	}
-	slices.SortFunc(out, func(a, b GrantInfo) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
-}
-
-// RevokeGrants ends every live standing grant in store that match selects,
-// and returns those it ended. The store ends each before RevokeGrants
-// returns, so no replica sharing it can use them afterwards, and keeps by
-// (who revoked, and through what) until a gate sharing the store journals
-// the end (JournalGrantEnds). It selects on the ledger's plain copies (see
-// Grants).
-func RevokeGrants(ctx context.Context, store ledger.StandingStore, by string, match func(GrantInfo) bool) ([]GrantInfo, error) {
-	list, err := Grants(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	var ended []GrantInfo
-	for _, gi := range list {
-		if !match(gi) {
-			continue
-		}
-		ok, err := store.RevokeStanding(ctx, gi.ID, ledger.Revocation{Reason: ledger.EndRevoked, By: clip(by, ledger.MaxRevokedBy)})
-		if err != nil {
-			return ended, err
-		}
-		if ok {
-			ended = append(ended, gi)
-		}
-	}
-	return ended, nil
-}
-
-// clip cuts s to at most n bytes without splitting a UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

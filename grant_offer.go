@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -29,7 +31,7 @@ type GrantPolicy struct {
 	// function of the call and its resolved state: the offers are computed
 	// again when the answer arrives, and an answer names an offer by its
 	// position.
-	Scopes func(c Call, r Resolved) ([]GrantScope, error)
+	Scopes func(c Call, r Resolved) ([]grants.Scope, error)
 	// ScopesBinding names what Scopes derives (a function cannot be
 	// hashed): a version, or a digest of the fixed scopes it returns. It is
 	// part of the tool's policy hash, so changing it voids the grants made
@@ -39,29 +41,6 @@ type GrantPolicy struct {
 	// what it returns. A policy file (mcpsafe proxy) sets it to a digest of
 	// its scopes' words and CEL.
 	ScopesBinding string
-}
-
-// GrantScope is a constraint on the calls a standing grant covers.
-type GrantScope struct {
-	// Words describe the scope to the human, e.g. "paths under /data/tmp/".
-	Words string
-	// CEL decides whether a call fits. It sees tool, principal, args (the
-	// canonical arguments), args_digest and resolved (the resolved state of
-	// the later call). Only the exact bool true fits; an error or any other
-	// value refuses the grant for that call, which is then asked as usual.
-	CEL string
-}
-
-// GrantOffer is one standing grant a human may choose when approving.
-type GrantOffer struct {
-	ID    string        `json:"id"`    // what to answer to choose it
-	Label string        `json:"label"` // the whole offer in words, sanitized
-	Words string        `json:"scope"` // the scope in words, sanitized
-	CEL   string        `json:"cel"`
-	TTL   time.Duration `json:"ttl"`
-	Uses  int           `json:"uses"` // the approving call included
-
-	raw string // the scope's words as the tool gave them
 }
 
 // offerLimits are the limits offered for each scope: a short default and
@@ -75,55 +54,61 @@ func offerLimits(p *GrantPolicy) [][2]int64 {
 	return [][2]int64{short, ceil}
 }
 
-// OnceOffer is the answer that approves the call alone.
-const OnceOffer = "once"
-
 // grantsOffered reports whether t offers standing grants at all.
 func (t *gatedTool) grantsOffered() bool { return t.Grants != nil && t.grantsNamed }
 
 // offers lists the standing grants a human may choose for this call, in a
 // fixed order: they are computed again, from the same call and policy, when
 // the answer comes back.
-func (g *Gate) offers(k *call, assurance Assurance) ([]GrantOffer, error) {
+func (g *Gate) offers(k *call, assurance Assurance) ([]approver.GrantOffer, error) {
+	out, _, err := g.offerWords(k, assurance)
+	return out, err
+}
+
+// offerWords is offers, with each offer's scope in words as the tool gave
+// them (what a standing grant keeps).
+func (g *Gate) offerWords(k *call, assurance Assurance) ([]approver.GrantOffer, []string, error) {
 	t := k.t
 	if !t.grantsOffered() || g.standing == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if assurance <= AssuranceClientRelayed && !t.Grants.ClientRelayed {
-		return nil, nil
+		return nil, nil, nil
 	}
-	scopes := []GrantScope{{Words: "exactly these arguments", CEL: fmt.Sprintf("args_digest == %q", k.c.ArgsDigest)}}
+	scopes := []grants.Scope{{Words: "exactly these arguments", CEL: fmt.Sprintf("args_digest == %q", k.c.ArgsDigest)}}
 	if t.Grants.Scopes != nil {
-		var more []GrantScope
+		var more []grants.Scope
 		err := safely(func() error {
 			var err error
 			more, err = t.Grants.Scopes(k.c, k.st.resolved)
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("grant scopes: %w", err)
+			return nil, nil, fmt.Errorf("grant scopes: %w", err)
 		}
 		scopes = append(scopes, more...)
 	}
-	var out []GrantOffer
+	var out []approver.GrantOffer
+	var raws []string
 	for i, s := range scopes {
 		if strings.TrimSpace(s.Words) == "" || strings.TrimSpace(s.CEL) == "" {
-			return nil, fmt.Errorf("grant scope %d has no words or no CEL", i)
+			return nil, nil, fmt.Errorf("grant scope %d has no words or no CEL", i)
 		}
 		if _, err := g.program(s.CEL); err != nil {
-			return nil, fmt.Errorf("grant scope %d: %w", i, err)
+			return nil, nil, fmt.Errorf("grant scope %d: %w", i, err)
 		}
 		words := prompt.Quote(s.Words)
 		for j, l := range offerLimits(t.Grants) {
 			ttl, uses := time.Duration(l[0]), int(l[1])
-			out = append(out, GrantOffer{
+			out = append(out, approver.GrantOffer{
 				ID:    fmt.Sprintf("grant-%d-%d", i+1, j+1),
 				Label: fmt.Sprintf("this and calls with %s, for %s, %d uses in all", words, shortDuration(ttl), uses),
-				Words: words, CEL: s.CEL, TTL: ttl, Uses: uses, raw: s.Words,
+				Words: words, CEL: s.CEL, TTL: ttl, Uses: uses,
 			})
+			raws = append(raws, s.Words)
 		}
 	}
-	return out, nil
+	return out, raws, nil
 }
 
 // shortDuration writes 15m, 1h, 1h30m rather than 15m0s.
@@ -140,8 +125,8 @@ func shortDuration(d time.Duration) string {
 
 // chosenOffer maps an answer to an offer. Only an exact listed ID counts;
 // anything else is an error, and the whole approval is refused.
-func chosenOffer(offers []GrantOffer, answer string) (*GrantOffer, error) {
-	if answer == OnceOffer {
+func chosenOffer(offers []approver.GrantOffer, answer string) (*approver.GrantOffer, error) {
+	if answer == approver.Once {
 		return nil, nil
 	}
 	for i := range offers {
@@ -156,7 +141,7 @@ func chosenOffer(offers []GrantOffer, answer string) (*GrantOffer, error) {
 // The offers are computed again from the same call and policy; only an
 // exact listed choice counts, and anything else refuses the approval.
 func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *Approval, approvedTarget string) *Refusal {
-	if choice == nil || *choice == OnceOffer {
+	if choice == nil || *choice == approver.Once {
 		return nil
 	}
 	// The offers derive from the resolved state: recomputed on another
@@ -171,11 +156,11 @@ func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *A
 		return refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
 	}
 	k.st = st
-	offers, err := g.offers(k, a.Assurance)
+	offers, raws, err := g.offerWords(k, a.Assurance)
 	if err != nil {
 		return refusal(ReasonPreviewFailed, "%v", err)
 	}
-	if len(offers) == 0 && *choice != OnceOffer {
+	if len(offers) == 0 && *choice != approver.Once {
 		return refusal(ReasonDeclined, "the answer chose a standing grant, and none was offered")
 	}
 	o, err := chosenOffer(offers, *choice)
@@ -185,7 +170,13 @@ func (g *Gate) chooseStanding(ctx context.Context, k *call, choice *string, a *A
 	if o == nil {
 		return nil
 	}
-	id, r := g.createStanding(ctx, k, o, *a)
+	raw := ""
+	for i := range offers {
+		if offers[i].ID == o.ID {
+			raw = raws[i]
+		}
+	}
+	id, r := g.createStanding(ctx, k, o, raw, *a)
 	if r != nil {
 		return r
 	}

@@ -3,64 +3,45 @@ package mcpsafe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sync"
+	"regexp"
 
-	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/common/types"
-	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/mcpsafe/mcpsafe/grants"
 )
 
-// celEnv is the environment grant scopes are compiled in.
-var celEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.Variable("tool", cel.StringType),
-		cel.Variable("principal", cel.StringType),
-		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("args_digest", cel.StringType),
-		cel.Variable("resolved", cel.MapType(cel.StringType, cel.DynType)),
-	)
-})
+// exactScope is the CEL of the scope every grant offer includes, "exactly
+// these arguments" (see offerWords), which the gate evaluates itself when
+// Options.GrantCEL is nil.
+var exactScope = regexp.MustCompile(`^args_digest == "([0-9a-f]+)"$`)
 
-// celCostLimit bounds one evaluation of a scope.
-const celCostLimit = 100_000
+// errNoCEL: a scope other than "exactly these arguments" with no evaluator.
+var errNoCEL = errors.New("this gate evaluates no grant scope CEL but \"exactly these arguments\": set Options.GrantCEL (package grants/celscope)")
 
-func (g *Gate) program(src string) (cel.Program, error) {
+func (g *Gate) program(src string) (grants.Match, error) {
 	if p, ok := g.programs.Load(src); ok {
-		return p.(cel.Program), nil
+		return p.(grants.Match), nil
 	}
-	env, err := celEnv()
-	if err != nil {
-		return nil, err
+	var m grants.Match
+	switch sub := exactScope.FindStringSubmatch(src); {
+	case g.opts.GrantCEL != nil:
+		var err error
+		if m, err = g.opts.GrantCEL.Compile(src); err != nil {
+			return nil, err
+		}
+	case sub != nil:
+		digest := sub[1]
+		m = func(_ context.Context, in grants.Input) (bool, error) { return in.ArgsDigest == digest, nil }
+	default:
+		return nil, errNoCEL
 	}
-	ast, iss := env.Compile(src)
-	if iss != nil && iss.Err() != nil {
-		return nil, fmt.Errorf("CEL %s: %w", prompt.Quote(src), iss.Err())
-	}
-	prg, err := env.Program(ast, cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(100))
-	if err != nil {
-		return nil, err
-	}
-	g.programs.Store(src, prg)
-	return prg, nil
-}
-
-// CheckGrantScope compiles a scope's CEL as the gate will, so that a policy
-// file can refuse a bad one when it loads rather than at the first call.
-func CheckGrantScope(src string) error {
-	env, err := celEnv()
-	if err != nil {
-		return err
-	}
-	if _, iss := env.Compile(src); iss != nil && iss.Err() != nil {
-		return iss.Err()
-	}
-	return nil
+	g.programs.Store(src, m)
+	return m, nil
 }
 
 // fits evaluates a scope on this call. Only the exact bool true fits.
 func (g *Gate) fits(ctx context.Context, src string, k *call) (bool, error) {
-	prg, err := g.program(src)
+	match, err := g.program(src)
 	if err != nil {
 		return false, err
 	}
@@ -72,21 +53,17 @@ func (g *Gate) fits(ctx context.Context, src string, k *call) (bool, error) {
 	if res == nil {
 		res = map[string]any{}
 	}
-	var v any
+	var fit bool
 	err = safely(func() error {
-		out, _, err := prg.ContextEval(ctx, map[string]any{
-			"tool": k.t.Name, "principal": k.c.Principal, "args": args,
-			"args_digest": k.c.ArgsDigest, "resolved": res,
+		var err error
+		fit, err = match(ctx, grants.Input{
+			Tool: k.t.Name, Principal: k.c.Principal, Args: args,
+			ArgsDigest: k.c.ArgsDigest, Resolved: res,
 		})
-		v = out
 		return err
 	})
 	if err != nil {
 		return false, err
 	}
-	b, ok := v.(types.Bool)
-	if !ok {
-		return false, fmt.Errorf("the scope yielded %v, not a bool", v)
-	}
-	return b == types.True, nil
+	return fit, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
@@ -16,11 +18,11 @@ import (
 // scopes by position) is refused rather than applied to the new list.
 
 // anywhere offers the wide scope "any path".
-func anywhere(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
-	return []mcpsafe.GrantScope{{Words: "any path", CEL: "true"}}, nil
+func anywhere(mcpsafe.Call, mcpsafe.Resolved) ([]grants.Scope, error) {
+	return []grants.Scope{{Words: "any path", CEL: "true"}}, nil
 }
 
-func scopedPolicy(scopes func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error), binding string) *mcpsafe.GrantPolicy {
+func scopedPolicy(scopes func(mcpsafe.Call, mcpsafe.Resolved) ([]grants.Scope, error), binding string) *mcpsafe.GrantPolicy {
 	p := grantPolicy()
 	p.Scopes, p.ScopesBinding = scopes, binding
 	return p
@@ -68,9 +70,9 @@ func TestChannelGrantChoiceAfterScopesChange(t *testing.T) {
 			p.ClientRelayed = false
 			e = newGrantEnv(t, p, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mcpsafe.ModeChannel
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					if asked.Add(1) > 1 {
-						return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+						return approver.Decision{}, approver.ErrDenied
 					}
 					if len(r.Grants) < 3 || r.Grants[2].ID != tmpFor15m || r.Grants[2].Words != `"any path"` {
 						t.Errorf("offers shown: %+v", r.Grants)
@@ -85,7 +87,7 @@ func TestChannelGrantChoiceAfterScopesChange(t *testing.T) {
 					if err := e.gate.Register(e.server, e.writes.writeTool(next)); err != nil {
 						t.Error(err)
 					}
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice@example.com"}, Grant: tmpFor15m}, nil
+					return approver.Decision{Approved: true, Approvers: []string{"alice@example.com"}, Grant: tmpFor15m}, nil
 				})
 			})
 			cs := e.connect(client{name: "alice"})

@@ -10,30 +10,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// GrantInfo describes a live standing grant, as `mcpsafe grants list` and
-// the approval service show it. Its strings are not sanitized: quote them
-// (package prompt) before showing them.
-type GrantInfo struct {
-	ID        string    `json:"id"`
-	Tool      string    `json:"tool"`
-	Principal string    `json:"principal"`
-	Audience  string    `json:"audience"`
-	Scope     string    `json:"scope"`
-	CEL       string    `json:"cel"`
-	By        string    `json:"by"`
-	Assurance Assurance `json:"assurance"`
-	Uses      int       `json:"uses"` // granted, the approving call included
-	UsesLeft  int       `json:"uses_left"`
-	IssuedAt  time.Time `json:"issued_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
 
 // standingVersion is bound into the sealed standing grant.
 const standingVersion = 1
@@ -59,8 +43,8 @@ type standingGrant struct {
 // standingData is the ledger's opaque Data: the sealed grant, which alone
 // the gate trusts, and a plain copy for listing without keys.
 type standingData struct {
-	Info   GrantInfo `json:"info"`
-	Sealed string    `json:"sealed"`
+	Info   grants.Info `json:"info"`
+	Sealed string      `json:"sealed"`
 }
 
 // standingScope is the ledger's lookup key for the grants of one tool and
@@ -74,7 +58,7 @@ var errNoStanding = errors.New("the ledger does not keep standing grants")
 
 // createStanding records a standing grant that a human chose while
 // approving k, and journals it. The approving call is its first use.
-func (g *Gate) createStanding(ctx context.Context, k *call, o *GrantOffer, a Approval) (string, *Refusal) {
+func (g *Gate) createStanding(ctx context.Context, k *call, o *approver.GrantOffer, words string, a Approval) (string, *Refusal) {
 	if g.standing == nil {
 		return "", refusal(ReasonLedgerUnavailable, "%v", errNoStanding)
 	}
@@ -86,7 +70,7 @@ func (g *Gate) createStanding(ctx context.Context, k *call, o *GrantOffer, a App
 	exp := now.Add(o.TTL)
 	sg := standingGrant{
 		Version: standingVersion, ID: id, Tool: k.t.Name, Policy: k.t.policy,
-		Principal: k.c.Principal, Audience: g.opts.Audience, Words: o.raw, CEL: o.CEL,
+		Principal: k.c.Principal, Audience: g.opts.Audience, Words: words, CEL: o.CEL,
 		By: a.By, Assurance: a.Assurance, Uses: o.Uses,
 		IssuedAt: now.UnixMilli(), ExpiresAt: exp.UnixMilli(),
 	}
@@ -118,8 +102,8 @@ func (g *Gate) createStanding(ctx context.Context, k *call, o *GrantOffer, a App
 	return id, nil
 }
 
-func (sg *standingGrant) info() GrantInfo {
-	return GrantInfo{
+func (sg *standingGrant) info() grants.Info {
+	return grants.Info{
 		ID: sg.ID, Tool: sg.Tool, Principal: sg.Principal, Audience: sg.Audience,
 		Scope: sg.Words, CEL: sg.CEL, By: sg.By, Assurance: sg.Assurance, Uses: sg.Uses,
 		IssuedAt: time.UnixMilli(sg.IssuedAt).UTC(), ExpiresAt: time.UnixMilli(sg.ExpiresAt).UTC(),

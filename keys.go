@@ -6,8 +6,9 @@ import (
 
 // Keys seal the grants that travel through the client (approval tokens and
 // request state). The first key seals; every key opens, so keys can rotate.
-// The zero Keys means a fresh random key for this process: tokens then die
-// with the process and no other replica can redeem them.
+// The zero Keys (Keys{}) means a fresh random key for this process: tokens
+// then die with the process and no other replica can redeem them. Create a
+// key file with `mcpsafe keygen FILE`.
 type Keys struct {
 	ring *seal.Keyring
 }
@@ -29,10 +30,3 @@ func LoadKeys(path string) (Keys, error) {
 	}
 	return Keys{ring: r}, nil
 }
-
-// WriteKeyFile creates a new key file holding one fresh random key. It
-// refuses to overwrite an existing file.
-func WriteKeyFile(path string) error { return seal.WriteKeyFile(path) }
-
-// IsZero reports whether k is the zero Keys (a random per-process key).
-func (k Keys) IsZero() bool { return k.ring == nil }

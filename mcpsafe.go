@@ -22,6 +22,14 @@
 //
 // Every failure refuses the call: nothing runs on an error, a timeout, an
 // unknown answer or a missing capability.
+//
+// Beside the root: package plan (a plan's diffs and tables, Plan.Parts),
+// journal (the audit trail, Options.Journal) and ledger (single use across
+// replicas, Options.Ledger); approver, with channel and approvalpage
+// (asking a person elsewhere: Options.Approver, Options.Page); grants and
+// grants/celscope (standing grants and their CEL scopes: Tool.Grants,
+// Options.GrantCEL); tracing/oteltracing and metrics (Options.Tracer,
+// Options.Observer).
 package mcpsafe
 
 import (
@@ -29,8 +37,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,24 +62,23 @@ const (
 	ModeChannel Mode = "channel"
 )
 
-// Assurance orders how much an approval proves about who approved.
-type Assurance int
+// Assurance orders how much an approval proves about who approved (see
+// package approver, which defines the levels).
+type Assurance = approver.Assurance
 
+// The levels of Assurance, weakest first.
 const (
 	// AssuranceClientRelayed: an elicitation accept or a token typed back.
 	// A client, or a hook in it, can produce either without a person.
-	AssuranceClientRelayed Assurance = iota + 1
+	AssuranceClientRelayed = approver.AssuranceClientRelayed
 	// AssuranceLocalPage: a click on the local approval page (package
-	// approvalpage) of a server on the user's machine. It proves that
-	// someone who could use a browser there decided (a person, or an agent
-	// with a browser tool), not who.
-	AssuranceLocalPage
+	// approvalpage) of a server on the user's machine.
+	AssuranceLocalPage = approver.AssuranceLocalPage
 	// AssuranceChannel: an approver authenticated by an out-of-band channel.
-	AssuranceChannel
+	AssuranceChannel = approver.AssuranceChannel
 	// AssurancePasskey: each approver signed this exact call with a
-	// registered passkey (WebAuthn, user verified), checked by the gate
-	// against the approver's public key, not taken from the channel's word.
-	AssurancePasskey
+	// registered passkey, checked by the gate.
+	AssurancePasskey = approver.AssurancePasskey
 )
 
 // Call is one tools/call as the gate checked it: every function of a
@@ -105,20 +111,18 @@ func (c Call) Decode(v any) error { return json.Unmarshal(c.Arguments, v) }
 // Resolved too: its JSON object.
 type Resolved map[string]any
 
-// Target is something a call will touch, with its current state.
-type Target struct {
-	Name  string `json:"name"`
-	State string `json:"state,omitempty"`
-}
+// Target is something a call will touch, with its current state
+// (plan.Target: the approver's request carries the targets too).
+type Target = plan.Target
 
 // Plan is what Preview returns: what will happen, in words for a human.
 // Targets are the things the call touches with their current state; Parts
 // show the effect (a diff, a table), see Part.
 type Plan struct {
-	Summary string   `json:"summary"`
-	Details []string `json:"details,omitempty"`
-	Targets []Target `json:"targets,omitempty"`
-	Parts   []Part   `json:"parts,omitempty"`
+	Summary string      `json:"summary"`
+	Details []string    `json:"details,omitempty"`
+	Targets []Target    `json:"targets,omitempty"`
+	Parts   []plan.Part `json:"parts,omitempty"`
 
 	views []plan.PartView // Parts as rendered, set by the gate after Preview
 }
@@ -218,87 +222,4 @@ type Tool struct {
 type OptIn struct {
 	Tool  string
 	Until time.Time // zero: no expiry; otherwise valid while now < Until
-}
-
-// ApprovalRequest is what the gate sends an out-of-band Approver.
-type ApprovalRequest struct {
-	ID      string   `json:"id"`
-	Tool    string   `json:"tool"`
-	Summary string   `json:"summary"` // sanitized for display
-	Details []string `json:"details,omitempty"`
-	Targets []Target `json:"targets,omitempty"`
-	// Parts are the plan's parts as rendered, whole (see Part).
-	Parts []plan.PartView `json:"parts,omitempty"`
-	// Arguments are the call's arguments in full, sensitive values
-	// redacted (journal.Redact with the tool's SecretFields), so that the
-	// approver can see every one of them.
-	Arguments    json.RawMessage `json:"arguments,omitempty"`
-	ArgsDigest   string          `json:"args_digest"`
-	Principal    string          `json:"principal"`
-	Audience     string          `json:"audience"`
-	Irreversible bool            `json:"irreversible"`
-	ExpiresAt    time.Time       `json:"expires_at"`
-	// Grants are the standing grants the approver may choose instead of
-	// this call alone (empty: none offered).
-	Grants []GrantOffer `json:"grants,omitempty"`
-	// MinAssurance is the tool's: an approver that cannot meet it must not
-	// answer yes.
-	MinAssurance Assurance `json:"min_assurance,omitempty"`
-}
-
-// ApprovalDecision is an Approver's answer.
-type ApprovalDecision struct {
-	Approved  bool     // exactly true approves
-	Approvers []string // identities the channel vouches for
-	// Grant is the ID of the standing grant chosen from the request's
-	// Grants; empty or OnceOffer approves this call alone. Any other value
-	// refuses the approval.
-	Grant string
-	// Assurance is what the approver could verify of the decision:
-	// AssurancePasskey when every required approver's passkey assertion
-	// checked out; 0 means as the approvers imply (AssuranceChannel when
-	// named).
-	Assurance Assurance
-	// Evidence is the channel's proof of the decision as received (the
-	// approval service's signed statement), journaled with the approval.
-	Evidence json.RawMessage
-}
-
-// Approver asks a human somewhere else. Any error means not approved.
-//
-// What else an approver can do is part of its type, never found by a type
-// assertion that a wrapper (metrics, tracing, a test double) would
-// silently defeat: Awaiter and Withdrawer return nil when the approver
-// cannot. A wrapper that embeds the Approver it wraps forwards both; one
-// that does not must decide. The gate asks once, in New.
-type Approver interface {
-	Approve(ctx context.Context, r ApprovalRequest) (ApprovalDecision, error)
-	// Awaiter returns the approver's way of keeping a request open
-	// across calls, or nil when it has none.
-	Awaiter() Awaiter
-	// Withdrawer returns the approver's way of taking a request back, or
-	// nil when it has none.
-	Withdrawer() Withdrawer
-}
-
-// Ledger records issued grants and redeems each at most once.
-// Redeem reports true exactly once for an issued, unexpired nonce.
-//
-// Standing returns the store that keeps standing grants, or nil when the
-// ledger keeps none (tools that offer grants are then a startup error).
-// Every store of package ledger and of its backends (ledger/sqlite,
-// ledger/redis, ledger/postgres) returns itself. A wrapper (metrics,
-// tracing, fault injection) must forward it explicitly: the capability is
-// part of the type, never found by a type assertion that a wrapper would
-// silently defeat.
-type Ledger interface {
-	Issue(ctx context.Context, nonce string, expires time.Time) error
-	Redeem(ctx context.Context, nonce string) (bool, error)
-	Standing() ledger.StandingStore
-}
-
-// Journal receives audit records. Append returns only once the record is
-// durable; an error means nothing may run.
-type Journal interface {
-	Append(ctx context.Context, r journal.Record) error
 }

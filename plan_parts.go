@@ -17,71 +17,11 @@ import (
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
-// Part is one typed part of a plan, besides its Summary and Details: a
-// change of text shown as a unified diff, or a table. Exactly one of Diff
-// and Table is set. (The plan's targets with their current state are the
-// third kind: Plan.Targets.)
-//
-// Every surface shows the parts: the approval prompt a client shows (plain
-// text, a compact unified diff), the page of `mcpsafe approvals serve` (a
-// diff view, long diffs folded behind "expand"), the channel request (as
-// data, plan.PartView). A part is shown whole on the page and in the channel
-// request; the prompt shows at most ShortDiffLines lines of a diff and
-// ShortTableRows rows of a table, and says how many more there are and
-// where to see them, never cutting silently. The approval binds the whole
-// arguments whatever a part shows, and the parts as rendered are bound
-// like the targets: a preview that renders differently right before
-// Execute (the file changed) voids the approval. A preview's parts must
-// therefore be a function of the arguments and the current state.
-type Part struct {
-	// Title says what the part is, in words: "Overwrite /data/a.txt (3 lines
-	// changed)". Optional.
-	Title string `json:"title,omitempty"`
-	Diff  *Diff  `json:"diff,omitempty"`
-	Table *Table `json:"table,omitempty"`
-	// Shows names the arguments this part shows in full (the new content
-	// of a file shown as the diff against its current content). Where the
-	// part is shown whole, the prompt's list of arguments says so instead
-	// of repeating their values; where it is abbreviated, they are listed
-	// in full as usual.
-	Shows []string `json:"shows,omitempty"`
-}
-
-// Diff is a change of text: Old and New, whose unified diff is computed
-// (with github.com/aymanbagabas/go-udiff, three lines of context), or a
-// ready unified diff in Unified (such as a server's dry run returns). Old
-// empty and New set is a creation: every line is added.
-type Diff struct {
-	Path    string `json:"path,omitempty"`
-	Old     string `json:"old,omitempty"`
-	New     string `json:"new,omitempty"`
-	Unified string `json:"unified,omitempty"`
-}
-
-// Table is rows of cells under column names.
-type Table struct {
-	Columns []string   `json:"columns"`
-	Rows    [][]string `json:"rows"`
-}
-
-// Limits on the parts of one plan. A plan over them is refused
-// (plan_too_large) rather than shown in part.
-const (
-	MaxParts     = 8
-	MaxPartLines = 2000      // diff lines or table rows in one part
-	MaxPartBytes = 256 << 10 // text in one part (Old+New+Unified, or all cells)
-	// ShortDiffLines and ShortTableRows are what the approval prompt shows
-	// of a part; the rest is counted, and shown on the approval page and
-	// in the arguments.
-	ShortDiffLines = 80
-	ShortTableRows = 20
-)
-
 // partViews renders the plan's parts (already redacted, redactPlan) and
 // refuses parts over the limits.
-func partViews(parts []Part) ([]plan.PartView, *Refusal) {
-	if len(parts) > MaxParts {
-		return nil, refusal(ReasonPlanTooLarge, "the plan has %d parts, over the limit of %d", len(parts), MaxParts)
+func partViews(parts []plan.Part) ([]plan.PartView, *Refusal) {
+	if len(parts) > plan.MaxParts {
+		return nil, refusal(ReasonPlanTooLarge, "the plan has %d parts, over the limit of %d", len(parts), plan.MaxParts)
 	}
 	var out []plan.PartView
 	for i, p := range parts {
@@ -98,12 +38,12 @@ func partViews(parts []Part) ([]plan.PartView, *Refusal) {
 	return out, nil
 }
 
-func partView(p Part) (plan.PartView, error) {
+func partView(p plan.Part) (plan.PartView, error) {
 	v := plan.PartView{Title: displayLine(p.Title), Shows: p.Shows}
 	switch {
 	case p.Diff != nil && p.Table == nil:
 		d := p.Diff
-		if n := len(d.Old) + len(d.New) + len(d.Unified); n > MaxPartBytes {
+		if n := len(d.Old) + len(d.New) + len(d.Unified); n > plan.MaxPartBytes {
 			return v, tooLarge("a diff of %d bytes", n)
 		}
 		v.Kind, v.Path = "diff", prompt.QuoteWhole(d.Path)
@@ -123,7 +63,7 @@ func partView(p Part) (plan.PartView, error) {
 		if err != nil {
 			return v, err
 		}
-		if len(lines) > MaxPartLines {
+		if len(lines) > plan.MaxPartLines {
 			return v, tooLarge("a diff of %d lines", len(lines))
 		}
 		for i, l := range lines {
@@ -140,7 +80,7 @@ func partView(p Part) (plan.PartView, error) {
 		v.Lines = lines
 	case p.Table != nil && p.Diff == nil:
 		t := p.Table
-		if len(t.Rows) > MaxPartLines {
+		if len(t.Rows) > plan.MaxPartLines {
 			return v, tooLarge("a table of %d rows", len(t.Rows))
 		}
 		n := 0
@@ -160,7 +100,7 @@ func partView(p Part) (plan.PartView, error) {
 			}
 			v.Rows = append(v.Rows, row)
 		}
-		if n > MaxPartBytes {
+		if n > plan.MaxPartBytes {
 			return v, tooLarge("a table of %d bytes", n)
 		}
 	default:
@@ -171,7 +111,7 @@ func partView(p Part) (plan.PartView, error) {
 
 func tooLarge(format string, a ...any) *Refusal {
 	return refusal(ReasonPlanTooLarge, "the plan has %s, over the limit of %d lines and %d bytes a part may have to be shown whole; it is never cut, so the call is refused. Split it into smaller calls",
-		fmt.Sprintf(format, a...), MaxPartLines, MaxPartBytes)
+		fmt.Sprintf(format, a...), plan.MaxPartLines, plan.MaxPartBytes)
 }
 
 // computeDiff is the unified diff of old and new, three lines of context.
@@ -227,7 +167,7 @@ func hunkRange(start, n int) string {
 func parseUnified(text string) ([]plan.DiffLine, error) {
 	var out []plan.DiffLine
 	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64<<10), MaxPartBytes+1)
+	sc.Buffer(make([]byte, 0, 64<<10), plan.MaxPartBytes+1)
 	for sc.Scan() {
 		line := strings.TrimSuffix(sc.Text(), "\r")
 		if !strings.HasPrefix(line, "@@ ") {
@@ -294,7 +234,7 @@ func hunkHeader(line string) (del, ins int, rng string, err error) {
 	if del, err = count(f[1]); err == nil {
 		ins, err = count(f[2])
 	}
-	if err != nil || del < 0 || ins < 0 || del+ins > MaxPartLines {
+	if err != nil || del < 0 || ins < 0 || del+ins > plan.MaxPartLines {
 		return 0, 0, "", fmt.Errorf("not a hunk header: %s", prompt.Quote(line))
 	}
 	return del, ins, f[1] + " " + f[2], nil

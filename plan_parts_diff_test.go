@@ -130,7 +130,7 @@ func BenchmarkDiffPart(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := partView(Part{Diff: &Diff{Old: c.old, New: c.new}}); err != nil {
+				if _, err := partView(plan.Part{Diff: &plan.Diff{Old: c.old, New: c.new}}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,8 +46,8 @@ func writeTool(f *memFile, runs *atomic.Int32) mcpsafe.Tool {
 			}
 			return mcpsafe.Plan{
 				Summary: "Overwrite " + a.Path,
-				Parts: []mcpsafe.Part{{
-					Diff:  &mcpsafe.Diff{Path: a.Path, Old: f.get(), New: a.Content},
+				Parts: []plan.Part{{
+					Diff:  &plan.Diff{Path: a.Path, Old: f.get(), New: a.Content},
 					Shows: []string{"content"},
 				}},
 			}, nil
@@ -69,7 +71,7 @@ func TestDiffPartShown(t *testing.T) {
 			f := &memFile{text: "line one\nline two\nline three\n"}
 			var runs atomic.Int32
 			var msg string
-			var req mcpsafe.ApprovalRequest
+			var req approver.Request
 			path := filepath.Join(t.TempDir(), "journal.jsonl")
 			j, err := journal.Open(path)
 			if err != nil {
@@ -78,9 +80,9 @@ func TestDiffPartShown(t *testing.T) {
 			defer j.Close()
 			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode, o.Journal = mode, j
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					req = r
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+					return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 				})
 				*tools = append(*tools, writeTool(f, &runs))
 			})
@@ -293,19 +295,19 @@ func TestSecretsRedactedInParts(t *testing.T) {
 			var got atomic.Value
 			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mode
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					b, _ := json.Marshal(r)
 					shown = append(shown, string(b))
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+					return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 				})
 				*tools = append(*tools, mcpsafe.Tool{
 					Name: "set_password", InputSchema: map[string]any{"type": "object"},
 					Preview: func(_ context.Context, c mcpsafe.Call, _ mcpsafe.Resolved) (mcpsafe.Plan, error) {
 						var a struct{ Password string }
 						_ = c.Decode(&a)
-						return mcpsafe.Plan{Summary: "Set the password", Parts: []mcpsafe.Part{
-							{Diff: &mcpsafe.Diff{Path: "app.env", Old: "user=app\n", New: "user=app\npassword=" + a.Password + "\n"}},
-							{Table: &mcpsafe.Table{Columns: []string{"key", "value"}, Rows: [][]string{{"password", a.Password}}}},
+						return mcpsafe.Plan{Summary: "Set the password", Parts: []plan.Part{
+							{Diff: &plan.Diff{Path: "app.env", Old: "user=app\n", New: "user=app\npassword=" + a.Password + "\n"}},
+							{Table: &plan.Table{Columns: []string{"key", "value"}, Rows: [][]string{{"password", a.Password}}}},
 						}}, nil
 					},
 					Execute: func(_ context.Context, c mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {

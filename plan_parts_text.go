@@ -66,7 +66,7 @@ func renderDiff(b *strings.Builder, p plan.PartView) bool {
 		b.WriteString("\n" + diffGutter + "(no change)")
 		return true
 	}
-	n := min(len(p.Lines), ShortDiffLines)
+	n := min(len(p.Lines), plan.ShortDiffLines)
 	for _, l := range p.Lines[:n] {
 		if l.Op == plan.OpHunk {
 			b.WriteString("\n" + diffGutter + "@@ " + l.Text + " @@")
@@ -90,7 +90,7 @@ func renderDiff(b *strings.Builder, p plan.PartView) bool {
 func renderTable(b *strings.Builder, p plan.PartView) bool {
 	partHeading(b, p, plural(len(p.Rows), "row"))
 	b.WriteString("\n" + diffGutter + strings.Join(p.Columns, " | "))
-	n := min(len(p.Rows), ShortTableRows)
+	n := min(len(p.Rows), plan.ShortTableRows)
 	for _, r := range p.Rows[:n] {
 		b.WriteString("\n" + diffGutter + strings.Join(r, " | "))
 	}

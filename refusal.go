@@ -43,18 +43,6 @@ const (
 	ReasonShuttingDown = "shutting_down"
 )
 
-// Errors an Approver wraps so that the gate can tell a person's "no" and a
-// deadline from a failing channel: ErrDenied is reported as channel_denied,
-// ErrNoDecision as timeout, anything else as channel_unavailable. Each of
-// them refuses the call. ErrPlanTooLarge is reported as plan_too_large.
-var (
-	ErrDenied     = errors.New("mcpsafe: the approver denied the request")
-	ErrNoDecision = errors.New("mcpsafe: no decision before the deadline")
-	// ErrPlanTooLarge: the channel cannot show the request whole; the gate
-	// reports plan_too_large.
-	ErrPlanTooLarge = errors.New("mcpsafe: the plan is too large for the approval channel to show whole")
-)
-
 // Refusal is an error that refuses a call with a reason code. Tools return
 // one from Resolve, Preview or Execute to refuse with a tool-specific code
 // (for example outside_roots); the gate passes it to the model unchanged.
@@ -102,13 +90,6 @@ func asRefusal(err error, fallback string) *Refusal {
 	return &Refusal{Reason: fallback, Message: err.Error()}
 }
 
-// RefusedResult is the structured content of a refused call.
-type RefusedResult struct {
-	Status  string `json:"status"` // always "refused"
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
 // Result is the tool result that reports the refusal to the model.
 func (r *Refusal) Result() *mcp.CallToolResult {
 	return &mcp.CallToolResult{
@@ -116,14 +97,6 @@ func (r *Refusal) Result() *mcp.CallToolResult {
 		Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("Refused (%s): %s", r.Reason, r.Message),
 		}},
-		StructuredContent: RefusedResult{Status: "refused", Reason: r.Reason, Message: r.Message},
+		StructuredContent: result.Refused{Status: "refused", Reason: r.Reason, Message: r.Message},
 	}
-}
-
-// ApprovalRequired is the structured content of a token-mode first call.
-type ApprovalRequired struct {
-	Status        string          `json:"status"` // always "approval_required"
-	ApprovalToken string          `json:"approval_token"`
-	ExpiresAt     string          `json:"expires_at"` // RFC 3339, exclusive
-	Plan          result.PlanView `json:"plan"`
 }

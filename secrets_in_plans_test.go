@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,10 +79,10 @@ func TestSecretsRedactedInPlans(t *testing.T) {
 			var shown []string
 			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode, o.Journal = mode, j
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					b, _ := json.Marshal(r)
 					shown = append(shown, string(b))
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+					return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 				})
 				*tools = append(*tools, connectTool(&got))
 			})
@@ -157,8 +158,8 @@ func TestChannelErrorKeptFromModel(t *testing.T) {
 	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
 		o.Mode = mcpsafe.ModeChannel
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		o.Approver = approverFunc(func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{}, leak
+		o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+			return approver.Decision{}, leak
 		})
 	})
 	res := callTool(t, e.connect(client{}), "delete_note", map[string]any{"path": "cache.txt"})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -146,7 +147,7 @@ type withdrawals struct {
 	reasons []string
 }
 
-func (w *withdrawals) Withdraw(_ context.Context, _ mcpsafe.ApprovalRequest, reason string) error {
+func (w *withdrawals) Withdraw(_ context.Context, _ approver.Request, reason string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.reasons = append(w.reasons, reason)
@@ -164,7 +165,7 @@ type withdrawingApprover struct {
 	*withdrawals
 }
 
-func (a withdrawingApprover) Withdrawer() mcpsafe.Withdrawer { return a.withdrawals }
+func (a withdrawingApprover) Withdrawer() approver.Withdrawer { return a.withdrawals }
 
 // A channel call waiting for a human, and one parked with an
 // approval_pending handle: shutdown withdraws both at the channel with
@@ -174,20 +175,20 @@ func TestShutdownWithdrawsChannelRequests(t *testing.T) {
 	waiting := make(chan struct{}, 1)
 	w := &withdrawals{}
 	appr := withdrawingApprover{resumableFunc: resumableFunc{
-		approverFunc: func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
-			return mcpsafe.ApprovalDecision{}, mcpsafe.ErrNoDecision
+		approverFunc: func(context.Context, approver.Request) (approver.Decision, error) {
+			return approver.Decision{}, approver.ErrNoDecision
 		},
-		await: func(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
+		await: func(ctx context.Context, r approver.Request, wait time.Duration) (approver.Decision, error) {
 			if approved.Load() {
-				return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+				return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 			}
 			if r.Summary == `Delete note "cache.txt"` {
-				return mcpsafe.ApprovalDecision{}, mcpsafe.ErrPending
+				return approver.Decision{}, approver.ErrPending
 			}
 			waiting <- struct{}{}
 			<-ctx.Done()
 			// The human approves just as the wait ends.
-			return mcpsafe.ApprovalDecision{Approved: true, Approvers: []string{"alice"}}, nil
+			return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
 		},
 	}, withdrawals: w}
 	e := newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
@@ -220,7 +221,7 @@ func TestShutdownWithdrawsChannelRequests(t *testing.T) {
 	if !e.notes.has("cache.txt") || !e.notes.has("thesis.txt") || e.notes.executions() != 0 {
 		t.Fatal("a withdrawn channel request ran")
 	}
-	if got := w.got(); !slices.Equal(got, []string{mcpsafe.WithdrawShuttingDown, mcpsafe.WithdrawShuttingDown}) {
+	if got := w.got(); !slices.Equal(got, []string{approver.WithdrawShuttingDown, approver.WithdrawShuttingDown}) {
 		t.Fatalf("withdrawn with %v", got)
 	}
 	if n := strings.Count(strings.Join(e.journal.decisions(), " "), "refused:shutting_down"); n != 3 {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,7 +54,8 @@ func sharedStores(t *testing.T, kind string, n int) []ledger.StandingStore {
 func replica(t *testing.T, store ledger.StandingStore, keys mcpsafe.Keys, writes *notes, p *mcpsafe.GrantPolicy, sweep time.Duration) *env {
 	t.Helper()
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
-		o.Ledger, o.Keys, o.GrantEndSweep = store.(mcpsafe.Ledger), keys, sweep
+		o.Ledger, o.Keys, o.GrantEndSweep = store.(ledger.Ledger), keys, sweep
+		o.GrantCEL = celscope.New()
 		o.Principal = func(req *mcp.CallToolRequest) string {
 			return "client:" + req.Session.InitializeParams().ClientInfo.Name
 		}
@@ -79,7 +82,7 @@ func endsOf(id string, envs ...*env) []journal.Record {
 
 func grantOf(t *testing.T, store ledger.StandingStore, principal string) string {
 	t.Helper()
-	list, err := mcpsafe.Grants(context.Background(), store)
+	list, err := grants.List(context.Background(), store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +146,7 @@ func TestGrantEndJournaledOnceAcrossReplicas(t *testing.T) {
 						time.Sleep(20 * time.Millisecond)
 					}
 				case ledger.EndRevoked:
-					ended, err := mcpsafe.RevokeGrants(ctx, stores[1], "admin via the test", func(g mcpsafe.GrantInfo) bool { return g.ID == id })
+					ended, err := grants.Revoke(ctx, stores[1], "admin via the test", func(g grants.Info) bool { return g.ID == id })
 					if err != nil || len(ended) != 1 {
 						t.Fatalf("RevokeGrants = %+v, %v", ended, err)
 					}
@@ -219,7 +222,7 @@ func TestGrantEndJournaledByNextGate(t *testing.T) {
 			wantExecuted(t, callTool(t, a.connect(client{name: "alice", elicit: alice.elicit}), "write_note", map[string]any{"path": "tmp/a", "text": "x"}))
 			id := grantOf(t, stores[0], "client:alice")
 			a.gate.Close()
-			if ended, err := mcpsafe.RevokeGrants(ctx, stores[1], "admin", func(mcpsafe.GrantInfo) bool { return true }); err != nil || len(ended) != 1 {
+			if ended, err := grants.Revoke(ctx, stores[1], "admin", func(grants.Info) bool { return true }); err != nil || len(ended) != 1 {
 				t.Fatalf("RevokeGrants = %+v, %v", ended, err)
 			}
 			b := replica(t, stores[2], keys, writes, grantPolicy(), 10*time.Millisecond)

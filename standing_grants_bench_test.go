@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -13,11 +15,11 @@ import (
 // grantBenchSession is gatedSession with a ledger and a standing grant
 // policy; with grant set, the first call is approved through elicitation
 // with the largest grant offered, so that every later call runs under it.
-func grantBenchSession(b *testing.B, w *benchWork, store mcpsafe.Ledger, grant bool) *mcp.ClientSession {
-	return grantBenchSessionJournal(b, w, store, mcpsafe.NoJournal, grant)
+func grantBenchSession(b *testing.B, w *benchWork, store ledger.Ledger, grant bool) *mcp.ClientSession {
+	return grantBenchSessionJournal(b, w, store, journal.Discard, grant)
 }
 
-func grantBenchSessionJournal(b *testing.B, w *benchWork, store mcpsafe.Ledger, j mcpsafe.Journal, grant bool) *mcp.ClientSession {
+func grantBenchSessionJournal(b *testing.B, w *benchWork, store ledger.Ledger, j journal.Appender, grant bool) *mcp.ClientSession {
 	b.Helper()
 	g, err := mcpsafe.New(mcpsafe.Options{Audience: "bench", Journal: j, Ledger: store})
 	if err != nil {
@@ -65,7 +67,7 @@ func grantBenchSessionJournal(b *testing.B, w *benchWork, store mcpsafe.Ledger, 
 	return cs
 }
 
-func benchRedis(b *testing.B) mcpsafe.Ledger {
+func benchRedis(b *testing.B) ledger.Ledger {
 	b.Helper()
 	prefix := "mcpsafe:bench-grants:" + uniqueName() + ":"
 	store, err := ledger.Open(context.Background(), "redis://127.0.0.1:6379/0?ledger_prefix="+prefix)
@@ -74,7 +76,7 @@ func benchRedis(b *testing.B) mcpsafe.Ledger {
 	}
 	b.Cleanup(func() {
 		if ss, ok := store.(ledger.StandingStore); ok {
-			mcpsafe.RevokeGrants(context.Background(), ss, "the benchmark", func(mcpsafe.GrantInfo) bool { return true })
+			grants.Revoke(context.Background(), ss, "the benchmark", func(grants.Info) bool { return true })
 		}
 		store.Close()
 	})
@@ -91,9 +93,9 @@ func benchRedis(b *testing.B) mcpsafe.Ledger {
 func BenchmarkGrantCost(b *testing.B) {
 	stores := []struct {
 		name string
-		open func(b *testing.B) mcpsafe.Ledger
+		open func(b *testing.B) ledger.Ledger
 	}{
-		{"memory", func(*testing.B) mcpsafe.Ledger { return ledger.NewMemory(0) }},
+		{"memory", func(*testing.B) ledger.Ledger { return ledger.NewMemory(0) }},
 		{"redis", benchRedis},
 	}
 	for _, st := range stores {
@@ -103,9 +105,9 @@ func BenchmarkGrantCost(b *testing.B) {
 				name = st.name + "/journal"
 			}
 			b.Run(name, func(b *testing.B) {
-				jr := func(n string) mcpsafe.Journal {
+				jr := func(n string) journal.Appender {
 					if !journaled {
-						return mcpsafe.NoJournal
+						return journal.Discard
 					}
 					return benchJournal(b, n)
 				}

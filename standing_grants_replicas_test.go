@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/ledger/postgres"
 	_ "github.com/mcpsafe/mcpsafe/ledger/redis"  // redis:// for this package's tests
@@ -96,6 +97,7 @@ func TestStandingGrantRaceAcrossReplicas(t *testing.T) {
 				t.Cleanup(func() { store.Close() })
 				replicas = append(replicas, newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 					o.Ledger, o.Keys = store, keys
+					o.GrantCEL = celscope.New()
 					o.Principal = func(req *mcp.CallToolRequest) string {
 						return "client:" + req.Session.InitializeParams().ClientInfo.Name
 					}

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,7 +55,7 @@ func (n *notes) writeTool(p *mcpsafe.GrantPolicy) mcpsafe.Tool {
 }
 
 // dirScope is the scope "paths under DIR/" of the approved call.
-func dirScope(c mcpsafe.Call, _ mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
+func dirScope(c mcpsafe.Call, _ mcpsafe.Resolved) ([]grants.Scope, error) {
 	var a struct{ Path string }
 	if err := c.Decode(&a); err != nil {
 		return nil, err
@@ -61,7 +64,7 @@ func dirScope(c mcpsafe.Call, _ mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) 
 	if !ok {
 		return nil, nil
 	}
-	return []mcpsafe.GrantScope{{
+	return []grants.Scope{{
 		Words: "paths under " + dir + "/",
 		CEL:   fmt.Sprintf("args.path.startsWith(%q) && !args.path.contains('..')", dir+"/"),
 	}}, nil
@@ -106,6 +109,7 @@ func newGrantEnv(t *testing.T, p *mcpsafe.GrantPolicy, adjust func(*mcpsafe.Opti
 	writes := newNotes()
 	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 		o.Ledger = store
+		o.GrantCEL = celscope.New()
 		o.Principal = func(req *mcp.CallToolRequest) string {
 			return "client:" + req.Session.InitializeParams().ClientInfo.Name
 		}
@@ -264,12 +268,12 @@ func TestStandingGrantRevoked(t *testing.T) {
 		t.Run(fmt.Sprintf("revoke=%v", revoke), func(t *testing.T) {
 			e := newGrantEnv(t, grantPolicy(), nil)
 			cs, a := e.grantFirst("alice", tmpFor15m)
-			list, err := mcpsafe.Grants(context.Background(), e.store)
+			list, err := grants.List(context.Background(), e.store)
 			if err != nil || len(list) != 1 || list[0].Tool != "write_note" || list[0].Principal != "client:alice" || list[0].UsesLeft != 2 || list[0].Uses != 3 {
 				t.Fatalf("Grants = %+v, %v", list, err)
 			}
 			if revoke {
-				ended, err := mcpsafe.RevokeGrants(context.Background(), e.store, "admin via the test", func(g mcpsafe.GrantInfo) bool { return g.Principal == "client:alice" })
+				ended, err := grants.Revoke(context.Background(), e.store, "admin via the test", func(g grants.Info) bool { return g.Principal == "client:alice" })
 				if err != nil || len(ended) != 1 {
 					t.Fatalf("RevokeGrants = %+v, %v", ended, err)
 				}
@@ -402,8 +406,8 @@ func TestStandingGrantScopeFailsClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := grantPolicy()
-			p.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
-				return []mcpsafe.GrantScope{{Words: "anything (test)", CEL: tc.cel}}, nil
+			p.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]grants.Scope, error) {
+				return []grants.Scope{{Words: "anything (test)", CEL: tc.cel}}, nil
 			}
 			e := newGrantEnv(t, p, nil)
 			cs, a := e.grantFirst("alice", "grant-2-1")
@@ -456,23 +460,23 @@ func TestStandingGrantThroughChannel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked atomic.Int32
-			var offered []mcpsafe.GrantOffer
+			var offered []approver.GrantOffer
 			p := grantPolicy()
 			p.ClientRelayed = false
 			e := newGrantEnv(t, p, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
 				o.Mode = mcpsafe.ModeChannel
-				o.Approver = approverFunc(func(_ context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+				o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
 					if asked.Add(1) > 1 {
-						return mcpsafe.ApprovalDecision{}, mcpsafe.ErrDenied
+						return approver.Decision{}, approver.ErrDenied
 					}
 					offered = r.Grants
-					return mcpsafe.ApprovalDecision{Approved: true, Approvers: tc.approvers, Grant: tmpFor15m}, nil
+					return approver.Decision{Approved: true, Approvers: tc.approvers, Grant: tmpFor15m}, nil
 				})
 				(*tools)[2].MinAssurance = tc.minA
 			})
 			cs := e.connect(client{name: "alice"})
 			first := e.write(cs, "tmp/a.txt")
-			if !slices.ContainsFunc(offered, func(o mcpsafe.GrantOffer) bool { return o.ID == tmpFor15m && o.Uses == 3 && o.TTL == 15*time.Minute }) {
+			if !slices.ContainsFunc(offered, func(o approver.GrantOffer) bool { return o.ID == tmpFor15m && o.Uses == 3 && o.TTL == 15*time.Minute }) {
 				t.Fatalf("the channel request does not offer %s: %+v", tmpFor15m, offered)
 			}
 			if !tc.runs {
@@ -591,7 +595,7 @@ func TestStandingGrantNotMadeOnChangedTarget(t *testing.T) {
 			if !e.notes.has("cache.txt") || countDecisions(e.env, journal.GrantCreated) != 0 {
 				t.Fatalf("ran or made a grant on a changed target: %v", e.journal.decisions())
 			}
-			if list, _ := mcpsafe.Grants(context.Background(), e.store); len(list) != 0 {
+			if list, _ := grants.List(context.Background(), e.store); len(list) != 0 {
 				t.Fatalf("a grant was stored: %+v", list)
 			}
 		})

@@ -246,7 +246,7 @@ func TestRegisterTypedRefuses(t *testing.T) {
 		{"control", func(*mcpsafe.ToolFor[noteArgs, noteState]) {}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: mcpsafe.NoJournal})
+			g, err := mcpsafe.New(mcpsafe.Options{Audience: "a", Journal: journal.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,7 +42,7 @@ func hash(s string) string {
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// A Card is the approval card (an mcpsafe.Card).
+// A Card is the approval card (an approver.Card).
 type Card struct{}
 
 // New returns the card, for mcpsafe.Options.Card.

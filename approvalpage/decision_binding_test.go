@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 )
 
 type clock struct{ now atomic.Int64 }
@@ -22,8 +23,8 @@ type clock struct{ now atomic.Int64 }
 func (c *clock) Now() time.Time      { return time.Unix(0, c.now.Load()) }
 func (c *clock) Add(d time.Duration) { c.now.Add(int64(d)) }
 func newClock(t time.Time) *clock    { c := &clock{}; c.now.Store(t.UnixNano()); return c }
-func request(id string, exp time.Time) mcpsafe.ApprovalRequest {
-	return mcpsafe.ApprovalRequest{ID: id, Tool: "delete_file", Summary: "Delete notes/" + id + ".txt (12 bytes)",
+func request(id string, exp time.Time) approver.Request {
+	return approver.Request{ID: id, Tool: "delete_file", Summary: "Delete notes/" + id + ".txt (12 bytes)",
 		Details: []string{"Irreversible."}, Targets: []mcpsafe.Target{{Name: "notes/" + id + ".txt", State: "12 bytes"}},
 		Arguments: []byte(`{"path":"notes/` + id + `.txt"}`), ArgsDigest: "digest-" + id, Principal: "alice",
 		Irreversible: true, ExpiresAt: exp}
@@ -53,11 +54,11 @@ func newHarness(t *testing.T) *harness {
 
 // await asks about r in the background; the result arrives on the channel.
 type outcome struct {
-	dec mcpsafe.ApprovalDecision
+	dec approver.Decision
 	err error
 }
 
-func (h *harness) await(t *testing.T, r mcpsafe.ApprovalRequest) <-chan outcome {
+func (h *harness) await(t *testing.T, r approver.Request) <-chan outcome {
 	t.Helper()
 	out := make(chan outcome, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -165,7 +166,7 @@ func TestDenyOnThePageRunsNothing(t *testing.T) {
 	if code, b := post(t, link, h.URL(), form, "deny"); code != 200 || !strings.Contains(b, "Denied") {
 		t.Fatalf("deny: %d %s", code, b)
 	}
-	if o := <-out; o.dec.Approved || !errors.Is(o.err, mcpsafe.ErrDenied) {
+	if o := <-out; o.dec.Approved || !errors.Is(o.err, approver.ErrDenied) {
 		t.Fatalf("after deny: %+v %v", o.dec, o.err)
 	}
 }
@@ -249,7 +250,7 @@ func TestWithdrawnPageTakesNoDecision(t *testing.T) {
 	if err := h.Withdraw(context.Background(), r, "the caller left"); err != nil {
 		t.Fatal(err)
 	}
-	if o := <-out; o.dec.Approved || !errors.Is(o.err, mcpsafe.ErrNoDecision) {
+	if o := <-out; o.dec.Approved || !errors.Is(o.err, approver.ErrNoDecision) {
 		t.Fatalf("withdrawn: %+v %v", o.dec, o.err)
 	}
 	if code, b := post(t, link, h.URL(), form, "approve"); code != http.StatusConflict || !strings.Contains(b, "withdrawn") {
@@ -266,7 +267,7 @@ func TestLinkHandedOutIsNotOpenedAgain(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := h.Await(ctx, r, 20*time.Millisecond); !errors.Is(err, mcpsafe.ErrPending) {
+	if _, err := h.Await(ctx, r, 20*time.Millisecond); !errors.Is(err, approver.ErrPending) {
 		t.Fatalf("undecided: %v", err)
 	}
 	if opened := len(h.links); opened != 0 {

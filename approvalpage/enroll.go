@@ -2,9 +2,7 @@ package approvalpage
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
@@ -16,11 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
+	"github.com/mcpsafe/mcpsafe/internal/passkeyreg"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -58,22 +56,6 @@ var enrollHTML string
 var enrollJS []byte
 
 var enrollTmpl = template.Must(template.New("enroll").Parse(enrollHTML))
-
-// enrolUser is the person as go-webauthn sees them; the user handle is
-// derived from the name's identity key, never shown.
-type enrolUser struct {
-	name  string
-	creds []webauthn.Credential
-}
-
-func (u enrolUser) WebAuthnID() []byte {
-	k, _ := identity.Key(u.name)
-	h := sha256.Sum256([]byte("mcpsafe local approver\n" + k))
-	return h[:]
-}
-func (u enrolUser) WebAuthnName() string                       { return u.name }
-func (u enrolUser) WebAuthnDisplayName() string                { return u.name }
-func (u enrolUser) WebAuthnCredentials() []webauthn.Credential { return u.creds }
 
 // Enroll registers one passkey for the local approval page and adds it to
 // opts.File. It returns when the passkey is stored, or when ctx ends
@@ -174,15 +156,8 @@ func (e *enrolment) allowed(w http.ResponseWriter, r *http.Request, post bool) b
 	return true
 }
 
-func (e *enrolment) user() enrolUser {
-	u := enrolUser{name: e.opts.Name}
-	for _, k := range e.reg.Passkeys {
-		if identity.Same(k.Approver, e.opts.Name) {
-			id, _ := base64.RawURLEncoding.DecodeString(k.CredentialID)
-			u.creds = append(u.creds, webauthn.Credential{ID: id})
-		}
-	}
-	return u
+func (e *enrolment) user() passkeyreg.User {
+	return passkeyreg.NewUser("mcpsafe local approver", e.opts.Name, e.reg, nil)
 }
 
 func (e *enrolment) show(w http.ResponseWriter, r *http.Request) {
@@ -206,16 +181,7 @@ func (e *enrolment) begin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": "a passkey was registered already; run the command again for another"})
 		return
 	}
-	u := e.user()
-	var exclude []protocol.CredentialDescriptor
-	for _, c := range u.creds {
-		exclude = append(exclude, c.Descriptor())
-	}
-	opts, sd, err := e.wa.BeginRegistration(u,
-		webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{
-			UserVerification: protocol.VerificationRequired, ResidentKey: protocol.ResidentKeyRequirementPreferred,
-		}),
-		webauthn.WithExclusions(exclude))
+	opts, sd, err := passkeyreg.Begin(e.wa, e.user())
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "passkey registration: " + wire.PasskeyError(err)})
 		return
@@ -237,13 +203,11 @@ func (e *enrolment) finish(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": "no registration in progress; start again"})
 		return
 	}
-	cred, err := e.wa.FinishRegistration(e.user(), *sd, r)
+	k, _, err := passkeyreg.Finish(e.wa, e.user(), *sd, r)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "passkey refused: " + wire.PasskeyError(err)})
 		return
 	}
-	k := channel.RegisteredPasskey{Approver: e.opts.Name, CredentialID: base64.RawURLEncoding.EncodeToString(cred.ID),
-		PublicKey: base64.RawURLEncoding.EncodeToString(cred.PublicKey)}
 	next := *e.reg
 	next.Passkeys = append(append([]channel.RegisteredPasskey(nil), e.reg.Passkeys...), k)
 	if err := next.Save(e.opts.File); err != nil {

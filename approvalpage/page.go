@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 )
@@ -88,7 +89,7 @@ type Page struct {
 
 // pending is one call's page.
 type pending struct {
-	req    mcpsafe.ApprovalRequest
+	req    approver.Request
 	secret string // the link's path part
 	form   string // the form token the page holds
 	shown  bool   // the link went to the person (elicited or opened)
@@ -168,7 +169,7 @@ var errClosed = errors.New("approval page: stopped")
 
 // Link registers r (once) and returns its page's link, for the gate to
 // send in a URL-mode elicitation. Nothing is opened.
-func (p *Page) Link(r mcpsafe.ApprovalRequest) (string, error) {
+func (p *Page) Link(r approver.Request) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, err := p.registerLocked(r)
@@ -180,20 +181,20 @@ func (p *Page) Link(r mcpsafe.ApprovalRequest) (string, error) {
 }
 
 // Approve asks and waits for the decision until ctx ends.
-func (p *Page) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+func (p *Page) Approve(ctx context.Context, r approver.Request) (approver.Decision, error) {
 	return p.Await(ctx, r, 0)
 }
 
 // Await registers r (once), opens its link for the person unless Link
 // handed it out already, and waits at most wait (no limit but ctx when
-// wait <= 0). Still undecided then: an error wrapping mcpsafe.ErrPending,
+// wait <= 0). Still undecided then: an error wrapping approver.ErrPending,
 // and the page stays open. A decision is delivered to one Await only.
-func (p *Page) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
+func (p *Page) Await(ctx context.Context, r approver.Request, wait time.Duration) (approver.Decision, error) {
 	p.mu.Lock()
 	e, err := p.registerLocked(r)
 	if err != nil {
 		p.mu.Unlock()
-		return mcpsafe.ApprovalDecision{}, err
+		return approver.Decision{}, err
 	}
 	open := !e.shown
 	e.shown = true
@@ -215,32 +216,34 @@ func (p *Page) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.D
 	select {
 	case <-e.done:
 	case <-ctx.Done():
-		return mcpsafe.ApprovalDecision{}, ctx.Err()
+		return approver.Decision{}, ctx.Err()
 	case <-timeout:
-		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", mcpsafe.ErrPending)
+		return approver.Decision{}, fmt.Errorf("approval page: %w", approver.ErrPending)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byID[r.ID] != e {
-		return mcpsafe.ApprovalDecision{}, errors.New("approval page: the decision was delivered already")
+		return approver.Decision{}, errors.New("approval page: the decision was delivered already")
 	}
 	delete(p.byID, r.ID) // delivered once
 	switch {
 	case e.withdrawn != "":
-		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %s: %w", e.withdrawn, mcpsafe.ErrNoDecision)
+		return approver.Decision{}, fmt.Errorf("approval page: %s: %w", e.withdrawn, approver.ErrNoDecision)
 	case !e.approved:
-		return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", mcpsafe.ErrDenied)
+		return approver.Decision{}, fmt.Errorf("approval page: %w", approver.ErrDenied)
 	case e.proof != nil:
-		ev, err := json.Marshal(e.proof)
+		ev, err := json.Marshal(channel.PageProof{Approver: e.proof.Approver, CredentialID: e.proof.CredentialID,
+			Assertion: e.proof.Assertion, TargetsDigest: channel.TargetsDigest(e.req.Targets),
+			ExpiresAt: e.req.ExpiresAt.UTC(), Audience: e.req.Audience, Origin: p.base})
 		if err != nil {
-			return mcpsafe.ApprovalDecision{}, fmt.Errorf("approval page: %w", err)
+			return approver.Decision{}, fmt.Errorf("approval page: %w", err)
 		}
-		return mcpsafe.ApprovalDecision{Approved: true, Assurance: mcpsafe.AssurancePasskey,
+		return approver.Decision{Approved: true, Assurance: mcpsafe.AssurancePasskey,
 			Approvers: []string{e.proof.Approver}, Evidence: ev}, nil
 	case p.opts.Passkeys != nil:
-		return mcpsafe.ApprovalDecision{}, errors.New("approval page: approved without a passkey on a page that requires one")
+		return approver.Decision{}, errors.New("approval page: approved without a passkey on a page that requires one")
 	}
-	return mcpsafe.ApprovalDecision{Approved: true, Assurance: mcpsafe.AssuranceLocalPage}, nil
+	return approver.Decision{Approved: true, Assurance: mcpsafe.AssuranceLocalPage}, nil
 }
 
 // Assurance is what the page's approvals prove: AssurancePasskey with
@@ -253,7 +256,7 @@ func (p *Page) Assurance() mcpsafe.Assurance {
 }
 
 // Withdraw ends r's page: nobody will pick its decision up.
-func (p *Page) Withdraw(_ context.Context, r mcpsafe.ApprovalRequest, reason string) error {
+func (p *Page) Withdraw(_ context.Context, r approver.Request, reason string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e := p.byID[r.ID]; e != nil {
@@ -264,7 +267,7 @@ func (p *Page) Withdraw(_ context.Context, r mcpsafe.ApprovalRequest, reason str
 
 // registerLocked finds r's page or makes it. A request ID seen again must
 // be the same request: its tool, arguments digest, principal and expiry.
-func (p *Page) registerLocked(r mcpsafe.ApprovalRequest) (*pending, error) {
+func (p *Page) registerLocked(r approver.Request) (*pending, error) {
 	if p.closing {
 		return nil, errClosed
 	}
@@ -324,9 +327,9 @@ func random() string {
 func sameSecret(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 // Awaiter returns p: a page keeps a request open across calls.
-func (p *Page) Awaiter() mcpsafe.Awaiter { return p }
+func (p *Page) Awaiter() approver.Awaiter { return p }
 
 // Withdrawer returns p: a page can take a request back.
-func (p *Page) Withdrawer() mcpsafe.Withdrawer { return p }
+func (p *Page) Withdrawer() approver.Withdrawer { return p }
 
-var _ mcpsafe.Page = (*Page)(nil)
+var _ approver.Page = (*Page)(nil)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 )
@@ -46,7 +46,7 @@ func checkRegistry(reg *channel.PasskeyRegistry) error {
 
 // requestOptions are the WebAuthn request options for r's page, in the
 // JSON form PublicKeyCredential.parseRequestOptionsFromJSON reads.
-func (p *Page) requestOptions(r mcpsafe.ApprovalRequest) string {
+func (p *Page) requestOptions(r approver.Request) string {
 	type cred struct {
 		Type string `json:"type"`
 		ID   string `json:"id"`
@@ -65,7 +65,7 @@ func (p *Page) requestOptions(r mcpsafe.ApprovalRequest) string {
 	return string(b)
 }
 
-func challengeOf(r mcpsafe.ApprovalRequest) []byte {
+func challengeOf(r approver.Request) []byte {
 	return channel.PasskeyChallenge(r.ID, r.Tool, r.ArgsDigest, channel.TargetsDigest(r.Targets), r.ExpiresAt, r.Audience)
 }
 
@@ -73,7 +73,7 @@ func challengeOf(r mcpsafe.ApprovalRequest) []byte {
 // returns the proof the gate journals as evidence. The page's own origin is
 // the one the browser signed (the port changes between runs; the RP ID
 // and the key do not).
-func (p *Page) verifyAssertion(r mcpsafe.ApprovalRequest, assertion string) (*channel.PasskeyProof, error) {
+func (p *Page) verifyAssertion(r approver.Request, assertion string) (*channel.PasskeyProof, error) {
 	if assertion == "" {
 		return nil, errors.New("this page requires your passkey: a click alone approves nothing")
 	}

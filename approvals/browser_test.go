@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/browsertest"
 )
@@ -71,7 +72,7 @@ func press(t *testing.T, ctx context.Context, sel string) {
 	t.Fatalf("press %s: the page never took the click", sel)
 }
 
-func e2eRequest(id string) mcpsafe.ApprovalRequest {
+func e2eRequest(id string) approver.Request {
 	r := testRequest(id)
 	r.Tool = "delete_file"
 	r.Summary = `Delete "reports/2026-q3.csv" (48 KiB) from files@host`

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -75,11 +75,11 @@ func TestWithdrawOnlyWhatNeverOpenedIsSkipped(t *testing.T) {
 	if _, err := wrong.Approve(ctx, refused); !errors.Is(err, channel.ErrMisconfigured) {
 		t.Fatalf("approve with the wrong secret: %v", err)
 	}
-	if err := wrong.Withdraw(ctx, refused, mcpsafe.WithdrawTimedOut); err != nil {
+	if err := wrong.Withdraw(ctx, refused, approver.WithdrawTimedOut); err != nil {
 		t.Fatalf("withdrawing a request that never opened: %v", err)
 	}
 	// Only once: a second withdrawal is sent, and refused as before.
-	if err := wrong.Withdraw(ctx, refused, mcpsafe.WithdrawTimedOut); !errors.Is(err, channel.ErrMisconfigured) {
+	if err := wrong.Withdraw(ctx, refused, approver.WithdrawTimedOut); !errors.Is(err, channel.ErrMisconfigured) {
 		t.Fatalf("second withdrawal: %v", err)
 	}
 
@@ -89,7 +89,7 @@ func TestWithdrawOnlyWhatNeverOpenedIsSkipped(t *testing.T) {
 	if _, err := e.hook.Approve(ctx, open); err == nil || !strings.Contains(err.Error(), "HTTP 409") {
 		t.Fatalf("a second caller for an open request: %v", err)
 	}
-	if err := e.hook.Withdraw(ctx, open, mcpsafe.WithdrawTimedOut); err != nil {
+	if err := e.hook.Withdraw(ctx, open, approver.WithdrawTimedOut); err != nil {
 		t.Fatalf("withdrawing the open request: %v", err)
 	}
 	if _, got := e.api("GET", "/api/requests/"+open.ID, "alice"); got["status"] != channel.StatusWithdrawn {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -17,8 +18,8 @@ import (
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef")
 
-func testRequest(id string) mcpsafe.ApprovalRequest {
-	return mcpsafe.ApprovalRequest{
+func testRequest(id string) approver.Request {
+	return approver.Request{
 		ID: id, Tool: "delete_file", Summary: `delete "cache.txt" (12 KiB)`,
 		Details:      []string{"path: /srv/data/cache.txt"},
 		Targets:      []mcpsafe.Target{{Name: "/srv/data/cache.txt", State: "sha256:ab12, 12288 bytes"}},
@@ -53,7 +54,7 @@ func answering(t *testing.T, status int, body string) http.HandlerFunc {
 	}
 }
 
-func checkOutcome(t *testing.T, d mcpsafe.ApprovalDecision, err, want error, msg string) {
+func checkOutcome(t *testing.T, d approver.Decision, err, want error, msg string) {
 	t.Helper()
 	if want == nil {
 		if err != nil || !d.Approved {
@@ -69,15 +70,15 @@ func checkOutcome(t *testing.T, d mcpsafe.ApprovalDecision, err, want error, msg
 	}
 	switch want {
 	case channel.ErrDenied:
-		if !errors.Is(err, mcpsafe.ErrDenied) {
-			t.Fatalf("%v does not match mcpsafe.ErrDenied: the gate would not report channel_denied", err)
+		if !errors.Is(err, approver.ErrDenied) {
+			t.Fatalf("%v does not match approver.ErrDenied: the gate would not report channel_denied", err)
 		}
 	case channel.ErrTimeout:
-		if !errors.Is(err, mcpsafe.ErrNoDecision) {
-			t.Fatalf("%v does not match mcpsafe.ErrNoDecision: the gate would not report timeout", err)
+		if !errors.Is(err, approver.ErrNoDecision) {
+			t.Fatalf("%v does not match approver.ErrNoDecision: the gate would not report timeout", err)
 		}
 	default:
-		if errors.Is(err, mcpsafe.ErrDenied) || errors.Is(err, mcpsafe.ErrNoDecision) {
+		if errors.Is(err, approver.ErrDenied) || errors.Is(err, approver.ErrNoDecision) {
 			t.Fatalf("a failure (%v) looks like a denial or a timeout to the gate", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -275,7 +276,7 @@ func TestChannelCallerGoneWithdraws(t *testing.T) {
 			}
 			got(t, ch)
 			out := w.status(id, channel.StatusWithdrawn)
-			if out["withdrawn"] != mcpsafe.WithdrawCallerGone {
+			if out["withdrawn"] != approver.WithdrawCallerGone {
 				t.Fatalf("withdrawn request: %v", out)
 			}
 			w.e.decide(id, "approve", "alice", 409)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,6 +34,7 @@ func TestGrantChosenInBrowser(t *testing.T) {
 	jr := &memJournal{}
 	gate, err := mcpsafe.New(mcpsafe.Options{
 		Audience: "notes@e2e", Journal: jr, Mode: mcpsafe.ModeChannel, Approver: e.hook, ChannelTimeout: time.Minute, Ledger: shared,
+		GrantCEL: celscope.New(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -42,8 +45,8 @@ func TestGrantChosenInBrowser(t *testing.T) {
 		MinAssurance: mcpsafe.AssuranceChannel,
 		InputSchema: map[string]any{"type": "object", "required": []string{"path"},
 			"properties": map[string]any{"path": map[string]any{"type": "string"}}},
-		Grants: &mcpsafe.GrantPolicy{MaxTTL: time.Hour, MaxUses: 3, Scopes: func(c mcpsafe.Call, _ mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
-			return []mcpsafe.GrantScope{{Words: "paths under tmp/", CEL: `args.path.startsWith("tmp/") && !args.path.contains("..")`}}, nil
+		Grants: &mcpsafe.GrantPolicy{MaxTTL: time.Hour, MaxUses: 3, Scopes: func(c mcpsafe.Call, _ mcpsafe.Resolved) ([]grants.Scope, error) {
+			return []grants.Scope{{Words: "paths under tmp/", CEL: `args.path.startsWith("tmp/") && !args.path.contains("..")`}}, nil
 		}},
 		Preview: func(_ context.Context, c mcpsafe.Call, _ mcpsafe.Resolved) (mcpsafe.Plan, error) {
 			var a struct{ Path string }

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/ledger"
 )
 
-func grantRequest(id string) mcpsafe.ApprovalRequest {
+func grantRequest(id string) approver.Request {
 	r := testRequest(id)
-	r.Grants = []mcpsafe.GrantOffer{{ID: "grant-1-1", Label: `this and calls with "exactly these arguments", for 15m, 3 uses in all`,
+	r.Grants = []approver.GrantOffer{{ID: "grant-1-1", Label: `this and calls with "exactly these arguments", for 15m, 3 uses in all`,
 		Words: `"exactly these arguments"`, CEL: `args_digest == "x"`, TTL: 15 * time.Minute, Uses: 3}}
 	return r
 }
@@ -60,7 +61,7 @@ func TestServiceGrantChoiceSameForAllApprovers(t *testing.T) {
 func TestServiceRefusesOfferNamedOnce(t *testing.T) {
 	e := newEnv(t, ServiceOptions{})
 	r := grantRequest("req-once-offer")
-	r.Grants[0].ID = mcpsafe.OnceOffer
+	r.Grants[0].ID = approver.Once
 	if res := wait(t, e.ask(r)); res.err == nil || res.d.Approved {
 		t.Fatalf("a request offering a grant named once was admitted: %+v", res.d)
 	}
@@ -95,7 +96,7 @@ func TestServiceGrantsAPI(t *testing.T) {
 	if code, _ := e.api("POST", "/api/grants/"+id+"/revoke", ""); code != 401 {
 		t.Fatalf("anonymous revoke: HTTP %d, want 401", code)
 	}
-	if list, _ := mcpsafe.Grants(context.Background(), store); len(list) != 1 {
+	if list, _ := grants.List(context.Background(), store); len(list) != 1 {
 		t.Fatal("an anonymous revoke removed the grant")
 	}
 	if code, out := e.api("POST", "/api/grants/"+id+"/revoke", "alice"); code != 200 || out["tool"] != "write_note" {

@@ -7,19 +7,21 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-type approverFn func(context.Context, mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error)
+type approverFn func(context.Context, approver.Request) (approver.Decision, error)
 
-func (f approverFn) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+func (f approverFn) Approve(ctx context.Context, r approver.Request) (approver.Decision, error) {
 	return f(ctx, r)
 }
 
-func (approverFn) Awaiter() mcpsafe.Awaiter       { return nil }
-func (approverFn) Withdrawer() mcpsafe.Withdrawer { return nil }
+func (approverFn) Awaiter() approver.Awaiter       { return nil }
+func (approverFn) Withdrawer() approver.Withdrawer { return nil }
 
 type endJournal struct {
 	mu   sync.Mutex
@@ -58,7 +60,7 @@ func TestServiceRevocationJournaledByGate(t *testing.T) {
 	j := &endJournal{}
 	g, err := mcpsafe.New(mcpsafe.Options{
 		Audience: "svc-grants", Mode: mcpsafe.ModeChannel, Ledger: store, Journal: j, GrantEndSweep: -1,
-		Approver: approverFn(func(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+		Approver: approverFn(func(ctx context.Context, r approver.Request) (approver.Decision, error) {
 			ids <- r.ID
 			return e.hook.Approve(ctx, r)
 		}),
@@ -107,7 +109,7 @@ func TestServiceRevocationJournaledByGate(t *testing.T) {
 	if res := <-done; res == nil || res.IsError {
 		t.Fatalf("the approved call failed: %+v", res)
 	}
-	list, err := mcpsafe.Grants(ctx, store)
+	list, err := grants.List(ctx, store)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("Grants = %+v, %v", list, err)
 	}

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
@@ -96,9 +98,9 @@ type item struct {
 	DecidedAt    time.Time        `json:"decided_at,omitzero"`
 	Withdrawn    string           `json:"withdrawn,omitempty"` // why the gate took it back
 	// Grants are the standing grants offered; Grant the one chosen.
-	Grants       []mcpsafe.GrantOffer `json:"grants,omitempty"`
-	Grant        string               `json:"grant,omitempty"`
-	NeedsPasskey bool                 `json:"needs_passkey"` // approving takes a passkey on this call
+	Grants       []approver.GrantOffer `json:"grants,omitempty"`
+	Grant        string                `json:"grant,omitempty"`
+	NeedsPasskey bool                  `json:"needs_passkey"` // approving takes a passkey on this call
 	// Outcome says what became of the call, from the gates' journals
 	// (ServiceOptions.Journals); empty when there is nothing to say.
 	Outcome string `json:"outcome,omitempty"`
@@ -224,7 +226,7 @@ type pageData struct {
 	Error   string
 	// Standing grants, when the service was given the shared ledger.
 	GrantsOn  bool
-	Grants    []mcpsafe.GrantInfo
+	Grants    []grants.Info
 	GrantsErr string
 	SSO       bool // the login page offers single sign-on
 	// Passkeys: the page offers passkey registration and approval.
@@ -262,28 +264,28 @@ func (s *Service) addGrants(d *pageData) {
 	}
 }
 
-func (s *Service) liveGrants() ([]mcpsafe.GrantInfo, error) {
+func (s *Service) liveGrants() ([]grants.Info, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return mcpsafe.Grants(ctx, s.opts.Grants)
+	return grants.List(ctx, s.opts.Grants)
 }
 
 // revokeGrant ends one standing grant in the shared ledger: every replica
 // stops honouring it before this returns. The ledger keeps who revoked it
 // and through what, and a gate sharing the ledger journals the end with
 // them (the service keeps no journal of its own).
-func (s *Service) revokeGrant(id, who, via string) (mcpsafe.GrantInfo, *httpError) {
+func (s *Service) revokeGrant(id, who, via string) (grants.Info, *httpError) {
 	if s.opts.Grants == nil {
-		return mcpsafe.GrantInfo{}, fail(http.StatusNotFound, "this service was not given the servers' ledger")
+		return grants.Info{}, fail(http.StatusNotFound, "this service was not given the servers' ledger")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ended, err := mcpsafe.RevokeGrants(ctx, s.opts.Grants, who+" via "+via, func(g mcpsafe.GrantInfo) bool { return g.ID == id })
+	ended, err := grants.Revoke(ctx, s.opts.Grants, who+" via "+via, func(g grants.Info) bool { return g.ID == id })
 	if err != nil {
-		return mcpsafe.GrantInfo{}, fail(http.StatusServiceUnavailable, "the ledger could not be reached; nothing was revoked")
+		return grants.Info{}, fail(http.StatusServiceUnavailable, "the ledger could not be reached; nothing was revoked")
 	}
 	if len(ended) != 1 {
-		return mcpsafe.GrantInfo{}, fail(http.StatusNotFound, "no live grant %s", id)
+		return grants.Info{}, fail(http.StatusNotFound, "no live grant %s", id)
 	}
 	return ended[0], nil
 }
@@ -312,7 +314,7 @@ func (s *Service) apiGrants(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	if list == nil {
-		list = []mcpsafe.GrantInfo{}
+		list = []grants.Info{}
 	}
 	writeJSON(w, http.StatusOK, list)
 }

@@ -22,7 +22,7 @@ import (
 // OIDCConfig lets approvers log in with single sign-on (OpenID Connect,
 // authorization code flow with PKCE). The approver's identity comes from
 // the ID token and is mapped by Users to a name in the same namespace as
-// MCP principals (mcpsafe.IdentityKey), so separation of duties compares a
+// MCP principals (identity.Key), so separation of duties compares a
 // single-sign-on approver with the requesting principal like any other.
 type OIDCConfig struct {
 	// Issuer is the provider's issuer URL (discovery at

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
@@ -100,7 +101,7 @@ func scriptDecisions(t *testing.T, e *env) {
 	e.decide("ov-a1", "approve", "bob", 200)
 	e.decide("ov-a2", "approve", "carol", 200)
 	e.decide("ov-d", "deny", "carol", 200)
-	if err := e.hook.Withdraw(context.Background(), testRequest("ov-w"), mcpsafe.WithdrawCallerGone); err != nil {
+	if err := e.hook.Withdraw(context.Background(), testRequest("ov-w"), approver.WithdrawCallerGone); err != nil {
 		t.Fatal(err)
 	}
 	for _, ch := range chans[:4] {

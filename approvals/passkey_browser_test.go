@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -107,7 +108,7 @@ func (p *pkEnv) js(expr string) (string, error) {
 	return chromedp.Run(p.ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
 }
 
-func passkeyRequest(id string) mcpsafe.ApprovalRequest {
+func passkeyRequest(id string) approver.Request {
 	r := e2eRequest(id)
 	r.MinAssurance = mcpsafe.AssurancePasskey
 	return r
@@ -246,7 +247,7 @@ func TestPasskeyAssertionBoundToCall(t *testing.T) {
 	proof := channel.PasskeyProof{Approver: "alice", CredentialID: reg.Passkeys[0].CredentialID, Assertion: got.Assertion}
 	for _, tc := range []struct {
 		name string
-		req  mcpsafe.ApprovalRequest
+		req  approver.Request
 		want error
 	}{
 		{"A's assertion for B", b, channel.ErrPasskey}, // the challenge differs
@@ -417,7 +418,7 @@ func TestPasskeyRequiredFailsClosed(t *testing.T) {
 	reg := &channel.PasskeyRegistry{RPID: "localhost", Origin: "http://localhost:1", Passkeys: []channel.RegisteredPasskey{}}
 	for _, tc := range []struct {
 		name string
-		req  mcpsafe.ApprovalRequest
+		req  approver.Request
 		opts []channel.WebhookOption
 		want string
 	}{

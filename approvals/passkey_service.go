@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
+	"github.com/mcpsafe/mcpsafe/internal/passkeyreg"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
@@ -79,33 +79,10 @@ func newPasskeys(o PasskeyOptions, origin string) (*passkeys, error) {
 	return p, nil
 }
 
-// pkUser is an approver as go-webauthn sees it. The user handle is derived
-// from the identity key, so it is stable and never shown.
-type pkUser struct {
-	name  string
-	creds []webauthn.Credential
-}
-
-func (u pkUser) WebAuthnID() []byte {
-	k, _ := identity.Key(u.name)
-	h := sha256.Sum256([]byte("mcpsafe approver\n" + k))
-	return h[:]
-}
-func (u pkUser) WebAuthnName() string                       { return u.name }
-func (u pkUser) WebAuthnDisplayName() string                { return u.name }
-func (u pkUser) WebAuthnCredentials() []webauthn.Credential { return u.creds }
-
-func (p *passkeys) userLocked(name string) pkUser {
-	u := pkUser{name: name}
-	for _, r := range p.reg.Passkeys {
-		if !identity.Same(r.Approver, name) {
-			continue
-		}
-		id, _ := base64.RawURLEncoding.DecodeString(r.CredentialID)
-		pub, _ := base64.RawURLEncoding.DecodeString(r.PublicKey)
-		u.creds = append(u.creds, webauthn.Credential{ID: id, PublicKey: pub, Flags: p.flags[r.CredentialID]})
-	}
-	return u
+// userLocked is an approver as go-webauthn sees them (the user handle is
+// derived from the identity key, so it is stable and never shown).
+func (p *passkeys) userLocked(name string) passkeyreg.User {
+	return passkeyreg.NewUser("mcpsafe approver", name, &p.reg, p.flags)
 }
 
 // needsPasskey reports whether approving r takes a passkey.
@@ -127,16 +104,7 @@ func (s *Service) pkRegisterBegin(w http.ResponseWriter, r *http.Request, sess *
 	p := s.pk
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	u := p.userLocked(sess.name)
-	var exclude []protocol.CredentialDescriptor
-	for _, c := range u.creds {
-		exclude = append(exclude, c.Descriptor())
-	}
-	opts, sd, err := p.wa.BeginRegistration(u,
-		webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{
-			UserVerification: protocol.VerificationRequired, ResidentKey: protocol.ResidentKeyRequirementPreferred,
-		}),
-		webauthn.WithExclusions(exclude))
+	opts, sd, err := passkeyreg.Begin(p.wa, p.userLocked(sess.name))
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "passkey registration: " + wire.PasskeyError(err)})
 		return
@@ -156,22 +124,21 @@ func (s *Service) pkRegisterFinish(w http.ResponseWriter, r *http.Request, sess 
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "no passkey registration in progress; start again"})
 		return
 	}
-	cred, err := p.wa.FinishRegistration(p.userLocked(sess.name), sd, r)
+	k, flags, err := passkeyreg.Finish(p.wa, p.userLocked(sess.name), sd, r)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "passkey refused: " + wire.PasskeyError(err)})
 		return
 	}
-	id := base64.RawURLEncoding.EncodeToString(cred.ID)
+	id := k.CredentialID
 	next := p.reg
-	next.Passkeys = append(append([]channel.RegisteredPasskey(nil), p.reg.Passkeys...), channel.RegisteredPasskey{
-		Approver: sess.name, CredentialID: id, PublicKey: base64.RawURLEncoding.EncodeToString(cred.PublicKey)})
+	next.Passkeys = append(append([]channel.RegisteredPasskey(nil), p.reg.Passkeys...), k)
 	if p.file != "" {
 		if err := next.Save(p.file); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "the passkey could not be stored; nothing registered"})
 			return
 		}
 	}
-	p.reg, p.flags[id] = next, cred.Flags
+	p.reg, p.flags[id] = next, flags
 	writeJSON(w, http.StatusOK, map[string]any{"registered": id, "approver": sess.name})
 }
 
@@ -199,7 +166,7 @@ func (s *Service) pkApproveBegin(w http.ResponseWriter, r *http.Request, sess *s
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := p.userLocked(sess.name)
-	if len(u.creds) == 0 {
+	if len(u.WebAuthnCredentials()) == 0 {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "register a passkey first"})
 		return
 	}

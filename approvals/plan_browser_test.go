@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -42,7 +43,7 @@ func TestBrowserPaddedPlanShowsEveryArgument(t *testing.T) {
 
 	var runs atomic.Int32
 	gate, err := mcpsafe.New(mcpsafe.Options{
-		Audience: "mail@e2e", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModeChannel, Approver: e.hook,
+		Audience: "mail@e2e", Journal: journal.Discard, Mode: mcpsafe.ModeChannel, Approver: e.hook,
 		ChannelTimeout: time.Minute,
 	})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,7 +42,7 @@ func TestBrowserDiffPartReadable(t *testing.T) {
 	}
 	var runs atomic.Int32
 	gate, err := mcpsafe.New(mcpsafe.Options{
-		Audience: "files@e2e", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModeChannel, Approver: e.hook,
+		Audience: "files@e2e", Journal: journal.Discard, Mode: mcpsafe.ModeChannel, Approver: e.hook,
 		ChannelTimeout: time.Minute,
 	})
 	if err != nil {
@@ -54,9 +56,9 @@ func TestBrowserDiffPartReadable(t *testing.T) {
 			if err := c.Decode(&a); err != nil {
 				return mcpsafe.Plan{}, err
 			}
-			return mcpsafe.Plan{Summary: "Overwrite " + a.Path, Parts: []mcpsafe.Part{{
+			return mcpsafe.Plan{Summary: "Overwrite " + a.Path, Parts: []plan.Part{{
 				Title: "Overwrite app.conf (100 lines changed)",
-				Diff:  &mcpsafe.Diff{Path: a.Path, Old: old.String(), New: a.Content}, Shows: []string{"content"},
+				Diff:  &plan.Diff{Path: a.Path, Old: old.String(), New: a.Content}, Shows: []string{"content"},
 			}}}, nil
 		},
 		Execute: func(context.Context, mcpsafe.Call, mcpsafe.Approval) (*mcp.CallToolResult, error) {

@@ -1,20 +1,19 @@
 package approvals
 
 import (
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/plan"
 )
 
 // partsFit reports whether a request's parts are within the gate's own
-// limits (mcpsafe.MaxParts, MaxPartLines) and use only the known kinds and
+// limits (plan.MaxParts, MaxPartLines) and use only the known kinds and
 // ops.
 func partsFit(parts []plan.PartView) bool {
-	if len(parts) > mcpsafe.MaxParts {
+	if len(parts) > plan.MaxParts {
 		return false
 	}
 	for _, p := range parts {
-		if len(p.Lines) > mcpsafe.MaxPartLines || len(p.Rows) > mcpsafe.MaxPartLines {
+		if len(p.Lines) > plan.MaxPartLines || len(p.Rows) > plan.MaxPartLines {
 			return false
 		}
 		switch p.Kind {

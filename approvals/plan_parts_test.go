@@ -3,7 +3,6 @@ package approvals
 import (
 	"testing"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/plan"
 )
 
@@ -26,10 +25,10 @@ func TestPartsFit(t *testing.T) {
 		{"control: a table", []plan.PartView{{Kind: "table", Columns: []string{"a", "b"}, Rows: [][]string{{"1", "2"}}}}, true},
 		{"an op the page cannot mark", diff("!", 1), false},
 		{"an op that looks like context", diff("  ", 1), false},
-		{"too many lines", diff(plan.OpAdd, mcpsafe.MaxPartLines+1), false},
+		{"too many lines", diff(plan.OpAdd, plan.MaxPartLines+1), false},
 		{"a row short of a cell", []plan.PartView{{Kind: "table", Columns: []string{"a", "b"}, Rows: [][]string{{"1"}}}}, false},
 		{"an unknown kind", []plan.PartView{{Kind: "html"}}, false},
-		{"too many parts", make([]plan.PartView, mcpsafe.MaxParts+1), false},
+		{"too many parts", make([]plan.PartView, plan.MaxParts+1), false},
 	} {
 		if got := partsFit(c.parts); got != c.ok {
 			t.Errorf("%s: partsFit = %v, want %v", c.name, got, c.ok)

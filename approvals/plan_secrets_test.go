@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -131,12 +132,12 @@ func TestWebhookPlanTooLarge(t *testing.T) {
 		big.Details = append(big.Details, "line")
 	}
 	_, err := e.hook.Approve(context.Background(), big)
-	if !errors.Is(err, mcpsafe.ErrPlanTooLarge) || !errors.Is(err, channel.ErrRequest) {
+	if !errors.Is(err, approver.ErrPlanTooLarge) || !errors.Is(err, channel.ErrRequest) {
 		t.Fatalf("err = %v, want ErrPlanTooLarge", err)
 	}
 	huge := testRequest("req-huge")
 	huge.Arguments = json.RawMessage(`{"a":"` + strings.Repeat("x", channel.MaxRequestBytes) + `"}`)
-	if _, err := e.hook.Approve(context.Background(), huge); !errors.Is(err, mcpsafe.ErrPlanTooLarge) {
+	if _, err := e.hook.Approve(context.Background(), huge); !errors.Is(err, approver.ErrPlanTooLarge) {
 		t.Fatalf("err = %v, want ErrPlanTooLarge", err)
 	}
 	if code, _ := e.api("GET", "/api/requests/req-big", "alice"); code != 404 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -166,8 +167,8 @@ func TestSelfApprovalThroughBearerAuth(t *testing.T) {
 			ch := s.call("tok-"+name, name+".txt")
 			req := s.onlyPending()
 			reqID := req["id"].(string)
-			if req["principal"] != mcpsafe.UserPrefix+id {
-				t.Fatalf("principal %v, want %q", req["principal"], mcpsafe.UserPrefix+id)
+			if req["principal"] != identity.UserPrefix+id {
+				t.Fatalf("principal %v, want %q", req["principal"], identity.UserPrefix+id)
 			}
 			// Attack: the requester approves her own request.
 			out := s.decide(reqID, "approve", "alice", 403)

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
@@ -597,7 +598,7 @@ func decodeWireRequest(body []byte) (channel.WireRequest, error) {
 	}
 	for _, o := range req.Grants {
 		switch {
-		case !idRE.MatchString(o.ID) || o.ID == mcpsafe.OnceOffer:
+		case !idRE.MatchString(o.ID) || o.ID == approver.Once:
 			return req, errors.New("a grant offer id must be 1-128 characters of A-Z a-z 0-9 . _ : - and not \"once\"")
 		case len(o.Label) > channel.MaxSummaryBytes || len(o.CEL) > channel.MaxSummaryBytes || len(o.Words) > channel.MaxSummaryBytes:
 			return req, errors.New("a grant offer is too long")
@@ -674,7 +675,7 @@ var errNotFound = errors.New("no such request")
 // offered reports whether grant is a choice the request offers: this call
 // alone ("" or "once") or exactly one of its grant IDs.
 func offered(req channel.WireRequest, grant string) bool {
-	if grant == "" || grant == mcpsafe.OnceOffer {
+	if grant == "" || grant == approver.Once {
 		return true
 	}
 	for _, o := range req.Grants {
@@ -715,7 +716,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 	}
 	next := cur
 	next.Approvals = append([]vote(nil), cur.Approvals...)
-	if grant == mcpsafe.OnceOffer {
+	if grant == approver.Once {
 		grant = ""
 	}
 	if approve && !offered(cur.Req, grant) {
@@ -726,7 +727,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 	}
 	if approve {
 		next.Grant = grant
-		// One namespace, one comparison (mcpsafe.SameIdentity): approver
+		// One namespace, one comparison (identity.Same): approver
 		// "alice" is principal "user:alice", and a principal that cannot
 		// be compared counts as everyone's.
 		if identity.Same(by, cur.Req.Principal) {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -73,12 +74,12 @@ func (e *env) stop() {
 }
 
 type result struct {
-	d   mcpsafe.ApprovalDecision
+	d   approver.Decision
 	err error
 }
 
 // ask sends r through the webhook in the background.
-func (e *env) ask(r mcpsafe.ApprovalRequest) chan result {
+func (e *env) ask(r approver.Request) chan result {
 	ch := make(chan result, 1)
 	go func() {
 		d, err := e.hook.Approve(context.Background(), r)

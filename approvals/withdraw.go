@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
@@ -72,12 +72,12 @@ func isWithdrawal(body []byte) bool {
 }
 
 var withdrawReasons = map[string]string{
-	mcpsafe.WithdrawCallerGone: "caller gone",
-	mcpsafe.WithdrawTimedOut:   "the gate stopped waiting",
+	approver.WithdrawCallerGone: "caller gone",
+	approver.WithdrawTimedOut:   "the gate stopped waiting",
 	// The gated server was told to stop while the request was pending:
 	// nothing will run on it, whatever is decided.
-	mcpsafe.WithdrawShuttingDown: "the gated server shut down",
-	WithdrawnServiceStopped:      "the approval service stopped while the gate waited",
+	approver.WithdrawShuttingDown: "the gated server shut down",
+	WithdrawnServiceStopped:       "the approval service stopped while the gate waited",
 }
 
 func decodeWithdrawal(body []byte) (channel.WireWithdrawal, error) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -32,7 +32,7 @@ func TestWithdrawal(t *testing.T) {
 	ch := e.ask(req)
 	e.waitPending("req-withdraw")
 	good := channel.WireWithdrawal{Version: 1, Type: "withdraw", ID: req.ID, Audience: req.Audience,
-		ArgsDigest: req.ArgsDigest, Reason: mcpsafe.WithdrawCallerGone, Nonce: "n1"}
+		ArgsDigest: req.ArgsDigest, Reason: approver.WithdrawCallerGone, Nonce: "n1"}
 	with := func(f func(*channel.WireWithdrawal)) []byte {
 		m := good
 		f(&m)
@@ -88,7 +88,7 @@ func TestWithdrawal(t *testing.T) {
 		t.Fatalf("replayed withdrawal: HTTP %d %s", code, out)
 	}
 	_, got := e.api("GET", "/api/requests/req-withdraw", "alice")
-	if got["status"] != channel.StatusWithdrawn || got["withdrawn"] != mcpsafe.WithdrawCallerGone {
+	if got["status"] != channel.StatusWithdrawn || got["withdrawn"] != approver.WithdrawCallerGone {
 		t.Fatalf("after the withdrawal: %v", got)
 	}
 	out := e.decide("req-withdraw", "approve", "alice", 409)
@@ -113,17 +113,17 @@ func TestWebhookWithdraw(t *testing.T) {
 	req := testRequest("req-hook-withdraw")
 	ch := e.ask(req)
 	e.waitPending(req.ID)
-	if err := e.hook.Withdraw(context.Background(), req, mcpsafe.WithdrawTimedOut); err != nil {
+	if err := e.hook.Withdraw(context.Background(), req, approver.WithdrawTimedOut); err != nil {
 		t.Fatal(err)
 	}
 	if r := wait(t, ch); r.d.Approved || r.err == nil {
 		t.Fatalf("attached caller: %+v, %v", r.d, r.err)
 	}
 	_, got := e.api("GET", "/api/requests/"+req.ID, "alice")
-	if got["status"] != channel.StatusWithdrawn || got["withdrawn"] != mcpsafe.WithdrawTimedOut {
+	if got["status"] != channel.StatusWithdrawn || got["withdrawn"] != approver.WithdrawTimedOut {
 		t.Fatalf("after Withdraw: %v", got)
 	}
-	if err := e.hook.Withdraw(context.Background(), testRequest("req-never-sent"), mcpsafe.WithdrawCallerGone); err == nil {
+	if err := e.hook.Withdraw(context.Background(), testRequest("req-never-sent"), approver.WithdrawCallerGone); err == nil {
 		t.Fatal("withdrawing an unknown request reported success")
 	}
 }
@@ -135,7 +135,7 @@ func TestAwaitPendingThenDecision(t *testing.T) {
 	e := newEnv(t, ServiceOptions{})
 	req := testRequest("req-await")
 	_, err := e.hook.Await(context.Background(), req, time.Second)
-	if !errors.Is(err, channel.ErrPending) || !errors.Is(err, mcpsafe.ErrPending) {
+	if !errors.Is(err, channel.ErrPending) || !errors.Is(err, approver.ErrPending) {
 		t.Fatalf("first Await = %v, want ErrPending", err)
 	}
 	e.waitPending(req.ID)

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/wire"
@@ -104,7 +104,7 @@ func VerifyAttestation(pub ed25519.PublicKey, raw []byte) (Statement, error) {
 
 // checkApproval compares a verified statement with the call the gate asked
 // about and the approvers the answer names: each field must match exactly.
-func (st Statement) checkApproval(r mcpsafe.ApprovalRequest, approvers []string) error {
+func (st Statement) checkApproval(r approver.Request, approvers []string) error {
 	switch {
 	case !st.Approved:
 		return fmt.Errorf("%w: the signed statement does not approve", ErrAttestation)
@@ -222,7 +222,7 @@ func WithServiceKey(pub ed25519.PublicKey) WebhookOption {
 // checkAttestation returns the evidence to journal: the attestation as
 // received. Without a configured key an attestation is passed on unchecked
 // (an auditor can check it later) and its absence is no error.
-func (w *Webhook) checkAttestation(r mcpsafe.ApprovalRequest, ans answer) (json.RawMessage, error) {
+func (w *Webhook) checkAttestation(r approver.Request, ans answer) (json.RawMessage, error) {
 	if w.serviceKey == nil {
 		return ans.Attestation, nil
 	}
@@ -236,7 +236,7 @@ func (w *Webhook) checkAttestation(r mcpsafe.ApprovalRequest, ans answer) (json.
 	if err := st.checkApproval(r, ans.Approvers); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadResponse, err)
 	}
-	if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == "") {
+	if g := ans.Grant; g != st.Grant && !(g == approver.Once && st.Grant == "") {
 		return nil, fmt.Errorf("%w: %w: the answer chooses grant %q, the signed statement %q", ErrBadResponse, ErrAttestation, wire.Clip(g), wire.Clip(st.Grant))
 	}
 	return ans.Attestation, nil

@@ -6,7 +6,7 @@
 //   - the wire types ([WireRequest], [WireWithdrawal], [WireProbe]), their
 //     limits ([MaxRequestBytes] and the others) and the status words of an
 //     answer ([StatusPending] and the others);
-//   - the webhook client ([NewWebhook], an mcpsafe.Approver that can also
+//   - the webhook client ([NewWebhook], an approver.Approver that can also
 //     resume, withdraw and probe);
 //   - request signatures ([Sign], [VerifySignature], [VerifySignatureKey]);
 //   - Ed25519 decision attestations ([SignStatement], [VerifyAttestation])

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
 )
 
@@ -14,7 +14,7 @@ import (
 // elicitation (mcpsafe.Options.ApproverLink). The link names the request
 // and approves nothing: the page asks the approver to log in, and the
 // decision comes back signed through the webhook as always.
-func ServiceLink(origin string) (func(mcpsafe.ApprovalRequest) (string, error), error) {
+func ServiceLink(origin string) (func(approver.Request) (string, error), error) {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("channel: the approval service's page %q is not an origin like https://approvals.example.com", origin)
@@ -23,7 +23,7 @@ func ServiceLink(origin string) (func(mcpsafe.ApprovalRequest) (string, error), 
 		return nil, fmt.Errorf("channel: the approval service's page %q must be https (or http on loopback): the person logs in there", origin)
 	}
 	base := u.Scheme + "://" + u.Host + "/#req-"
-	return func(r mcpsafe.ApprovalRequest) (string, error) {
+	return func(r approver.Request) (string, error) {
 		if r.ID == "" {
 			return "", fmt.Errorf("%w: request id is required", ErrRequest)
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 )
 
 // The link is the service's own page at the request's card; an address a
@@ -26,10 +26,10 @@ func TestServiceLinkIsTheServicesPageAtTheRequest(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ServiceLink(%q): %v", origin, err)
 		}
-		if got, err := link(mcpsafe.ApprovalRequest{ID: "r1/.."}); err != nil || got != want {
+		if got, err := link(approver.Request{ID: "r1/.."}); err != nil || got != want {
 			t.Errorf("link from %q = %q, %v; want %q", origin, got, err, want)
 		}
-		if _, err := link(mcpsafe.ApprovalRequest{}); err == nil || !strings.Contains(err.Error(), "id") {
+		if _, err := link(approver.Request{}); err == nil || !strings.Contains(err.Error(), "id") {
 			t.Errorf("a request without an id got a link: %v", err)
 		}
 	}

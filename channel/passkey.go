@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 
@@ -60,7 +61,7 @@ func PasskeyChallenge(id, tool, argsDigest, targetsDigest string, expires time.T
 	return h[:]
 }
 
-func challengeFor(r mcpsafe.ApprovalRequest) []byte {
+func challengeFor(r approver.Request) []byte {
 	return PasskeyChallenge(r.ID, r.Tool, r.ArgsDigest, TargetsDigest(r.Targets), r.ExpiresAt, r.Audience)
 }
 
@@ -182,7 +183,7 @@ func (reg *PasskeyRegistry) VerifyProof(p PasskeyProof, challenge []byte) error 
 // checkPasskeys verifies the proofs of an answer for request r: at least
 // need distinct approvers, each named in the answer, each with a valid
 // assertion for this call.
-func (reg *PasskeyRegistry) checkPasskeys(r mcpsafe.ApprovalRequest, approvers []string, proofs []PasskeyProof, need int) error {
+func (reg *PasskeyRegistry) checkPasskeys(r approver.Request, approvers []string, proofs []PasskeyProof, need int) error {
 	challenge := challengeFor(r)
 	named := map[string]bool{}
 	for _, a := range approvers {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/internal/identity"
 	"github.com/mcpsafe/mcpsafe/internal/loopback"
@@ -30,13 +31,13 @@ import (
 
 // The errors an Approve call wraps. Every one of them means not approved;
 // they differ in what the caller may do next. ErrDenied also matches
-// mcpsafe.ErrDenied and ErrTimeout mcpsafe.ErrNoDecision (errors.Is), so the
+// approver.ErrDenied and ErrTimeout approver.ErrNoDecision (errors.Is), so the
 // gate reports channel_denied, timeout, or channel_unavailable for the rest.
 var (
 	// ErrDenied: an approver said no. Final; do not ask again.
-	ErrDenied error = &kindError{"channel: denied by an approver", mcpsafe.ErrDenied}
+	ErrDenied error = &kindError{"channel: denied by an approver", approver.ErrDenied}
 	// ErrTimeout: nobody decided before the deadline (or the call timed out).
-	ErrTimeout error = &kindError{"channel: no decision before the deadline", mcpsafe.ErrNoDecision}
+	ErrTimeout error = &kindError{"channel: no decision before the deadline", approver.ErrNoDecision}
 	// ErrUnavailable: the approver could not be reached or answered with a
 	// non-2xx status (connection refused, TLS failure, redirect, 4xx, 5xx).
 	ErrUnavailable = errors.New("channel: approver unavailable")
@@ -54,7 +55,7 @@ var (
 	ErrRequest = errors.New("channel: approval request invalid")
 	// ErrPending: Await's wait ended before anyone decided; the request
 	// stays open and asking again re-attaches to it. Never an approval.
-	ErrPending error = &kindError{"channel: no decision yet", mcpsafe.ErrPending}
+	ErrPending error = &kindError{"channel: no decision yet", approver.ErrPending}
 )
 
 // kindError is a sentinel with its own message that also matches the root
@@ -78,7 +79,7 @@ const DefaultTimeout = 10 * time.Minute
 // one, and Webhook checks them before sending, so that a plan too large to
 // show whole is refused as such (and never cut to fit).
 const (
-	MaxRequestBytes = 1 << 20 // room for the plan's parts (mcpsafe.MaxPartBytes each)
+	MaxRequestBytes = 1 << 20 // room for the plan's parts (plan.MaxPartBytes each)
 	MaxSummaryBytes = 4096
 	MaxPlanLines    = 200
 	// MaxGrantOffers bounds the standing grants one request may offer.
@@ -120,7 +121,7 @@ type WireRequest struct {
 	MinApprovers int             `json:"min_approvers"`
 	// Grants are the standing grants the approver may choose instead of
 	// this call alone; the answer names one by ID in "grant".
-	Grants []mcpsafe.GrantOffer `json:"grants,omitempty"`
+	Grants []approver.GrantOffer `json:"grants,omitempty"`
 	// MinAssurance is "passkey" when the tool requires each approver's
 	// passkey on the call; empty otherwise.
 	MinAssurance string `json:"min_assurance,omitempty"`
@@ -131,7 +132,7 @@ type WireRequest struct {
 }
 
 // Webhook asks an HTTP approver (an `mcpsafe approvals serve` or anything
-// that speaks the same contract) and implements mcpsafe.Approver.
+// that speaks the same contract) and implements approver.Approver.
 type Webhook struct {
 	url       string
 	secret    []byte
@@ -150,13 +151,13 @@ type Webhook struct {
 	refused   map[string]bool
 }
 
-var _ mcpsafe.Approver = (*Webhook)(nil)
+var _ approver.Approver = (*Webhook)(nil)
 
 // Awaiter returns w: a webhook keeps a request open across calls (Await).
-func (w *Webhook) Awaiter() mcpsafe.Awaiter { return w }
+func (w *Webhook) Awaiter() approver.Awaiter { return w }
 
 // Withdrawer returns w: a webhook can take a request back (Withdraw).
-func (w *Webhook) Withdrawer() mcpsafe.Withdrawer { return w }
+func (w *Webhook) Withdrawer() approver.Withdrawer { return w }
 
 // WebhookOption configures a Webhook.
 type WebhookOption func(*Webhook) error
@@ -259,7 +260,7 @@ func NewWebhook(rawURL string, secret []byte, opts ...WebhookOption) (*Webhook, 
 // for a 2xx JSON answer whose approved is exactly true; every other outcome
 // is an error wrapping one of ErrDenied, ErrTimeout, ErrUnavailable,
 // ErrBadResponse, ErrRequest.
-func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsafe.ApprovalDecision, error) {
+func (w *Webhook) Approve(ctx context.Context, r approver.Request) (approver.Decision, error) {
 	return w.Await(ctx, r, 0)
 }
 
@@ -267,8 +268,8 @@ func (w *Webhook) Approve(ctx context.Context, r mcpsafe.ApprovalRequest) (mcpsa
 // "Prefer: wait=N" (RFC 7240), and a 202 answer, or no answer by then,
 // is ErrPending; the request stays open at the service, and sending the
 // same request again re-attaches to it.
-func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait time.Duration) (mcpsafe.ApprovalDecision, error) {
-	no := mcpsafe.ApprovalDecision{}
+func (w *Webhook) Await(ctx context.Context, r approver.Request, wait time.Duration) (approver.Decision, error) {
+	no := approver.Decision{}
 	if r.ID == "" || r.Tool == "" {
 		return no, fmt.Errorf("%w: request id and tool are required", ErrRequest)
 	}
@@ -304,7 +305,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 		return no, fmt.Errorf("%w: %v", ErrRequest, err)
 	}
 	if err := fitsService(wire, len(body)); err != nil {
-		return no, fmt.Errorf("%w: %w: %v", ErrRequest, mcpsafe.ErrPlanTooLarge, err)
+		return no, fmt.Errorf("%w: %w: %v", ErrRequest, approver.ErrPlanTooLarge, err)
 	}
 	deadline := now.Add(w.timeout)
 	if r.ExpiresAt.Before(deadline) {
@@ -375,7 +376,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 		case StatusWithdrawn:
 			return no, fmt.Errorf("%w: the request was withdrawn", ErrUnavailable)
 		}
-		d := mcpsafe.ApprovalDecision{Approvers: ans.Approvers}
+		d := approver.Decision{Approvers: ans.Approvers}
 		if len(ans.Approvers) > 0 {
 			return d, fmt.Errorf("%w: %s", ErrDenied, strings.Join(ans.Approvers, ", "))
 		}
@@ -396,7 +397,7 @@ func (w *Webhook) Await(ctx context.Context, r mcpsafe.ApprovalRequest, wait tim
 	if err != nil {
 		return no, err
 	}
-	dec := mcpsafe.ApprovalDecision{Approved: true, Approvers: ans.Approvers, Grant: ans.Grant, Evidence: evidence}
+	dec := approver.Decision{Approved: true, Approvers: ans.Approvers, Grant: ans.Grant, Evidence: evidence}
 	if r.MinAssurance >= mcpsafe.AssurancePasskey || (w.passkeys != nil && len(ans.Passkeys) > 0) {
 		if w.passkeys == nil {
 			return no, fmt.Errorf("%w: %w: %s requires passkeys, and this webhook has no passkey registry to check them with (WithPasskeys)", ErrBadResponse, ErrPasskey, r.Tool)

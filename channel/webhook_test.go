@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 )
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef")
 
-func testRequest(id string) mcpsafe.ApprovalRequest {
-	return mcpsafe.ApprovalRequest{
+func testRequest(id string) approver.Request {
+	return approver.Request{
 		ID: id, Tool: "delete_file", Summary: `delete "cache.txt" (12 KiB)`,
 		Details:      []string{"path: /srv/data/cache.txt"},
 		Targets:      []mcpsafe.Target{{Name: "/srv/data/cache.txt", State: "sha256:ab12, 12288 bytes"}},
@@ -115,7 +116,7 @@ func TestWebhookResponses(t *testing.T) {
 	}
 }
 
-func checkOutcome(t *testing.T, d mcpsafe.ApprovalDecision, err, want error, msg string) {
+func checkOutcome(t *testing.T, d approver.Decision, err, want error, msg string) {
 	t.Helper()
 	if want == nil {
 		if err != nil || !d.Approved {
@@ -131,15 +132,15 @@ func checkOutcome(t *testing.T, d mcpsafe.ApprovalDecision, err, want error, msg
 	}
 	switch want {
 	case ErrDenied:
-		if !errors.Is(err, mcpsafe.ErrDenied) {
-			t.Fatalf("%v does not match mcpsafe.ErrDenied: the gate would not report channel_denied", err)
+		if !errors.Is(err, approver.ErrDenied) {
+			t.Fatalf("%v does not match approver.ErrDenied: the gate would not report channel_denied", err)
 		}
 	case ErrTimeout:
-		if !errors.Is(err, mcpsafe.ErrNoDecision) {
-			t.Fatalf("%v does not match mcpsafe.ErrNoDecision: the gate would not report timeout", err)
+		if !errors.Is(err, approver.ErrNoDecision) {
+			t.Fatalf("%v does not match approver.ErrNoDecision: the gate would not report timeout", err)
 		}
 	default:
-		if errors.Is(err, mcpsafe.ErrDenied) || errors.Is(err, mcpsafe.ErrNoDecision) {
+		if errors.Is(err, approver.ErrDenied) || errors.Is(err, approver.ErrNoDecision) {
 			t.Fatalf("a failure (%v) looks like a denial or a timeout to the gate", err)
 		}
 	}
@@ -350,10 +351,10 @@ func TestWebhookHugeBody(t *testing.T) {
 func TestWebhookRequestInvalid(t *testing.T) {
 	srv := httptest.NewServer(answering(t, 200, `{"approved":true}`))
 	defer srv.Close()
-	for name, mut := range map[string]func(*mcpsafe.ApprovalRequest){
-		"no id":     func(r *mcpsafe.ApprovalRequest) { r.ID = "" },
-		"no tool":   func(r *mcpsafe.ApprovalRequest) { r.Tool = "" },
-		"no expiry": func(r *mcpsafe.ApprovalRequest) { r.ExpiresAt = time.Time{} },
+	for name, mut := range map[string]func(*approver.Request){
+		"no id":     func(r *approver.Request) { r.ID = "" },
+		"no tool":   func(r *approver.Request) { r.Tool = "" },
+		"no expiry": func(r *approver.Request) { r.ExpiresAt = time.Time{} },
 	} {
 		req := testRequest("r")
 		mut(&req)

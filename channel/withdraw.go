@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 )
 
 // WireWithdrawal is the JSON body a Webhook POSTs, to the same URL and
@@ -42,9 +42,9 @@ func preferWait(now time.Time, wait time.Duration, deadline time.Time) (string, 
 }
 
 // Withdraw tells the service that nobody will pick r's decision up, so
-// that it stops offering r to approvers. reason is mcpsafe.WithdrawCallerGone,
-// mcpsafe.WithdrawTimedOut or mcpsafe.WithdrawShuttingDown.
-func (w *Webhook) Withdraw(ctx context.Context, r mcpsafe.ApprovalRequest, reason string) error {
+// that it stops offering r to approvers. reason is approver.WithdrawCallerGone,
+// approver.WithdrawTimedOut or approver.WithdrawShuttingDown.
+func (w *Webhook) Withdraw(ctx context.Context, r approver.Request, reason string) error {
 	if r.ID == "" {
 		return fmt.Errorf("%w: request id is required", ErrRequest)
 	}

@@ -6,13 +6,14 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // What a client reads from tools/list: read-only tools are idempotent and
 // not destructive; the gated ones are neither read-only nor idempotent.
 func TestToolAnnotations(t *testing.T) {
-	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{t.TempDir()}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}})
+	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{t.TempDir()}, Gate: mcpsafe.Options{Journal: journal.Discard}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/ledger"
 )
 
@@ -80,18 +81,18 @@ func (g Grants) policy(tool string) *mcpsafe.GrantPolicy {
 	p := &mcpsafe.GrantPolicy{MaxTTL: g.MaxTTL, MaxUses: g.MaxUses, ClientRelayed: g.ClientRelayed}
 	switch tool {
 	case DeleteFile:
-		p.Scopes = func(_ mcpsafe.Call, r mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
+		p.Scopes = func(_ mcpsafe.Call, r mcpsafe.Resolved) ([]grants.Scope, error) {
 			dir, err := resolvedDir(r, "path")
 			if err != nil {
 				return nil, err
 			}
-			return []mcpsafe.GrantScope{{
+			return []grants.Scope{{
 				Words: "files directly in " + dir + "/",
 				CEL:   "tool == " + celString(DeleteFile) + " && " + directlyIn("path", dir),
 			}}, nil
 		}
 	case MoveFile:
-		p.Scopes = func(_ mcpsafe.Call, r mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) {
+		p.Scopes = func(_ mcpsafe.Call, r mcpsafe.Resolved) ([]grants.Scope, error) {
 			from, err := resolvedDir(r, "path")
 			if err != nil {
 				return nil, err
@@ -100,7 +101,7 @@ func (g Grants) policy(tool string) *mcpsafe.GrantPolicy {
 			if err != nil {
 				return nil, err
 			}
-			return []mcpsafe.GrantScope{{
+			return []grants.Scope{{
 				Words: "moves of files directly in " + from + "/ to " + to + "/",
 				CEL:   "tool == " + celString(MoveFile) + " && " + directlyIn("path", from) + " && " + directlyIn("destination", to),
 			}}, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -225,13 +226,13 @@ func TestGrantsConfigRefused(t *testing.T) {
 		"case-folded name":   {Tools: []string{"Delete_File"}},
 		"name with a suffix": {Tools: []string{"delete_file "}},
 	} {
-		if s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Grants: g, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}}); err == nil {
+		if s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Grants: g, Gate: mcpsafe.Options{Journal: journal.Discard}}); err == nil {
 			s.Close()
 			t.Errorf("%s: NewServer accepted %+v", name, g)
 		}
 	}
 	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root},
-		Grants: files.Grants{Tools: []string{files.DeleteFile, files.MoveFile}}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}})
+		Grants: files.Grants{Tools: []string{files.DeleteFile, files.MoveFile}}, Gate: mcpsafe.Options{Journal: journal.Discard}})
 	if err != nil {
 		t.Fatalf("control: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/safefs"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -75,6 +76,9 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if slices.Contains(cfg.Grants.Tools, DeleteFile) {
 		// Irreversible: offered only because the operator named it.
 		opts.AllowGrantsFor = append(slices.Clip(opts.AllowGrantsFor), DeleteFile)
+	}
+	if opts.GrantCEL == nil && len(cfg.Grants.Tools) > 0 {
+		opts.GrantCEL = celscope.New() // the scopes of files' grants are CEL (grants.go)
 	}
 	if s.Gate, err = mcpsafe.New(opts); err != nil {
 		return nil, err

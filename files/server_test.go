@@ -23,7 +23,7 @@ import (
 func TestHTTPHandlerServesTools(t *testing.T) {
 	root := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("abc"), 0o644))
-	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}})
+	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: journal.Discard}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestHTTPHandlerServesTools(t *testing.T) {
 func TestNewServerRefusesDuplicateOptIn(t *testing.T) {
 	root := t.TempDir()
 	dup := []mcpsafe.OptIn{{Tool: files.DeleteFile}, {Tool: files.DeleteFile}}
-	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: dup}})
+	s, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: journal.Discard, AllowTokenFor: dup}})
 	if err == nil {
 		s.Close()
 		t.Fatal("NewServer accepted an opt-in named twice")
@@ -65,7 +65,7 @@ func TestNewServerRefusesDuplicateOptIn(t *testing.T) {
 		t.Fatalf("error should say the opt-in is named twice: %v", err)
 	}
 	// Control: named once, accepted.
-	s, err = files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: dup[:1]}})
+	s, err = files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: journal.Discard, AllowTokenFor: dup[:1]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -278,11 +279,11 @@ func TestNewServerRefuses(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	for name, cfg := range map[string]files.Config{
-		"no roots":             {Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}},
-		"missing root":         {Roots: []string{filepath.Join(root, "nope")}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}},
-		"journal inside root":  {Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal}, JournalPath: filepath.Join(root, "j.jsonl")},
-		"opt-in for no tool":   {Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: []mcpsafe.OptIn{{Tool: "rm_rf"}}}},
-		"opt-in is reversible": {Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.MoveFile}}}},
+		"no roots":             {Gate: mcpsafe.Options{Journal: journal.Discard}},
+		"missing root":         {Roots: []string{filepath.Join(root, "nope")}, Gate: mcpsafe.Options{Journal: journal.Discard}},
+		"journal inside root":  {Roots: []string{root}, Gate: mcpsafe.Options{Journal: journal.Discard}, JournalPath: filepath.Join(root, "j.jsonl")},
+		"opt-in for no tool":   {Roots: []string{root}, Gate: mcpsafe.Options{Journal: journal.Discard, AllowTokenFor: []mcpsafe.OptIn{{Tool: "rm_rf"}}}},
+		"opt-in is reversible": {Roots: []string{root}, Gate: mcpsafe.Options{Journal: journal.Discard, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.MoveFile}}}},
 	} {
 		if s, err := files.NewServer(ctx, cfg); err == nil {
 			s.Close()
@@ -299,7 +300,7 @@ func TestNewServerRefuses(t *testing.T) {
 		t.Errorf("JournalOutsideRoots refused a journal outside the roots: %v", err)
 	}
 	// Control, and the HTTP handler answers.
-	s, err := files.NewServer(ctx, files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: mcpsafe.NoJournal, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}})
+	s, err := files.NewServer(ctx, files.Config{Roots: []string{root}, Gate: mcpsafe.Options{Journal: journal.Discard, AllowTokenFor: []mcpsafe.OptIn{{Tool: files.DeleteFile}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

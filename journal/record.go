@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 )
@@ -37,6 +38,39 @@ const (
 	Ambiguous  = "ambiguous"
 )
 
+// Observer is told what a gate does (mcpsafe.Options.Observer), for
+// metrics (package metrics implements it).
+// Its methods run on the call path and must return quickly. They only ever
+// get tool names, fixed outcome words and reason codes: never arguments,
+// principals or sessions.
+type Observer interface {
+	// CallDone is called once per answered tools/call of a gated tool,
+	// with one of the Outcome words; reason is the reason code of a
+	// refusal, else "".
+	CallDone(tool, outcome, reason string)
+	// HumanDecision is called when an approval's answer is redeemed, with
+	// the time since it was issued; path is "elicit", "token", "channel",
+	// "page" (the approval page) or "card".
+	HumanDecision(path string, d time.Duration)
+	// Approved is called once per approval the journal recorded, before
+	// the call runs, with the journal's decision word (page-approved,
+	// channel-approved, ...) and assurance level (client_relayed,
+	// local_page, channel, passkey): how strongly each tool's approvals
+	// were proven.
+	Approved(tool, decision, assurance string)
+}
+
+// Outcomes of a gated call, as Observer.CallDone is told them
+// (metrics count calls by them; they are not journal decision words).
+const (
+	OutcomeExecuted         = "executed"          // the tool ran and returned a result
+	OutcomeFailed           = "failed"            // the tool ran and failed
+	OutcomeRefused          = "refused"           // a refusal; see the reason code
+	OutcomeApprovalRequired = "approval_required" // a token or channel approval was asked for
+	OutcomeApprovalPending  = "approval_pending"  // a channel approval is still waiting
+	OutcomeInputRequired    = "input_required"    // MRTR: the client was asked to elicit
+)
+
 // Record is one line of the journal. Seq, Prev and Time are filled in by
 // Append; the caller fills in the rest.
 type Record struct {
@@ -69,3 +103,18 @@ type Record struct {
 	// SecretFields names extra argument fields to redact; not written.
 	SecretFields []string `json:"-"`
 }
+
+// Appender receives audit records: what a gate writes to
+// (mcpsafe.Options.Journal). Append returns only once the record is
+// durable; an error means nothing may run. *Journal is one.
+type Appender interface {
+	Append(ctx context.Context, r Record) error
+}
+
+// Discard is an Appender that records nothing, for callers that decided to
+// run without an audit trail.
+var Discard Appender = discard{}
+
+type discard struct{}
+
+func (discard) Append(context.Context, Record) error { return nil }

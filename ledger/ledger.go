@@ -10,7 +10,25 @@ import (
 	"time"
 )
 
-// Store records outstanding grants and redeems each at most once.
+// Ledger is what a gate needs of a store (mcpsafe.Options.Ledger): it
+// records issued grants and redeems each at most once. Redeem reports true
+// exactly once for an issued, unexpired nonce.
+//
+// Standing returns the store that keeps standing grants, or nil when the
+// ledger keeps none (tools that offer grants are then a startup error).
+// Every store of this package and of its backends (ledger/sqlite,
+// ledger/redis, ledger/postgres) returns itself. A wrapper (metrics,
+// tracing, fault injection) must forward it explicitly: the capability is
+// part of the type, never found by a type assertion that a wrapper would
+// silently defeat.
+type Ledger interface {
+	Issue(ctx context.Context, nonce string, expires time.Time) error
+	Redeem(ctx context.Context, nonce string) (bool, error)
+	Standing() StandingStore
+}
+
+// Store records outstanding grants and redeems each at most once: a
+// Ledger that can be closed.
 //
 // Redeem reports true exactly once for a nonce that was issued and has not
 // expired (valid while now < expires). It reports false with a nil error for
@@ -23,9 +41,7 @@ import (
 // it: a capability found by type assertion is silently lost behind any
 // wrapper that does not happen to implement it too.
 type Store interface {
-	Issue(ctx context.Context, nonce string, expires time.Time) error
-	Redeem(ctx context.Context, nonce string) (bool, error)
-	Standing() StandingStore
+	Ledger
 	Close() error
 }
 

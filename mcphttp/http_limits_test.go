@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
 	"github.com/mcpsafe/mcpsafe/internal/slowhttp"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -166,7 +167,7 @@ func filesOver(t *testing.T, web mcphttp.HTTP, gate mcpsafe.Options) (string, *m
 	gate.Audience = "limits-test"
 	gate.Mode = mcpsafe.ModeToken
 	gate.AllowTokenFor = []mcpsafe.OptIn{{Tool: "delete_file"}}
-	gate.Journal = mcpsafe.NoJournal
+	gate.Journal = journal.Discard
 	gate.ClientAddrHeader = mcphttp.ClientAddrHeader
 	srv, err := files.NewServer(context.Background(), files.Config{Roots: []string{root}, Gate: gate})
 	if err != nil {

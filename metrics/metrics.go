@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/prometheus/client_golang/prometheus"
@@ -134,20 +133,20 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (net.Addr, func() erro
 // Pending method).
 func (m *Metrics) SetPending(f func() int) { m.pending = f }
 
-// CallDone implements mcpsafe.Observer.
+// CallDone implements journal.Observer.
 func (m *Metrics) CallDone(tool, outcome, reason string) {
 	m.calls.WithLabelValues(tool, outcome).Inc()
-	if outcome == mcpsafe.OutcomeRefused {
+	if outcome == journal.OutcomeRefused {
 		m.refusals.WithLabelValues(reason).Inc()
 	}
 }
 
-// Approved implements mcpsafe.Observer.
+// Approved implements journal.Observer.
 func (m *Metrics) Approved(tool, decision, assurance string) {
 	m.approvals.WithLabelValues(tool, decision, assurance).Inc()
 }
 
-// HumanDecision implements mcpsafe.Observer.
+// HumanDecision implements journal.Observer.
 func (m *Metrics) HumanDecision(path string, d time.Duration) {
 	m.human.WithLabelValues(path).Observe(d.Seconds())
 }
@@ -189,7 +188,7 @@ func result(err error) string {
 // refusal is not a failure of the journal. It takes the file journal
 // itself, whose health it reads: what it reports is never lost behind
 // another wrapper.
-func (m *Metrics) Journal(j *journal.Journal) mcpsafe.Journal {
+func (m *Metrics) Journal(j *journal.Journal) journal.Appender {
 	m.Up("journal", nil)
 	return &timedJournal{m: m, j: j}
 }
@@ -215,14 +214,14 @@ func (t *timedJournal) Append(ctx context.Context, r journal.Record) error {
 
 // Ledger wraps l so that every operation is timed and sets the ledger's
 // health.
-func (m *Metrics) Ledger(l mcpsafe.Ledger) mcpsafe.Ledger {
+func (m *Metrics) Ledger(l ledger.Ledger) ledger.Ledger {
 	m.Up("ledger", nil)
 	return &timedLedger{m: m, l: l}
 }
 
 type timedLedger struct {
 	m *Metrics
-	l mcpsafe.Ledger
+	l ledger.Ledger
 }
 
 func (t *timedLedger) Issue(ctx context.Context, nonce string, expires time.Time) error {

@@ -27,7 +27,7 @@ var channelMutants = []Mutant{
 			{
 				File: "channel/webhook.go",
 				Old:  "\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n",
-				New:  "\tif resp.StatusCode >= 500 {\n\t\treturn mcpsafe.ApprovalDecision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n",
+				New:  "\tif resp.StatusCode >= 500 {\n\t\treturn approver.Decision{Approved: true}, nil\n\t}\n\tif resp.StatusCode < 200 || resp.StatusCode > 299 {\n",
 			},
 		},
 	},
@@ -512,8 +512,8 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "channel/attestation.go",
-				Old:  "if g := ans.Grant; g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {",
-				New:  "if g := ans.Grant; false && g != st.Grant && !(g == mcpsafe.OnceOffer && st.Grant == \"\") {",
+				Old:  "if g := ans.Grant; g != st.Grant && !(g == approver.Once && st.Grant == \"\") {",
+				New:  "if g := ans.Grant; false && g != st.Grant && !(g == approver.Once && st.Grant == \"\") {",
 			},
 		},
 	},

@@ -822,12 +822,12 @@ var gateMutants = []Mutant{
 		Name:     "audit-trace-span-carries-arguments",
 		Packages: []string{"."},
 		Run:      "TestTraceJoinsCallersTrace",
-		Why:      "the call span records the call's arguments: agent-supplied values (and secrets) leave in traces",
+		Why:      "the gate hands the tracer the call's arguments: agent-supplied values (and secrets) leave in traces",
 		Edits: []Edit{
 			{
 				File: "gate_trace.go",
-				Old:  "\t\ttrace.WithAttributes(attribute.String(\"mcp.tool.name\", tool)))",
-				New:  "\t\ttrace.WithAttributes(attribute.String(\"mcp.tool.name\", tool), attribute.String(\"args\", string(req.Params.Arguments))))",
+				Old:  "\treturn g.tracer.Call(ctx, tool, meta)",
+				New:  "\treturn g.tracer.Call(ctx, tool+\" \"+string(req.Params.Arguments), meta)",
 			},
 		},
 	},
@@ -852,8 +852,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "\t\ttok = nil\n\t}\n\tif tok != nil {",
-				New:  "\t\ttok = nil\n\t\trest, _, _ = canon.SplitMember(rest, TokenField)\n\t}\n\tif tok != nil {",
+				Old:  "\t\ttok = nil\n\t}\n\tif err != nil {",
+				New:  "\t\ttok = nil\n\t\trest, _, _ = canon.SplitMember(rest, TokenField)\n\t}\n\tif err != nil {",
 			},
 		},
 	},

@@ -41,8 +41,8 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "\tcase err != nil:\n\t\tg.withdraw(ctx, via, req, WithdrawTimedOut)\n\t\t// The error may name",
-				New:  "\tcase err != nil && false:\n\t\tg.withdraw(ctx, via, req, WithdrawTimedOut)\n\t\t// The error may name",
+				Old:  "\tcase err != nil:\n\t\tg.withdraw(ctx, via, req, approver.WithdrawTimedOut)\n\t\t// The error may name",
+				New:  "\tcase err != nil && false:\n\t\tg.withdraw(ctx, via, req, approver.WithdrawTimedOut)\n\t\t// The error may name",
 			},
 			{
 				File: "gate_channel_wait.go",
@@ -98,7 +98,7 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "if g.withdraw(ctx, via, req, WithdrawCallerGone) {",
+				Old:  "if g.withdraw(ctx, via, req, approver.WithdrawCallerGone) {",
 				New:  "if false {",
 			},
 		},
@@ -137,7 +137,7 @@ var gateChannelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_channel_wait.go",
-				Old:  "if k.t.minAssur >= AssurancePasskey && dec.Grant != \"\" && dec.Grant != OnceOffer {",
+				Old:  "if k.t.minAssur >= AssurancePasskey && dec.Grant != \"\" && dec.Grant != approver.Once {",
 				New:  "if false {",
 			},
 		},

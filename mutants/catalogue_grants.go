@@ -25,9 +25,9 @@ var grantMutants = []Mutant{
 		Why:      "a scope that yields a non-bool (a string \"true\", a number) covers the call",
 		Edits: []Edit{
 			{
-				File: "grant_scope.go",
-				Old:  "\t\treturn false, fmt.Errorf(\"the scope yielded %v, not a bool\", v)",
-				New:  "\t\treturn true, nil",
+				File: "grants/celscope/celscope.go",
+				Old:  "\t\t\treturn false, fmt.Errorf(\"the scope yielded %v, not a bool\", out)",
+				New:  "\t\t\treturn true, nil",
 			},
 		},
 	},

@@ -124,4 +124,26 @@ var pageMutants = []Mutant{
 			New:  "\treturn channel.PasskeyChallenge(\"\", r.Tool, \"\", \"\", r.ExpiresAt.Truncate(1e18), \"\")",
 		}},
 	},
+	{
+		Name:     "page-vouches-above-its-level",
+		Packages: []string{"."},
+		Run:      "TestPageDecisionNeverAbovePagesLevel",
+		Why:      "a page without passkeys that reports a passkey decision is taken at the passkey level",
+		Edits: []Edit{{
+			File: "gate_channel_wait.go",
+			Old:  " && len(dec.Approvers) > 0 && via.page.Assurance() == AssurancePasskey:",
+			New:  " && len(dec.Approvers) > 0:",
+		}},
+	},
+	{
+		Name:     "page-proof-approver-unchecked",
+		Packages: []string{"."},
+		Run:      "TestPageWithPasskeyTakesOnlyAnAssertionOverThatCall",
+		Why:      "an auditor's re-check of a page passkey approval accepts a record that names another approver than the proof",
+		Edits: []Edit{{
+			File: "channel/page_proof.go",
+			Old:  "\tif !identity.Same(ev.Approver, rec.By) || rec.By == \"\" {",
+			New:  "\tif _ = identity.Same; false {",
+		}},
+	},
 }

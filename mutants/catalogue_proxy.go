@@ -403,8 +403,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "if up == nil || s.member != nil || h.Stateful || s.Upstream == nil ||",
-				New:  "if up == nil || s.member != nil || s.Upstream == nil ||",
+				Old:  "\tif h.Stateful {\n\t\treturn next\n\t}\n\tmaxBody := h.MaxBodyBytes",
+				New:  "\tmaxBody := h.MaxBodyBytes",
 			},
 		},
 	},

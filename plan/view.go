@@ -1,5 +1,11 @@
 package plan
 
+// Target is something a call will touch, with its current state.
+type Target struct {
+	Name  string `json:"name"`
+	State string `json:"state,omitempty"`
+}
+
 // PartView is a part as it is shown and sent: its lines computed and
 // rendered for a human (prompt.CodeLine for diff lines, prompt.Quote for
 // table cells), sensitive values redacted.

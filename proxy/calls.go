@@ -217,7 +217,7 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 	if s.metrics != nil {
 		s.metrics.Upstream(time.Since(start), err)
 	}
-	if err != nil && s.member != nil && ctx.Err() == nil {
+	if err != nil && s.member.suspect != nil && ctx.Err() == nil {
 		// -32005 is the SDK's "rejected by transport": the request never
 		// got an answer from the upstream.
 		if jerr := (*jsonrpc.Error)(nil); !errors.As(err, &jerr) || jerr.Code == -32005 {

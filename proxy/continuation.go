@@ -38,7 +38,7 @@ const (
 
 type continuations struct {
 	ring   *seal.Keyring
-	ledger mcpsafe.Ledger
+	ledger ledger.Ledger
 	now    func() time.Time
 }
 
@@ -57,7 +57,7 @@ func isContinuation(state string) bool { return strings.HasPrefix(state, contPre
 // init uses the gate's ledger, so that a continuation is spent once across
 // replicas, and a key of this process only: a continuation does not
 // survive a restart (the client starts the call again, through the gate).
-func (c *continuations) init(l mcpsafe.Ledger) error {
+func (c *continuations) init(l ledger.Ledger) error {
 	ring, err := seal.RandomKeyring()
 	if err != nil {
 		return err

@@ -14,12 +14,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Effect is a tool's effect: what the call will change, computed from the
-// upstream before the human is asked and shown as a diff (mcpsafe.Part).
+// upstream before the human is asked and shown as a diff (plan.Part).
 // The gate previews the call again right before it runs, so the effect is
 // computed twice, and a different answer the second time (the file
 // changed) voids the approval.
@@ -150,14 +151,14 @@ func compileCallArgs(env *cel.Env, n yaml.Node, where string, at func(int, strin
 }
 
 // effect computes a call's effect: detail lines and a part.
-func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []mcpsafe.Part, error) {
+func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	if e.DryRun != nil {
 		return s.dryRun(ctx, name, e, c)
 	}
 	return s.writeEffect(ctx, e, c)
 }
 
-func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]string, []mcpsafe.Part, error) {
+func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	path, err := evalString(ctx, e.Path, c)
 	if err != nil {
 		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.path: %v", err)
@@ -171,7 +172,7 @@ func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]
 		return nil, nil, err
 	}
 	n := lineCount(content)
-	part := mcpsafe.Part{Diff: &mcpsafe.Diff{Path: path, Old: old, New: content}, Shows: e.Shows}
+	part := plan.Part{Diff: &plan.Diff{Path: path, Old: old, New: content}, Shows: e.Shows}
 	var detail string
 	if exists {
 		part.Title = "Overwrite " + prompt.Quote(path)
@@ -180,7 +181,7 @@ func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]
 		part.Title = "Create " + prompt.Quote(path)
 		detail = fmt.Sprintf("effect: creates %s, which does not exist yet (%s)", prompt.Quote(path), lineWord(n))
 	}
-	return []string{detail}, []mcpsafe.Part{part}, nil
+	return []string{detail}, []plan.Part{part}, nil
 }
 
 // readCurrent reads the current content through the read-only tool.
@@ -222,7 +223,7 @@ func missing(text string) bool {
 	return strings.Contains(t, "enoent") || strings.Contains(t, "no such file")
 }
 
-func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []mcpsafe.Part, error) {
+func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	args := map[string]json.RawMessage{}
 	if len(c.Arguments) > 0 {
 		if err := json.Unmarshal(c.Arguments, &args); err != nil {
@@ -249,8 +250,8 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	part := mcpsafe.Part{Title: "The change, as a dry run of " + prompt.Quote(name) + " shows it", Diff: &mcpsafe.Diff{Unified: text}, Shows: e.Shows}
-	return []string{"effect: as " + prompt.Quote(name) + " reports it when called with " + strings.Join(keys, ", ") + " set (it changed nothing)"}, []mcpsafe.Part{part}, nil
+	part := plan.Part{Title: "The change, as a dry run of " + prompt.Quote(name) + " shows it", Diff: &plan.Diff{Unified: text}, Shows: e.Shows}
+	return []string{"effect: as " + prompt.Quote(name) + " reports it when called with " + strings.Join(keys, ", ") + " set (it changed nothing)"}, []plan.Part{part}, nil
 }
 
 func evalString(ctx context.Context, prg cel.Program, c mcpsafe.Call) (string, error) {
@@ -298,7 +299,7 @@ func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, m
 			}
 			plan.Summary = oneLine(b.String())
 		}
-		if m := s.member; m != nil && m.prefix == "" {
+		if m := s.member; m.name != "" && m.prefix == "" {
 			// The journal keeps the summary and the tool's name; a bare
 			// name does not say which server of the gateway it was.
 			plan.Summary += " (gateway server " + prompt.Quote(m.name) + ")"

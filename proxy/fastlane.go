@@ -303,18 +303,9 @@ type fastCall struct {
 	id, token string // raw JSON; token empty without a progress token
 }
 
-// peekCall reports whether line is a tools/call of a tool that passes
-// through, and its id and progress token.
-func (s *Server) peekCall(line []byte) (fastCall, bool) {
-	f := frame.Read(line)
-	if !f.Alike || f.Kind != frame.Request || f.Method != "tools/call" {
-		return fastCall{}, false
-	}
-	return s.fastCallOf(f, f.Tool)
-}
-
-// fastCallOf is peekCall on a tools/call frame the reader found Alike, for
-// the tool the upstream knows as name.
+// fastCallOf reports whether f, a tools/call frame the reader found Alike,
+// may take the lane for the tool the upstream knows as name, and its id and
+// progress token.
 func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 	// The reader's ids are plain: a string without escapes, so the prefix
 	// is read here as every parser reads it.
@@ -336,78 +327,6 @@ func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 	c := fastCall{id: id}
 	c.token = f.Progress
 	return c, true
-}
-
-// ServeStdio serves the proxy on in/out. With an UpstreamPipe upstream,
-// pass-through tool calls take the fast lane; otherwise it is
-// s.MCP.Run on stdio.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	u := s.pipe
-	if u == nil {
-		return s.MCP.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
-	}
-	// The fast lane opens only for clients of the upstream session's
-	// generation, once the client has finished the handshake.
-	legacyUp := s.Upstream.InitializeResult().ProtocolVersion < modernProtocol
-	ready := func(line []byte) bool { return legacyUp && initializedLine(line) }
-	take := func(line []byte, down func([]byte) error) (bool, error) {
-		if c, ok := s.peekCall(line); ok && u.startFast(c) {
-			if err := u.writeUpstream(line); err != nil {
-				u.endFast(c)
-				return true, err
-			}
-			return true, nil
-		}
-		return u.fastCancel(line) || s.relayUnknown(u, line, down), nil
-	}
-	return serveLines(ctx, s.MCP, in, out, u.setDown, ready, take)
-}
-
-// serveLines serves srv on in/out line by line for the stdio fast lanes
-// (a single upstream's and the gateway's): once ready has seen the end of
-// the client's handshake, each client line is offered to take, and a line
-// take leaves goes to srv; an error from take ends the reading. setDown
-// learns where the lanes write to the client (one line at a time, shared
-// with srv).
-func serveLines(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, setDown func(func([]byte) error),
-	ready func([]byte) bool, take func(line []byte, down func([]byte) error) (bool, error)) error {
-	var omu sync.Mutex
-	writeDown := func(line []byte) error {
-		omu.Lock()
-		defer omu.Unlock()
-		_, err := out.Write(line)
-		return err
-	}
-	setDown(writeDown)
-	sdkIn, sdkFeed := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- srv.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
-	}()
-	go func() {
-		defer sdkFeed.Close()
-		br := bufio.NewReaderSize(in, 64<<10)
-		open := false
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				if !open {
-					open = ready(line)
-				} else if took, terr := take(line, writeDown); terr != nil {
-					return
-				} else if took {
-					continue
-				}
-				if _, werr := sdkFeed.Write(line); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return <-errc
 }
 
 // failFast answers every fast-lane call still in flight with an error
@@ -491,15 +410,9 @@ func (u *UpstreamPipe) releaseToken(tok string) {
 	})
 }
 
-// fastCancel forwards a client's cancellation of a fast-lane call as is.
-func (u *UpstreamPipe) fastCancel(line []byte) bool {
-	if !bytes.Contains(line, []byte(`notifications/cancelled`)) {
-		return false
-	}
-	f := frame.Read(line)
-	if !f.Alike || f.Kind != frame.Notification || f.Method != "notifications/cancelled" {
-		return false
-	}
+// fastCancel forwards a client's cancellation (f, read from line) of a
+// fast-lane call as is.
+func (u *UpstreamPipe) fastCancel(f frame.Frame, line []byte) bool {
 	id := string(bytes.TrimSpace(f.Params["requestId"]))
 	u.mu.Lock()
 	tok, inFlight := u.fast[id]

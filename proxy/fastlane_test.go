@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -58,7 +59,9 @@ func TestFastLanePeek(t *testing.T) {
 		{"a lone CR", "{\"jsonrpc\":\"2.0\",\"id\":7,\r\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n", false},
 		{"control: CRLF line end", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\r\n", true},
 	} {
-		if _, fast := s.peekCall([]byte(c.line)); fast != c.fast {
+		f := frame.Read([]byte(c.line))
+		_, fast := s.fastCallOf(f, f.Tool)
+		if fast = fast && f.Alike && f.Kind == frame.Request && f.Method == "tools/call"; fast != c.fast {
 			t.Errorf("%s: fast = %v, want %v", c.name, fast, c.fast)
 		}
 	}

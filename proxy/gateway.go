@@ -102,15 +102,21 @@ type slot struct {
 	// known are the downstream names the server ever had, so that a call
 	// to one while it is down is refused as unavailable, not unknown.
 	known map[string]bool
+	// fixed is the configuration of a server on a transport it was given
+	// (NewServer's gateway of one): it is not watched nor restarted.
+	fixed *Config
 }
 
 // member is what a proxy Server of a gateway shares with it.
 type member struct {
 	name, prefix string
-	mcp          *mcp.Server
-	claim        func(down string) error
-	release      func(down string)
-	sticky       *stickiness
+	g            *Gateway
+	// server gives the downstream server to register on, once the
+	// upstream's initialize result is known.
+	server  func(*mcp.InitializeResult) *mcp.Server
+	claim   func(down string) error
+	release func(down string)
+	sticky  *stickiness
 	// suspect is told when a call failed below the protocol: the gateway
 	// pings the upstream and ends the session if it does not answer.
 	suspect func(*Server)
@@ -141,16 +147,13 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 	if opts.RestartMax < opts.RestartMin {
 		opts.RestartMax = max(30*time.Second, opts.RestartMin)
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = 10 * time.Second
 	}
-	g := &Gateway{gate: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{}, sticky: map[string]*stickiness{}, source: file.Source, stop: make(chan struct{}), JournalPath: opts.JournalPath}
-	g.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-gateway", Version: Version}, &mcp.ServerOptions{
-		Instructions: "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and " + NameSeparator + ".",
-		Capabilities: &mcp.ServerCapabilities{
+	g := gatewayOn(gate, opts)
+	g.source = file.Source
+	g.MCP = g.newMCP("mcpsafe-gateway", "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and "+NameSeparator+".",
+		&mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},
 			// List changes of any server's prompts or resources are
 			// relayed (promptsChanged, resourcesChanged).
@@ -158,26 +161,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 			Resources:   &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
 			Completions: &mcp.CompletionCapabilities{},
 			Logging:     &mcp.LoggingCapabilities{},
-		},
-		Logger: g.log,
-		// Each subscription goes to the server that listed the URI; the
-		// SDK fans its updates out to the sessions that subscribed.
-		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
-			srv, err := g.resourceServer(req.Params.URI)
-			if err != nil {
-				return err
-			}
-			return srv.subscribe(ctx, req)
-		},
-		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-			srv, err := g.resourceServer(req.Params.URI)
-			if err != nil {
-				return err
-			}
-			return srv.unsubscribe(ctx, req)
-		},
-	})
-	g.MCP.AddReceivingMiddleware(g.middleware)
+		})
 	defer func() {
 		if err != nil {
 			g.Close()
@@ -202,6 +186,41 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 		g.up(sl, srv)
 	}
 	return g, nil
+}
+
+func gatewayOn(gate mcpsafe.Options, opts GatewayOptions) *Gateway {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Gateway{gate: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{},
+		sticky: map[string]*stickiness{}, stop: make(chan struct{}), JournalPath: opts.JournalPath}
+}
+
+// newMCP is the downstream server: every request goes through the
+// gateway's middleware to the server it is for. Subscriptions go to the
+// server that listed the URI; the SDK fans their updates out to the
+// sessions that subscribed.
+func (g *Gateway) newMCP(name, instructions string, caps *mcp.ServerCapabilities) *mcp.Server {
+	sopts := &mcp.ServerOptions{Instructions: instructions, Capabilities: caps, Logger: g.log}
+	if caps.Resources != nil && caps.Resources.Subscribe {
+		sopts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			srv, err := g.resourceServer(req.Params.URI)
+			if err != nil {
+				return err
+			}
+			return srv.subscribe(ctx, req)
+		}
+		sopts.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			srv, err := g.resourceServer(req.Params.URI)
+			if err != nil {
+				return err
+			}
+			return srv.unsubscribe(ctx, req)
+		}
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: Version}, sopts)
+	srv.AddReceivingMiddleware(g.middleware)
+	return srv
 }
 
 // CheckAudiences refuses servers without an explicit audience when the
@@ -229,7 +248,8 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	}
 	g.mu.Unlock()
 	sl := &slot{spec: sp, known: map[string]bool{}}
-	sl.m = &member{name: sp.Name, prefix: sp.prefix(), mcp: g.MCP, logLevels: &g.logLevels,
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g, logLevels: &g.logLevels,
+		server: func(*mcp.InitializeResult) *mcp.Server { return g.MCP },
 		// Shared by every Server that ever runs under this name, so that
 		// one restarted (after a crash or by a reload) or removed and added
 		// back is held to the strictest treatment its tools ever had.

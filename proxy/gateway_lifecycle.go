@@ -56,10 +56,37 @@ func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
 
 // start connects sl's upstream and registers its tools.
 func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
+	cfg, err := g.config(sl)
+	if err != nil {
+		return nil, err
+	}
+	cfg.member = sl.m
+	srv, err := newServer(ctx, cfg)
+	g.mu.Lock()
+	if sl.early != nil && sl.srv == sl.early && err != nil {
+		sl.srv = nil // it failed after all: down again
+	}
+	sl.early = nil
+	g.mu.Unlock()
+	if err != nil {
+		if p, ok := cfg.Upstream.(*UpstreamPipe); ok && sl.fixed == nil {
+			p.close()
+		}
+		return nil, err
+	}
+	return srv, nil
+}
+
+// config is the configuration of sl's next server: the one it was given,
+// or a fresh connection to its upstream.
+func (g *Gateway) config(sl *slot) (Config, error) {
+	if sl.fixed != nil {
+		return *sl.fixed, nil
+	}
 	sp := sl.spec
 	t, aud, err := g.transport(sp)
 	if err != nil {
-		return nil, err
+		return Config{}, err
 	}
 	gc := g.gate
 	gc.Audience = sp.Audience
@@ -69,26 +96,13 @@ func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
 		// gateway even when their commands differ only in the environment.
 		gc.Audience = aud + "/" + sp.Name
 	}
-	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout, member: sl.m}
+	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout}
 	if sp.URL != "" {
 		cfg.LegacyUpstream, _, _ = g.transport(sp)
 	} else {
 		cfg.LegacyUpstream = &CommandLeg{Command: func() *exec.Cmd { return g.command(sp) }}
 	}
-	srv, err := NewServer(ctx, cfg)
-	g.mu.Lock()
-	if sl.early != nil && sl.srv == sl.early && err != nil {
-		sl.srv = nil // it failed after all: down again
-	}
-	sl.early = nil
-	g.mu.Unlock()
-	if err != nil {
-		if p, ok := t.(*UpstreamPipe); ok {
-			p.close()
-		}
-		return nil, err
-	}
-	return srv, nil
+	return cfg, nil
 }
 
 // up makes srv the running server of sl and watches it.
@@ -102,6 +116,9 @@ func (g *Gateway) up(sl *slot, srv *Server) {
 	if closed {
 		srv.Close()
 		return
+	}
+	if sl.fixed != nil {
+		return // nothing to restart it from
 	}
 	g.wg.Add(1)
 	go g.watch(sl, srv, gen)

@@ -14,9 +14,16 @@ import (
 // calls and prompts by name, resources by the server that listed the URI.
 // From there the server's own proxy middleware relays it. Lists are the
 // union over the servers that are up, with prompt names prefixed as tool
-// names are.
+// names are; the only server of a gateway, serving its names as they are,
+// relays its own pages, cursors and all.
 func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if srv := g.only(); srv != nil {
+			switch req.(type) {
+			case *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
+				return srv.middleware(next)(ctx, method, req)
+			}
+		}
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
 			if r.Params == nil {
@@ -91,6 +98,22 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// only is the one server of a gateway that has one, when it is up and
+// serves its names as they are.
+func (g *Gateway) only() *Server {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.slots) != 1 {
+		return nil
+	}
+	for _, sl := range g.slots {
+		if sl.spec.Bare {
+			return sl.srv
+		}
+	}
+	return nil
+}
+
 func invalid(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
@@ -113,6 +136,9 @@ func (g *Gateway) promptServer(ctx context.Context, req mcp.Request, name string
 var errUnknownPrompt = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt"}
 
 func (g *Gateway) promptOwner(name string) (*Server, string, error) {
+	if srv := g.only(); srv != nil {
+		return srv, name, nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if server, rest, ok := strings.Cut(name, NameSeparator); ok {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -214,7 +215,7 @@ func TestGatewayCrashRestart(t *testing.T) {
 // audience (at start and on reload); control: with audiences it starts.
 func TestGatewaySharedLedgerNeedsAudiences(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := mcpsafe.WriteKeyFile(keyFile); err != nil {
+	if err := seal.WriteKeyFile(keyFile); err != nil {
 		t.Fatal(err)
 	}
 	a, b := newGoServer(t), newGoServer(t)

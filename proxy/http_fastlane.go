@@ -34,8 +34,10 @@ import (
 // refused kind in the result (forward refuses it; the fast lane answers
 // the same refusal), a proxy continuation as requestState (continueCall),
 // members of params or of the message the SDK would drop, headers the SDK
-// handler would refuse. Not taken at all for a gateway (its tool names are
-// rewritten) or with --http-stateful (2026-07-28 requests are refused there).
+// handler would refuse. Taken for a gateway's servers whose names are not
+// prefixed (a single upstream is one), never for a prefixed one (the SDK
+// path rewrites its names), nor with --http-stateful (2026-07-28 requests
+// are refused there).
 
 // httpLane is the upstream's streamable HTTP endpoint, when it has one.
 type httpLane struct {
@@ -66,13 +68,19 @@ func newHTTPLane(t mcp.Transport) *httpLane {
 }
 
 // HTTPFastLane wraps next, the proxy's MCP handler as served with h's
-// options, with the HTTP fast lane. It belongs inside authentication and
-// the body limits (mcphttp.HTTP.Wrap). next comes back unchanged when
-// the fast lane cannot apply to this server at all.
+// options, with the HTTP lane (see the gateway's HTTPFastLane).
 func (s *Server) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
-	up := s.httpUp
-	if up == nil || s.member != nil || h.Stateful || s.Upstream == nil ||
-		s.Upstream.InitializeResult() == nil || s.Upstream.InitializeResult().ProtocolVersion != modernProtocol {
+	return s.member.g.HTTPFastLane(next, h)
+}
+
+// HTTPFastLane wraps next, the gateway's MCP handler as served with h's
+// options, with the HTTP lane. It belongs inside authentication and the
+// body limits (mcphttp.HTTP.Wrap). A body is read once (frame.Read); a
+// tools/call goes to the server of its tool when the lane reaches it
+// (httpLaneTo), and an unknown method to the only server of a gateway of
+// one; anything else, and every request of --http-stateful, goes to next.
+func (g *Gateway) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
+	if h.Stateful {
 		return next
 	}
 	maxBody := h.MaxBodyBytes
@@ -95,16 +103,33 @@ func (s *Server) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if c, name, ok := s.fastHTTPCall(r, body); ok {
-			up.calls.Add(1)
-			s.forwardHTTP(w, r, body, laneRequest{id: c.id, method: "tools/call", name: name})
-			return
-		}
-		if s.relayUnknownHTTP(w, r, body) {
+		f := frame.Read(body)
+		if f.Kind == frame.Request && f.Method == "tools/call" {
+			if _, srv := g.route(f.Tool); srv != nil && srv.httpLaneTo() {
+				if c, ok := srv.fastHTTPCall(r, f); ok {
+					srv.httpUp.calls.Add(1)
+					srv.forwardHTTP(w, r, body, laneRequest{id: c.id, method: "tools/call", name: f.Tool})
+					return
+				}
+			}
+		} else if srv := g.only(); srv != nil && srv.httpLaneTo() && srv.relayUnknownHTTP(w, r, body, f) {
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// httpLaneTo: the HTTP lane reaches s's upstream. It relays the client's
+// bytes, so it takes only a server whose names clients see as they are
+// (no gateway prefix: a prefixed name would have to be rewritten, and the
+// SDK path does that), over streamable HTTP without the proxy's own
+// credentials (newHTTPLane), of the 2026-07-28 generation.
+func (s *Server) httpLaneTo() bool {
+	if s.httpUp == nil || s.member.prefix != "" || s.Upstream == nil {
+		return false
+	}
+	init := s.Upstream.InitializeResult()
+	return init != nil && init.ProtocolVersion == modernProtocol
 }
 
 // fastHTTPHeaders: a POST that the SDK's stateless handler would take as
@@ -165,50 +190,45 @@ func isLoopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// fastHTTPCall reads body (frame.Read: strictly, with exactly the
-// members the SDK path carries) and reports whether it is a tools/call the
-// SDK path would forward unchanged, with the tool's upstream name.
-func (s *Server) fastHTTPCall(r *http.Request, body []byte) (fastCall, string, bool) {
+// fastHTTPCall reports whether f, the body's tools/call as frame.Read
+// read it (strictly, with exactly the members the SDK path carries), is one
+// the SDK path would forward unchanged.
+func (s *Server) fastHTTPCall(r *http.Request, f frame.Frame) (fastCall, bool) {
 	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != "tools/call" {
-		return fastCall{}, "", false
+		return fastCall{}, false
 	}
-	f := frame.Read(body)
-	if !f.Alike || f.Kind != frame.Request || f.Method != "tools/call" {
-		return fastCall{}, "", false
+	if !f.Alike {
+		return fastCall{}, false
 	}
 	name := f.Tool
 	if r.Header.Get("Mcp-Name") != name {
-		return fastCall{}, "", false
+		return fastCall{}, false
 	}
 	// The SDK path sends {} for absent arguments.
 	if _, ok := frame.Members(f.Params["arguments"]); !ok {
-		return fastCall{}, "", false
+		return fastCall{}, false
 	}
 	meta, ok := frame.Members(f.Params["_meta"])
 	if !ok || string(meta[mcp.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
-		return fastCall{}, "", false
+		return fastCall{}, false
 	}
 	if info, present := meta[mcp.MetaKeyClientInfo]; present {
 		if _, ok := frame.Members(info); !ok {
-			return fastCall{}, "", false
+			return fastCall{}, false
 		}
 	}
 	caps, ok := frame.Members(meta[mcp.MetaKeyClientCapabilities])
 	if !ok {
-		return fastCall{}, "", false
+		return fastCall{}, false
 	}
 	if s.refusedCapability(caps) != "" {
 		// withCaps would strip it: not the client's bytes upstream.
-		return fastCall{}, "", false
+		return fastCall{}, false
 	}
 	if !s.plainTool(name) {
-		return fastCall{}, "", false
+		return fastCall{}, false
 	}
-	c, ok := s.fastCallOf(f, name)
-	if !ok {
-		return fastCall{}, "", false
-	}
-	return c, name, true
+	return s.fastCallOf(f, name)
 }
 
 // refusedCapability names a capability in caps (a request's declared
@@ -479,8 +499,8 @@ func writeEvent(w io.Writer, msg []byte) {
 // through. A request that also declares a capability the policy does not
 // relay is refused (it could not be filtered without rewriting it). It
 // reports whether it answered; the SDK handler answers the rest.
-func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	ul, f, ok := peekUnknown(body)
+func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body []byte, f frame.Frame) bool {
+	ul, f, ok := peekUnknown(f)
 	if !ok {
 		return false
 	}

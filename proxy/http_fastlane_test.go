@@ -551,3 +551,30 @@ func TestHTTPFastLaneReadsUpstreamAsClientsDo(t *testing.T) {
 		t.Fatalf("control: %q", msgs)
 	}
 }
+
+// The HTTP lane serves a gateway's members by one rule: a server whose
+// names clients see as they are (prefix: false) takes it; a prefixed one
+// goes through the SDK path, which rewrites the name. Both answer.
+func TestHTTPFastLaneGatewayMembers(t *testing.T) {
+	u, upURL := laneUpstream(t)
+	g, _ := newGateway(t, "servers:\n  bare:\n    url: "+upURL+"\n    prefix: false\n  pre:\n    url: "+upURL+"\n")
+	web := mcphttp.HTTP{}
+	hs := httptest.NewServer(mcphttp.BufferBodies(g.HTTPFastLane(web.MCPHandler(g.MCP), web), mcphttp.DefaultMaxBodyBytes))
+	t.Cleanup(hs.Close)
+	cs := laneClient(t, hs.URL, nil)
+	bare, pre := g.Server("bare"), g.Server("pre")
+	if res := call(t, cs, "echo", map[string]any{"n": 1}); res.IsError || !strings.Contains(text(res), `echo {\"n\":1}`) ||
+		bare.httpUp.calls.Load() != 1 || u.count("echo") != 1 {
+		t.Fatalf("bare member: %s (lane %d, upstream %d)", text(res), bare.httpUp.calls.Load(), u.count("echo"))
+	}
+	if res := call(t, cs, "pre__echo", map[string]any{"n": 2}); res.IsError || !strings.Contains(text(res), `echo {\"n\":2}`) ||
+		pre.httpUp.calls.Load() != 0 || bare.httpUp.calls.Load() != 1 || u.count("echo") != 2 {
+		t.Fatalf("prefixed member: %s (lane %d, upstream %d)", text(res), pre.httpUp.calls.Load(), u.count("echo"))
+	}
+	// The prefixed name posted raw is not forwarded as it is: the upstream
+	// has no tool of that name, and the SDK path calls "echo".
+	if code, msgs := rawCall(t, hs.URL, laneBody("pre__echo"), map[string]string{"Mcp-Name": "pre__echo"}); code != 200 ||
+		len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1], `echo {\"n\":1}`) || pre.httpUp.calls.Load() != 0 {
+		t.Fatalf("raw prefixed call: %d %q (lane %d)", code, msgs, pre.httpUp.calls.Load())
+	}
+}

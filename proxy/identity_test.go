@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvals"
+	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -80,7 +81,7 @@ func TestDefaultAudience(t *testing.T) {
 // of one proxy (same audience, key and ledger) accept each other's.
 func TestGrantsBoundToUpstream(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := mcpsafe.WriteKeyFile(keyFile); err != nil {
+	if err := seal.WriteKeyFile(keyFile); err != nil {
 		t.Fatal(err)
 	}
 	pol := "mode: token\nallow_token_for: [write_file]\n"

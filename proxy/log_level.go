@@ -13,12 +13,7 @@ import (
 // servers, so that a server started after the level was set has it too.
 type logLevels struct{ m *sync.Map }
 
-func (s *Server) levels() logLevels {
-	if s.member != nil && s.member.logLevels != nil {
-		return logLevels{s.member.logLevels}
-	}
-	return logLevels{&s.logLevels}
-}
+func (s *Server) levels() logLevels { return logLevels{s.member.logLevels} }
 
 func (g *Gateway) levels() logLevels { return logLevels{&g.logLevels} }
 

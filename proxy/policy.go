@@ -20,6 +20,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/internal/optin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -79,6 +81,9 @@ type ToolPolicy struct {
 	// Only a named tool can be marked reversible, never by default.
 	Irreversible *bool
 	Mode         mcpsafe.Mode
+	// MinAssurance is the weakest approval the tool takes (min_assurance:
+	// local_page, channel or passkey); 0 takes any.
+	MinAssurance mcpsafe.Assurance
 	Preview      *template.Template
 	PreviewLine  int
 	Deny         []mcpsafe.Rule
@@ -125,7 +130,7 @@ type resolverArg struct {
 // hasSettings reports whether the entry asks for anything only a gated
 // tool can do.
 func (t *ToolPolicy) hasSettings() bool {
-	return t.Gate || t.Irreversible != nil || t.Mode != "" || t.Preview != nil ||
+	return t.Gate || t.Irreversible != nil || t.Mode != "" || t.MinAssurance != 0 || t.Preview != nil ||
 		len(t.Deny)+len(t.Allow)+len(t.AutoApprove) > 0 || t.Resolver != nil || len(t.SecretFields) > 0 || t.Grants != nil || t.Effect != nil
 }
 
@@ -147,6 +152,7 @@ type toolFile struct {
 	Gate         *bool         `yaml:"gate"`
 	Irreversible *bool         `yaml:"irreversible"`
 	Mode         string        `yaml:"mode"`
+	MinAssurance string        `yaml:"min_assurance"`
 	Preview      yaml.Node     `yaml:"preview"`
 	Deny         []ruleFile    `yaml:"deny"`
 	Allow        []ruleFile    `yaml:"allow"`
@@ -338,6 +344,16 @@ func parseMode(s string) (mcpsafe.Mode, error) {
 	return "", fmt.Errorf("unknown mode %q (want auto, elicit, token, channel, page or card)", s)
 }
 
+// parseAssurance reads a level by the name the journal gives it.
+func parseAssurance(s string) (mcpsafe.Assurance, error) {
+	for a := mcpsafe.AssuranceClientRelayed; a <= mcpsafe.AssurancePasskey; a++ {
+		if a.String() == s {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown level %q (want client_relayed, local_page, channel or passkey)", s)
+}
+
 func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*ToolPolicy, error) {
 	at := func(l int, format string, args ...any) error {
 		return fmt.Errorf("%s:%d: tools.%s: %s", source, l, name, fmt.Sprintf(format, args...))
@@ -358,6 +374,13 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 			return nil, at(line, "mode: %v", err)
 		}
 		tp.Mode = m
+	}
+	if f.MinAssurance != "" {
+		a, err := parseAssurance(f.MinAssurance)
+		if err != nil {
+			return nil, at(line, "min_assurance: %v", err)
+		}
+		tp.MinAssurance = a
 	}
 	if !f.Preview.IsZero() {
 		if f.Preview.Kind != yaml.ScalarNode {
@@ -438,19 +461,19 @@ func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
 	if gf.MaxUses < 2 {
 		return nil, fmt.Errorf("max_uses %d: want at least 2 (one use is an ordinary approval)", gf.MaxUses)
 	}
-	var scopes []mcpsafe.GrantScope
+	var scopes []grants.Scope
 	for i, sc := range gf.Scopes {
 		if strings.TrimSpace(sc.Words) == "" || strings.TrimSpace(sc.CEL) == "" {
 			return nil, fmt.Errorf("scopes[%d]: words and cel are both required", i)
 		}
-		if err := mcpsafe.CheckGrantScope(sc.CEL); err != nil {
+		if err := celscope.Check(sc.CEL); err != nil {
 			return nil, fmt.Errorf("scopes[%d]: %v", i, err)
 		}
-		scopes = append(scopes, mcpsafe.GrantScope{Words: sc.Words, CEL: sc.CEL})
+		scopes = append(scopes, grants.Scope{Words: sc.Words, CEL: sc.CEL})
 	}
 	gp := &mcpsafe.GrantPolicy{MaxTTL: ttl, MaxUses: gf.MaxUses, ClientRelayed: gf.ClientRelayed}
 	if len(scopes) > 0 {
-		gp.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]mcpsafe.GrantScope, error) { return scopes, nil }
+		gp.Scopes = func(mcpsafe.Call, mcpsafe.Resolved) ([]grants.Scope, error) { return scopes, nil }
 		gp.ScopesBinding = scopesBinding(scopes)
 	}
 	return gp, nil
@@ -460,7 +483,7 @@ func grantPolicy(gf *grantsFile) (*mcpsafe.GrantPolicy, error) {
 // into the tool's policy hash, so that a reload that changes a scope (or
 // its position, which its offer IDs name) voids the grants made under the
 // old list and the approvals pending under it.
-func scopesBinding(scopes []mcpsafe.GrantScope) string {
+func scopesBinding(scopes []grants.Scope) string {
 	b, _ := json.Marshal(scopes)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

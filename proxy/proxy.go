@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
+	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,7 +53,7 @@ type Config struct {
 	// speaks MCP would otherwise hang the proxy forever.
 	StartTimeout time.Duration
 
-	member *member // set by a Gateway: share its server, journal, ledger and channel
+	member *member // its gateway slot's: the downstream server, names, rug-pull memory
 }
 
 // Metrics records how long each call upstream took and whether it failed
@@ -79,8 +81,9 @@ type Server struct {
 	opts     mcpsafe.Options        // what the gate was built from
 	metrics  Metrics
 	log      *slog.Logger
-	member   *member     // set when this proxy is one server of a Gateway
-	checking atomic.Bool // a gateway health check is running
+	member   *member                 // what it shares with its gateway
+	one      atomic.Pointer[Gateway] // the gateway of one NewServer made, which Close closes
+	checking atomic.Bool             // a gateway health check is running
 
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
@@ -95,7 +98,6 @@ type Server struct {
 
 	progress   sync.Map // upstream progress token -> progressTarget
 	progressID atomic.Uint64
-	logLevels  sync.Map // *mcp.ServerSession -> mcp.LoggingLevel its client set (log_level.go)
 
 	relay  relayState
 	orders orders // notifications before the answers they precede (notify_order.go)
@@ -128,15 +130,43 @@ type progressTarget struct {
 	token   any
 }
 
-// NewServer connects upstream, checks the policy against the upstream's
-// tools and builds the downstream server. Anything doubtful is a startup
-// error: a policy naming a tool upstream lacks, a resolver that is not a
-// read-only upstream tool, an opt-in for a tool that is not gated and
-// irreversible.
-func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
+// NewServer is the proxy for one upstream: a gateway of one server, which
+// serves the upstream's names as they are (no prefix) and mirrors its
+// capabilities and instructions. It connects upstream, checks the policy
+// against the upstream's tools and builds the downstream server. Anything
+// doubtful is a startup error: a policy naming a tool upstream lacks, a
+// resolver that is not a read-only upstream tool, an opt-in for a tool
+// that is not gated and irreversible. An upstream that goes away is not
+// restarted (Upstream.Wait tells).
+func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Upstream == nil {
 		return nil, errors.New("proxy: no upstream transport")
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := gatewayOn(cfg.Gate, GatewayOptions{Logger: log, StartTimeout: cfg.StartTimeout, JournalPath: cfg.JournalPath, Metrics: cfg.Metrics})
+	sl := g.newSlot(&ServerSpec{Bare: true, Policy: cfg.Policy})
+	sl.fixed = &cfg
+	sl.m.suspect = nil // nothing to restart it from: no health checks
+	sl.m.server = func(init *mcp.InitializeResult) *mcp.Server {
+		g.MCP = g.newMCP("mcpsafe-proxy", instructions(init.Instructions), downstreamCaps(init.Capabilities))
+		return g.MCP
+	}
+	g.slots[""] = sl
+	srv, err := g.start(ctx, sl)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.up(sl, srv)
+	srv.one.Store(g)
+	return srv, nil
+}
+
+// newServer starts the proxy Server of one gateway slot (cfg.member).
+func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Gate.Mode != "" || len(cfg.Gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in the policy file (mode, allow_token_for)")
 	}
@@ -149,10 +179,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
 	}
 	s.policyP.Store(pol)
-	s.sticky = &stickiness{}
-	if m := s.member; m != nil {
-		s.sticky = m.sticky // a restarted upstream is held to what it was before
-	}
+	s.sticky = s.member.sticky // a restarted upstream is held to what it was before
 	s.relay.legacyTransport = cfg.LegacyUpstream
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
@@ -166,6 +193,9 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.Audience, s.JournalPath = opts.Audience, cfg.JournalPath
 	if opts.Logger == nil {
 		opts.Logger = s.log
+	}
+	if opts.GrantCEL == nil {
+		opts.GrantCEL = celscope.New() // a policy's grant scopes are CEL (policy.go checks them)
 	}
 	// The policy's mode and opt-ins; in a gateway they name tools as
 	// clients see them, with the server's prefix.
@@ -211,17 +241,15 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, errors.New("proxy: upstream sent no initialize result")
 	}
 	given := s.pol().Name
-	if m := s.member; m != nil && given == "" {
-		given = m.name
+	if given == "" {
+		given = s.member.name
 	}
 	s.serverName = personName(given, init.ServerInfo, s.Audience)
 	s.serverLine = serverLine(s.serverName, init.ServerInfo)
-	if m := s.member; m != nil {
-		s.serverLine = "gateway server " + prompt.Quote(m.name) + ", " + s.serverLine
-		s.MCP = m.mcp
-	} else if err := s.newMCP(init); err != nil {
-		return nil, err
+	if name := s.member.name; name != "" {
+		s.serverLine = "gateway server " + prompt.Quote(name) + ", " + s.serverLine
 	}
+	s.MCP = s.member.server(init)
 
 	tools, err := s.listUpstream(sctx)
 	if err != nil {
@@ -230,7 +258,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := checkPolicy(pol, tools); err != nil {
 		return nil, err
 	}
-	if m := s.member; m != nil && m.starting != nil {
+	if m := s.member; m.starting != nil {
 		// The gateway routes to this server from before its first tool
 		// is listed: a client that lists tools on list_changed and calls
 		// at once must not be told the server is down.
@@ -240,7 +268,7 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		var oe *mcpsafe.OptInError
+		var oe *optincheck.Error
 		if errors.As(err, &oe) {
 			key := map[string]string{"AllowTokenFor": "allow_token_for", "AllowGrantsFor": "allow_grants_for"}[oe.Option]
 			return nil, fmt.Errorf("%s: %s", pol.Source, oe.Say(key))
@@ -251,38 +279,14 @@ func NewServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	return s, nil
 }
 
-func (s *Server) newMCP(init *mcp.InitializeResult) error {
-	sopts := &mcp.ServerOptions{
-		Instructions: instructions(init.Instructions),
-		Capabilities: downstreamCaps(init.Capabilities),
-		Logger:       s.log,
-	}
-	if c := init.Capabilities; c != nil && c.Resources != nil && c.Resources.Subscribe {
-		sopts.SubscribeHandler, sopts.UnsubscribeHandler = s.subscribe, s.unsubscribe
-	}
-	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "mcpsafe-proxy", Version: Version}, sopts)
-	s.MCP.AddReceivingMiddleware(s.middleware)
-	return nil
-}
-
 // pol is the policy in force.
 func (s *Server) pol() *Policy { return s.policyP.Load() }
 
 // down is the name clients see for an upstream tool or prompt: the
 // gateway server's prefix and the upstream name. up undoes it.
-func (s *Server) down(name string) string {
-	if s.member == nil {
-		return name
-	}
-	return s.member.prefix + name
-}
+func (s *Server) down(name string) string { return s.member.prefix + name }
 
-func (s *Server) up(name string) string {
-	if s.member == nil {
-		return name
-	}
-	return strings.TrimPrefix(name, s.member.prefix)
-}
+func (s *Server) up(name string) string { return strings.TrimPrefix(name, s.member.prefix) }
 
 func instructions(upstream string) string {
 	note := "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given."
@@ -317,6 +321,9 @@ func downstreamCaps(up *mcp.ServerCapabilities) *mcp.ServerCapabilities {
 // Close disconnects upstream; the stores in Config.Gate stay open (their
 // opener closes them).
 func (s *Server) Close() error {
+	if g := s.one.Swap(nil); g != nil {
+		return g.Close() // a gateway of one: it closes s
+	}
 	s.stopOnce.Do(func() { close(s.stop) })
 	var errs []error
 	if s.Upstream != nil {
@@ -340,9 +347,7 @@ func (s *Server) Close() error {
 	if cl, ok := s.relay.legacyTransport.(*CommandLeg); ok {
 		cl.close()
 	}
-	if s.member != nil {
-		s.withdrawAll() // only this server's tools go
-	}
+	s.withdrawAll() // only this server's tools go
 	return errors.Join(errs...)
 }
 

@@ -374,7 +374,7 @@ const (
 )
 
 func (s *Server) promptsChanged(leg *mcp.ClientSession) {
-	if c := legCaps(leg); s.member == nil && (c == nil || c.Prompts == nil || !c.Prompts.ListChanged) {
+	if c := legCaps(leg); c == nil || c.Prompts == nil || !c.Prompts.ListChanged {
 		return // not advertised downstream
 	}
 	s.MCP.AddPrompt(&mcp.Prompt{Name: changedPrompt}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -383,7 +383,7 @@ func (s *Server) promptsChanged(leg *mcp.ClientSession) {
 }
 
 func (s *Server) resourcesChanged(leg *mcp.ClientSession) {
-	if c := legCaps(leg); s.member == nil && (c == nil || c.Resources == nil || !c.Resources.ListChanged) {
+	if c := legCaps(leg); c == nil || c.Resources == nil || !c.Resources.ListChanged {
 		return // not advertised downstream
 	}
 	s.MCP.AddResource(&mcp.Resource{URI: changedResource, Name: changedResource}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

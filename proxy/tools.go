@@ -139,16 +139,12 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 			continue
 		}
 		w := want[name]
-		if m := s.member; m != nil {
-			if err := m.claim(s.down(name)); err != nil {
-				errs = append(errs, err) // withheld, never shadowing another server's tool
-				continue
-			}
+		if err := s.member.claim(s.down(name)); err != nil {
+			errs = append(errs, err) // withheld, never shadowing another server's tool
+			continue
 		}
 		if err := s.register(tools[name], w.gated); err != nil {
-			if s.member != nil {
-				s.member.release(s.down(name))
-			}
+			s.member.release(s.down(name))
 			// The tool stays off rather than ungated.
 			errs = append(errs, err)
 			continue
@@ -166,9 +162,7 @@ func (s *Server) unregister(name string) {
 		s.MCP.RemoveTools(s.down(name))
 	}
 	delete(s.registered, name)
-	if s.member != nil {
-		s.member.release(s.down(name))
-	}
+	s.member.release(s.down(name))
 }
 
 // withdrawAll takes every tool of this server off the shared downstream
@@ -217,7 +211,7 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		OwnsTokenField: schemaHasProperty(t.InputSchema, mcpsafe.TokenField),
 	}
 	if tp != nil {
-		gt.Mode = tp.Mode
+		gt.Mode, gt.MinAssurance = tp.Mode, tp.MinAssurance
 		gt.Deny, gt.Allow, gt.AutoApprove = tp.Deny, tp.Allow, tp.AutoApprove
 		gt.SecretFields = tp.SecretFields
 		gt.Grants = tp.Grants

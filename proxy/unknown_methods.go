@@ -40,13 +40,15 @@ import (
 //   - The upstream's unknown notifications reach the client: they cannot
 //     run anything upstream.
 //
-// The relay is raw, on the stdio fast lane (fastlane.go): the request is
-// the client's line, its response the upstream's line, both as they were;
-// and on the HTTP fast lane (http_fastlane.go), for stateless 2026-07-28
-// requests to an upstream over HTTP, where a request that declares a client
-// capability the policy does not relay is refused too. Elsewhere (a gateway,
-// HTTP clients before 2026-07-28, --http-stateful) unknown methods are
-// refused as before.
+// The relay is raw, to the only server of a gateway of one (a single
+// upstream), on the stdio lane (lane_stdio.go): the request is the client's
+// line, its response the upstream's line, both as they were; and on the
+// HTTP lane (http_fastlane.go), for stateless 2026-07-28 requests to an
+// upstream over HTTP, where a request that declares a client capability the
+// policy does not relay is refused too. Elsewhere (a gateway from a
+// configuration file, which refuses unknown_methods: relay at startup since
+// it could not tell whose method it is; HTTP clients before 2026-07-28,
+// --http-stateful) unknown methods are refused.
 
 // knownClientMethods are the methods the SDK server in front handles; any
 // other method a client sends is unknown to the proxy.
@@ -82,8 +84,7 @@ type unknownLine struct {
 // frame.Read reads it. Such a frame is relayed only when it is Alike, and
 // refused otherwise; anything else (a response, a batch, a frame whose top
 // level does not read strictly) goes the SDK path.
-func peekUnknown(line []byte) (unknownLine, frame.Frame, bool) {
-	f := frame.Read(line)
+func peekUnknown(f frame.Frame) (unknownLine, frame.Frame, bool) {
 	if (f.Kind != frame.Request && f.Kind != frame.Notification) || knownClientMethods[f.Method] {
 		return unknownLine{}, frame.Frame{}, false
 	}
@@ -222,8 +223,9 @@ func unknownError(id, msg string) []byte {
 // relayUnknown handles a client line of an unknown method on the fast
 // lane: relayed raw, or refused (a request with an error response, a
 // notification dropped). It reports whether it took the line.
-func (s *Server) relayUnknown(u *UpstreamPipe, line []byte, down func([]byte) error) bool {
-	ul, f, ok := peekUnknown(line)
+func (s *Server) relayUnknown(f frame.Frame, line []byte, down func([]byte) error) bool {
+	u := s.pipe
+	ul, f, ok := peekUnknown(f)
 	if !ok {
 		return false
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/browsertest"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
@@ -298,7 +299,7 @@ func TestApprovalCardInARealHost(t *testing.T) {
 	h := openHost(t, hostURL)
 
 	// tools/list: the decision tool, app-only; the gated tools name the card.
-	d := h.tool(mcpsafe.CardDecisionTool)
+	d := h.tool(approver.CardDecisionTool)
 	if d == nil || fmt.Sprint(d["meta"]) != "map[ui:map[visibility:[app]]]" {
 		t.Fatalf("decision tool as listed: %v", d)
 	}
@@ -449,7 +450,7 @@ func TestApprovalCardShowsAProxiedEdit(t *testing.T) {
 				tool = "fs__edit_file"
 			}
 			h := openHost(t, cardHost(t, bundle, startMCPHTTP(t, server...)))
-			if h.tool(mcpsafe.CardDecisionTool) == nil {
+			if h.tool(approver.CardDecisionTool) == nil {
 				t.Fatalf("no decision tool listed: %v", h.tools)
 			}
 			args := map[string]any{"path": target, "edits": []any{map[string]any{"oldText": "line two", "newText": "line 2 (edited by agent)"}}}

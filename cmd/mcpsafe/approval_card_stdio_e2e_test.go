@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,7 +59,7 @@ func TestApprovalCardOverStdio(t *testing.T) {
 			list, err := plain.ListTools(ctx, nil)
 			must(t, err)
 			for _, tl := range list.Tools {
-				if tl.Name == mcpsafe.CardDecisionTool || tl.Meta["ui"] != nil {
+				if tl.Name == approver.CardDecisionTool || tl.Meta["ui"] != nil {
 					t.Fatalf("a client without MCP Apps sees the card: %s %v", tl.Name, tl.Meta)
 				}
 			}
@@ -70,7 +70,7 @@ func TestApprovalCardOverStdio(t *testing.T) {
 			var named, decision bool
 			for _, tl := range list.Tools {
 				named = named || tl.Name == tool && tl.Meta["ui"] != nil && strings.Contains(tl.Description, "approval card")
-				decision = decision || tl.Name == mcpsafe.CardDecisionTool
+				decision = decision || tl.Name == approver.CardDecisionTool
 			}
 			if !named || !decision {
 				t.Fatalf("tools/list for MCP Apps: card named %v, decision tool %v", named, decision)
@@ -91,7 +91,7 @@ func TestApprovalCardOverStdio(t *testing.T) {
 			}
 			// (A client without the extension calling the decision tool is
 			// refused: TestCardDecisionAttacks, one server, two sessions.)
-			ran, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpsafe.CardDecisionTool,
+			ran, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: approver.CardDecisionTool,
 				Arguments: map[string]any{"decision": card.Decision, "arguments": callArgs, "approve": true}})
 			must(t, err)
 			if ran.IsError {

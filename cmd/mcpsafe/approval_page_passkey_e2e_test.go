@@ -97,4 +97,16 @@ func TestApprovalPagePasskeyRecipe(t *testing.T) {
 	if r := pageApproved(t, jpath); r.Assurance != "passkey" || r.By != "ada" || len(r.Evidence) == 0 {
 		t.Fatalf("journal %+v", r)
 	}
+	// An auditor re-checks the assertion with the passkeys file.
+	verify := exec.Command(binary, "journal", "verify", jpath, "--page-passkeys", passkeys)
+	got, err := verify.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "1 passkey approvals on the approval page carry a valid assertion") {
+		t.Fatalf("journal verify --page-passkeys: %v\n%s", err, got)
+	}
+	// Control: another passkeys file (no such key) does not vouch for it.
+	other := filepath.Join(t.TempDir(), "other.json")
+	must(t, os.WriteFile(other, []byte(`{"rp_id":"localhost","origin":"http://localhost:1","passkeys":[{"approver":"ada","credential_id":"b3RoZXI","public_key":"cHVi"}]}`), 0o600))
+	if got, err := exec.Command(binary, "journal", "verify", jpath, "--page-passkeys", other).CombinedOutput(); err == nil {
+		t.Fatalf("journal verify with a file that lacks the key passed:\n%s", got)
+	}
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -56,7 +56,7 @@ func TestApprovalsServeMaxPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	ask := func(id string) error {
-		_, err := hook.Await(context.Background(), mcpsafe.ApprovalRequest{
+		_, err := hook.Await(context.Background(), approver.Request{
 			ID: id, Tool: "drop_table", Summary: "drop table " + id, Principal: "ci", Audience: "db", ExpiresAt: time.Now().Add(time.Minute)}, time.Second)
 		return err
 	}

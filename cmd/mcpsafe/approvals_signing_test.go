@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
@@ -79,10 +79,10 @@ func TestApprovalsSignedDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := mcpsafe.ApprovalRequest{ID: "cmd-sig", Tool: "drop_table", Summary: "drop table users", Principal: "ci",
+	req := approver.Request{ID: "cmd-sig", Tool: "drop_table", Summary: "drop table users", Principal: "ci",
 		Audience: "db", ArgsDigest: strings.Repeat("ab", 32), ExpiresAt: time.Now().Add(time.Minute)}
 	type result struct {
-		d   mcpsafe.ApprovalDecision
+		d   approver.Decision
 		err error
 	}
 	res := make(chan result, 1)

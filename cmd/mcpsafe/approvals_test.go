@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvals"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -109,7 +109,7 @@ func TestApprovalsServe(t *testing.T) {
 	}
 	res := make(chan error, 1)
 	go func() {
-		d, err := hook.Approve(context.Background(), mcpsafe.ApprovalRequest{
+		d, err := hook.Approve(context.Background(), approver.Request{
 			ID: "cmd-1", Tool: "drop_table", Summary: "drop table users", Principal: "ci", Audience: "db", ExpiresAt: time.Now().Add(time.Minute)})
 		if err == nil && (!d.Approved || len(d.Approvers) != 2) {
 			t.Errorf("decision %+v", d)

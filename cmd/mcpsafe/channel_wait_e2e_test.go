@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -183,18 +184,26 @@ func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
 func (n *nodeClient) step(name string) map[string]any {
 	n.t.Helper()
 	for {
+		var m map[string]any
 		select {
-		case m := <-n.steps:
-			if m["step"] == "error" {
-				n.t.Fatalf("the TypeScript client failed: %v", m["message"])
-			}
-			if m["step"] == name {
-				return m
-			}
+		case m = <-n.steps:
 		case <-n.done:
-			n.t.Fatalf("the TypeScript client exited before step %q", name)
+			// Every line was queued before done closed: the last ones
+			// may still be waiting (select picks among ready cases at
+			// random).
+			select {
+			case m = <-n.steps:
+			default:
+				n.t.Fatalf("the TypeScript client exited before step %q", name)
+			}
 		case <-time.After(60 * time.Second):
 			n.t.Fatalf("no step %q from the TypeScript client", name)
+		}
+		if m["step"] == "error" {
+			n.t.Fatalf("the TypeScript client failed: %v", m["message"])
+		}
+		if m["step"] == name {
+			return m
 		}
 	}
 }
@@ -298,7 +307,7 @@ func TestTSChannelCallerGone(t *testing.T) {
 				n.cmd.Process.Kill() // its server sees the connection close
 			}
 			out := a.waitStatus(id, "withdrawn")
-			if out["withdrawn"] != mcpsafe.WithdrawCallerGone {
+			if out["withdrawn"] != approver.WithdrawCallerGone {
 				t.Fatalf("withdrawn request: %v", out)
 			}
 			if code, out := a.api("POST", "/api/requests/"+id+"/approve", "alice"); code != 409 {
@@ -404,7 +413,7 @@ func TestHTTPChannelCallerGone(t *testing.T) {
 			}
 			cancel()
 			<-done
-			if out := a.waitStatus(id, "withdrawn"); out["withdrawn"] != mcpsafe.WithdrawCallerGone {
+			if out := a.waitStatus(id, "withdrawn"); out["withdrawn"] != approver.WithdrawCallerGone {
 				t.Fatalf("withdrawn request: %v", out)
 			}
 			if code, _ := a.api("POST", "/api/requests/"+id+"/approve", "alice"); code != 409 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -133,7 +134,7 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 		fl.Usage()
 		return 2
 	}
-	if err := mcpsafe.WriteKeyFile(fl.Arg(0)); err != nil {
+	if err := seal.WriteKeyFile(fl.Arg(0)); err != nil {
 		fmt.Fprintln(stderr, "mcpsafe keygen:", err)
 		return 1
 	}

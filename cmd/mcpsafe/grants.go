@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/prompt"
@@ -80,7 +80,7 @@ func runGrants(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, grantsUsage)
 			return 2
 		}
-		list, err := mcpsafe.Grants(ctx, ss)
+		list, err := grants.List(ctx, ss)
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpsafe grants:", err)
 			return 1
@@ -105,7 +105,7 @@ func runGrants(args []string, stdout, stderr io.Writer) int {
 		}
 		defer j.Close()
 	}
-	ended, err := mcpsafe.RevokeGrants(ctx, ss, revoker()+" via mcpsafe grants revoke", func(g mcpsafe.GrantInfo) bool {
+	ended, err := grants.Revoke(ctx, ss, revoker()+" via mcpsafe grants revoke", func(g grants.Info) bool {
 		switch {
 		case len(ids) == 1:
 			return g.ID == ids[0]
@@ -137,7 +137,7 @@ func runGrants(args []string, stdout, stderr io.Writer) int {
 
 // journalRevocation journals a revocation if no server has: the end is
 // claimed in the ledger first, as a server's sweep claims it.
-func journalRevocation(ctx context.Context, ss ledger.StandingStore, j *journal.Journal, g mcpsafe.GrantInfo) error {
+func journalRevocation(ctx context.Context, ss ledger.StandingStore, j *journal.Journal, g grants.Info) error {
 	e, won, err := ss.ClaimStandingEnd(ctx, g.ID)
 	if err != nil || !won {
 		return err // !won: a server sharing the ledger claimed it to journal it
@@ -158,12 +158,12 @@ func revoker() string {
 	return u.Username
 }
 
-func printGrants(w io.Writer, list []mcpsafe.GrantInfo, asJSON bool) int {
+func printGrants(w io.Writer, list []grants.Info, asJSON bool) int {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if list == nil {
-			list = []mcpsafe.GrantInfo{}
+			list = []grants.Info{}
 		}
 		if err := enc.Encode(list); err != nil {
 			return 1

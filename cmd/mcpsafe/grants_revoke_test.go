@@ -32,7 +32,7 @@ func newGrantReplica(t *testing.T, url string, keys mcpsafe.Keys, runs *atomic.I
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	g, err := mcpsafe.New(mcpsafe.Options{Audience: "grants-test", Ledger: store, Keys: keys, Journal: mcpsafe.NoJournal,
+	g, err := mcpsafe.New(mcpsafe.Options{Audience: "grants-test", Ledger: store, Keys: keys, Journal: journal.Discard,
 		Principal: func(req *mcp.CallToolRequest) string {
 			return "client:" + req.Session.InitializeParams().ClientInfo.Name
 		}})

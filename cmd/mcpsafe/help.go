@@ -8,8 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/proxy"
 	"golang.org/x/mod/module"
 )
@@ -196,7 +196,7 @@ func errLine(name string, err error) string {
 // flagWords puts an option's Go name in err into the flag the operator
 // wrote (an opt-in error names --allow-token-for, not AllowTokenFor).
 func flagWords(err error) error {
-	var oe *mcpsafe.OptInError
+	var oe *optincheck.Error
 	if !errors.As(err, &oe) {
 		return err
 	}

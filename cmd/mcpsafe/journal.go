@@ -62,7 +62,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		return journalList(args[1:], stdout, stderr)
 	}
 	var fs *flag.FlagSet
-	var tool, since, key, format, out, serviceKey, passkeysFile, witnessURL, witnessToken *string
+	var tool, since, key, format, out, serviceKey, passkeysFile, pagePasskeys, witnessURL, witnessToken *string
 	var ckFiles stringList
 	var pruned bool
 	switch args[0] {
@@ -72,6 +72,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		fs.Var(&ckFiles, "checkpoints", "with --key: a checkpoint file to check against (repeatable; default PATH.checkpoints)")
 		serviceKey = fs.String("service-key", "", "the approval service's Ed25519 public key (base64): re-check the signed statement of every channel approval")
 		passkeysFile = fs.String("passkeys", "", "with --service-key: the approval service's passkeys file, to re-check every stored passkey assertion")
+		pagePasskeys = fs.String("page-passkeys", "", "the local approval page's passkeys `FILE` (mcpsafe approval-page enroll): re-check every passkey approval made on the page")
 		witnessURL = fs.String("witness-url", "", "with --key: also check against the checkpoints this HTTP witness holds (mcpsafe journal witness serve)")
 		witnessToken = fs.String("witness-token-file", "", "with --witness-url: file holding the witness's bearer token")
 	case "export":
@@ -188,6 +189,11 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 		}
 		if wc != nil {
 			fmt.Fprintf(stdout, "%s: %s\n", path, wrep)
+		}
+		if *pagePasskeys != "" {
+			if code := checkPageEvidence(path, *pagePasskeys, stdout, stderr); code != 0 {
+				return code
+			}
 		}
 		if *serviceKey != "" {
 			return checkEvidence(path, *serviceKey, *passkeysFile, stdout, stderr)
@@ -307,6 +313,57 @@ func journalKeygen(args []string, stderr io.Writer) int {
 	return 0
 }
 
+// journalLines reads the journal's set as one stream of lines. The chain
+// verified, so every file of the set ends in a newline.
+func journalLines(path string) (io.Reader, func(), error) {
+	names, err := journal.SetFiles(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var readers []io.Reader
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	for _, name := range names {
+		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) && name == path && len(names) > 1 {
+			continue // a crash mid-rotation: the set ends with its last segment
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		files = append(files, f)
+		readers = append(readers, f)
+	}
+	return io.MultiReader(readers...), closeAll, nil
+}
+
+// checkPageEvidence re-checks the passkey approvals made on the local page.
+func checkPageEvidence(path, passkeysFile string, stdout, stderr io.Writer) int {
+	reg, err := channel.LoadPasskeyRegistry(passkeysFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe journal verify: --page-passkeys:", err)
+		return 1
+	}
+	lines, done, err := journalLines(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe journal verify:", err)
+		return 1
+	}
+	defer done()
+	n, err := channel.CheckPageJournal(lines, reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: %d passkey approvals on the approval page carry a valid assertion of a passkey in %s\n", path, n, passkeysFile)
+	return 0
+}
+
 // checkEvidence re-checks the signed statements of channel approvals.
 func checkEvidence(path, key, passkeysFile string, stdout, stderr io.Writer) int {
 	pub, err := channel.ParsePublicKey(key)
@@ -314,26 +371,12 @@ func checkEvidence(path, key, passkeysFile string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "mcpsafe journal verify: --service-key:", err)
 		return 2
 	}
-	// The chain verified, so every file of the set ends in a newline: read
-	// one after the other they are the journal's lines.
-	names, err := journal.SetFiles(path)
+	lines, done, err := journalLines(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe journal verify:", err)
 		return 1
 	}
-	var readers []io.Reader
-	for _, name := range names {
-		f, err := os.Open(name)
-		if errors.Is(err, os.ErrNotExist) && name == path && len(names) > 1 {
-			continue // a crash mid-rotation: the set ends with its last segment
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "mcpsafe journal verify:", err)
-			return 1
-		}
-		defer f.Close()
-		readers = append(readers, f)
-	}
+	defer done()
 	var reg *channel.PasskeyRegistry
 	if passkeysFile != "" {
 		if reg, err = channel.LoadPasskeyRegistry(passkeysFile); err != nil {
@@ -341,7 +384,7 @@ func checkEvidence(path, key, passkeysFile string, stdout, stderr io.Writer) int
 			return 1
 		}
 	}
-	n, err := channel.CheckJournal(io.MultiReader(readers...), pub, reg)
+	n, err := channel.CheckJournal(lines, pub, reg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return 1

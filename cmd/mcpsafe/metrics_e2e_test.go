@@ -11,7 +11,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 	"net/http"
 	"net/http/httptest"
@@ -164,7 +164,7 @@ func TestApprovalsServeMetrics(t *testing.T) {
 	results := make(chan bool, 3)
 	for _, id := range []string{"m-1", "m-2", "m-3"} {
 		go func() {
-			d, err := hook.Approve(ctx, mcpsafe.ApprovalRequest{ID: id, Tool: "drop_table", Summary: "drop " + id,
+			d, err := hook.Approve(ctx, approver.Request{ID: id, Tool: "drop_table", Summary: "drop " + id,
 				Principal: "ci", Audience: "db", ExpiresAt: time.Now().Add(time.Minute)})
 			if err != nil {
 				t.Logf("webhook %s: %v", id, err)

@@ -267,6 +267,7 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 	if web.Addr == "" {
 		err = gw.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
+		web.Wrap = func(next http.Handler) http.Handler { return gw.HTTPFastLane(next, web) }
 		err = web.Serve(ctx, gw.MCP, stderr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {

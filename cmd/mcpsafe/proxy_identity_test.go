@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -45,7 +45,7 @@ func TestProxyBinarySharedLedgerWithAudience(t *testing.T) {
 // names the flag and comes before any connection to the store.
 func TestSharedLedgerNeedsAudience(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := mcpsafe.WriteKeyFile(keyFile); err != nil {
+	if err := seal.WriteKeyFile(keyFile); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

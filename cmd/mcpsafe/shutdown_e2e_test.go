@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -126,7 +127,7 @@ func TestSignalWithdrawsChannelRequest(t *testing.T) {
 			}
 			srv.signal(t, syscall.SIGINT)
 			out := a.waitStatus(id, "withdrawn")
-			if out["withdrawn"] != mcpsafe.WithdrawShuttingDown {
+			if out["withdrawn"] != approver.WithdrawShuttingDown {
 				t.Fatalf("withdrawn request: %v", out)
 			}
 			if code, out := a.api("POST", "/api/requests/"+id+"/approve", "alice"); code != 409 {

@@ -162,7 +162,7 @@ func inproc(args []string) error {
 		// As long as one auto-approved call's approval record.
 		raw(&fsyncFloor{f: f, line: []byte(strings.Repeat("x", 511) + "\n")})
 	case "gate", "gate-journal", "token":
-		opts := mcpsafe.Options{Audience: "bench", Journal: mcpsafe.NoJournal, Mode: mcpsafe.ModeAuto}
+		opts := mcpsafe.Options{Audience: "bench", Journal: journal.Discard, Mode: mcpsafe.ModeAuto}
 		if *path == "gate-journal" {
 			j, err := journal.Open(*jpath)
 			if err != nil {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvals"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -76,7 +77,7 @@ func approvalPage(args []string) error {
 				if i >= int64(*pending) {
 					return
 				}
-				_, err := hook.Await(ctx, mcpsafe.ApprovalRequest{
+				_, err := hook.Await(ctx, approver.Request{
 					ID: fmt.Sprintf("req-%d", i), Tool: "delete_file", Summary: fmt.Sprintf(`delete "file-%d.txt" (12 KiB)`, i),
 					Details:    []string{fmt.Sprintf("path: /srv/data/file-%d.txt", i)},
 					Targets:    []mcpsafe.Target{{Name: fmt.Sprintf("/srv/data/file-%d.txt", i), State: "sha256:ab12, 12288 bytes"}},

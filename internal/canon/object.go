@@ -7,23 +7,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/gowebpki/jcs"
 )
 
-// Object is a JSON object read once: checked as Canonical checks, put in
-// RFC 8785 form once, and split into its top-level members, so that a
-// caller needing the canonical form without one member, that member's
-// value and the members themselves does not read the input three times.
+// Object is a JSON object read once: checked as Canonical checks and split
+// into its top-level members, so that a caller needing the canonical form
+// without one member, that member's value and the members themselves
+// does not read the input three times. Only what is asked for is put in
+// RFC 8785 form: the rest without a member is transformed without it.
 type Object struct {
-	canonical []byte
-	members   []Member
+	raw     []byte // the checked input, trimmed
+	members []Member
 }
 
 // Member is a top-level member of an Object: its key (unescaped) and its
-// value in canonical form.
+// value as the input spells it (checked: valid, exact numbers, no
+// duplicate or folded keys inside).
 type Member struct {
 	Key   string
 	Value []byte
-	start int // span of `"key":value` in the canonical form
+	start int // span of `"key" : value` in the input
 	end   int
 }
 
@@ -33,17 +37,17 @@ type Member struct {
 func ReadObject(raw []byte, name string) (Object, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return Object{canonical: []byte("{}")}, nil
+		return Object{raw: []byte("{}")}, nil
 	}
-	c, err := Canonical(raw)
-	if err != nil {
+	if err := check(raw); err != nil {
 		return Object{}, err
 	}
 	if trimmed[0] != '{' {
 		return Object{}, fmt.Errorf("%w: arguments must be a JSON object", ErrInvalidJSON)
 	}
-	o := Object{canonical: c}
-	if o.members, err = topMembers(c); err != nil {
+	o := Object{raw: trimmed}
+	var err error
+	if o.members, err = topMembers(trimmed); err != nil {
 		return Object{}, err
 	}
 	for _, m := range o.members {
@@ -54,33 +58,47 @@ func ReadObject(raw []byte, name string) (Object, error) {
 	return o, nil
 }
 
-// Members returns the top-level members in canonical (RFC 8785) order.
+// Members returns the top-level members in input order.
 func (o Object) Members() []Member { return o.members }
 
 // Canonical returns the whole object in RFC 8785 form.
-func (o Object) Canonical() []byte { return o.canonical }
+func (o Object) Canonical() ([]byte, error) { return transform(o.raw) }
 
-// Without returns the canonical form of the object without the member
-// name (it is canonical too: members keep their order) and that member's
-// canonical value, nil when absent.
-func (o Object) Without(name string) (rest []byte, value []byte) {
+// Without returns the RFC 8785 form of the object without the member name,
+// and that member's value as the input spells it (nil when absent). The
+// member is cut from the input before the transform, so it is never put
+// in canonical form.
+func (o Object) Without(name string) (rest []byte, value []byte, err error) {
 	for i, m := range o.members {
 		if m.Key != name {
 			continue
 		}
-		c := o.canonical
+		c := o.raw
+		var cut []byte
 		switch {
 		case len(o.members) == 1:
-			return []byte("{}"), m.Value
-		case i < len(o.members)-1: // drop the member and the comma after it
+			cut = []byte("{}")
+		case i < len(o.members)-1: // the member, the comma after it
 			next := o.members[i+1].start
-			return append(append(make([]byte, 0, len(c)-(next-m.start)), c[:m.start]...), c[next:]...), m.Value
-		default: // the last: drop the comma before it
+			cut = append(append(make([]byte, 0, len(c)-(next-m.start)), c[:m.start]...), c[next:]...)
+		default: // the last: the comma before it
 			prev := o.members[i-1].end
-			return append(append(make([]byte, 0, len(c)-(m.end-prev)), c[:prev]...), c[m.end:]...), m.Value
+			cut = append(append(make([]byte, 0, len(c)-(m.end-prev)), c[:prev]...), c[m.end:]...)
 		}
+		rest, err = transform(cut)
+		return rest, m.Value, err
 	}
-	return o.canonical, nil
+	rest, err = transform(o.raw)
+	return rest, nil, err
+}
+
+// transform is the RFC 8785 step of Canonical, for input check passed.
+func transform(b []byte) ([]byte, error) {
+	out, err := jcs.Transform(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+	}
+	return out, nil
 }
 
 // SHA256 returns the lowercase hex SHA-256 of canonical bytes, as Digest
@@ -90,43 +108,56 @@ func SHA256(canonical []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// topMembers splits jcs output (no whitespace, valid JSON: it was checked
-// and transformed) into its top-level members.
+// topMembers splits a checked JSON object into its top-level members.
 func topMembers(c []byte) ([]Member, error) {
-	bad := fmt.Errorf("%w: unexpected canonical form", ErrInvalidJSON)
+	bad := fmt.Errorf("%w: unexpected object form", ErrInvalidJSON)
 	if len(c) < 2 || c[0] != '{' || c[len(c)-1] != '}' {
 		return nil, bad
 	}
-	if len(c) == 2 {
+	i := skipSpace(c, 1)
+	if i == len(c)-1 {
 		return nil, nil
 	}
 	var ms []Member
-	for i := 1; ; {
+	for {
 		kEnd := skipString(c, i)
-		if kEnd < 0 || kEnd >= len(c) || c[kEnd] != ':' {
+		if kEnd < 0 {
 			return nil, bad
 		}
-		key := c[i:kEnd]
-		vEnd := skipValue(c, kEnd+1)
+		colon := skipSpace(c, kEnd)
+		if colon >= len(c) || c[colon] != ':' {
+			return nil, bad
+		}
+		vStart := skipSpace(c, colon+1)
+		vEnd := skipValue(c, vStart)
 		if vEnd < 0 || vEnd >= len(c) {
 			return nil, bad
 		}
-		m := Member{Value: c[kEnd+1 : vEnd], start: i, end: vEnd}
+		key := c[i:kEnd]
+		m := Member{Value: c[vStart:vEnd], start: i, end: vEnd}
 		if bytes.IndexByte(key, '\\') < 0 {
 			m.Key = string(key[1 : len(key)-1])
 		} else if err := json.Unmarshal(key, &m.Key); err != nil {
 			return nil, bad
 		}
 		ms = append(ms, m)
+		next := skipSpace(c, vEnd)
 		switch {
-		case c[vEnd] == ',':
-			i = vEnd + 1
-		case vEnd == len(c)-1:
+		case next < len(c)-1 && c[next] == ',':
+			i = skipSpace(c, next+1)
+		case next == len(c)-1:
 			return ms, nil
 		default:
 			return nil, bad
 		}
 	}
+}
+
+func skipSpace(c []byte, i int) int {
+	for i < len(c) && (c[i] == ' ' || c[i] == '\t' || c[i] == '\n' || c[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // skipString returns the index after the string starting at c[i], or -1.
@@ -168,7 +199,7 @@ func skipValue(c []byte, i int) int {
 			if depth == 0 {
 				return i + 1
 			}
-		case ',':
+		case ',', ' ', '\t', '\n', '\r':
 			if depth == 0 {
 				return i
 			}

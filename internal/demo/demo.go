@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/files"
+	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -178,7 +179,7 @@ func (d *demo) tokens(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var st mcpsafe.ApprovalRequired
+	var st result.Required
 	if err := remarshal(res.StructuredContent, &st); err != nil {
 		return err
 	}
@@ -231,7 +232,7 @@ func call(ctx context.Context, cs *mcp.ClientSession, name string, args map[stri
 }
 
 func reason(res *mcp.CallToolResult) string {
-	var r mcpsafe.RefusedResult
+	var r result.Refused
 	if !res.IsError || remarshal(res.StructuredContent, &r) != nil || r.Status != "refused" {
 		return ""
 	}
@@ -240,7 +241,7 @@ func reason(res *mcp.CallToolResult) string {
 
 func summary(res *mcp.CallToolResult) string {
 	if r := reason(res); r != "" {
-		var rr mcpsafe.RefusedResult
+		var rr result.Refused
 		remarshal(res.StructuredContent, &rr)
 		return fmt.Sprintf("refused, reason %s: %s", r, rr.Message)
 	}

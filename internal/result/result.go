@@ -11,3 +11,29 @@ type PlanView struct {
 	Details []string        `json:"details"`
 	Parts   []plan.PartView `json:"parts,omitempty"`
 }
+
+// Required is the structured content of a token-mode first call.
+type Required struct {
+	Status        string   `json:"status"` // always "approval_required"
+	ApprovalToken string   `json:"approval_token"`
+	ExpiresAt     string   `json:"expires_at"` // RFC 3339, exclusive
+	Plan          PlanView `json:"plan"`
+}
+
+// Pending is the structured content of a channel call that is
+// still waiting for a human. ApprovalToken is a sealed handle for this exact
+// call, not an approval: calling again with it picks up the decision.
+type Pending struct {
+	Status        string   `json:"status"` // always "approval_pending"
+	ApprovalToken string   `json:"approval_token"`
+	ExpiresAt     string   `json:"expires_at"` // RFC 3339, exclusive
+	RetryAfter    int      `json:"retry_after_seconds"`
+	Plan          PlanView `json:"plan"`
+}
+
+// Refused is the structured content of a refused call.
+type Refused struct {
+	Status  string `json:"status"` // always "refused"
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}

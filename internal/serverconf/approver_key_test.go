@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -31,7 +32,7 @@ func TestApproverPublicKeyFlag(t *testing.T) {
 	}))
 	defer unsigned.Close()
 	pub, _, _ := ed25519.GenerateKey(nil)
-	req := mcpsafe.ApprovalRequest{ID: "k-1", Tool: "t", Principal: "ci", Audience: "a", ExpiresAt: time.Now().Add(time.Minute)}
+	req := approver.Request{ID: "k-1", Tool: "t", Principal: "ci", Audience: "a", ExpiresAt: time.Now().Add(time.Minute)}
 	for _, tc := range []struct {
 		key, buildErr string
 		refused       bool

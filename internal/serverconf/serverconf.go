@@ -24,11 +24,13 @@ import (
 	"github.com/mcpsafe/mcpsafe/appcard"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/channel"
+	"github.com/mcpsafe/mcpsafe/grants/celscope"
 	"github.com/mcpsafe/mcpsafe/internal/optin"
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/metrics"
+	"github.com/mcpsafe/mcpsafe/tracing/oteltracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -308,6 +310,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		ElicitTimeout:  cfg.ElicitTimeout,
 		GrantEndSweep:  cfg.GrantEndSweep,
 		Logger:         cfg.Logger,
+		// Every ready server may offer grants with scopes of its own
+		// (files --grants, a proxy policy's grants).
+		GrantCEL: celscope.New(),
 
 		MaxPending:             cfg.MaxPending,
 		MaxPendingPerPrincipal: cfg.MaxPendingPerPrincipal,
@@ -333,13 +338,13 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		}
 		g.closers = append(g.closers, store.Close)
 		opts.Ledger = store
-		if _, local := store.(*ledger.Memory); !local && opts.Keys.IsZero() {
+		if _, local := store.(*ledger.Memory); !local && opts.Keys == (mcpsafe.Keys{}) {
 			return nil, errors.New("a shared ledger needs --key-file: every replica must seal with the same key, or no other replica could ever redeem an approval (create one with `mcpsafe keygen PATH`)")
 		}
 	}
 	var fileJournal *journal.Journal // nil with --no-journal
 	if cfg.NoJournal {
-		opts.Journal = mcpsafe.NoJournal
+		opts.Journal = journal.Discard
 	} else {
 		var jopts []journal.Option
 		if cfg.Checkpoints.KeyFile != "" {
@@ -451,20 +456,23 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.ChannelWait = cfg.ChannelWait
 		opts.ProgressInterval = cfg.ProgressInterval
 	}
-	opts.TracerProvider = cfg.TracerProvider
+	tp := cfg.TracerProvider
 	if cfg.OTLPEndpoint != "" {
 		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.OTLPEndpoint))
 		if err != nil {
 			return nil, fmt.Errorf("--otlp-endpoint: %w", err)
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
 			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", cfg.Audience))))
 		g.closers = append(g.closers, func() error {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			return tp.Shutdown(sctx)
+			return sdk.Shutdown(sctx)
 		})
-		opts.TracerProvider = tp
+		tp = sdk
+	}
+	if tp != nil {
+		opts.Tracer = oteltracing.New(tp)
 	}
 	if cfg.MetricsAddr != "" {
 		m := metrics.New()

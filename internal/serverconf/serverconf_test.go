@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/seal"
 	"github.com/mcpsafe/mcpsafe/journal"
 )
 
 func TestBuildRefusals(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "key")
-	if err := mcpsafe.WriteKeyFile(key); err != nil {
+	if err := seal.WriteKeyFile(key); err != nil {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(dir, "secret")
