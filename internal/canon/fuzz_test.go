@@ -17,7 +17,7 @@ func FuzzCanonical(f *testing.F) {
 		out, err := Canonical(raw)
 		if err != nil {
 			known := errors.Is(err, ErrInvalidJSON) || errors.Is(err, ErrDuplicateKey) ||
-				errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrLossyNumber)
+				errors.Is(err, ErrFoldedKey) || errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrLossyNumber)
 			if !known {
 				t.Fatalf("error outside the documented set: %v", err)
 			}
