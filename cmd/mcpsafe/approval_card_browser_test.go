@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -116,11 +117,19 @@ func cardHost(t *testing.T, bundle []byte, mcpURL string) string {
 	must(t, err)
 	page, err := os.ReadFile("testdata/cardhost/host.html")
 	must(t, err)
+	// What the page sent, what came back and how long each took, and what
+	// the relay itself reported, shown when a test fails.
+	requests := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("requests to %s:\n%s", mcpURL, requests.String())
+		}
+	})
 	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.Out.URL.Scheme, r.Out.URL.Host, r.Out.URL.Path = target.Scheme, target.Host, target.Path
 		r.Out.Host = target.Host
 		r.Out.Header.Del("Origin")
-	}, FlushInterval: -1}
+	}, FlushInterval: -1, ErrorLog: log.New(requests, "relay: ", log.Ltime|log.Lmicroseconds)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -130,23 +139,67 @@ func cardHost(t *testing.T, bundle []byte, mcpURL string) string {
 		w.Header().Set("Content-Type", "text/javascript")
 		w.Write(bundle)
 	})
-	// What the page sent and how long each took, shown when a test fails.
-	requests := &lockedBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("requests to %s:\n%s", mcpURL, requests.String())
-		}
-	})
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		fmt.Fprintf(requests, "%s >> %s session %s\n", start.Format("15:04:05.000"), r.Method, r.Header.Get("Mcp-Session-Id"))
-		rp.ServeHTTP(w, r)
-		fmt.Fprintf(requests, "%s << %s session %s after %s\n", time.Now().Format("15:04:05.000"), r.Method, r.Header.Get("Mcp-Session-Id"), time.Since(start))
+		// The page's message is read whole before it is relayed. Streamed
+		// through, the relay's transport still reads the page's body once
+		// more after its Content-Length bytes (to see it end) while the
+		// server's answer may already be coming back; writing the answer's
+		// headers makes net/http drain and close the page's body, that
+		// last read fails, and the transport drops its connection to the
+		// server with the answer half relayed. The page's client then waits
+		// its 60 s for an answer that was cut off (golang/go#40747). Under
+		// load that was the card tests' "request without an answer".
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "reading the page's message: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		start, sw := time.Now(), &statusWriter{ResponseWriter: w}
+		fmt.Fprintf(requests, "%s >> %s session %s %.120s\n", start.Format("15:04:05.000"), r.Method, r.Header.Get("Mcp-Session-Id"), body)
+		defer func() {
+			// A relay whose copy of the answer breaks (the server's stream
+			// cut, or the page gone, as at the end of a GET stream) aborts
+			// with http.ErrAbortHandler: say so, then let net/http see it.
+			e, aborted := recover(), ""
+			if e != nil {
+				aborted = " (relay aborted: answer cut off or page gone)"
+			}
+			fmt.Fprintf(requests, "%s << %s session %s: %d after %s%s\n", time.Now().Format("15:04:05.000"), r.Method, r.Header.Get("Mcp-Session-Id"),
+				sw.status, time.Since(start), aborted)
+			if e != nil {
+				panic(e)
+			}
+		}()
+		rp.ServeHTTP(sw, r)
 	}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL + "/"
 }
+
+// statusWriter remembers the status the relay answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets the relay flush each server-sent event through.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // browserHost is the host page open in Chromium.
 type browserHost struct {
