@@ -55,3 +55,37 @@ host.render = async (name, args, result) => {
   host.bridge = bridge;
   return true;
 };
+
+// stress runs n rounds of what a host does for a card (a new session:
+// initialize, tools/list, resources/read of the card, the gated call,
+// DELETE) through the same relay, each request given timeoutMs to be
+// answered; it returns what went wrong (approval_card_relay_test.go).
+host.stress = async (n, timeoutMs) => {
+  const failed = [];
+  for (let i = 0; i < n; i++) {
+    const client = new Client({ name: "card-test-stress", version: "1" }, {
+      capabilities: { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } } },
+    });
+    const opts = { timeout: timeoutMs };
+    const step = async (what, f) => {
+      const t0 = performance.now();
+      try {
+        return await f();
+      } catch (e) {
+        failed.push(`round ${i}: ${what} failed after ${Math.round(performance.now() - t0)} ms: ${e}`);
+        throw e;
+      }
+    };
+    try {
+      await step("initialize", () => client.connect(new StreamableHTTPClientTransport(new URL("/mcp", location.href)), opts));
+      await step("tools/list", () => client.listTools(undefined, opts));
+      await step("resources/read", () => client.readResource({ uri: "ui://mcpsafe/approval-card" }, opts));
+      await step("tools/call", () => client.callTool({ name: "delete_file", arguments: { path: "keep.txt" } }, opts));
+      await step("DELETE", () => client.transport.terminateSession());
+    } catch (e) {
+      // recorded by step
+    }
+    await client.close();
+  }
+  return failed;
+};
