@@ -865,8 +865,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_shutdown.go",
-				Old:  "\tif s.began {\n\t\treturn nil, nil, nil, false",
-				New:  "\tif false {\n\t\treturn nil, nil, nil, false",
+				Old:  "\tif s.began {\n\t\treturn nil, false\n\t}\n\te := &runningExec",
+				New:  "\tif false {\n\t\treturn nil, false\n\t}\n\te := &runningExec",
 			},
 		},
 	},
