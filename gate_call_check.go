@@ -59,7 +59,11 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 		if err := json.Unmarshal(req.Params.Arguments, &inst); err != nil || inst == nil {
 			inst = map[string]any{}
 		}
-		if err := t.schema.Validate(inst); err != nil {
+		schema, err := t.schema()
+		if err != nil {
+			return k, refusal(ReasonArgumentsInvalid, "the tool's input schema does not resolve, so no arguments can be checked: %v", err)
+		}
+		if err := schema.Validate(inst); err != nil {
 			return k, refusal(ReasonArgumentsInvalid, "arguments do not match the tool's schema: %v", err)
 		}
 	}

@@ -446,8 +446,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "if err := t.schema.Validate(inst); err != nil {",
-				New:  "if err := t.schema.Validate(inst); err != nil && false {",
+				Old:  "if err := schema.Validate(inst); err != nil {",
+				New:  "if err := schema.Validate(inst); err != nil && false {",
 			},
 		},
 	},
