@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -300,7 +299,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 		// A JSON-RPC error for this call is the upstream's answer, as the
 		// SDK client would read it; anything else says only that it failed.
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if mt == "application/json" && s.finalFor(msg, c.id) == nil && bytes.Contains(msg, []byte(`"error"`)) {
+		if mt == "application/json" && s.finalFor(frame.Read(msg), c.id) == nil && bytes.Contains(msg, []byte(`"error"`)) {
 			w.Header().Set("Content-Type", "application/json")
 			if c.method != "tools/call" {
 				w.WriteHeader(resp.StatusCode) // relayed as it came
@@ -313,12 +312,14 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	}
 	switch mt {
 	case "application/json":
-		msg, err := io.ReadAll(resp.Body)
+		lb := getLaneBuffers(nil)
+		defer lb.put()
+		msg, err := lb.readAll(resp.Body)
 		if err != nil {
 			writeFastError(w, c.id, "mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run")
 			return err
 		}
-		if err := s.finalFor(msg, c.id); err != nil {
+		if err := s.finalFor(frame.Read(msg), c.id); err != nil {
 			writeFastError(w, c.id, err.Error())
 			return err
 		}
@@ -336,16 +337,23 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 // relayEvents copies the upstream's event stream, one event at a time
 // and flushed, until the call's response. Notifications pass; the upstream
 // asking the client something in-stream (not part of 2026-07-28) or
-// answering another id does not.
+// answering another id does not. Each line is read once into the event
+// being gathered (pooled buffers, laneBuffers), and each message once
+// (frame.Read), that reading also serving finalFor.
 func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id string) error {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	br := bufio.NewReaderSize(body, 32<<10)
-	var event, data []byte
+	lb := getLaneBuffers(body)
+	defer lb.put()
+	br := lb.br
+	event, data := lb.event[:0], lb.data[:0]
+	defer func() { lb.event, lb.data = event, data }()
 	for {
-		line, err := br.ReadBytes('\n')
+		start := len(event)
+		var err error
+		event, err = readLine(br, event)
 		if err != nil {
 			// The stream ended before the response: fail the call, as the
 			// SDK path would.
@@ -353,6 +361,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			rc.Flush()
 			return fmt.Errorf("upstream stream ended: %w", err)
 		}
+		line := event[start:]
 		if i := bytes.IndexByte(line, '\r'); i >= 0 && i != len(line)-2 {
 			// A lone CR ends a line for the client's SSE parser and not
 			// for this one: the two would read different events.
@@ -360,7 +369,6 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			rc.Flush()
 			return errors.New("upstream event stream: a lone carriage return")
 		}
-		event = append(event, line...)
 		trimmed := bytes.TrimRight(line, "\r\n")
 		if !plainEventLine(trimmed) {
 			// A byte-order mark (which a WHATWG parser drops at the start
@@ -380,10 +388,11 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			}
 			continue
 		}
-		// End of an event.
+		// End of an event: out and msg are read before the buffers are
+		// reused for the next one.
 		msg := data
 		out := event
-		event, data = event[:0], nil
+		event, data = event[:0], data[:0]
 		if len(msg) == 0 {
 			if _, err := w.Write(out); err != nil {
 				return err
@@ -407,7 +416,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			}
 			rc.Flush()
 		case f.Kind == frame.Response && f.ID == id:
-			if err := s.finalFor(msg, id); err != nil {
+			if err := s.finalFor(f, id); err != nil {
 				writeEvent(w, fastErrorBody(id, err.Error()))
 				rc.Flush()
 				return err
@@ -441,11 +450,13 @@ func plainEventLine(line []byte) bool {
 	return false
 }
 
-// finalFor checks the upstream's response msg to the call id as forward
-// would: an input_required result asking for a kind the policy refuses is
-// refused. With every kind allowed, the result is relayed unread.
-func (s *Server) finalFor(msg []byte, id string) error {
-	f := frame.Read(msg)
+// finalFor checks the upstream's response msg to the call id, f as
+// frame.Read read it, as forward would: an input_required result asking
+// for a kind the policy refuses is refused. With every kind allowed, the
+// result is relayed unread; so is a result that asks for nothing (no
+// inputRequests, and resultType absent or "complete"), which forward,
+// reading the same members, would pass unchanged.
+func (s *Server) finalFor(f frame.Frame, id string) error {
 	if !f.Alike || f.Kind != frame.Response || f.ID != id {
 		// Not a response read alike by every parser (a request such as
 		// roots/list carrying the call's id is one to the client; an
@@ -462,10 +473,13 @@ func (s *Server) finalFor(msg []byte, id string) error {
 	if !ok {
 		return nil // an error: relayed as forward relays it
 	}
-	result, _ := frame.Members(raw)
-	_, hasType := result["resultType"]
+	// The result's members, spelt exactly: the frame is Alike, so no
+	// member equal to resultType or inputRequests under case folding is
+	// spelt otherwise, and none is there twice.
+	result := f.Result
+	rt, hasType := result["resultType"]
 	_, hasAsks := result["inputRequests"]
-	if !hasType && !hasAsks {
+	if !hasAsks && (!hasType || string(rt) == `"complete"`) {
 		return nil
 	}
 	var res mcp.CallToolResult

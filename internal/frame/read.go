@@ -42,6 +42,11 @@ type Frame struct {
 
 	Top    map[string]json.RawMessage // the top-level members
 	Params map[string]json.RawMessage // params' members, when params is an object
+
+	// Result holds the members of a response's result (Alike frames), as
+	// the one reading found them: a relay that looks inside a result it
+	// passes raw reads it here rather than a second time.
+	Result map[string]json.RawMessage
 }
 
 // MaxDepth is how deep an Alike frame may nest (the SDK refuses 1,000,
@@ -140,7 +145,7 @@ func Read(frame []byte) Frame {
 	f.Why = alike(body, &f, err)
 	f.Alike = f.Why == ""
 	if !f.Alike {
-		f.Tool, f.Progress = "", ""
+		f.Tool, f.Progress, f.Result = "", "", nil
 	}
 	return f
 }
@@ -198,6 +203,7 @@ func alike(body []byte, f *Frame, err error) string {
 					if why := readSpelt(m, "result"); why != "" {
 						return why
 					}
+					f.Result = m
 				} else if why := errorObject(m); why != "" {
 					return why
 				}
