@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -268,11 +269,12 @@ func (s *Server) forwardHTTP(w http.ResponseWriter, r *http.Request, body []byte
 	}
 }
 
-// postUpstream posts body to the upstream with the headers the SDK
-// client would send for it, and nothing of the client's.
-func (s *Server) postUpstream(r *http.Request, body []byte, c laneRequest) (*http.Response, error) {
+// postUpstream posts body to the upstream, under ctx (r's or one
+// inside it), with the headers the SDK client would send for it, and
+// nothing of the client's (r's).
+func (s *Server) postUpstream(ctx context.Context, r *http.Request, body []byte, c laneRequest) (*http.Response, error) {
 	up := s.httpUp
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, up.endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +289,11 @@ func (s *Server) postUpstream(r *http.Request, body []byte, c laneRequest) (*htt
 }
 
 func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, c laneRequest) error {
-	resp, err := s.postUpstream(r, body, c)
+	// stop ends the upstream request: relayEvents waits a moment for the
+	// end of a stream it has read the answer from (drainRest).
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	resp, err := s.postUpstream(ctx, r, body, c)
 	if err != nil {
 		writeFastError(w, c.id, "mcpsafe proxy: the upstream did not answer")
 		return err
@@ -328,7 +334,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 		_, err = w.Write(msg)
 		return err
 	case "text/event-stream":
-		return s.relayEvents(w, resp.Body, ct, c.id)
+		return s.relayEvents(w, resp.Body, ct, c.id, stop)
 	}
 	writeFastError(w, c.id, "mcpsafe proxy: the upstream answered in an unknown content type")
 	return fmt.Errorf("upstream content type %q", ct)
@@ -340,7 +346,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 // answering another id does not. Each line is read once into the event
 // being gathered (pooled buffers, laneBuffers), and each message once
 // (frame.Read), that reading also serving finalFor.
-func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id string) error {
+func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id string, stop func()) error {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
@@ -425,6 +431,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 				return err
 			}
 			rc.Flush()
+			drainRest(br, stop)
 			return nil
 		default:
 			s.log.Debug("proxy: fast lane dropped an upstream message that is not this call's")
@@ -542,7 +549,7 @@ func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body [
 		s.forwardHTTP(w, r, body, c)
 		return true
 	}
-	resp, err := s.postUpstream(r, body, c)
+	resp, err := s.postUpstream(r.Context(), r, body, c)
 	if err != nil {
 		http.Error(w, "mcpsafe proxy: the upstream did not answer", http.StatusBadGateway)
 		return true

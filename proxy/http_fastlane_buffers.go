@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"sync"
+	"time"
 )
 
 // laneBuffers are the HTTP fast lane's buffers for one upstream answer:
@@ -81,4 +82,23 @@ func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 			return buf, err
 		}
 	}
+}
+
+// After the call's response an upstream ends its stream; until it has,
+// its connection cannot carry another request, and closing the stream
+// unread closes the connection (the next call would dial again). So the
+// lane reads on, as the SDK client does, but only so much and so long:
+// the answer has been relayed, and what follows it is not.
+const (
+	laneDrainMax  = 4 << 10
+	laneDrainWait = time.Second
+)
+
+// drainRest reads and drops what br's stream holds after the response,
+// up to laneDrainMax bytes; past laneDrainWait, stop ends the upstream
+// request (and the read).
+func drainRest(br *bufio.Reader, stop func()) {
+	t := time.AfterFunc(laneDrainWait, stop)
+	defer t.Stop()
+	io.CopyN(io.Discard, br, laneDrainMax)
 }
