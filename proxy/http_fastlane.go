@@ -204,12 +204,14 @@ func (s *Server) fastHTTPCall(r *http.Request, f frame.Frame) (fastCall, bool) {
 	if r.Header.Get("Mcp-Name") != name {
 		return fastCall{}, false
 	}
-	// The SDK path sends {} for absent arguments.
-	if _, ok := frame.Members(f.Params["arguments"]); !ok {
+	// The SDK path sends {} for absent arguments. (f is Alike: the whole
+	// request read strictly, so every value in it does, and one whose text
+	// starts with "{" is an object.)
+	if args := f.Params["arguments"]; len(args) == 0 || args[0] != '{' {
 		return fastCall{}, false
 	}
-	meta, ok := frame.Members(f.Params["_meta"])
-	if !ok || string(meta[mcp.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
+	meta := f.Meta // nil without _meta
+	if meta == nil || string(meta[mcp.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
 		return fastCall{}, false
 	}
 	if info, present := meta[mcp.MetaKeyClientInfo]; present {

@@ -43,9 +43,11 @@ type Frame struct {
 	Top    map[string]json.RawMessage // the top-level members
 	Params map[string]json.RawMessage // params' members, when params is an object
 
-	// Result holds the members of a response's result (Alike frames), as
-	// the one reading found them: a relay that looks inside a result it
-	// passes raw reads it here rather than a second time.
+	// Meta and Result hold the members of params._meta and of a
+	// response's result (Alike frames), as the one reading found them: a
+	// relay that looks inside a frame it passes raw reads them here rather
+	// than a second time.
+	Meta   map[string]json.RawMessage
 	Result map[string]json.RawMessage
 }
 
@@ -145,7 +147,7 @@ func Read(frame []byte) Frame {
 	f.Why = alike(body, &f, err)
 	f.Alike = f.Why == ""
 	if !f.Alike {
-		f.Tool, f.Progress, f.Result = "", "", nil
+		f.Tool, f.Progress, f.Meta, f.Result = "", "", nil, nil
 	}
 	return f
 }
@@ -191,6 +193,7 @@ func alike(body []byte, f *Frame, err error) string {
 		if why := readSpelt(meta, "params._meta"); why != "" {
 			return why
 		}
+		f.Meta = meta
 	}
 	if f.Kind == Response {
 		for _, k := range []string{"result", "error"} {
