@@ -141,10 +141,22 @@ func fastHTTPHeaders(r *http.Request) bool {
 	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != modernProtocol {
 		return false
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if mt, err := mediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
 	return acceptsBoth(r.Header.Values("Accept")) && loopbackSafe(r)
+}
+
+// mediaType is mime.ParseMediaType's media type and error for ct, without
+// its parameters (and, for the bare types the SDK sends, without its
+// allocations).
+func mediaType(ct string) (string, error) {
+	switch ct {
+	case "application/json", "text/event-stream":
+		return ct, nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return mt, err
 }
 
 // acceptsBoth: the client accepts JSON and an event stream, named exactly
@@ -152,7 +164,9 @@ func fastHTTPHeaders(r *http.Request) bool {
 func acceptsBoth(values []string) bool {
 	var json, stream bool
 	for _, v := range values {
-		for _, tok := range strings.Split(v, ",") {
+		for rest, more := v, true; more; {
+			var tok string
+			tok, rest, more = strings.Cut(rest, ",")
 			base, _, _ := strings.Cut(tok, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json":
@@ -302,7 +316,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	}
 	defer resp.Body.Close()
 	ct := resp.Header.Get("Content-Type")
-	mt, _, _ := mime.ParseMediaType(ct)
+	mt, _ := mediaType(ct)
 	if resp.StatusCode != http.StatusOK {
 		// A JSON-RPC error for this call is the upstream's answer, as the
 		// SDK client would read it; anything else says only that it failed.
