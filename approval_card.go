@@ -111,7 +111,7 @@ type cardView struct {
 // askCard answers a call with the plan for the card and a handle for the
 // model; the decision comes through CardDecisionTool.
 func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *Refusal) {
-	ctx, span := g.step(ctx, "ask")
+	ctx, span := g.step(ctx, "mcpsafe.ask")
 	defer func() { endStep(span, r) }()
 	if !clientTakesCard(k.req.ClientCapabilities()) || g.opts.Card == nil {
 		return nil, elicitationUnsupported(k.t.Name, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
@@ -193,8 +193,8 @@ func (c *cardOutcomes) get(nonce string) (cardOutcome, bool) {
 
 // isCardHandle reports whether sealed is a card handle this gate issued
 // (the model's envelope). It only authenticates.
-func (g *Gate) isCardHandle(sealed string) bool {
-	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+func (g *Gate) isCardHandle(k *call, sealed string) bool {
+	gr, err := g.openSealed(k, sealed)
 	return err == nil && gr.Mode == grantCard
 }
 
@@ -203,7 +203,7 @@ func (g *Gate) isCardHandle(sealed string) bool {
 // the call: the handle the model saw is not the decision. A decided
 // outcome was journaled when decided.
 func (g *Gate) cardLookup(ctx context.Context, k *call) (_ *mcp.CallToolResult, _ *Refusal, ok bool) {
-	if k.token == nil || !g.isCardHandle(*k.token) {
+	if k.token == nil || !g.isCardHandle(k, *k.token) {
 		return nil, nil, false
 	}
 	gr, r := g.checkGrant(k, *k.token, grantCard)

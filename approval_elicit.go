@@ -116,7 +116,7 @@ func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult
 	ectx, cancel := context.WithTimeout(ctx, g.opts.ElicitTimeout)
 	defer cancel()
 	defer g.onStop(cancel)()
-	ectx, span := g.step(ectx, "ask")
+	ectx, span := g.step(ectx, "mcpsafe.ask")
 	res, err := k.req.Session.Elicit(ectx, params)
 	span.End()
 	waited()

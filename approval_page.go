@@ -136,11 +136,11 @@ func (g *Gate) linkDone(k *call, via *outOfBand, _ *grant) {
 // handleMode is the envelope of a sealed handle this gate issued for an
 // out-of-band path (channel or page), or "" for anything else. It only
 // authenticates; the handle is checked in full on the path.
-func (g *Gate) handleMode(sealed string) string {
+func (g *Gate) handleMode(k *call, sealed string) string {
 	if sealed == "" {
 		return ""
 	}
-	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	gr, err := g.openSealed(k, sealed)
 	if err != nil || (gr.Mode != grantChannel && gr.Mode != grantPage) {
 		return ""
 	}

@@ -40,7 +40,7 @@ func (g *Gate) issue(ctx context.Context, k *call, mode string) (*grant, string,
 }
 
 func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *Refusal) {
-	ctx, span := g.step(ctx, "ask")
+	ctx, span := g.step(ctx, "mcpsafe.ask")
 	defer func() { endStep(span, r) }()
 	view := planView(k.plan)
 	shown := shownPlan(k)
@@ -73,7 +73,7 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 // this call, then spends it in the ledger. The order matters: verify before
 // parse, bindings before redeem, and redeem before the answer is looked at.
 func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (_ *grant, r *Refusal) {
-	ctx, span := g.step(ctx, "redeem")
+	ctx, span := g.step(ctx, "mcpsafe.redeem")
 	defer func() { endStep(span, r) }()
 	gr, r := g.checkGrant(k, sealed, mode)
 	if r != nil {
@@ -97,7 +97,7 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (_ *gr
 // checkGrant authenticates a sealed grant and checks every binding against
 // this call, without spending it.
 func (g *Gate) checkGrant(k *call, sealed, mode string) (*grant, *Refusal) {
-	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	gr, err := g.openSealed(k, sealed)
 	if errors.Is(err, errGrantOldFormat) {
 		return nil, refusal(ReasonTokenInvalid, "the approval was issued by an earlier version of this server; call %s again without it to be asked anew", k.t.Name)
 	}

@@ -163,9 +163,9 @@ type gatedTool struct {
 	Tool     // without its Resolve, Preview and Execute: see steps
 	steps    // the tool's functions
 	mode     Mode
-	policy   string // hash bound into grants
-	schema   *jsonschema.Resolved
-	fast     *fastSchema // nil: every call goes to schema
+	policy   string                               // hash bound into grants
+	schema   func() (*jsonschema.Resolved, error) // resolved once, on first need (prepare)
+	fast     *fastSchema                          // nil: every call goes to schema
 	optIn    *OptIn
 	minAssur Assurance
 	// grantsNamed: Grants may be offered (reversible, or irreversible and

@@ -35,6 +35,29 @@ type call struct {
 	linkSent func()
 	// secrets are the secret values among the arguments (secretsOf).
 	secrets *journal.Secrets
+	// opened is the last sealed value this call authenticated (openSealed).
+	opened *openedGrant
+}
+
+// openedGrant is a sealed value and what openGrant made of it.
+type openedGrant struct {
+	sealed string
+	gr     *grant
+	err    error
+}
+
+// openSealed is openGrant for this call: the approval a call carries is
+// looked at by several steps (is it a card handle, a channel or page
+// handle, a token), and each would otherwise authenticate and parse it
+// again. Only the outcome of openGrant is kept, so nothing is parsed
+// before it was authenticated; the grant is never modified.
+func (g *Gate) openSealed(k *call, sealed string) (*grant, error) {
+	if o := k.opened; o != nil && o.sealed == sealed {
+		return o.gr, o.err
+	}
+	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	k.opened = &openedGrant{sealed: sealed, gr: gr, err: err}
+	return gr, err
 }
 
 func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
@@ -63,7 +86,7 @@ func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
 // refusal, or the protocol error Execute returned; every early return is a
 // refusal, so nothing after a failed step runs.
 func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, *Refusal, error) {
-	_, span := g.step(ctx, "decode")
+	_, span := g.step(ctx, "mcpsafe.decode")
 	k, r := g.decode(t, req)
 	endStep(span, r)
 	if r != nil {
@@ -75,7 +98,7 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		// up, which the target's later state does not change.
 		return res, r, nil
 	}
-	rctx, span := g.step(ctx, "rules")
+	rctx, span := g.step(ctx, "mcpsafe.rules")
 	r = g.checkRules(rctx, k)
 	endStep(span, r)
 	if r != nil {
@@ -90,18 +113,18 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 
 	var res *mcp.CallToolResult
 	switch {
-	case k.token != nil && g.handleMode(*k.token) != "":
+	case k.token != nil && g.handleMode(k, *k.token) != "":
 		// A handle of a pending channel or page request.
-		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(*k.token)), *k.token)
+		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(k, *k.token)), *k.token)
 	case k.token != nil && k.t.mode == ModeChannel:
 		res, r = g.resumeVia(ctx, k, g.channel, *k.token)
 	case k.token != nil:
 		res, r = g.redeemToken(ctx, k)
-	case g.handleMode(req.Params.RequestState) != "":
+	case g.handleMode(k, req.Params.RequestState) != "":
 		// The retry after a URL elicitation of the page's (or the
 		// approval service's) link: the client's answer only says the
 		// person agreed to open it.
-		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(req.Params.RequestState)), req.Params.RequestState)
+		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(k, req.Params.RequestState)), req.Params.RequestState)
 	case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
 		res, r = g.redeemElicitation(ctx, k, req.Params.RequestState, req.Params.InputResponses)
 	default:
@@ -128,7 +151,7 @@ func (g *Gate) carriesGenuineApproval(k *call) bool {
 	if sealed == "" {
 		return false
 	}
-	gr, err := openGrant(g.ring, g.opts.Audience, sealed)
+	gr, err := g.openSealed(k, sealed)
 	return err == nil && gr.Tool == k.t.Name && gr.Principal == k.c.Principal
 }
 
@@ -232,24 +255,16 @@ func (g *Gate) execute(ctx context.Context, k *call, approvedTarget string, a Ap
 	return g.finish(ctx, k, x, a.CallID, out, err)
 }
 
-// started is an admitted Execute (admit): the context it runs under, its
-// outcome record, and the admission's claim and done. It is built apart
-// from execute, and so are the approval record and the outcome's handling,
-// so that execute's own frame, on the stack while Execute runs, stays
-// small: the request goroutine then needs no larger stack than an ungated
-// call (a larger one is a copy of the whole stack per call).
-type started struct {
-	ectx    context.Context
-	outcome journal.Record
-	claim   func() bool
-	done    func()
-}
-
-func (g *Gate) start(ctx context.Context, k *call, a *Approval) *started {
-	x := &started{outcome: g.record(k, journal.Executed)}
-	x.outcome.Call, x.outcome.Summary = a.CallID, a.Plan.Summary
-	var ok bool
-	if x.ectx, x.claim, x.done, ok = g.admit(ctx, x.outcome); !ok {
+// start admits Execute (admit) with its outcome record. It is apart from
+// execute, and so are the approval record and the outcome's handling, so
+// that execute's own frame, on the stack while Execute runs, stays small:
+// the request goroutine then needs no larger stack than an ungated call (a
+// larger one is a copy of the whole stack per call).
+func (g *Gate) start(ctx context.Context, k *call, a *Approval) *runningExec {
+	outcome := g.record(k, journal.Executed)
+	outcome.Call, outcome.Summary = a.CallID, a.Plan.Summary
+	x, ok := g.admit(ctx, outcome)
+	if !ok {
 		return nil
 	}
 	return x
@@ -273,8 +288,8 @@ func (g *Gate) journalApproval(ctx context.Context, k *call, a *Approval) *Refus
 
 // finish records what Execute did (always, even when the caller left) and
 // turns it into the call's answer.
-func (g *Gate) finish(ctx context.Context, k *call, x *started, callID string, out *mcp.CallToolResult, err error) (*mcp.CallToolResult, *Refusal) {
-	outcome, ectx := x.outcome, x.ectx
+func (g *Gate) finish(ctx context.Context, k *call, x *runningExec, callID string, out *mcp.CallToolResult, err error) (*mcp.CallToolResult, *Refusal) {
+	outcome, ectx := x.rec, x.ectx
 	if err == nil && out == nil {
 		err = errors.New("the tool returned no result")
 	}
@@ -324,7 +339,7 @@ func (g *Gate) finish(ctx context.Context, k *call, x *started, callID string, o
 // recheck resolves and previews the call again right before it runs and
 // compares the target with the approved one.
 func (g *Gate) recheck(ctx context.Context, k *call, approvedTarget string) (_ state, _ Plan, r *Refusal) {
-	ctx, span := g.step(ctx, "recheck")
+	ctx, span := g.step(ctx, "mcpsafe.recheck")
 	defer func() { endStep(span, r) }()
 	st, r := g.resolve(ctx, k)
 	if r != nil {

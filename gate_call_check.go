@@ -59,7 +59,11 @@ func (g *Gate) decode(t *gatedTool, req *mcp.CallToolRequest) (*call, *Refusal) 
 		if err := json.Unmarshal(req.Params.Arguments, &inst); err != nil || inst == nil {
 			inst = map[string]any{}
 		}
-		if err := t.schema.Validate(inst); err != nil {
+		schema, err := t.schema()
+		if err != nil {
+			return k, refusal(ReasonArgumentsInvalid, "the tool's input schema does not resolve, so no arguments can be checked: %v", err)
+		}
+		if err := schema.Validate(inst); err != nil {
 			return k, refusal(ReasonArgumentsInvalid, "arguments do not match the tool's schema: %v", err)
 		}
 	}
@@ -115,7 +119,7 @@ func (g *Gate) resolve(ctx context.Context, k *call) (state, *Refusal) {
 	if k.t.resolve == nil {
 		return state{}, nil
 	}
-	ctx, span := g.step(ctx, "resolve")
+	ctx, span := g.step(ctx, "mcpsafe.resolve")
 	res, r := g.runResolve(ctx, k)
 	endStep(span, r)
 	return res, r
@@ -145,7 +149,7 @@ func (g *Gate) runResolve(ctx context.Context, k *call) (state, *Refusal) {
 // the resolved context, the targets with their state and the parts as
 // rendered.
 func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string, r *Refusal) {
-	ctx, span := g.step(ctx, "preview")
+	ctx, span := g.step(ctx, "mcpsafe.preview")
 	defer func() { endStep(span, r) }()
 	var p Plan
 	err := safely(func() error {
@@ -169,6 +173,11 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 		return Plan{}, "", r
 	}
 	p.views = views
+	if st.v == nil && len(targets) == 0 && len(views) == 0 {
+		// Nothing resolved, no targets, no parts (a tool without a
+		// Resolve): the digest of that encoding, computed once.
+		return p, emptyTarget, nil
+	}
 	b, err := json.Marshal(struct {
 		Resolved any             `json:"resolved"`
 		Targets  []Target        `json:"targets"`
@@ -183,6 +192,18 @@ func (g *Gate) preview(ctx context.Context, k *call, st state) (_ Plan, _ string
 	sum := sha256.Sum256(b)
 	return p, hex.EncodeToString(sum[:]), nil
 }
+
+// emptyTarget is preview's digest when nothing was resolved and the plan
+// has no targets and no parts: the same encoding, the same SHA-256.
+var emptyTarget = func() string {
+	b, _ := json.Marshal(struct {
+		Resolved any             `json:"resolved"`
+		Targets  []Target        `json:"targets"`
+		Parts    []plan.PartView `json:"parts,omitempty"`
+	}{})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}()
 
 // secretsOf finds the call's secret values once: both previews (before
 // asking, and again right before Execute, one level deeper on the stack)

@@ -91,7 +91,7 @@ func (g *Gate) askChannel(ctx context.Context, k *call) (*mcp.CallToolResult, *R
 // askVia sends the plan out of band and waits.
 func (g *Gate) askVia(ctx context.Context, k *call, via *outOfBand) (_ *mcp.CallToolResult, r *Refusal) {
 	// The span covers the wait for the decision and what follows it.
-	ctx, span := g.step(ctx, "ask")
+	ctx, span := g.step(ctx, "mcpsafe.ask")
 	defer func() { endStep(span, r) }()
 	gr, sealed, r := g.issue(ctx, k, via.mode)
 	if r != nil {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpsafe/mcpsafe/internal/canon"
@@ -143,18 +144,35 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 		return nil, nil, fmt.Errorf("mcpsafe: tool %q: %w", t.Name, err)
 	}
 	raw, _ := json.Marshal(schemaMap)
-	var schema jsonschema.Schema
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
+	resolveSchema := func() (*jsonschema.Resolved, error) {
+		var schema jsonschema.Schema
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			return nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
+		}
+		return resolved, nil
 	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("mcpsafe: tool %q: input schema: %w", t.Name, err)
+	// jsonschema-go is resolved on first need when the fast check models
+	// the schema (its shape always resolves: TestPropertyFastSchemaAgrees
+	// WithValidator resolves every one): decoding a jsonschema.Schema
+	// leaves encoding/json's field cache of that type (hundreds of
+	// objects) live for good, and every GC cycle marks it, a cost every
+	// call of the process pays. A schema the fast check does not model
+	// must resolve now, or the tool is not registered.
+	fast := newFastSchema(schemaMap)
+	schema := sync.OnceValues(resolveSchema)
+	if fast == nil {
+		if _, err := schema(); err != nil {
+			return nil, nil, err
+		}
 	}
 	// The Tool's own functions are the steps' to call: nothing reaches
 	// them but through the steps.
 	t.Resolve, t.Preview, t.Execute = nil, nil, nil
-	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: resolved, fast: newFastSchema(schemaMap), minAssur: minA}
+	gt := &gatedTool{Tool: t, steps: s, mode: mode, schema: schema, fast: fast, minAssur: minA}
 	if g.opts.Tracer != nil {
 		gt.execute = tracedExecute(g.tracer, gt.execute)
 	}

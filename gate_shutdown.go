@@ -84,11 +84,14 @@ type parkedApproval struct {
 	expires time.Time
 }
 
-// runningExec is one admitted Execute.
+// runningExec is one admitted Execute (admit). rec and ectx are set
+// before it is shared and only read after; claimed is under stop.mu.
 type runningExec struct {
+	ectx    context.Context // what Execute runs under
 	cut     context.CancelCauseFunc
 	rec     journal.Record // the outcome record, for Shutdown to finish if Execute never returns
-	claimed bool           // its outcome is being written by one side
+	stop    *stopState
+	claimed bool // its outcome is being written by one side
 }
 
 func (s *stopState) wakeCh() chan struct{} {
@@ -207,38 +210,43 @@ func (g *Gate) waitOn(nonce, tool, path string) (done func(), ok bool) {
 // admit lets an approved call's Execute start, unless shutdown began. The
 // check and the count are one step under the lock that StopAccepting
 // flips, so no Execute starts after shutdown began, and every one that
-// started is waited for. ectx is what Execute runs under: Shutdown cancels
-// it when the grace ends. done must be called once the outcome is handled;
-// claim reports whether this side writes the outcome.
-func (g *Gate) admit(ctx context.Context, outcome journal.Record) (ectx context.Context, claim func() bool, done func(), ok bool) {
+// started is waited for. The admitted call's ectx is what Execute runs
+// under: Shutdown cancels it when the grace ends. done must be called once
+// the outcome is handled; claim reports whether this side writes the
+// outcome. (Methods, not closures: one allocation per call, not three.)
+func (g *Gate) admit(ctx context.Context, outcome journal.Record) (*runningExec, bool) {
 	s := &g.stop
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.began {
-		return nil, nil, nil, false
+		return nil, false
 	}
-	ectx, cut := context.WithCancelCause(ctx)
-	e := &runningExec{cut: cut, rec: outcome}
+	e := &runningExec{rec: outcome, stop: s}
+	e.ectx, e.cut = context.WithCancelCause(ctx)
 	if s.running == nil {
 		s.running = map[*runningExec]struct{}{}
 	}
 	s.running[e] = struct{}{}
-	claim = func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if e.claimed {
-			return false
-		}
-		e.claimed = true
-		return true
+	return e, true
+}
+
+// claim reports whether this side (not Shutdown) writes the outcome.
+func (e *runningExec) claim() bool {
+	e.stop.mu.Lock()
+	defer e.stop.mu.Unlock()
+	if e.claimed {
+		return false
 	}
-	done = func() {
-		s.mu.Lock()
-		delete(s.running, e)
-		s.mu.Unlock()
-		cut(nil)
-	}
-	return ectx, claim, done, true
+	e.claimed = true
+	return true
+}
+
+// done ends the admission: Shutdown no longer waits for it.
+func (e *runningExec) done() {
+	e.stop.mu.Lock()
+	delete(e.stop.running, e)
+	e.stop.mu.Unlock()
+	e.cut(nil)
 }
 
 // StopAccepting begins shutdown: from its return on no call is accepted

@@ -43,10 +43,12 @@ func (g *Gate) startCall(ctx context.Context, tool string, req *mcp.CallToolRequ
 	return g.tracer.Call(ctx, tool, meta)
 }
 
-// step starts the span of one step of the call path (decode, rules,
-// resolve, preview, ask, redeem, recheck, journal, execute).
+// step starts the span of one step of the call path (mcpsafe.decode,
+// .rules, .resolve, .preview, .ask, .redeem, .recheck, .journal, .execute).
+// The callers spell the whole name: a concatenation here would allocate
+// on every step of every call, traced or not.
 func (g *Gate) step(ctx context.Context, name string) (context.Context, tracing.Span) {
-	return g.tracer.Step(ctx, "mcpsafe."+name)
+	return g.tracer.Step(ctx, name)
 }
 
 // endStep ends a step's span, marking a refusal with its reason code.

@@ -446,8 +446,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call_check.go",
-				Old:  "if err := t.schema.Validate(inst); err != nil {",
-				New:  "if err := t.schema.Validate(inst); err != nil && false {",
+				Old:  "if err := schema.Validate(inst); err != nil {",
+				New:  "if err := schema.Validate(inst); err != nil && false {",
 			},
 		},
 	},
@@ -865,8 +865,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_shutdown.go",
-				Old:  "\tif s.began {\n\t\treturn nil, nil, nil, false",
-				New:  "\tif false {\n\t\treturn nil, nil, nil, false",
+				Old:  "\tif s.began {\n\t\treturn nil, false\n\t}\n\te := &runningExec",
+				New:  "\tif false {\n\t\treturn nil, false\n\t}\n\te := &runningExec",
 			},
 		},
 	},

@@ -10,7 +10,7 @@ var pageMutants = []Mutant{
 		Why:      "the client's accept of a URL elicitation (it only agreed to open the page) runs the call",
 		Edits: []Edit{{
 			File: "gate_call.go",
-			Old:  "\t\tres, r = g.resumeVia(ctx, k, g.via(g.handleMode(req.Params.RequestState)), req.Params.RequestState)",
+			Old:  "\t\tres, r = g.resumeVia(ctx, k, g.via(g.handleMode(k, req.Params.RequestState)), req.Params.RequestState)",
 			New:  "\t\tres, r = g.execute(ctx, k, k.target, Approval{Decision: journal.ClientAccepted, Assurance: AssuranceClientRelayed, CallID: \"url-accept\"})",
 		}},
 	},

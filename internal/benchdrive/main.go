@@ -45,6 +45,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,8 +130,9 @@ func inproc(args []string) error {
 	n := fl.Int("n", 0, "measured calls")
 	warm := fl.Int("warm", 20, "calls before the measured ones")
 	allocShare := fl.Bool("allocshare", false, "print the bytes allocated per measured call, and the part allocated under the SDK's JSON decoder (heap profile of every allocation)")
+	memProfile := fl.String("memprofile", "", "write a heap profile of every allocation (the warm-up included) to this file, for go tool pprof -sample_index=alloc_space")
 	fl.Parse(args)
-	if *allocShare {
+	if *allocShare || *memProfile != "" {
 		runtime.MemProfileRate = 1
 	}
 	ctx := context.Background()
@@ -254,7 +256,23 @@ func inproc(args []string) error {
 	if got, want := w.n.Load(), int64(*warm+*n); got != want {
 		return fmt.Errorf("the work ran %d times, want %d", got, want)
 	}
+	if *memProfile != "" {
+		return writeHeapProfile(*memProfile)
+	}
 	return nil
+}
+
+func writeHeapProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // the profile reflects the cycle before the last one
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func upstreamStdio(args []string) error {

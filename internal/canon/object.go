@@ -92,8 +92,13 @@ func (o Object) Without(name string) (rest []byte, value []byte, err error) {
 	return rest, nil, err
 }
 
-// transform is the RFC 8785 step of Canonical, for input check passed.
+// transform is the RFC 8785 step of Canonical, for input check passed. A
+// flat object already in that form (flatCanonical) comes back as a copy:
+// the caller keeps it, and the input may be the request's own bytes.
 func transform(b []byte) ([]byte, error) {
+	if flatCanonical(b) {
+		return append([]byte(nil), b...), nil
+	}
 	out, err := jcs.Transform(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
@@ -108,11 +113,14 @@ func SHA256(canonical []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// errObjectForm is topMembers' refusal, made once: an error built per
+// call would be two allocations on every call that succeeds.
+var errObjectForm = fmt.Errorf("%w: unexpected object form", ErrInvalidJSON)
+
 // topMembers splits a checked JSON object into its top-level members.
 func topMembers(c []byte) ([]Member, error) {
-	bad := fmt.Errorf("%w: unexpected object form", ErrInvalidJSON)
 	if len(c) < 2 || c[0] != '{' || c[len(c)-1] != '}' {
-		return nil, bad
+		return nil, errObjectForm
 	}
 	i := skipSpace(c, 1)
 	if i == len(c)-1 {
@@ -122,23 +130,23 @@ func topMembers(c []byte) ([]Member, error) {
 	for {
 		kEnd := skipString(c, i)
 		if kEnd < 0 {
-			return nil, bad
+			return nil, errObjectForm
 		}
 		colon := skipSpace(c, kEnd)
 		if colon >= len(c) || c[colon] != ':' {
-			return nil, bad
+			return nil, errObjectForm
 		}
 		vStart := skipSpace(c, colon+1)
 		vEnd := skipValue(c, vStart)
 		if vEnd < 0 || vEnd >= len(c) {
-			return nil, bad
+			return nil, errObjectForm
 		}
 		key := c[i:kEnd]
 		m := Member{Value: c[vStart:vEnd], start: i, end: vEnd}
 		if bytes.IndexByte(key, '\\') < 0 {
 			m.Key = string(key[1 : len(key)-1])
 		} else if err := json.Unmarshal(key, &m.Key); err != nil {
-			return nil, bad
+			return nil, errObjectForm
 		}
 		ms = append(ms, m)
 		next := skipSpace(c, vEnd)
@@ -148,7 +156,7 @@ func topMembers(c []byte) ([]Member, error) {
 		case next == len(c)-1:
 			return ms, nil
 		default:
-			return nil, bad
+			return nil, errObjectForm
 		}
 	}
 }
