@@ -112,7 +112,7 @@ func TestGrantEndJournaledOnceAcrossReplicas(t *testing.T) {
 				stores := sharedStores(t, kind, 2)
 				p := grantPolicy() // 3 uses
 				if end == ledger.EndExpired {
-					p.MaxTTL = 300 * time.Millisecond
+					p.MaxTTL = 2 * time.Second // long enough that a loaded machine reaches the control sweep before it ends
 				}
 				writes := newNotes()
 				a, b := replica(t, stores[0], keys, writes, p, -1), replica(t, stores[1], keys, writes, p, -1)

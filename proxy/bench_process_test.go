@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -47,6 +48,8 @@ func runBenchProcess(mode string) int {
 		return minimalRelay(up)
 	case "http-proxy", "http-proxy-stateful":
 		return serveHTTPProxy(os.Getenv(benchUpstreamEnv), mode == "http-proxy-stateful")
+	case "http-gateway":
+		return serveHTTPGateway(os.Getenv(benchUpstreamEnv))
 	case "http-relay":
 		return serveHTTPRelay(os.Getenv(benchUpstreamEnv))
 	}
@@ -127,6 +130,45 @@ func serveHTTPProxy(upstream string, stateful bool) int {
 	web := mcphttp.HTTP{Stateful: stateful, MaxSessionsPerClient: 1000}
 	// As web.Serve wraps it (less authentication), fast lane included.
 	h := s.HTTPFastLane(web.MCPHandler(s.MCP), web)
+	http.Serve(l, mcphttp.LimitBodies(h, mcphttp.DefaultBodyTimeout, mcphttp.DefaultMaxBodyBytes))
+	return 0
+}
+
+// serveHTTPGateway runs a gateway over streamable HTTP, as `mcpsafe proxy
+// --config FILE --http ADDR` does, with two members on the same HTTP
+// upstream: "bare" (prefix: false, the names clients call, which the HTTP
+// fast lane serves) and "pre" (prefixed, on the SDK path). It prints its
+// address on stdout.
+func serveHTTPGateway(upstream string) int {
+	dir, err := os.MkdirTemp("", "mcpsafe-bench-gateway")
+	if err != nil {
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	config := filepath.Join(dir, "gateway.yaml")
+	yaml := "servers:\n  bare:\n    url: " + upstream + "\n    prefix: false\n  pre:\n    url: " + upstream + "\n"
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		return 1
+	}
+	f, err := LoadGateway(config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	g, err := NewGateway(context.Background(), f, stores(nil, serverconfFor(filepath.Join(dir, "journal.jsonl"))),
+		GatewayOptions{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer g.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 1
+	}
+	fmt.Printf("http://%s/mcp\n", l.Addr())
+	web := mcphttp.HTTP{MaxSessionsPerClient: 1000}
+	h := g.HTTPFastLane(web.MCPHandler(g.MCP), web)
 	http.Serve(l, mcphttp.LimitBodies(h, mcphttp.DefaultBodyTimeout, mcphttp.DefaultMaxBodyBytes))
 	return 0
 }
@@ -298,8 +340,12 @@ func throughput(b *testing.B, sessions []*mcp.ClientSession, calls int) float64 
 		wg.Go(func() {
 			for i := range per {
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": i}})
-				if err != nil || res.IsError {
+				if err != nil {
 					b.Errorf("echo: %v", err)
+					return
+				}
+				if res.IsError {
+					b.Errorf("echo: %s", text(res))
 					return
 				}
 			}
@@ -310,9 +356,12 @@ func throughput(b *testing.B, sessions []*mcp.ClientSession, calls int) float64 
 }
 
 // BenchmarkProxyProcessHTTP: pass-through calls over streamable HTTP with 1,
-// 8 and 64 concurrent clients, direct to a Go upstream and through the
-// proxy process in front of it, alternating rounds; then the proxy's
-// resident memory per idle stateful session.
+// 8 and 64 concurrent clients, direct to a Go upstream, through the proxy
+// process in front of it, through a gateway process whose unprefixed member
+// it is (both on the HTTP fast lane), and through httputil.ReverseProxy
+// (the floor), alternating rounds; then the proxy's resident memory per
+// idle stateful session. The goal: the proxy and the gateway at >= 0.85 of
+// the floor's throughput, measured in the same run.
 func BenchmarkProxyProcessHTTP(b *testing.B) {
 	u, _ := newGoUpstream(b)
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv },
@@ -320,30 +369,38 @@ func BenchmarkProxyProcessHTTP(b *testing.B) {
 	b.Cleanup(hs.Close)
 	_, proxyURL := startHTTPChild(b, "http-proxy", hs.URL)
 	_, relayURL := startHTTPChild(b, "http-relay", hs.URL)
+	_, gatewayURL := startHTTPChild(b, "http-gateway", hs.URL)
 	hc := httpClients()
 	for range b.N { // b.N rounds of every concurrency; the figures are the last round's
 		for _, n := range []int{1, 8, 64} {
-			var direct, via, relay []*mcp.ClientSession
+			var direct, via, gw, relay []*mcp.ClientSession
 			for range n {
 				direct = append(direct, httpSession(b, hc, hs.URL, nil))
 				via = append(via, httpSession(b, hc, proxyURL, nil))
+				gw = append(gw, httpSession(b, hc, gatewayURL, nil))
 				relay = append(relay, httpSession(b, hc, relayURL, nil))
 			}
 			calls := max(400, 20*n)
-			var d, p, r []float64
+			var d, p, g, r []float64
 			for range 3 {
 				d = append(d, throughput(b, direct, calls))
 				p = append(p, throughput(b, via, calls))
+				g = append(g, throughput(b, gw, calls))
 				r = append(r, throughput(b, relay, calls))
 			}
 			slices.Sort(d)
 			slices.Sort(p)
+			slices.Sort(g)
 			slices.Sort(r)
 			b.ReportMetric(p[1]/d[1], fmt.Sprintf("c%d_ratio", n))
 			b.ReportMetric(r[1]/d[1], fmt.Sprintf("c%d_relay_ratio", n))
+			b.ReportMetric(p[1]/r[1], fmt.Sprintf("c%d_vs_floor", n))
+			b.ReportMetric(g[1]/r[1], fmt.Sprintf("c%d_gateway_vs_floor", n))
 			fmt.Printf("BENCH proxy_http_throughput_c%d_vs_direct ratio=%.2f proxy=%.0f/s direct=%.0f/s\n", n, p[1]/d[1], p[1], d[1])
 			fmt.Printf("BENCH reverse_proxy_floor_http_throughput_c%d_vs_direct ratio=%.2f relay=%.0f/s\n", n, r[1]/d[1], r[1])
-			for _, cs := range slices.Concat(direct, via, relay) {
+			fmt.Printf("BENCH proxy_http_throughput_c%d_vs_reverse_proxy ratio=%.2f proxy=%.0f/s floor=%.0f/s goal=>=0.85\n", n, p[1]/r[1], p[1], r[1])
+			fmt.Printf("BENCH gateway_member_http_throughput_c%d_vs_reverse_proxy ratio=%.2f gateway=%.0f/s floor=%.0f/s goal=>=0.85\n", n, g[1]/r[1], g[1], r[1])
+			for _, cs := range slices.Concat(direct, via, gw, relay) {
 				cs.Close()
 			}
 		}

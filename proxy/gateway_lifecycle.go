@@ -203,7 +203,7 @@ func (g *Gateway) check(srv *Server) {
 	defer srv.checking.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.HealthInterval)
 	defer cancel()
-	if err := srv.Upstream.Ping(ctx, nil); err != nil {
+	if err := healthCheck(ctx, srv.Upstream); err != nil {
 		g.log.Warn("proxy: gateway server does not answer; reconnecting", "server", srv.member.name, "err", err)
 		srv.Upstream.Close()
 	}

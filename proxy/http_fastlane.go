@@ -1,8 +1,8 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,10 +141,22 @@ func fastHTTPHeaders(r *http.Request) bool {
 	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != modernProtocol {
 		return false
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if mt, err := mediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
 	return acceptsBoth(r.Header.Values("Accept")) && loopbackSafe(r)
+}
+
+// mediaType is mime.ParseMediaType's media type and error for ct, without
+// its parameters (and, for the bare types the SDK sends, without its
+// allocations).
+func mediaType(ct string) (string, error) {
+	switch ct {
+	case "application/json", "text/event-stream":
+		return ct, nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return mt, err
 }
 
 // acceptsBoth: the client accepts JSON and an event stream, named exactly
@@ -152,7 +164,9 @@ func fastHTTPHeaders(r *http.Request) bool {
 func acceptsBoth(values []string) bool {
 	var json, stream bool
 	for _, v := range values {
-		for _, tok := range strings.Split(v, ",") {
+		for rest, more := v, true; more; {
+			var tok string
+			tok, rest, more = strings.Cut(rest, ",")
 			base, _, _ := strings.Cut(tok, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json":
@@ -204,12 +218,14 @@ func (s *Server) fastHTTPCall(r *http.Request, f frame.Frame) (fastCall, bool) {
 	if r.Header.Get("Mcp-Name") != name {
 		return fastCall{}, false
 	}
-	// The SDK path sends {} for absent arguments.
-	if _, ok := frame.Members(f.Params["arguments"]); !ok {
+	// The SDK path sends {} for absent arguments. (f is Alike: the whole
+	// request read strictly, so every value in it does, and one whose text
+	// starts with "{" is an object.)
+	if args := f.Params["arguments"]; len(args) == 0 || args[0] != '{' {
 		return fastCall{}, false
 	}
-	meta, ok := frame.Members(f.Params["_meta"])
-	if !ok || string(meta[mcp.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
+	meta := f.Meta // nil without _meta
+	if meta == nil || string(meta[mcp.MetaKeyProtocolVersion]) != `"`+modernProtocol+`"` {
 		return fastCall{}, false
 	}
 	if info, present := meta[mcp.MetaKeyClientInfo]; present {
@@ -269,11 +285,12 @@ func (s *Server) forwardHTTP(w http.ResponseWriter, r *http.Request, body []byte
 	}
 }
 
-// postUpstream posts body to the upstream with the headers the SDK
-// client would send for it, and nothing of the client's.
-func (s *Server) postUpstream(r *http.Request, body []byte, c laneRequest) (*http.Response, error) {
+// postUpstream posts body to the upstream, under ctx (r's or one
+// inside it), with the headers the SDK client would send for it, and
+// nothing of the client's (r's).
+func (s *Server) postUpstream(ctx context.Context, r *http.Request, body []byte, c laneRequest) (*http.Response, error) {
 	up := s.httpUp
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, up.endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -288,19 +305,23 @@ func (s *Server) postUpstream(r *http.Request, body []byte, c laneRequest) (*htt
 }
 
 func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, c laneRequest) error {
-	resp, err := s.postUpstream(r, body, c)
+	// stop ends the upstream request: relayEvents waits a moment for the
+	// end of a stream it has read the answer from (drainRest).
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	resp, err := s.postUpstream(ctx, r, body, c)
 	if err != nil {
 		writeFastError(w, c.id, "mcpsafe proxy: the upstream did not answer")
 		return err
 	}
 	defer resp.Body.Close()
 	ct := resp.Header.Get("Content-Type")
-	mt, _, _ := mime.ParseMediaType(ct)
+	mt, _ := mediaType(ct)
 	if resp.StatusCode != http.StatusOK {
 		// A JSON-RPC error for this call is the upstream's answer, as the
 		// SDK client would read it; anything else says only that it failed.
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if mt == "application/json" && s.finalFor(msg, c.id) == nil && bytes.Contains(msg, []byte(`"error"`)) {
+		if mt == "application/json" && s.finalFor(frame.Read(msg), c.id) == nil && bytes.Contains(msg, []byte(`"error"`)) {
 			w.Header().Set("Content-Type", "application/json")
 			if c.method != "tools/call" {
 				w.WriteHeader(resp.StatusCode) // relayed as it came
@@ -313,12 +334,14 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	}
 	switch mt {
 	case "application/json":
-		msg, err := io.ReadAll(resp.Body)
+		lb := getLaneBuffers(nil)
+		defer lb.put()
+		msg, err := lb.readAll(resp.Body)
 		if err != nil {
 			writeFastError(w, c.id, "mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run")
 			return err
 		}
-		if err := s.finalFor(msg, c.id); err != nil {
+		if err := s.finalFor(frame.Read(msg), c.id); err != nil {
 			writeFastError(w, c.id, err.Error())
 			return err
 		}
@@ -327,7 +350,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 		_, err = w.Write(msg)
 		return err
 	case "text/event-stream":
-		return s.relayEvents(w, resp.Body, ct, c.id)
+		return s.relayEvents(w, resp.Body, ct, c.id, stop)
 	}
 	writeFastError(w, c.id, "mcpsafe proxy: the upstream answered in an unknown content type")
 	return fmt.Errorf("upstream content type %q", ct)
@@ -336,16 +359,23 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 // relayEvents copies the upstream's event stream, one event at a time
 // and flushed, until the call's response. Notifications pass; the upstream
 // asking the client something in-stream (not part of 2026-07-28) or
-// answering another id does not.
-func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id string) error {
+// answering another id does not. Each line is read once into the event
+// being gathered (pooled buffers, laneBuffers), and each message once
+// (frame.Read), that reading also serving finalFor.
+func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id string, stop func()) error {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	br := bufio.NewReaderSize(body, 32<<10)
-	var event, data []byte
+	lb := getLaneBuffers(body)
+	defer lb.put()
+	br := lb.br
+	event, data := lb.event[:0], lb.data[:0]
+	defer func() { lb.event, lb.data = event, data }()
 	for {
-		line, err := br.ReadBytes('\n')
+		start := len(event)
+		var err error
+		event, err = readLine(br, event)
 		if err != nil {
 			// The stream ended before the response: fail the call, as the
 			// SDK path would.
@@ -353,6 +383,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			rc.Flush()
 			return fmt.Errorf("upstream stream ended: %w", err)
 		}
+		line := event[start:]
 		if i := bytes.IndexByte(line, '\r'); i >= 0 && i != len(line)-2 {
 			// A lone CR ends a line for the client's SSE parser and not
 			// for this one: the two would read different events.
@@ -360,7 +391,6 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			rc.Flush()
 			return errors.New("upstream event stream: a lone carriage return")
 		}
-		event = append(event, line...)
 		trimmed := bytes.TrimRight(line, "\r\n")
 		if !plainEventLine(trimmed) {
 			// A byte-order mark (which a WHATWG parser drops at the start
@@ -380,10 +410,11 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			}
 			continue
 		}
-		// End of an event.
+		// End of an event: out and msg are read before the buffers are
+		// reused for the next one.
 		msg := data
 		out := event
-		event, data = event[:0], nil
+		event, data = event[:0], data[:0]
 		if len(msg) == 0 {
 			if _, err := w.Write(out); err != nil {
 				return err
@@ -407,7 +438,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			}
 			rc.Flush()
 		case f.Kind == frame.Response && f.ID == id:
-			if err := s.finalFor(msg, id); err != nil {
+			if err := s.finalFor(f, id); err != nil {
 				writeEvent(w, fastErrorBody(id, err.Error()))
 				rc.Flush()
 				return err
@@ -416,6 +447,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 				return err
 			}
 			rc.Flush()
+			drainRest(br, stop)
 			return nil
 		default:
 			s.log.Debug("proxy: fast lane dropped an upstream message that is not this call's")
@@ -441,11 +473,13 @@ func plainEventLine(line []byte) bool {
 	return false
 }
 
-// finalFor checks the upstream's response msg to the call id as forward
-// would: an input_required result asking for a kind the policy refuses is
-// refused. With every kind allowed, the result is relayed unread.
-func (s *Server) finalFor(msg []byte, id string) error {
-	f := frame.Read(msg)
+// finalFor checks the upstream's response msg to the call id, f as
+// frame.Read read it, as forward would: an input_required result asking
+// for a kind the policy refuses is refused. With every kind allowed, the
+// result is relayed unread; so is a result that asks for nothing (no
+// inputRequests, and resultType absent or "complete"), which forward,
+// reading the same members, would pass unchanged.
+func (s *Server) finalFor(f frame.Frame, id string) error {
 	if !f.Alike || f.Kind != frame.Response || f.ID != id {
 		// Not a response read alike by every parser (a request such as
 		// roots/list carrying the call's id is one to the client; an
@@ -462,10 +496,13 @@ func (s *Server) finalFor(msg []byte, id string) error {
 	if !ok {
 		return nil // an error: relayed as forward relays it
 	}
-	result, _ := frame.Members(raw)
-	_, hasType := result["resultType"]
+	// The result's members, spelt exactly: the frame is Alike, so no
+	// member equal to resultType or inputRequests under case folding is
+	// spelt otherwise, and none is there twice.
+	result := f.Result
+	rt, hasType := result["resultType"]
 	_, hasAsks := result["inputRequests"]
-	if !hasType && !hasAsks {
+	if !hasAsks && (!hasType || string(rt) == `"complete"`) {
 		return nil
 	}
 	var res mcp.CallToolResult
@@ -528,7 +565,7 @@ func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body [
 		s.forwardHTTP(w, r, body, c)
 		return true
 	}
-	resp, err := s.postUpstream(r, body, c)
+	resp, err := s.postUpstream(r.Context(), r, body, c)
 	if err != nil {
 		http.Error(w, "mcpsafe proxy: the upstream did not answer", http.StatusBadGateway)
 		return true

@@ -223,6 +223,12 @@ func TestHTTPFastLaneRefusesGatedAndOdd(t *testing.T) {
 		{"roots declared while the policy refuses them", strings.Replace(laneBody("echo"), `clientCapabilities":{}`, `clientCapabilities":{"roots":{}}`, 1), map[string]string{"Mcp-Name": "echo"}},
 		{"older protocol", laneBody("echo"), map[string]string{"Mcp-Name": "echo", "Mcp-Protocol-Version": "2025-11-25"}},
 		{"no arguments", strings.Replace(laneBody("echo"), `"arguments":{"n":1},`, ``, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"arguments an array", strings.Replace(laneBody("echo"), `"arguments":{"n":1}`, `"arguments":[{"n":1}]`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"arguments a string", strings.Replace(laneBody("echo"), `"arguments":{"n":1}`, `"arguments":"{}"`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"arguments null", strings.Replace(laneBody("echo"), `"arguments":{"n":1}`, `"arguments":null`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"no _meta", strings.Replace(laneBody("echo"), `,`+laneMeta, ``, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"_meta null", strings.Replace(laneBody("echo"), laneMeta, `"_meta":null`, 1), map[string]string{"Mcp-Name": "echo"}},
+		{"arguments with a key twice (nested)", strings.Replace(laneBody("echo"), `"arguments":{"n":1}`, `"arguments":{"n":1,"n":2}`, 1), map[string]string{"Mcp-Name": "echo"}},
 		{"a Host the SDK's DNS rebinding protection refuses", laneBody("echo"), map[string]string{"Mcp-Name": "echo", "Host": "attacker.example"}},
 		{"float id", strings.Replace(laneBody("echo"), `"id":7`, `"id":7.5`, 1), map[string]string{"Mcp-Name": "echo"}},
 	}

@@ -329,6 +329,10 @@ func collide(first, key []byte, depth int) error {
 	switch {
 	case bytes.Equal(first, key):
 		return &Error{Kind: ErrDuplicate, Detail: quote(key) + " at depth " + strconv.Itoa(depth)}
+	case len(first) != len(key) && asciiOnly(first) && asciiOnly(key):
+		// ASCII folds only to ASCII, byte for byte: keys of different
+		// lengths differ under folding (the common case, checked cheaply).
+		return nil
 	case bytes.EqualFold(first, key):
 		return &Error{Kind: ErrFolded, Detail: quote(first) + " and " + quote(key) + " at depth " + strconv.Itoa(depth) + " name one field to a case-insensitive decoder"}
 	}
@@ -495,4 +499,14 @@ func foldRune(r rune) rune {
 		}
 		r = next
 	}
+}
+
+// asciiOnly: b has no byte of a multi-byte UTF-8 sequence.
+func asciiOnly(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

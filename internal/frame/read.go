@@ -42,6 +42,13 @@ type Frame struct {
 
 	Top    map[string]json.RawMessage // the top-level members
 	Params map[string]json.RawMessage // params' members, when params is an object
+
+	// Meta and Result hold the members of params._meta and of a
+	// response's result (Alike frames), as the one reading found them: a
+	// relay that looks inside a frame it passes raw reads them here rather
+	// than a second time.
+	Meta   map[string]json.RawMessage
+	Result map[string]json.RawMessage
 }
 
 // MaxDepth is how deep an Alike frame may nest (the SDK refuses 1,000,
@@ -140,7 +147,7 @@ func Read(frame []byte) Frame {
 	f.Why = alike(body, &f, err)
 	f.Alike = f.Why == ""
 	if !f.Alike {
-		f.Tool, f.Progress = "", ""
+		f.Tool, f.Progress, f.Meta, f.Result = "", "", nil, nil
 	}
 	return f
 }
@@ -186,6 +193,7 @@ func alike(body []byte, f *Frame, err error) string {
 		if why := readSpelt(meta, "params._meta"); why != "" {
 			return why
 		}
+		f.Meta = meta
 	}
 	if f.Kind == Response {
 		for _, k := range []string{"result", "error"} {
@@ -198,6 +206,7 @@ func alike(body []byte, f *Frame, err error) string {
 					if why := readSpelt(m, "result"); why != "" {
 						return why
 					}
+					f.Result = m
 				} else if why := errorObject(m); why != "" {
 					return why
 				}
@@ -272,6 +281,12 @@ func folded(err error, f *Frame) bool {
 func readSpelt(m map[string]json.RawMessage, where string) string {
 	for k := range m {
 		for _, name := range readNames {
+			// Simple folding maps a rune to a rune, and those that fold
+			// to ASCII take 1 to 3 bytes (K, the Kelvin sign, 3): a key of
+			// another length in bytes cannot fold to name.
+			if len(k) < len(name) || len(k) > 3*len(name) {
+				continue
+			}
 			if k != name && bytes.EqualFold([]byte(k), []byte(name)) {
 				return "the member " + quote([]byte(k)) + " of " + where + ", read as " + strconv.Quote(name) + " by encoding/json and not by exact readers"
 			}

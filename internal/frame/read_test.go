@@ -40,6 +40,8 @@ func TestReadRule(t *testing.T) {
 		{"folded keys deep down (Kelvin)", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":1,"progressTo\u212Aen":2}}}`, false, Request},
 		{"a folded ask in a result", `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"q":{"method":"roots/list","Method":"elicitation/create"}}}}`, false, Response},
 		{"InputRequests alone", `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","InputRequests":{}}}`, false, Response},
+		{"inputRequeſts (U+017F) alone", `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequeſts":{}}}`, false, Response},
+		{"progressTo\u212Aen (Kelvin) alone", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressTo\u212Aen":2}}}`, false, Request},
 		{"progressToken in another case", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"PROGRESSTOKEN":"p1"}}`, false, Notification},
 		{"a lone CR", "{\"jsonrpc\":\"2.0\",\r\"method\":\"notifications/x\"}\n", false, Notification},
 		{"a CR before CRLF", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\r\r\n", false, Notification},
