@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsafe/mcpsafe/internal/loopback"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -107,7 +107,7 @@ func checkWitnessURL(raw string) (*url.URL, error) {
 	}
 	switch {
 	case u.Scheme == "https" && u.Host != "":
-	case u.Scheme == "http" && isLoopbackHost(u.Hostname()):
+	case u.Scheme == "http" && loopback.Host(u.Hostname()):
 	default:
 		return nil, fmt.Errorf("journal: witness URL %q: use https:// (http:// only to localhost)", raw)
 	}
@@ -115,14 +115,6 @@ func checkWitnessURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("journal: witness URL %q: no query, fragment or user info", raw)
 	}
 	return u, nil
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 func newWitnessHTTPClient() *http.Client {

@@ -363,7 +363,7 @@ var proxyMutants = []Mutant{
 		Why:      "a request carrying a session id (spoofed or not) takes the stateless fast lane",
 		Edits: []Edit{
 			{
-				File: "proxy/http_fastlane.go",
+				File: "proxy/http_fastlane_headers.go",
 				Old:  "if r.Method != http.MethodPost || len(r.Header.Values(\"Mcp-Session-Id\")) > 0 {",
 				New:  "if r.Method != http.MethodPost {",
 			},
@@ -389,8 +389,8 @@ var proxyMutants = []Mutant{
 		Why:      "the fast lane skips the SDK's DNS rebinding protection",
 		Edits: []Edit{
 			{
-				File: "proxy/http_fastlane.go",
-				Old:  "\treturn isLoopbackHost(r.Host)\n",
+				File: "proxy/http_fastlane_headers.go",
+				Old:  "\treturn loopback.HostPort(r.Host)\n",
 				New:  "\treturn true\n",
 			},
 		},

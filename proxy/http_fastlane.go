@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -130,78 +128,6 @@ func (s *Server) httpLaneTo() bool {
 	}
 	init := s.Upstream.InitializeResult()
 	return init != nil && init.ProtocolVersion == modernProtocol
-}
-
-// fastHTTPHeaders: a POST that the SDK's stateless handler would take as
-// a 2026-07-28 request of the streamable transport, with no session.
-func fastHTTPHeaders(r *http.Request) bool {
-	if r.Method != http.MethodPost || len(r.Header.Values("Mcp-Session-Id")) > 0 {
-		return false
-	}
-	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != modernProtocol {
-		return false
-	}
-	if mt, err := mediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false
-	}
-	return acceptsBoth(r.Header.Values("Accept")) && loopbackSafe(r)
-}
-
-// mediaType is mime.ParseMediaType's media type and error for ct, without
-// its parameters (and, for the bare types the SDK sends, without its
-// allocations).
-func mediaType(ct string) (string, error) {
-	switch ct {
-	case "application/json", "text/event-stream":
-		return ct, nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	return mt, err
-}
-
-// acceptsBoth: the client accepts JSON and an event stream, named exactly
-// (wildcards go to the SDK, which judges them itself).
-func acceptsBoth(values []string) bool {
-	var json, stream bool
-	for _, v := range values {
-		for rest, more := v, true; more; {
-			var tok string
-			tok, rest, more = strings.Cut(rest, ",")
-			base, _, _ := strings.Cut(tok, ";")
-			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "application/json":
-				json = true
-			case "text/event-stream":
-				stream = true
-			}
-		}
-	}
-	return json && stream
-}
-
-// loopbackSafe mirrors the SDK's DNS rebinding protection: on a loopback
-// listener only a request naming a loopback host is taken here.
-func loopbackSafe(r *http.Request) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil {
-		return false
-	}
-	if !isLoopbackHost(local.String()) {
-		return true
-	}
-	return isLoopbackHost(r.Host)
-}
-
-func isLoopbackHost(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // fastHTTPCall reports whether f, the body's tools/call as frame.Read

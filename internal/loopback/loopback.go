@@ -2,7 +2,10 @@
 // machine: plain HTTP and unauthenticated listeners are allowed only there.
 package loopback
 
-import "net"
+import (
+	"net"
+	"strings"
+)
 
 // Host reports whether host (a name or an IP address, no port) is
 // loopback: "localhost" or a loopback IP.
@@ -20,6 +23,17 @@ func Addr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
+	}
+	return Host(host)
+}
+
+// HostPort reports whether hostport, a Host header or an address with or
+// without a port ("127.0.0.1:8080", "[::1]", "localhost"), names a
+// loopback host.
+func HostPort(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
 	}
 	return Host(host)
 }

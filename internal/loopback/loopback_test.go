@@ -12,3 +12,18 @@ func TestAddr(t *testing.T) {
 		}
 	}
 }
+
+// A Host header names a loopback host with or without a port; a rebinding
+// name, an empty host or a look-alike does not.
+func TestHostPort(t *testing.T) {
+	for hp, want := range map[string]bool{
+		"127.0.0.1:8080": true, "127.0.0.1": true, "localhost": true, "localhost:3000": true,
+		"[::1]:8080": true, "[::1]": true, "::1": true,
+		"": false, ":8080": false, "evil.example:80": false, "localhost.evil.example": false,
+		"127.0.0.1.nip.io": false, "0.0.0.0:80": false, "[::]:80": false, "LOCALHOST": false,
+	} {
+		if got := HostPort(hp); got != want {
+			t.Errorf("HostPort(%q) = %v, want %v", hp, got, want)
+		}
+	}
+}
