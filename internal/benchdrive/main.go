@@ -17,6 +17,8 @@
 //	benchdrive relay -- CMD ARGS...    the minimal line relay (floor of a stdio proxy)
 //	benchdrive revproxy -upstream URL -addr ADDR
 //	    net/http/httputil.ReverseProxy (floor of an HTTP proxy)
+//	benchdrive sdkrelay -upstream URL -addr ADDR
+//	    a relay built only from the SDK (server with sessions, client leg)
 //	benchdrive journal-gen -records N -out FILE
 //	    a journal of N records (approval and outcome pairs) written by the real writer
 //	benchdrive journal-verify FILE
@@ -77,6 +79,8 @@ func main() {
 		err = relay(args)
 	case "revproxy":
 		err = revproxy(args)
+	case "sdkrelay":
+		err = sdkRelay(args)
 	case "journal-gen":
 		err = journalGen(args)
 	case "journal-verify":
