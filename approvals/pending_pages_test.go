@@ -1,6 +1,8 @@
 package approvals
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -109,11 +111,22 @@ func TestBrowserPendingPages(t *testing.T) {
 	if n := cards(); n != PageSize {
 		t.Fatalf("page 1 shows %d cards, want %d", n, PageSize)
 	}
+	// The link is found and clicked in one step in the page: the page
+	// redraws its navigation when the live stream connects and after each
+	// move, so a node found first and clicked after (chromedp.Click) can be
+	// gone in between ("Could not find node with given id").
+	next := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		found, err := chromedp.Evaluate[bool](`(() => { const a = document.querySelector('#page-next'); if (!a) return false; a.click(); return true })()`)(ctx, tg)
+		if err == nil && !found {
+			err = errors.New("no #page-next link on the page")
+		}
+		return err
+	})
 	if err := chromedp.Do(ctx,
 		chromedp.WaitVisible(chromedp.CSS(`#req-`+all[0])),
-		chromedp.Click(chromedp.CSS(`#page-next`)),
+		next,
 		chromedp.WaitVisible(chromedp.CSS(`#req-`+all[PageSize])),
-		chromedp.Click(chromedp.CSS(`#page-next`)),
+		next,
 		chromedp.WaitVisible(chromedp.CSS(`#req-`+all[2*PageSize])),
 		chromedp.WaitVisible(chromedp.CSS(`.live:not(.off)`)),
 	); err != nil {
