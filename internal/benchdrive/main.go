@@ -513,13 +513,18 @@ func revproxy(args []string) error {
 	target.Path = ""
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.FlushInterval = -1 // SSE responses stream as they come
-	l, err := net.Listen("tcp", *addr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveUntil(ctx, *addr, rp)
+}
+
+// serveUntil serves h on addr until ctx ends (the bench script's SIGTERM).
+func serveUntil(ctx context.Context, addr string, h http.Handler) error {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: rp}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	srv := &http.Server{Handler: h}
 	go func() {
 		<-ctx.Done()
 		srv.Close()

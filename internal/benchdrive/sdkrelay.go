@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -43,17 +42,5 @@ func sdkRelay(args []string) error {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return up.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
 		})
-	l, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(l); err != http.ErrServerClosed {
-		return err
-	}
-	return nil
+	return serveUntil(ctx, *addr, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 }
