@@ -403,8 +403,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "\tif h.Stateful {\n\t\treturn next\n\t}\n\tmaxBody := h.MaxBodyBytes",
-				New:  "\tmaxBody := h.MaxBodyBytes",
+				Old:  "\tif h.Stateful {\n\t\treturn next\n\t}\n\treturn http.HandlerFunc",
+				New:  "\treturn http.HandlerFunc",
 			},
 		},
 	},
