@@ -66,7 +66,7 @@ type laneSession struct {
 	caps *mcp.ClientCapabilities // what its client declared at initialize
 
 	mu       sync.Mutex
-	lastSDK  time.Time         // end of its last POST through the SDK handler
+	lastSDK  time.Time                // end of its last POST through the SDK handler
 	inFlight map[string]*statefulCall // its lane calls by client id
 }
 
