@@ -422,6 +422,32 @@ var proxyMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "http-stateful-lane-undeclared",
+		Packages: []string{"./proxy"},
+		Run:      "TestStatefulLaneLeavesAskableClientsToSDK",
+		Why:      "the stateful HTTP lane takes a call of a client the upstream may ask in-call (it declared elicitation, which the policy relays), and answers the upstream's question with a refusal instead of relaying it",
+		Edits: []Edit{
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "\tif s.mayAsk(ls.caps) {",
+				New:  "\tif false && s.mayAsk(ls.caps) {",
+			},
+		},
+	},
+	{
+		Name:     "http-stateful-lane-client-id-upstream",
+		Packages: []string{"./proxy"},
+		Run:      "TestStatefulLaneKeepsSessionsApart",
+		Why:      "the stateful HTTP lane sends the client's own id into the upstream session every 2025-11-25 client shares, where two clients' calls with the same id collide",
+		Edits: []Edit{
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "upID: `\"` + laneIDPrefix + strconv.FormatUint(seq, 10) + `\"`}, true",
+				New:  "upID: f.ID + strconv.FormatUint(seq, 10)[:0]}, true",
+			},
+		},
+	},
+	{
 		Name:     "http-unknown-unchecked",
 		Packages: []string{"./proxy"},
 		Run:      "TestHTTPUnknownMethods",

@@ -121,7 +121,9 @@ func (g *Gateway) wrapStateful(next http.Handler, h mcphttp.HTTP, maxBody int64)
 
 func (l *statefulLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ids := r.Header.Values("Mcp-Session-Id")
-	if r.Method == http.MethodPost && len(ids) == 0 {
+	if r.Method == http.MethodPost && len(ids) == 0 && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		// Perhaps an initialize (which carries no version header), to
+		// the SDK handler's sessions.
 		l.next.ServeHTTP(&openWriter{ResponseWriter: w, l: l, r: r}, r)
 		return
 	}
@@ -397,7 +399,9 @@ func (c *statefulCall) post(ctx context.Context, msg []byte) {
 		c.s.log.Debug("proxy: stateful lane: posting to the upstream failed", "err", err)
 		return
 	}
-	drainRest(getLaneBuffers(resp.Body).br, cancel)
+	lb := getLaneBuffers(resp.Body)
+	drainRest(lb.br, cancel)
+	lb.put()
 	resp.Body.Close()
 }
 

@@ -45,6 +45,8 @@ func statefulUpstream(t *testing.T) (*goUpstream, string, *evilUpstream) {
 		case <-ev.pair:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-time.After(10 * time.Second): // the other call never came: fail, do not hang
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "alone"}}}, nil
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "mine " + string(req.Params.Arguments)}}}, nil
 	})
