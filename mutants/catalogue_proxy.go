@@ -448,6 +448,19 @@ var proxyMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "http-stateful-lane-other-user",
+		Packages: []string{"./proxy"},
+		Run:      "TestStatefulLaneRefusesAnotherUsersSession",
+		Why:      "the stateful HTTP lane serves a session to a user other than the one who opened it (the SDK handler answers 403)",
+		Edits: []Edit{
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "ls.user != userOf(r) ||",
+				New:  "false ||",
+			},
+		},
+	},
+	{
 		Name:     "http-unknown-unchecked",
 		Packages: []string{"./proxy"},
 		Run:      "TestHTTPUnknownMethods",
