@@ -87,7 +87,9 @@ func (s *Server) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
 // body limits (mcphttp.HTTP.Wrap). A body is read once (frame.Read); a
 // tools/call goes to the server of its tool when the lane reaches it
 // (httpLaneTo), and an unknown method to the only server of a gateway of
-// one; anything else, and every request of --http-stateful, goes to next.
+// one; anything else, and every request of --http-stateful, goes to next
+// through the stateful lane (http_lane_stateful.go), which takes calls in
+// 2025-11-25 sessions.
 func (g *Gateway) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
 	maxBody := h.MaxBodyBytes
 	if maxBody <= 0 {

@@ -50,7 +50,7 @@ func statefulUpstream(t *testing.T) (*goUpstream, string, *evilUpstream) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "mine " + string(req.Params.Arguments)}}}, nil
 	})
-	for _, name := range []string{"evil_other_id", "evil_only_other", "evil_ask", "evil_dup", "evil_cr"} {
+	for _, name := range []string{"evil_other_id", "evil_only_other", "evil_ask", "evil_dup", "evil_cr", "evil_json", "evil_json_other"} {
 		u.add(name, ro, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sdk path"}}}, nil
 		})
@@ -125,6 +125,13 @@ func (ev *evilUpstream) serve(w http.ResponseWriter, r *http.Request) bool {
 		send(result(m.ID, "asked"))
 	case "evil_dup":
 		send(`event: message` + "\n" + `data: {"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[]},"result":{"content":[{"type":"text","text":"other"}]}}` + "\n\n")
+	case "evil_json", "evil_json_other":
+		id := m.ID
+		if m.Params.Name == "evil_json_other" {
+			id = json.RawMessage(`1`)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"content":[{"type":"text","text":"json"}]}}`)
 	case "evil_cr":
 		send("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"error\",\"data\":\"x\"}}\rdata: " + `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[]}}` + "\n\n")
 	}
@@ -338,6 +345,8 @@ func TestStatefulLaneReadsTheUpstreamStrictly(t *testing.T) {
 		{"evil_ask", `"text":"asked"`},
 		{"evil_dup", "cannot be read the same way"},
 		{"evil_cr", "carriage return"},
+		{"evil_json", `"text":"json"`},
+		{"evil_json_other", "could not be read as a response to this call"},
 		{"echo", `echo {}`},
 	}
 	for i, c := range cases {
