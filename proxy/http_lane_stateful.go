@@ -263,6 +263,10 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 		return false
 	}
 	c.ls, c.id = ls, f.ID
+	up, ok := frame.Splice(make([]byte, 0, len(body)+len(c.upID)), body, f.Top["id"], []byte(c.upID))
+	if !ok {
+		return false
+	}
 	ls.mu.Lock()
 	_, dup := ls.inFlight[f.ID]
 	if !dup {
@@ -280,7 +284,6 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 		ls.mu.Unlock()
 	}
 	defer c.done()
-	up, _ := frame.Splice(make([]byte, 0, len(body)+len(c.upID)), body, f.Top["id"], []byte(c.upID))
 	s.httpUp.st.calls.Add(1)
 	s.forwardHTTP(w, r, up, laneRequest{id: f.ID, method: "tools/call", name: f.Tool, st: c})
 	if !c.answered && r.Context().Err() != nil {
@@ -448,14 +451,12 @@ func (c *statefulCall) admit(f frame.Frame) bool {
 	case "notifications/progress":
 		return c.token != "" && f.Progress == c.token
 	case "notifications/message":
-		var p struct {
-			Level mcp.LoggingLevel `json:"level"`
-		}
-		if json.Unmarshal(f.Params["level"], &p.Level) != nil {
+		var level mcp.LoggingLevel
+		if json.Unmarshal(f.Params["level"], &level) != nil {
 			return false // the SDK client would not read it
 		}
 		set, ok := c.s.levels().of(c.ls.ss)
-		return ok && levelRank(p.Level) >= levelRank(set)
+		return ok && levelRank(level) >= levelRank(set)
 	case "notifications/tools/list_changed":
 		c.s.requestSync()
 	case "notifications/prompts/list_changed":

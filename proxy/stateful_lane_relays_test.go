@@ -452,3 +452,34 @@ func TestStatefulLaneForwardsCancellation(t *testing.T) {
 		t.Fatalf("lane calls %d", statefulLaneCalls(s))
 	}
 }
+
+// The SDK's idle timer of a session is reset only by requests the SDK
+// handler serves: a session whose last one there is half its idle time
+// ago goes there again (and is taken again after it).
+func TestStatefulLaneLeavesIdleSessionsToSDK(t *testing.T) {
+	_, upURL, _ := statefulUpstream(t)
+	s, _ := laneProxy(t, upURL, nil)
+	web := mcphttp.HTTP{}
+	sl := s.member.g.wrapStateful(web.MCPHandler(s.MCP), web, mcphttp.DefaultMaxBodyBytes).(*statefulLane)
+	hs := httptest.NewServer(sl)
+	t.Cleanup(hs.Close)
+	cs := statefulClient(t, hs.URL, nil, nil)
+	call(t, cs, "echo", map[string]any{}) // connects the leg
+	call(t, cs, "echo", map[string]any{})
+	v, _ := sl.sessions.Load(cs.ID())
+	ls := v.(*laneSession)
+	if statefulLaneCalls(s) != 1 {
+		t.Fatalf("lane calls %d, want 1", statefulLaneCalls(s))
+	}
+	ls.mu.Lock()
+	ls.lastSDK = time.Now().Add(-sl.idle / 2)
+	ls.mu.Unlock()
+	call(t, cs, "echo", map[string]any{})
+	if statefulLaneCalls(s) != 1 {
+		t.Fatal("a session near its idle timeout took the lane")
+	}
+	call(t, cs, "echo", map[string]any{})
+	if statefulLaneCalls(s) != 2 {
+		t.Fatalf("after the SDK handler served it: lane calls %d, want 2", statefulLaneCalls(s))
+	}
+}
