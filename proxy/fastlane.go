@@ -110,11 +110,7 @@ func (u *UpstreamPipe) writeUpstream(line []byte) error {
 type sdkWriter struct{ u *UpstreamPipe }
 
 func (w sdkWriter) Write(p []byte) (int, error) {
-	line, err := w.u.fromSDK(p)
-	if err != nil {
-		return 0, err
-	}
-	if err := w.u.writeUpstream(line); err != nil {
+	if err := w.u.writeUpstream(w.u.fromSDK(p)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -123,48 +119,41 @@ func (w sdkWriter) Write(p []byte) (int, error) {
 func (w sdkWriter) Close() error { return w.u.stdin.Close() }
 
 // fromSDK rewrites the SDK client's request ids (and the ids its
-// cancellations name) to reserved strings.
-func (u *UpstreamPipe) fromSDK(p []byte) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(p, &m); err != nil {
-		return p, nil // a batch or something odd: as is, the upstream will answer it
-	}
-	_, isCall := m["method"]
-	id, hasID := m["id"]
+// cancellations name) to reserved strings; only the id's bytes change.
+func (u *UpstreamPipe) fromSDK(p []byte) []byte {
+	f := frame.Read(p)
+	var part []byte
 	switch {
-	case isCall && hasID:
-		u.mu.Lock()
+	case f.Kind == frame.Request:
+		part = f.Top["id"]
+	case f.Kind == frame.Notification && f.Method == "notifications/cancelled":
+		part = f.Params["requestId"]
+	}
+	if len(part) == 0 {
+		return p // a batch or something odd: as is, the upstream will answer it
+	}
+	var alias string
+	u.mu.Lock()
+	if f.Kind == frame.Request {
 		u.sdkSeq++
-		alias := strconv.Quote(sdkIDPrefix + strconv.FormatUint(u.sdkSeq, 10))
-		u.sdkIDs[alias] = id
-		u.mu.Unlock()
-		m["id"] = json.RawMessage(alias)
-	case string(m["method"]) == `"notifications/cancelled"`:
-		var params map[string]json.RawMessage
-		if json.Unmarshal(m["params"], &params) != nil {
-			return p, nil
-		}
-		u.mu.Lock()
-		for alias, orig := range u.sdkIDs {
-			if bytes.Equal(orig, params["requestId"]) {
-				params["requestId"] = json.RawMessage(alias)
+		alias = strconv.Quote(sdkIDPrefix + strconv.FormatUint(u.sdkSeq, 10))
+		u.sdkIDs[alias] = json.RawMessage(f.ID)
+	} else {
+		for a, orig := range u.sdkIDs {
+			if bytes.Equal(orig, bytes.TrimSpace(part)) {
+				alias = a
 				break
 			}
 		}
-		u.mu.Unlock()
-		b, err := json.Marshal(params)
-		if err != nil {
-			return nil, err
-		}
-		m["params"] = b
-	default:
-		return p, nil
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
+	u.mu.Unlock()
+	if alias == "" {
+		return p
 	}
-	return append(b, '\n'), nil
+	if out, ok := frame.Splice(make([]byte, 0, len(p)+len(alias)), p, part, []byte(alias)); ok {
+		return out
+	}
+	return p
 }
 
 // upstreamPeek is what routing an upstream line needs.

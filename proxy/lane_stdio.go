@@ -86,20 +86,14 @@ func (g *Gateway) fastLane(f frame.Frame, line []byte) bool {
 		return false
 	}
 	if upName != name {
+		// Only the name's bytes change (a gateway prefix comes off).
 		quoted, err := json.Marshal(upName)
 		if err != nil {
 			return false
 		}
-		f.Params["name"] = quoted
-		p, err := json.Marshal(f.Params)
-		if err != nil {
+		if line, ok = frame.Splice(make([]byte, 0, len(line)), line, f.Params["name"], quoted); !ok {
 			return false
 		}
-		f.Top["params"] = p
-		if line, err = json.Marshal(f.Top); err != nil {
-			return false
-		}
-		line = append(line, '\n')
 	}
 	if !srv.pipe.startFast(c) {
 		return false
