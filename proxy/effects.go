@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -230,9 +231,7 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 			return nil, nil, err
 		}
 	}
-	for k, v := range e.DryRun {
-		args[k] = v
-	}
+	maps.Copy(args, e.DryRun)
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, nil, err
@@ -245,11 +244,7 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 	if res.IsError {
 		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the dry run of %s reported an error, so the call would fail: %s", name, prompt.Quote(text))
 	}
-	keys := make([]string, 0, len(e.DryRun))
-	for k := range e.DryRun {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(e.DryRun))
 	part := plan.Part{Title: "The change, as a dry run of " + prompt.Quote(name) + " shows it", Diff: &plan.Diff{Unified: text}, Shows: e.Shows}
 	return []string{"effect: as " + prompt.Quote(name) + " reports it when called with " + strings.Join(keys, ", ") + " set (it changed nothing)"}, []plan.Part{part}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -396,16 +397,11 @@ func (g *Gateway) Pending() int {
 func (g *Gateway) running() []*Server {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	names := make([]string, 0, len(g.slots))
-	for n, sl := range g.slots {
-		if sl.srv != nil {
-			names = append(names, n)
+	var out []*Server
+	for _, n := range slices.Sorted(maps.Keys(g.slots)) {
+		if srv := g.slots[n].srv; srv != nil {
+			out = append(out, srv)
 		}
-	}
-	slices.Sort(names)
-	out := make([]*Server, len(names))
-	for i, n := range names {
-		out[i] = g.slots[n].srv
 	}
 	return out
 }

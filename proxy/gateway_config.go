@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -98,12 +99,7 @@ func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 	}
 	out := &GatewayFile{Source: source}
 	var errs []error
-	names := make([]string, 0, len(f.Servers))
-	for n := range f.Servers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Servers)) {
 		sy := f.Servers[name]
 		at := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("%s: servers.%s: %s", source, name, fmt.Sprintf(format, args...)))

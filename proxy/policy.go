@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -298,13 +299,8 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(f.Tools))
-	for n := range f.Tools {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	var errs []error
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Tools)) {
 		tp, err := compileTool(env, source, name, lines[name], f.Tools[name])
 		if err != nil {
 			errs = append(errs, err)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -185,11 +186,7 @@ func schemaProperties(schema any) (props []string, ok bool) {
 	if !isMap {
 		return nil, false
 	}
-	for k := range p {
-		props = append(props, k)
-	}
-	slices.Sort(props)
-	return props, true
+	return slices.Sorted(maps.Keys(p)), true
 }
 
 // checkArgumentNames reports an argument name the upstream tool does not

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -116,12 +117,7 @@ func stateLines(r mcpsafe.Resolved) []string {
 		m, ok = f, true // the fields the policy binds (resolver.bind)
 	}
 	if ok && len(m) > 0 {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			switch v := m[k].(type) {
 			case string:
 				if strings.Contains(v, "\n") {

@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -65,16 +65,11 @@ func (s *Server) gated(t *mcp.Tool) bool {
 // that asks a read-only tool for gate settings without gate: true.
 func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 	var errs []error
-	names := make([]string, 0, len(p.Tools))
-	for n := range p.Tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
 		tp := p.Tools[name]
 		t, ok := tools[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s:%d: tools.%s: upstream has no tool %q (it has: %s)", p.Source, tp.Line, name, name, strings.Join(sortedNames(tools), ", ")))
+			errs = append(errs, fmt.Errorf("%s:%d: tools.%s: upstream has no tool %q (it has: %s)", p.Source, tp.Line, name, name, strings.Join(slices.Sorted(maps.Keys(tools)), ", ")))
 			continue
 		}
 		if readOnly(t) && !tp.Gate && tp.hasSettings() {
@@ -93,19 +88,10 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 			}
 		}
 	}
-	if p.TrustUpstreamGate && !slices.ContainsFunc(sortedNames(tools), func(n string) bool { return p.trustsUpstreamGate(tools[n]) }) {
+	if p.TrustUpstreamGate && !slices.ContainsFunc(slices.Collect(maps.Values(tools)), p.trustsUpstreamGate) {
 		errs = append(errs, fmt.Errorf("%s:%d: trust_upstream_gate: no upstream tool declares its own %s argument, so the upstream does not gate itself as mcpsafe does (is it mcpsafe files or an mcpsafe proxy?); remove the key to gate its tools here", p.Source, p.TrustLine, mcpsafe.TokenField))
 	}
 	return errors.Join(errs...)
-}
-
-func sortedNames(tools map[string]*mcp.Tool) []string {
-	out := make([]string, 0, len(tools))
-	for n := range tools {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // apply makes the downstream tool set match tools: removed and changed
@@ -134,7 +120,7 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		s.unregister(name)
 	}
 	var errs []error
-	for _, name := range sortedNames(tools) {
+	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		if _, ok := s.registered[name]; ok {
 			continue
 		}
