@@ -1,11 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -86,13 +84,11 @@ func LoadGateway(path string) (*GatewayFile, error) {
 // and '-', or a policy that does not compile are errors.
 func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 	var f gatewayFileYAML
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty gateway configuration", source)
-		}
-		return nil, explainYAML(source, err)
+	switch empty, err := decodeStrict(source, data, &f); {
+	case err != nil:
+		return nil, err
+	case empty:
+		return nil, fmt.Errorf("%s: empty gateway configuration", source)
 	}
 	if len(f.Servers) == 0 {
 		return nil, fmt.Errorf("%s: no servers", source)

@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"regexp"
@@ -44,6 +46,24 @@ var (
 	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type proxy\.(\w+)`)
 )
 
+// decodeStrict decodes the one YAML document in data into v: an unknown
+// key or a second document is an error. empty: there is no document.
+func decodeStrict(source string, data []byte, v any) (empty bool, err error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		return false, explainYAML(source, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return false, fmt.Errorf("%s:%d: more than one YAML document (a second one starts here)", source, extra.Line)
+	}
+	return false, nil
+}
+
 // explainYAML rewrites the decoder's "field X not found in type
 // proxy.toolFile" lines into the policy's words with a suggestion, one
 // error per line, each starting with source:LINE.
@@ -68,11 +88,7 @@ func explainYAML(source string, err error) error {
 			continue
 		}
 		keys := knownKeys[m[3]]
-		hint := ""
-		if s := closest(m[2], keys); s != "" {
-			hint = fmt.Sprintf("did you mean %q? ", s)
-		}
-		errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], where[m[3]], hint, strings.Join(keys, ", ")))
+		errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], where[m[3]], didYouMean(m[2], keys, "%q"), strings.Join(keys, ", ")))
 	}
 	return errors.Join(errs...)
 }
@@ -88,6 +104,15 @@ func closest(s string, candidates []string) string {
 	}
 	if bestD <= max(2, len(s)/3) {
 		return best
+	}
+	return ""
+}
+
+// didYouMean is "did you mean X? ", X the closest candidate to s shown
+// through format ("%q", "args.%s"), or "" when none is close.
+func didYouMean(s string, candidates []string, format string) string {
+	if c := closest(s, candidates); c != "" {
+		return fmt.Sprintf("did you mean "+format+"? ", c)
 	}
 	return ""
 }
@@ -112,15 +137,23 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// keyLine is the line of a top-level key in the document, or 1.
-func keyLine(root *yaml.Node, key string) int {
+// topKey is a top-level key of the document and its value, or nils.
+func topKey(root *yaml.Node, key string) (k, v *yaml.Node) {
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		doc := root.Content[0]
 		for i := 0; i+1 < len(doc.Content); i += 2 {
 			if doc.Content[i].Value == key {
-				return doc.Content[i].Line
+				return doc.Content[i], doc.Content[i+1]
 			}
 		}
+	}
+	return nil, nil
+}
+
+// keyLine is the line of a top-level key in the document, or 1.
+func keyLine(root *yaml.Node, key string) int {
+	if k, _ := topKey(root, key); k != nil {
+		return k.Line
 	}
 	return 1
 }
@@ -218,12 +251,8 @@ func (p *Policy) checkArgumentNames(tp *ToolPolicy, schema any) error {
 		if slices.Contains(props, r.name) {
 			continue
 		}
-		hint := ""
-		if s := closest(r.name, props); s != "" {
-			hint = fmt.Sprintf("did you mean "+r.hint+"? ", s)
-		}
 		errs = append(errs, fmt.Errorf("%s:%d: tools.%s.%s: %s is not an argument of the upstream tool (%sit has: %s)",
-			p.Source, r.line, tp.Name, r.where, r.shown, hint, strings.Join(props, ", ")))
+			p.Source, r.line, tp.Name, r.where, r.shown, didYouMean(r.name, props, r.hint), strings.Join(props, ", ")))
 	}
 	return errors.Join(errs...)
 }
