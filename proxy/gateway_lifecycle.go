@@ -214,22 +214,16 @@ func (g *Gateway) check(srv *Server) {
 // from then on, and no server is restarted or reloaded. The report joins
 // the servers' reports.
 func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
-	g.mu.Lock()
 	var rep mcpsafe.ShutdownReport
+	g.mu.Lock()
 	if g.closed {
 		rep.Again = true
 	} else {
 		close(g.stop)
 		g.closed = true
 	}
-	var srvs []*Server
-	for _, sl := range g.slots {
-		if sl.srv != nil {
-			srvs = append(srvs, sl.srv)
-		}
-	}
 	g.mu.Unlock()
-	for _, s := range srvs {
+	for _, s := range g.running() {
 		r := s.Gate.StopAccepting()
 		rep.Withdrawn = append(rep.Withdrawn, r.Withdrawn...)
 		rep.Running += r.Running
@@ -242,14 +236,7 @@ func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
 // ctx, in parallel. Close afterwards stops the upstreams.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.StopAccepting()
-	g.mu.Lock()
-	var srvs []*Server
-	for _, sl := range g.slots {
-		if sl.srv != nil {
-			srvs = append(srvs, sl.srv)
-		}
-	}
-	g.mu.Unlock()
+	srvs := g.running()
 	errs := make([]error, len(srvs))
 	var wg sync.WaitGroup
 	for i, s := range srvs {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -289,19 +291,9 @@ func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesReque
 			res.Resources = append(res.Resources, r)
 		}
 	}
-	kept := res.Resources[:0]
-	for _, r := range res.Resources {
-		if owners[r.URI] != "" {
-			kept = append(kept, r)
-		}
-	}
-	res.Resources = kept
+	res.Resources = slices.DeleteFunc(res.Resources, func(r *mcp.Resource) bool { return owners[r.URI] == "" })
+	maps.DeleteFunc(owners, func(_, o string) bool { return o == "" })
 	g.mu.Lock()
-	for u, o := range owners {
-		if o == "" {
-			delete(owners, u)
-		}
-	}
 	g.resources = owners
 	g.mu.Unlock()
 	return res, nil

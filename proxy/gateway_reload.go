@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 )
 
 // Reload applies a new configuration, or refuses it whole and leaves the
@@ -37,10 +38,7 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		g.mu.Unlock()
 		return fmt.Errorf("proxy: %s refused, the running configuration stays: %w", file.Source, err)
 	}
-	old := map[string]*slot{}
-	for n, sl := range g.slots {
-		old[n] = sl
-	}
+	old := maps.Clone(g.slots)
 	g.mu.Unlock()
 
 	type inPlace struct {
@@ -109,11 +107,9 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 			errs = append(errs, fmt.Errorf("server %s (retrying): %w", sp.label(), err))
 			g.mu.Lock()
 			sl.down = "it failed to start: " + err.Error()
-			g.mu.Unlock()
-			g.wg.Add(1)
-			g.mu.Lock()
 			gen := sl.gen
 			g.mu.Unlock()
+			g.wg.Add(1)
 			go func() {
 				defer g.wg.Done()
 				g.retry(sl, gen)

@@ -142,12 +142,9 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Upstream == nil {
 		return nil, errors.New("proxy: no upstream transport")
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	g := gatewayOn(cfg.Gate, GatewayOptions{Logger: log, StartTimeout: cfg.StartTimeout, JournalPath: cfg.JournalPath, Metrics: cfg.Metrics})
+	g := gatewayOn(cfg.Gate, GatewayOptions{Logger: cfg.Logger, StartTimeout: cfg.StartTimeout, JournalPath: cfg.JournalPath, Metrics: cfg.Metrics})
 	sl := g.newSlot(&ServerSpec{Bare: true, Policy: cfg.Policy})
+	cfg.Logger = g.log
 	sl.fixed = &cfg
 	sl.m.suspect = nil // nothing to restart it from: no health checks
 	sl.m.server = func(init *mcp.InitializeResult) *mcp.Server {
@@ -183,9 +180,6 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.relay.legacyTransport = cfg.LegacyUpstream
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
 	opts := cfg.Gate
 	if opts.Audience == "" {
 		opts.Audience = DefaultAudience(cfg.Upstream)
