@@ -27,10 +27,11 @@ func protocolError(err error) error {
 	return err
 }
 
-// middleware relays what is not a tool call to upstream unchanged, keeps
-// track of downstream requests in flight (for routing what upstream sends
-// back mid-call), and remembers each tools/call request so that progress
-// and input requests can be routed back.
+// middleware serves what the gateway's middleware routes to this server:
+// tool calls go on to the gate or the pass-through handler (a continuation
+// straight upstream), prompts, resources and completions are relayed to
+// upstream unchanged. The requests in flight are tracked so that what
+// upstream sends back mid-call can be routed to them.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -46,14 +47,6 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return s.continueCall(ctx, r)
 			}
 			return next(ctx, method, req)
-		}
-		switch req.(type) {
-		case *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest, *mcp.ReadResourceRequest,
-			*mcp.ListPromptsRequest, *mcp.GetPromptRequest, *mcp.CompleteRequest:
-		default:
-			if method != "logging/setLevel" {
-				return next(ctx, method, req)
-			}
 		}
 		leg, err := s.legFor(ctx, req)
 		if err != nil {
@@ -77,17 +70,6 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.CompleteRequest:
 			return relayResult(leg.Complete(ctx, r.Params))
 		}
-		// logging/setLevel: upstream first, then the downstream session
-		// records the level to filter relayed messages by.
-		p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
-		if leg.InitializeResult().ProtocolVersion < modernProtocol {
-			if err := leg.SetLoggingLevel(ctx, p); err != nil {
-				return nil, err
-			}
-		}
-		// A 2026-07-28 upstream has no session level: the proxy keeps it
-		// and puts it on each request of this client (withCaps).
-		s.levels().set(req.GetSession(), p)
 		return next(ctx, method, req)
 	}
 }

@@ -78,6 +78,9 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return srv.middleware(next)(ctx, method, &c)
 		}
 		if method == "logging/setLevel" {
+			// Every upstream first, then the SDK records the level to filter
+			// relayed messages by. A 2026-07-28 upstream has no session
+			// level: the proxy keeps it and puts it on each request (withCaps).
 			p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
 			for _, srv := range g.running() {
 				if c := srv.Upstream.InitializeResult().Capabilities; c == nil || c.Logging == nil {
@@ -88,7 +91,7 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					return nil, err
 				}
 				if leg.InitializeResult().ProtocolVersion >= modernProtocol {
-					continue // it reads the level from each request (withCaps)
+					continue
 				}
 				if err := leg.SetLoggingLevel(ctx, p); err != nil {
 					return nil, err
