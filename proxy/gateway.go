@@ -170,15 +170,10 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 	}()
 	// Every slot exists before any server starts, so that each claim sees
 	// all server names, whatever the order.
-	slots := make([]*slot, len(file.Servers))
-	for i, sp := range file.Servers {
-		slots[i] = g.newSlot(sp)
+	var slots []*slot
+	for _, sp := range file.Servers {
+		slots = append(slots, g.newSlot(sp))
 	}
-	g.mu.Lock()
-	for i, sp := range file.Servers {
-		g.slots[sp.Name] = slots[i]
-	}
-	g.mu.Unlock()
 	for _, sl := range slots {
 		srv, err := g.start(ctx, sl)
 		if err != nil {
@@ -240,21 +235,11 @@ func (file *GatewayFile) CheckAudiences(sharedLedger bool) error {
 	return errors.Join(errs...)
 }
 
+// newSlot makes sp's slot, the gateway's slot of that name from now on.
 func (g *Gateway) newSlot(sp *ServerSpec) *slot {
-	g.mu.Lock()
-	sticky := g.sticky[sp.Name]
-	if sticky == nil {
-		sticky = &stickiness{}
-		g.sticky[sp.Name] = sticky
-	}
-	g.mu.Unlock()
 	sl := &slot{spec: sp, known: map[string]bool{}}
 	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g, logLevels: &g.logLevels,
-		server: func(*mcp.InitializeResult) *mcp.Server { return g.MCP },
-		// Shared by every Server that ever runs under this name, so that
-		// one restarted (after a crash or by a reload) or removed and added
-		// back is held to the strictest treatment its tools ever had.
-		sticky: sticky}
+		server: func(*mcp.InitializeResult) *mcp.Server { return g.MCP }}
 	sl.m.claim = func(down string) error { return g.claim(sl, down) }
 	sl.m.release = func(down string) { g.release(sp.Name, down) }
 	sl.m.suspect = func(srv *Server) { go g.check(srv) }
@@ -265,6 +250,18 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 			sl.srv, sl.early = srv, srv
 		}
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// Shared by every Server that ever runs under this name, so that one
+	// restarted (after a crash or by a reload) or removed and added back is
+	// held to the strictest treatment its tools ever had.
+	sticky := g.sticky[sp.Name]
+	if sticky == nil {
+		sticky = &stickiness{}
+		g.sticky[sp.Name] = sticky
+	}
+	sl.m.sticky = sticky
+	g.slots[sp.Name] = sl
 	return sl
 }
 

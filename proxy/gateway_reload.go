@@ -99,9 +99,6 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 	}
 	for _, sp := range add {
 		sl := g.newSlot(sp)
-		g.mu.Lock()
-		g.slots[sp.Name] = sl
-		g.mu.Unlock()
 		srv, err := g.start(ctx, sl)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("server %s (retrying): %w", sp.label(), err))

@@ -124,20 +124,20 @@ type orders struct {
 // returned as they are and never wait.
 func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
 	o := newNotifyOrder()
-	switch t := t.(type) {
+	switch u := t.(type) {
 	case *UpstreamPipe:
-		t.mu.Lock()
-		t.order = o
-		t.mu.Unlock()
+		u.mu.Lock()
+		u.order = o
+		u.mu.Unlock()
 	case *CommandLeg:
-		t.mu.Lock()
-		t.order = o
-		t.mu.Unlock()
+		u.mu.Lock()
+		u.order = o
+		u.mu.Unlock()
 	case *mcp.StreamableClientTransport:
-		c := *t
+		c := *u
 		hc := http.DefaultClient
-		if t.HTTPClient != nil {
-			hc = t.HTTPClient
+		if u.HTTPClient != nil {
+			hc = u.HTTPClient
 		}
 		nc := *hc
 		base := hc.Transport
@@ -147,8 +147,6 @@ func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
 		nc.Transport = orderedTransport{base: base, o: o}
 		c.HTTPClient = &nc
 		t = &c
-		s.orders.byKey.Store(o.key, o)
-		return t, o
 	default:
 		return t, nil
 	}

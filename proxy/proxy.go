@@ -151,7 +151,6 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		g.MCP = g.newMCP("mcpsafe-proxy", instructions(init.Instructions), downstreamCaps(init.Capabilities))
 		return g.MCP
 	}
-	g.slots[""] = sl
 	srv, err := g.start(ctx, sl)
 	if err != nil {
 		g.Close()
