@@ -110,14 +110,10 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		owns := schemaHasProperty(t.InputSchema, mcpsafe.TokenField)
 		want[name] = registered{gated: gated, selfGated: !gated && !readOnly(t), ownsToken: owns, def: string(def), pol: s.pol().Tools[name]}
 	}
-	var drop []string
 	for name, r := range s.registered {
 		if w, ok := want[name]; !ok || w != r {
-			drop = append(drop, name)
+			s.unregister(name) // deleting while ranging is allowed
 		}
-	}
-	for _, name := range drop {
-		s.unregister(name)
 	}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(tools)) {
@@ -240,25 +236,22 @@ func (s *Server) requestSync() {
 // over the same connection.
 func (s *Server) syncLoop() {
 	defer close(s.syncDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // stop cancels a sync under way
+		<-s.stop
+		cancel()
+	}()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-s.syncReq:
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			select {
-			case <-s.stop:
-			case <-ctx.Done():
-			}
-			cancel()
-		}()
 		tools, err := s.listUpstream(ctx)
 		if err == nil {
 			err = s.apply(tools)
 		}
-		cancel()
 		if err != nil {
 			s.log.Error("proxy: tool list sync failed; affected tools are withdrawn or unchanged", "err", err)
 		}
