@@ -51,14 +51,11 @@ type Gateway struct {
 	// that listed it.
 	prompts, resources map[string]string
 	source             string
-	// sticky is each server name's rug-pull memory (see stickiness), kept
-	// for the life of the process: through crashes, reloads that restart
-	// the server, and its removal and return.
-	sticky map[string]*stickiness
-	closed bool
-	down   func([]byte) error // the stdio client, once ServeStdio runs
-	stop   chan struct{}      // closed by Close: restarts give up waiting
-	wg     sync.WaitGroup
+	sticky             map[string]*stickiness // each server name's rug-pull memory
+	closed             bool
+	down               func([]byte) error // the stdio client, once ServeStdio runs
+	stop               chan struct{}      // closed by Close: restarts give up waiting
+	wg                 sync.WaitGroup
 }
 
 // ReasonServerUnavailable refuses a call to a server of the gateway that
@@ -122,16 +119,15 @@ type member struct {
 	// pings the upstream and ends the session if it does not answer.
 	suspect func(*Server)
 	// starting is told of a server about to register its tools.
-	starting func(*Server)
-	// logLevels is the gateway's: see Server.setLogLevel.
-	logLevels *sync.Map
+	starting  func(*Server)
+	logLevels *sync.Map // the gateway's (log_level.go)
 }
 
 // NewGateway starts every server of file on the shared stores of gate
 // (opened and closed by the caller; cmd/mcpsafe builds them with
-// internal/serverconf) and serves their tools. A server that does not start, a policy that
-// does not fit its upstream's tools, or a name two servers would both
-// serve is a startup error.
+// internal/serverconf) and serves their tools. A server that does not
+// start, a policy that does not fit its upstream's tools, or a name two
+// servers would both serve is a startup error.
 func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, opts GatewayOptions) (_ *Gateway, err error) {
 	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
@@ -252,9 +248,7 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	// Shared by every Server that ever runs under this name, so that one
-	// restarted (after a crash or by a reload) or removed and added back is
-	// held to the strictest treatment its tools ever had.
+	// One for every Server that ever runs under this name (see stickiness).
 	sticky := g.sticky[sp.Name]
 	if sticky == nil {
 		sticky = &stickiness{}
@@ -320,9 +314,7 @@ func (g *Gateway) Close() error {
 	g.mu.Unlock()
 	var errs []error
 	for _, s := range srvs {
-		if err := s.Close(); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, s.Close())
 	}
 	g.wg.Wait()
 	return errors.Join(errs...)

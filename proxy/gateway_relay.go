@@ -146,21 +146,16 @@ func (g *Gateway) promptOwner(name string) (*Server, string, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if server, rest, ok := strings.Cut(name, NameSeparator); ok {
-		if sl := g.slots[server]; sl != nil && !sl.spec.Bare {
-			if sl.srv == nil {
-				return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, server)
-			}
-			return sl.srv, rest, nil
-		}
+	owner, up := "", name
+	if server, rest, ok := strings.Cut(name, NameSeparator); ok && g.slots[server] != nil && !g.slots[server].spec.Bare {
+		owner, up = server, rest
+	} else if owner, ok = g.prompts[name]; !ok {
+		return nil, "", fmt.Errorf("%w %q", errUnknownPrompt, name)
 	}
-	if owner, ok := g.prompts[name]; ok {
-		if sl := g.slots[owner]; sl != nil && sl.srv != nil {
-			return sl.srv, name, nil
-		}
-		return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, owner)
+	if sl := g.slots[owner]; sl != nil && sl.srv != nil {
+		return sl.srv, up, nil
 	}
-	return nil, "", fmt.Errorf("%w %q", errUnknownPrompt, name)
+	return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, owner)
 }
 
 // resourceServer finds the running server that listed uri, or the only
