@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"mime"
@@ -58,9 +57,7 @@ type notifyOrder struct {
 }
 
 func newNotifyOrder() *notifyOrder {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return &notifyOrder{key: hex.EncodeToString(b), changed: make(chan struct{})}
+	return &notifyOrder{key: rand.Text(), changed: make(chan struct{})}
 }
 
 // barrier returns the next barrier notification, as one JSON line.
