@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"regexp"
 	"sync"
 
 	"github.com/mcpsafe/mcpsafe/prompt"
@@ -81,16 +82,6 @@ func screenTool(t *mcp.Tool) (*mcp.Tool, error) {
 	return &c, nil
 }
 
-func validToolName(name string) bool {
-	if name == "" || len(name) > 128 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+func validToolName(name string) bool { return toolNameRE.MatchString(name) }
