@@ -259,18 +259,9 @@ func (s *Server) syncLoop() {
 }
 
 // schemaHasProperty reports whether a JSON schema declares the top-level
-// property name.
+// property name, under the exact keyword "properties" (encoding/json would
+// read "Properties" as it too).
 func schemaHasProperty(schema any, name string) bool {
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		return false
-	}
-	var m struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if json.Unmarshal(raw, &m) != nil {
-		return false
-	}
-	_, ok := m.Properties[name]
-	return ok
+	props, _ := schemaProperties(schema)
+	return slices.Contains(props, name)
 }
