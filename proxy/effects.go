@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -317,15 +318,10 @@ func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, m
 // the upstream's own title or name, else the audience (which, derived,
 // ends in a hash: only when there is nothing better).
 func personName(given string, info *mcp.Implementation, audience string) string {
-	switch {
-	case given != "":
-		return given
-	case info != nil && info.Title != "":
-		return info.Title
-	case info != nil && info.Name != "":
-		return info.Name
+	if info == nil {
+		info = &mcp.Implementation{}
 	}
-	return audience
+	return cmp.Or(given, info.Title, info.Name, audience)
 }
 
 // lineWord is "1 line" or "N lines".

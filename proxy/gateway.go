@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -181,9 +182,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 }
 
 func gatewayOn(gate mcpsafe.Options, opts GatewayOptions) *Gateway {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	return &Gateway{gate: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{},
 		sticky: map[string]*stickiness{}, stop: make(chan struct{}), JournalPath: opts.JournalPath}
 }
@@ -362,11 +361,8 @@ func (g *Gateway) route(name string) (sl *slot, srv *Server) {
 
 func (g *Gateway) unavailable(sl *slot, what string) *mcp.CallToolResult {
 	g.mu.Lock()
-	why := sl.down
+	why := cmp.Or(sl.down, "it is not running")
 	g.mu.Unlock()
-	if why == "" {
-		why = "it is not running"
-	}
 	r := &mcpsafe.Refusal{Reason: ReasonServerUnavailable,
 		Message: fmt.Sprintf("%s belongs to gateway server %s, which is down (%s); nothing was run, and no other server was asked", prompt.Quote(what), prompt.Quote(sl.spec.Name), why)}
 	return r.Result()

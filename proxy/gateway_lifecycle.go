@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -89,13 +90,10 @@ func (g *Gateway) config(sl *slot) (Config, error) {
 		return Config{}, err
 	}
 	gc := g.gate
-	gc.Audience = sp.Audience
-	if gc.Audience == "" {
-		// Derived from the command line or URL and the server's name, so
-		// stable across restarts and distinct between servers of the
-		// gateway even when their commands differ only in the environment.
-		gc.Audience = aud + "/" + sp.Name
-	}
+	// Unless given, derived from the command line or URL and the server's
+	// name: stable across restarts, and distinct between servers of the
+	// gateway even when their commands differ only in the environment.
+	gc.Audience = cmp.Or(sp.Audience, aud+"/"+sp.Name)
 	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout}
 	if sp.URL != "" {
 		cfg.LegacyUpstream, _, _ = g.transport(sp)

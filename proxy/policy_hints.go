@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -260,11 +261,7 @@ func (p *Policy) checkArgumentNames(tp *ToolPolicy, schema any) error {
 // checkTokenMode reports mode: token on a tool that is irreversible and not
 // in allow_token_for: the gate would refuse every call to it.
 func (p *Policy) checkTokenMode(tp *ToolPolicy, irreversible bool) error {
-	mode := tp.Mode
-	if mode == "" {
-		mode = p.Mode
-	}
-	if mode != "token" || !irreversible {
+	if cmp.Or(tp.Mode, p.Mode) != "token" || !irreversible {
 		return nil
 	}
 	for _, o := range p.AllowTokenFor {

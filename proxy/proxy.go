@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,10 +167,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Gate.Mode != "" || len(cfg.Gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in the policy file (mode, allow_token_for)")
 	}
-	pol := cfg.Policy
-	if pol == nil {
-		pol = &Policy{Source: "default policy"}
-	}
+	pol := cmp.Or(cfg.Policy, &Policy{Source: "default policy"})
 	s := &Server{
 		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member, metrics: cfg.Metrics,
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
@@ -180,13 +178,9 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
 	opts := cfg.Gate
-	if opts.Audience == "" {
-		opts.Audience = DefaultAudience(cfg.Upstream)
-	}
+	opts.Audience = cmp.Or(opts.Audience, DefaultAudience(cfg.Upstream))
 	s.Audience, s.JournalPath = opts.Audience, cfg.JournalPath
-	if opts.Logger == nil {
-		opts.Logger = s.log
-	}
+	opts.Logger = cmp.Or(opts.Logger, s.log)
 	if opts.GrantCEL == nil {
 		opts.GrantCEL = celscope.New() // a policy's grant scopes are CEL (policy.go checks them)
 	}
@@ -233,11 +227,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if init == nil {
 		return nil, errors.New("proxy: upstream sent no initialize result")
 	}
-	given := s.pol().Name
-	if given == "" {
-		given = s.member.name
-	}
-	s.serverName = personName(given, init.ServerInfo, s.Audience)
+	s.serverName = personName(cmp.Or(s.pol().Name, s.member.name), init.ServerInfo, s.Audience)
 	s.serverLine = serverLine(s.serverName, init.ServerInfo)
 	if name := s.member.name; name != "" {
 		s.serverLine = "gateway server " + prompt.Quote(name) + ", " + s.serverLine
