@@ -250,7 +250,7 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	// One for every Server that ever runs under this name (see stickiness).
 	sticky := g.sticky[sp.Name]
 	if sticky == nil {
-		sticky = &stickiness{}
+		sticky = &stickiness{gated: map[string]bool{}, irreversible: map[string]bool{}}
 		g.sticky[sp.Name] = sticky
 	}
 	sl.m.sticky = sticky

@@ -31,12 +31,7 @@ func (l logLevels) set(session mcp.Session, p *mcp.SetLoggingLevelParams) {
 }
 
 func (l logLevels) of(ss *mcp.ServerSession) (mcp.LoggingLevel, bool) {
-	if ss == nil {
-		return "", false
-	}
 	v, ok := l.m.Load(ss)
-	if !ok {
-		return "", false
-	}
-	return v.(mcp.LoggingLevel), true
+	level, _ := v.(mcp.LoggingLevel)
+	return level, ok
 }

@@ -27,7 +27,7 @@ import (
 // can only be held stricter than it asks, never looser.
 type stickiness struct {
 	mu           sync.Mutex
-	gated        map[string]bool
+	gated        map[string]bool // both made by Gateway.newSlot
 	irreversible map[string]bool
 }
 
@@ -35,9 +35,6 @@ type stickiness struct {
 func (k *stickiness) gate(name string, now bool) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.gated == nil {
-		k.gated = map[string]bool{}
-	}
 	if now {
 		k.gated[name] = true
 	}
@@ -52,9 +49,6 @@ func (k *stickiness) irreversibleNow(name string, fromPolicy bool, now bool) boo
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.irreversible == nil {
-		k.irreversible = map[string]bool{}
-	}
 	if now {
 		k.irreversible[name] = true
 	}
