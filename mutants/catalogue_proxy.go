@@ -117,7 +117,7 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/tools.go",
-				Old:  "\t\tgated := s.sticky.gate(name, s.gated(t))\n",
+				Old:  "\t\tgated := s.member.sticky.gate(name, s.gated(t))\n",
 				New:  "\t\tgated := s.gated(t)\n",
 			},
 		},

@@ -120,8 +120,7 @@ type member struct {
 	// pings the upstream and ends the session if it does not answer.
 	suspect func(*Server)
 	// starting is told of a server about to register its tools.
-	starting  func(*Server)
-	logLevels *sync.Map // the gateway's (log_level.go)
+	starting func(*Server)
 }
 
 // NewGateway starts every server of file on the shared stores of gate
@@ -233,7 +232,7 @@ func (file *GatewayFile) CheckAudiences(sharedLedger bool) error {
 // newSlot makes sp's slot, the gateway's slot of that name from now on.
 func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	sl := &slot{spec: sp, known: map[string]bool{}}
-	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g, logLevels: &g.logLevels,
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g,
 		server: func(*mcp.InitializeResult) *mcp.Server { return g.MCP }}
 	sl.m.claim = func(down string) error { return g.claim(sl, down) }
 	sl.m.release = func(down string) { g.release(sp.Name, down) }

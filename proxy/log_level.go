@@ -13,7 +13,7 @@ import (
 // servers, so that a server started after the level was set has it too.
 type logLevels struct{ m *sync.Map }
 
-func (s *Server) levels() logLevels { return logLevels{s.member.logLevels} }
+func (s *Server) levels() logLevels { return s.member.g.levels() }
 
 func (g *Gateway) levels() logLevels { return logLevels{&g.logLevels} }
 

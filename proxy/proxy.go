@@ -89,7 +89,6 @@ type Server struct {
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
 	withheld   map[string]bool // upstream tools not shown to clients (screenTool)
-	sticky     *stickiness     // see rugpull.go
 	serverLine string          // names the server in every plan
 	serverName string          // the server as a person knows it (personName)
 	syncReq    chan struct{}
@@ -173,7 +172,6 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
 	}
 	s.policyP.Store(pol)
-	s.sticky = s.member.sticky // a restarted upstream is held to what it was before
 	s.relay.legacyTransport = cfg.LegacyUpstream
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
@@ -241,12 +239,10 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := checkPolicy(pol, tools); err != nil {
 		return nil, err
 	}
-	if m := s.member; m.starting != nil {
-		// The gateway routes to this server from before its first tool
-		// is listed: a client that lists tools on list_changed and calls
-		// at once must not be told the server is down.
-		m.starting(s)
-	}
+	// The gateway routes to this server from before its first tool is
+	// listed: a client that lists tools on list_changed and calls at once
+	// must not be told the server is down.
+	s.member.starting(s)
 	if err := s.apply(tools); err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		if err != nil {
 			return fmt.Errorf("proxy: tool %q: %w", name, err)
 		}
-		gated := s.sticky.gate(name, s.gated(t))
+		gated := s.member.sticky.gate(name, s.gated(t))
 		owns := schemaHasProperty(t.InputSchema, mcpsafe.TokenField)
 		want[name] = registered{gated: gated, selfGated: !gated && !readOnly(t), ownsToken: owns, def: string(def), pol: s.pol().Tools[name]}
 	}
@@ -184,7 +184,7 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		InputSchema:  t.InputSchema,
 		OutputSchema: outSchema,
 		Annotations:  t.Annotations,
-		Irreversible: s.sticky.irreversibleNow(t.Name, tp != nil && tp.Irreversible != nil, irreversible(t, tp)),
+		Irreversible: s.member.sticky.irreversibleNow(t.Name, tp != nil && tp.Irreversible != nil, irreversible(t, tp)),
 		Preview:      s.previewFor(t.Name, tp),
 		Execute:      s.execute,
 		// An upstream behind its own mcpsafe gate (mcpsafe files, say)
