@@ -37,10 +37,6 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		g.mu.Unlock()
 		return errors.New("proxy: gateway closed")
 	}
-	if err := file.CheckAudiences(g.opts.SharedLedger); err != nil {
-		g.mu.Unlock()
-		return fmt.Errorf("proxy: %s refused, the running configuration stays: %w", file.Source, err)
-	}
 	old := maps.Clone(g.slots)
 	g.mu.Unlock()
 
@@ -51,7 +47,7 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 	var retool []inPlace
 	var restart, add []*ServerSpec
 	keep := map[string]bool{}
-	var errs []error
+	errs := []error{file.CheckAudiences(g.opts.SharedLedger)}
 	for _, sp := range file.Servers {
 		keep[sp.Name] = true
 		sl := old[sp.Name]
