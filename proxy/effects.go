@@ -152,7 +152,6 @@ func compileCallArgs(env *cel.Env, n yaml.Node, where string, at func(int, strin
 	return args, refs, errs
 }
 
-// effect computes a call's effect: detail lines and a part.
 func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	if e.DryRun != nil {
 		return s.dryRun(ctx, name, e, c)
@@ -186,7 +185,6 @@ func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]
 	return []string{detail}, []plan.Part{part}, nil
 }
 
-// readCurrent reads the current content through the read-only tool.
 func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call) (string, bool, error) {
 	refuse := func(format string, a ...any) (string, bool, error) {
 		return "", false, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.read %s: "+format, append([]any{r.Tool}, a...)...)
@@ -219,7 +217,6 @@ func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call) (
 	return text, true, nil
 }
 
-// missing reports an upstream error that says the file is not there.
 func missing(text string) bool {
 	t := strings.ToLower(text)
 	return strings.Contains(t, "enoent") || strings.Contains(t, "no such file")
@@ -324,7 +321,6 @@ func personName(given string, info *mcp.Implementation, audience string) string 
 	return cmp.Or(given, info.Title, info.Name, audience)
 }
 
-// lineWord is "1 line" or "N lines".
 func lineWord(n int) string {
 	if n == 1 {
 		return "1 line"

@@ -186,7 +186,6 @@ func (sp *ServerSpec) prefix() string {
 	return sp.Name + NameSeparator
 }
 
-// label is how messages name the server.
 func (sp *ServerSpec) label() string {
 	if len(sp.Command) > 0 {
 		return sp.Name + " (" + strings.Join(sp.Command, " ") + ")"

@@ -16,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// command returns a new, unstarted command for sp's upstream.
 func (g *Gateway) command(sp *ServerSpec) *exec.Cmd {
 	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
 	cmd.Dir = sp.Dir

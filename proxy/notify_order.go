@@ -252,7 +252,6 @@ func (b *barrierEvents) next() {
 	b.out = append(b.out, raw...)
 }
 
-// isResponse reports whether data reads as a JSON-RPC response.
 func isResponse(data []byte) bool {
 	var m struct {
 		ID     json.RawMessage `json:"id"`

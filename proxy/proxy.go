@@ -258,7 +258,6 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	return s, nil
 }
 
-// pol is the policy in force.
 func (s *Server) pol() *Policy { return s.policyP.Load() }
 
 // down is the name clients see for an upstream tool or prompt: the
