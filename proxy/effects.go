@@ -186,28 +186,15 @@ func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]
 }
 
 func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call) (string, bool, error) {
-	refuse := func(format string, a ...any) (string, bool, error) {
-		return "", false, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.read %s: "+format, append([]any{r.Tool}, a...)...)
-	}
-	// As for a resolver: checked on every call, since upstream may since
-	// have dropped the tool's readOnlyHint.
-	if !s.passesThrough(r.Tool) {
-		return refuse("is not a read-only upstream tool")
-	}
-	args, err := r.arguments(ctx, c)
+	res, text, err := s.callReadOnly(ctx, r, c, mcpsafe.ReasonPreviewFailed, "effect.write.read")
 	if err != nil {
-		return refuse("%v", err)
+		return "", false, err
 	}
-	res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: r.Tool, Arguments: args})
-	if err != nil {
-		return refuse("failed: %v", err)
-	}
-	text := resultText(res)
 	if res.IsError {
 		if missing(text) {
 			return "", false, nil
 		}
-		return refuse("reported an error: %s", prompt.Quote(text))
+		return "", false, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.read %s reported an error: %s", r.Tool, prompt.Quote(text))
 	}
 	if m, ok := res.StructuredContent.(map[string]any); ok {
 		if v, ok := m["content"].(string); ok {

@@ -24,24 +24,10 @@ import (
 // result refuses the call (the gate makes any error a refusal).
 func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) {
 	return func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
-		// Checked at startup, and again on every call: upstream may since
-		// have dropped the tool's readOnlyHint, and a resolver must never
-		// run a tool that changes something without approval.
-		if !s.passesThrough(r.Tool) {
-			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s is no longer a read-only upstream tool", r.Tool)
-		}
-		args, err := r.arguments(ctx, c)
+		res, text, err := s.callReadOnly(ctx, r, c, mcpsafe.ReasonResolverFailed, "resolver")
 		if err != nil {
-			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "%v", err)
+			return nil, err
 		}
-		res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: r.Tool, Arguments: args})
-		if err != nil {
-			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s failed: %v", r.Tool, err)
-		}
-		if res.NeedsInput() {
-			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s asked for input; a resolver must answer on its own", r.Tool)
-		}
-		text := resultText(res)
 		if res.IsError {
 			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s reported an error: %s", r.Tool, prompt.Quote(text))
 		}
@@ -73,6 +59,33 @@ func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (m
 		}
 		return out, nil
 	}
+}
+
+// callReadOnly calls r's tool over c for a resolver or an effect's read
+// (what), which refuses the call with reason unless the tool still passes
+// through, read-only (checked at startup, and again here: upstream may have
+// dropped its readOnlyHint since, and neither may run a tool that changes
+// something without approval) and answers on its own. An error result is
+// the caller's to judge.
+func (s *Server) callReadOnly(ctx context.Context, r *Resolver, c mcpsafe.Call, reason, what string) (*mcp.CallToolResult, string, error) {
+	refuse := func(format string, a ...any) (*mcp.CallToolResult, string, error) {
+		return nil, "", mcpsafe.Refuse(reason, "%s %s"+format, append([]any{what, r.Tool}, a...)...)
+	}
+	if !s.passesThrough(r.Tool) {
+		return refuse(" is not a read-only upstream tool")
+	}
+	args, err := r.arguments(ctx, c)
+	if err != nil {
+		return refuse(": %v", err)
+	}
+	res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: r.Tool, Arguments: args})
+	if err != nil {
+		return refuse(" failed: %v", err)
+	}
+	if res.NeedsInput() {
+		return refuse(" asked for input; it must answer on its own")
+	}
+	return res, resultText(res), nil
 }
 
 func resultText(res *mcp.CallToolResult) string {
