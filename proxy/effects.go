@@ -217,11 +217,7 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 		}
 	}
 	maps.Copy(args, e.DryRun)
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, nil, err
-	}
-	res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(raw)})
+	res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the dry run of %s failed: %v", name, err)
 	}
