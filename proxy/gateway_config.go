@@ -62,13 +62,6 @@ type serverYAML struct {
 	Policy     yaml.Node         `yaml:"policy"`
 }
 
-// A typo'd key in a gateway file is explained as in a policy file: the
-// key, where it was, the nearest known key and the list.
-func init() {
-	knownKeys["gatewayFileYAML"], where["gatewayFileYAML"] = yamlKeys(gatewayFileYAML{}), "at the top level of the gateway configuration"
-	knownKeys["serverYAML"], where["serverYAML"] = yamlKeys(serverYAML{}), "in a server entry"
-}
-
 // LoadGateway reads and checks a gateway configuration file. Policy files
 // it names are read relative to it.
 func LoadGateway(path string) (*GatewayFile, error) {

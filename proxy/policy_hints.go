@@ -33,15 +33,17 @@ func yamlKeys(v any) []string {
 }
 
 var (
-	knownKeys = map[string][]string{
-		"policyFile":   yamlKeys(policyFile{}),
-		"toolFile":     yamlKeys(toolFile{}),
-		"resolverFile": yamlKeys(resolverFile{}),
-	}
-	where = map[string]string{
-		"policyFile":   "at the top level",
-		"toolFile":     "in a tool entry",
-		"resolverFile": "in a resolver",
+	// yamlShapes are the YAML structs of policy and gateway files whose
+	// unknown keys explainYAML explains: their keys, and where they stand.
+	yamlShapes = map[string]struct {
+		keys  []string
+		where string
+	}{
+		"policyFile":      {yamlKeys(policyFile{}), "at the top level"},
+		"toolFile":        {yamlKeys(toolFile{}), "in a tool entry"},
+		"resolverFile":    {yamlKeys(resolverFile{}), "in a resolver"},
+		"gatewayFileYAML": {yamlKeys(gatewayFileYAML{}), "at the top level of the gateway configuration"},
+		"serverYAML":      {yamlKeys(serverYAML{}), "in a server entry"},
 	}
 	lineFirst    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type proxy\.(\w+)`)
@@ -88,8 +90,8 @@ func explainYAML(source string, err error) error {
 			}
 			continue
 		}
-		keys := knownKeys[m[3]]
-		errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], where[m[3]], didYouMean(m[2], keys, "%q"), strings.Join(keys, ", ")))
+		shape := yamlShapes[m[3]]
+		errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], shape.where, didYouMean(m[2], shape.keys, "%q"), strings.Join(shape.keys, ", ")))
 	}
 	return errors.Join(errs...)
 }
