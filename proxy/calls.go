@@ -20,8 +20,7 @@ import (
 // protocolError returns the upstream's JSON-RPC error itself when err
 // carries one, so that the client gets its code, message and data.
 func protocolError(err error) error {
-	var jerr *jsonrpc.Error
-	if errors.As(err, &jerr) {
+	if jerr, ok := errors.AsType[*jsonrpc.Error](err); ok {
 		return jerr
 	}
 	return err
@@ -159,8 +158,7 @@ func (s *Server) execute(ctx context.Context, c mcpsafe.Call, _ mcpsafe.Approval
 		return nil, err
 	}
 	res, err = s.afterGated(ctx, c.Request, params, c.ArgsDigest, c.Principal, res)
-	var jerr *jsonrpc.Error
-	if errors.As(err, &jerr) {
+	if _, ok := errors.AsType[*jsonrpc.Error](err); ok {
 		// Only the upstream's first answer is relayed as a protocol
 		// error: what fails after it (asking the client, a retry) is the
 		// tool's failure, reported as one.
@@ -202,7 +200,7 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 	if err != nil && s.member.suspect != nil && ctx.Err() == nil {
 		// -32005 is the SDK's "rejected by transport": the request never
 		// got an answer from the upstream.
-		if jerr := (*jsonrpc.Error)(nil); !errors.As(err, &jerr) || jerr.Code == -32005 {
+		if jerr, ok := errors.AsType[*jsonrpc.Error](err); !ok || jerr.Code == -32005 {
 			s.member.suspect(s) // the upstream may be gone: the gateway checks
 		}
 	}

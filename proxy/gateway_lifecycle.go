@@ -117,14 +117,12 @@ func (g *Gateway) up(sl *slot, srv *Server) {
 	if sl.fixed != nil {
 		return // nothing to restart it from
 	}
-	g.wg.Add(1)
-	go g.watch(sl, srv, gen)
+	g.wg.Go(func() { g.watch(sl, srv, gen) })
 }
 
 // watch restarts sl's upstream when its session ends, unless the slot
 // was replaced or the gateway closed meanwhile.
 func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
-	defer g.wg.Done()
 	ended := make(chan struct{})
 	go func() {
 		srv.Upstream.Wait()
@@ -237,11 +235,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	errs := make([]error, len(srvs))
 	var wg sync.WaitGroup
 	for i, s := range srvs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.Gate.Shutdown(ctx)
-		}()
+		wg.Go(func() { errs[i] = s.Gate.Shutdown(ctx) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

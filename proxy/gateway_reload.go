@@ -105,11 +105,7 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 			sl.down = "it failed to start: " + err.Error()
 			gen := sl.gen
 			g.mu.Unlock()
-			g.wg.Add(1)
-			go func() {
-				defer g.wg.Done()
-				g.retry(sl, gen)
-			}()
+			g.wg.Go(func() { g.retry(sl, gen) })
 			continue
 		}
 		g.up(sl, srv)

@@ -71,8 +71,8 @@ func decodeStrict(source string, data []byte, v any) (empty bool, err error) {
 // proxy.toolFile" lines into the policy's words with a suggestion, one
 // error per line, each starting with source:LINE.
 func explainYAML(source string, err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
+	te, ok := errors.AsType[*yaml.TypeError](err)
+	if !ok {
 		// yaml's syntax errors and our UnmarshalYAML errors: "line N: ..."
 		if m := lineFirst.FindStringSubmatch(err.Error()); m != nil {
 			return fmt.Errorf("%s:%s: %s", source, m[1], m[2])

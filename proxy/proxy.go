@@ -247,8 +247,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		var oe *optincheck.Error
-		if errors.As(err, &oe) {
+		if oe, ok := errors.AsType[*optincheck.Error](err); ok {
 			key := map[string]string{"AllowTokenFor": "allow_token_for", "AllowGrantsFor": "allow_grants_for"}[oe.Option]
 			return nil, fmt.Errorf("%s: %s", pol.Source, oe.Say(key))
 		}
