@@ -36,8 +36,8 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call", "prompts/get", "resources/read":
 			// The requests during which the upstream may ask or tell the
-			// client something (long-lived ones such as
-			// subscriptions/listen would make every routing ambiguous).
+			// client something (long-lived ones such as subscriptions/listen
+			// would make every routing ambiguous).
 			ss, _ := req.GetSession().(*mcp.ServerSession)
 			defer s.track(ctx, ss)()
 		}

@@ -30,10 +30,9 @@ type Config struct {
 	Upstream mcp.Transport
 	// LegacyUpstream, when set, is a second transport to the same upstream
 	// (a second session over HTTP, a second process for a command: see
-	// CommandLeg). Downstream clients of
-	// the 2025-11-25 generation then get an upstream session of their own
-	// generation, in which the upstream may ask them things mid-call. Nil:
-	// every client shares the upstream session.
+	// CommandLeg). Downstream clients of the 2025-11-25 generation then get
+	// an upstream session of their own generation, in which the upstream
+	// may ask them things mid-call. Nil: every client shares the session.
 	LegacyUpstream mcp.Transport
 	// Policy is the parsed policy file; nil is the default policy.
 	Policy *Policy
