@@ -125,7 +125,7 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 			errs = append(errs, err) // withheld, never shadowing another server's tool
 			continue
 		}
-		if err := s.register(tools[name], w.gated); err != nil {
+		if err := s.register(tools[name], w); err != nil {
 			s.member.release(s.down(name))
 			// The tool stays off rather than ungated.
 			errs = append(errs, err)
@@ -157,14 +157,14 @@ func (s *Server) withdrawAll() {
 	}
 }
 
-func (s *Server) register(t *mcp.Tool, gated bool) error {
-	if !gated {
+func (s *Server) register(t *mcp.Tool, r registered) error {
+	if !r.gated {
 		copied := *t
 		copied.Name = s.down(t.Name)
 		s.MCP.AddTool(&copied, s.forward)
 		return nil
 	}
-	tp := s.pol().Tools[t.Name]
+	tp := r.pol
 	mode := s.pol().Mode
 	if tp != nil && tp.Mode != "" {
 		mode = tp.Mode
@@ -190,7 +190,7 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		// An upstream behind its own mcpsafe gate (mcpsafe files, say)
 		// already takes approval_token: it stays the upstream's argument,
 		// and this gate approves the call without a token path of its own.
-		OwnsTokenField: schemaHasProperty(t.InputSchema, mcpsafe.TokenField),
+		OwnsTokenField: r.ownsToken,
 	}
 	if tp != nil {
 		gt.Mode, gt.MinAssurance = tp.Mode, tp.MinAssurance
