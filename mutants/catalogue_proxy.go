@@ -403,8 +403,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "\tif h.Stateful {\n\t\treturn next\n\t}\n\tmaxBody := h.MaxBodyBytes",
-				New:  "\tmaxBody := h.MaxBodyBytes",
+				Old:  "\tif h.Stateful {\n\t\treturn next\n\t}\n\treturn http.HandlerFunc",
+				New:  "\treturn http.HandlerFunc",
 			},
 		},
 	},
@@ -418,6 +418,45 @@ var proxyMutants = []Mutant{
 				File: "proxy/http_fastlane.go",
 				Old:  "if r.Header.Get(\"Mcp-Name\") != name {",
 				New:  "if false {",
+			},
+		},
+	},
+	{
+		Name:     "http-stateful-lane-undeclared",
+		Packages: []string{"./proxy"},
+		Run:      "TestStatefulLaneLeavesAskableClientsToSDK",
+		Why:      "the stateful HTTP lane takes a call of a client the upstream may ask in-call (it declared elicitation, which the policy relays), and answers the upstream's question with a refusal instead of relaying it",
+		Edits: []Edit{
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "\tif s.mayAsk(ls.caps) {",
+				New:  "\tif false && s.mayAsk(ls.caps) {",
+			},
+		},
+	},
+	{
+		Name:     "http-stateful-lane-client-id-upstream",
+		Packages: []string{"./proxy"},
+		Run:      "TestStatefulLaneKeepsSessionsApart",
+		Why:      "the stateful HTTP lane sends the client's own id into the upstream session every 2025-11-25 client shares, where two clients' calls with the same id collide",
+		Edits: []Edit{
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "upID: `\"` + laneIDPrefix + strconv.FormatUint(seq, 10) + `\"`}, true",
+				New:  "upID: f.ID + strconv.FormatUint(seq, 10)[:0]}, true",
+			},
+		},
+	},
+	{
+		Name:     "http-stateful-lane-other-user",
+		Packages: []string{"./proxy"},
+		Run:      "TestStatefulLaneRefusesAnotherUsersSession",
+		Why:      "the stateful HTTP lane serves a session to a user other than the one who opened it (the SDK handler answers 403)",
+		Edits: []Edit{
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "ls.user != userOf(r) ||",
+				New:  "false ||",
 			},
 		},
 	},

@@ -43,12 +43,23 @@ type httpLane struct {
 	client   *http.Client
 	calls    atomic.Int64 // calls that took the HTTP fast lane, for tests
 	unknown  atomic.Int64 // unknown methods relayed, for tests
+	st       statefulUp
 }
 
 // laneRequest is a request the lane forwards: its raw id (empty for a
 // notification), method and, for tools/call, the tool's name.
 type laneRequest struct {
 	id, method, name string
+	st               *statefulCall // on the stateful lane (http_lane_stateful.go)
+}
+
+// upID is the id the upstream answers: the client's, or the stateful
+// lane's own.
+func (c laneRequest) upID() string {
+	if c.st != nil {
+		return c.st.upID
+	}
+	return c.id
 }
 
 func newHTTPLane(t mcp.Transport) *httpLane {
@@ -76,31 +87,27 @@ func (s *Server) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
 // body limits (mcphttp.HTTP.Wrap). A body is read once (frame.Read); a
 // tools/call goes to the server of its tool when the lane reaches it
 // (httpLaneTo), and an unknown method to the only server of a gateway of
-// one; anything else, and every request of --http-stateful, goes to next.
+// one; anything else, and every request of --http-stateful, goes to next
+// through the stateful lane (http_lane_stateful.go), which takes calls in
+// 2025-11-25 sessions.
 func (g *Gateway) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
-	if h.Stateful {
-		return next
-	}
 	maxBody := h.MaxBodyBytes
 	if maxBody <= 0 {
 		maxBody = mcphttp.DefaultMaxBodyBytes
+	}
+	next = g.wrapStateful(next, h, maxBody) // sessions of 2025-11-25
+	if h.Stateful {
+		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !fastHTTPHeaders(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-		if err != nil {
-			w.Header().Set("Connection", "close")
-			if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
-				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "request body not received", http.StatusBadRequest)
+		body, ok := readLaneBody(w, r, maxBody)
+		if !ok {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		f := frame.Read(body)
 		if f.Kind == frame.Request && f.Method == "tools/call" {
 			if _, srv := g.route(f.Tool); srv != nil && srv.httpLaneTo() {
@@ -115,6 +122,23 @@ func (g *Gateway) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readLaneBody reads r's body, at most maxBody bytes, and puts it back
+// for the SDK handler; false when it answered r with an error.
+func readLaneBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
+			return nil, false
+		}
+		http.Error(w, "request body not received", http.StatusBadRequest)
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
 }
 
 // httpLaneTo: the HTTP lane reaches s's upstream. It relays the client's
@@ -216,12 +240,19 @@ func (s *Server) forwardHTTP(w http.ResponseWriter, r *http.Request, body []byte
 // nothing of the client's (r's).
 func (s *Server) postUpstream(ctx context.Context, r *http.Request, body []byte, c laneRequest) (*http.Response, error) {
 	up := s.httpUp
+	if c.st != nil {
+		up = c.st.up
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.st != nil {
+		c.st.headers(req.Header) // its session, 2025-11-25
+		return up.client.Do(req)
+	}
 	req.Header.Set("Mcp-Protocol-Version", modernProtocol)
 	req.Header.Set("Mcp-Method", c.method)
 	if c.name != "" {
@@ -247,12 +278,13 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 		// A JSON-RPC error for this call is the upstream's answer, as the
 		// SDK client would read it; anything else says only that it failed.
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if mt == "application/json" && s.finalFor(frame.Read(msg), c.id) == nil && bytes.Contains(msg, []byte(`"error"`)) {
+		f := frame.Read(msg)
+		if mt == "application/json" && s.finalFor(f, c.upID()) == nil && bytes.Contains(msg, []byte(`"error"`)) {
 			w.Header().Set("Content-Type", "application/json")
 			if c.method != "tools/call" {
 				w.WriteHeader(resp.StatusCode) // relayed as it came
 			}
-			w.Write(msg)
+			w.Write(c.st.restore(msg, f))
 			return fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
 		}
 		writeFastError(w, c.id, fmt.Sprintf("mcpsafe proxy: the upstream answered HTTP %d", resp.StatusCode))
@@ -267,16 +299,17 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 			writeFastError(w, c.id, "mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run")
 			return err
 		}
-		if err := s.finalFor(frame.Read(msg), c.id); err != nil {
+		f := frame.Read(msg)
+		if err := s.finalFor(f, c.upID()); err != nil {
 			writeFastError(w, c.id, err.Error())
 			return err
 		}
 		w.Header().Set("Content-Type", ct)
 		w.Header().Set("Cache-Control", "no-cache, no-transform")
-		_, err = w.Write(msg)
+		_, err = w.Write(c.st.restore(msg, f))
 		return err
 	case "text/event-stream":
-		return s.relayEvents(w, resp.Body, ct, c.id, stop)
+		return s.relayEvents(w, resp.Body, ct, c, stop)
 	}
 	writeFastError(w, c.id, "mcpsafe proxy: the upstream answered in an unknown content type")
 	return fmt.Errorf("upstream content type %q", ct)
@@ -288,7 +321,8 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 // answering another id does not. Each line is read once into the event
 // being gathered (pooled buffers, laneBuffers), and each message once
 // (frame.Read), that reading also serving finalFor.
-func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id string, stop func()) error {
+func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c laneRequest, stop func()) error {
+	id, up := c.id, c.upID()
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
@@ -342,6 +376,9 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 		out := event
 		event, data = event[:0], data[:0]
 		if len(msg) == 0 {
+			if c.st != nil {
+				continue // no upstream event ids (nor retry) for the SDK handler's session
+			}
 			if _, err := w.Write(out); err != nil {
 				return err
 			}
@@ -359,15 +396,24 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			rc.Flush()
 			return errors.New("upstream event: an ambiguous message")
 		case f.Kind == frame.Notification:
+			if c.st != nil {
+				if !c.st.admit(f) {
+					continue
+				}
+				out = c.st.event(out[:0], msg, nil)
+			}
 			if _, err := w.Write(out); err != nil {
 				return err
 			}
 			rc.Flush()
-		case f.Kind == frame.Response && f.ID == id:
-			if err := s.finalFor(f, id); err != nil {
+		case f.Kind == frame.Response && f.ID == up:
+			if err := s.finalFor(f, up); err != nil {
 				writeEvent(w, fastErrorBody(id, err.Error()))
 				rc.Flush()
 				return err
+			}
+			if c.st != nil {
+				out = c.st.event(out[:0], msg, &f)
 			}
 			if _, err := w.Write(out); err != nil {
 				return err
@@ -375,6 +421,8 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct, id strin
 			rc.Flush()
 			drainRest(br, stop)
 			return nil
+		case f.Kind == frame.Request && c.st != nil:
+			c.st.answer(context.Background(), f)
 		default:
 			s.log.Debug("proxy: fast lane dropped an upstream message that is not this call's")
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,6 +44,7 @@ type relayState struct {
 	legacyOnce      sync.Once
 	legacy          *mcp.ClientSession
 	legacyErr       error
+	legacyUp        atomic.Pointer[mcp.ClientSession] // legacy, once connected (read without legacyOnce)
 
 	subsMu sync.Mutex
 	subs   map[string]map[*mcp.ServerSession]bool // resource URI -> subscribed downstream sessions
@@ -163,6 +165,8 @@ func (s *Server) legFor(ctx context.Context, req mcp.Request) (*mcp.ClientSessio
 		s.relay.legacy, s.relay.legacyErr = s.connectLeg(context.WithoutCancel(ctx), s.relay.legacyTransport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if s.relay.legacyErr != nil {
 			s.relay.legacyErr = fmt.Errorf("proxy: connecting the 2025-11-25 upstream leg: %w", s.relay.legacyErr)
+		} else {
+			s.relay.legacyUp.Store(s.relay.legacy)
 		}
 	})
 	return s.relay.legacy, s.relay.legacyErr
@@ -188,7 +192,7 @@ func declared(caps *mcp.ClientCapabilities, kind RequestKind) bool {
 // the policy allows it and the client declared the capability.
 func (s *Server) forClient(kind RequestKind) (downCall, error) {
 	if !s.pol().UpstreamRequests.allows(kind) {
-		return downCall{}, fmt.Errorf("mcpsafe proxy: the policy refuses the upstream's %s requests", kind)
+		return downCall{}, errPolicyRefuses(kind)
 	}
 	c, err := s.route()
 	if err != nil {
@@ -199,9 +203,17 @@ func (s *Server) forClient(kind RequestKind) (downCall, error) {
 		caps = p.Capabilities
 	}
 	if !declared(caps, kind) {
-		return downCall{}, fmt.Errorf("mcpsafe proxy: the downstream client did not declare the %s capability", kind)
+		return downCall{}, errUndeclared(kind)
 	}
 	return c, nil
+}
+
+func errPolicyRefuses(kind RequestKind) error {
+	return fmt.Errorf("mcpsafe proxy: the policy refuses the upstream's %s requests", kind)
+}
+
+func errUndeclared(kind RequestKind) error {
+	return fmt.Errorf("mcpsafe proxy: the downstream client did not declare the %s capability", kind)
 }
 
 func (s *Server) onSample(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

@@ -404,3 +404,17 @@ func Members(raw []byte) (map[string]json.RawMessage, bool) {
 	}
 	return validMembers(raw)
 }
+
+// Splice appends to dst msg with part, one of the raw members Read
+// returned for msg (a sub-slice of it, such as Top["id"]), replaced by
+// with: the rest of msg is copied as it is, not re-encoded. False (and dst
+// as it was) when part is empty or does not lie within msg.
+func Splice(dst, msg, part, with []byte) ([]byte, bool) {
+	off := cap(msg) - cap(part)
+	if len(part) == 0 || off < 0 || off+len(part) > len(msg) || &msg[off] != &part[0] {
+		return dst, false
+	}
+	dst = append(dst, msg[:off]...)
+	dst = append(dst, with...)
+	return append(dst, msg[off+len(part):]...), true
+}

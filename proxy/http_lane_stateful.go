@@ -1,0 +1,542 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/mcpsafe/mcpsafe/mcphttp"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The HTTP lane for stateful sessions: a client of the 2025-11-25
+// generation, in a session of the SDK's stateful handler, calls a tool
+// that passes through; the lane posts its bytes (the id alone rewritten)
+// to the upstream session the SDK path would use for it (legFor: the
+// legacy leg, or the primary leg of an upstream that speaks only
+// 2025-11-25), and relays the answer with relayHTTP/relayEvents, the id
+// restored. As on the stateless lane, anything it is not sure of goes to
+// the SDK handler (next), which answers as before.
+//
+// What makes the raw relay safe where the SDK path would do more:
+//   - the session is one the lane saw opened, by the same authenticated
+//     user as this request (the SDK handler's own hijacking check), on
+//     2025-11-25, and its client declared none of elicitation, sampling and
+//     roots: nothing the upstream may ask in-call can be for it, so every
+//     request in the call's stream is answered, to the upstream, with the
+//     refusal the SDK path gives such a client (forClient);
+//   - the upstream session is shared by every 2025-11-25 client and the
+//     proxy's own SDK client, so the client's id becomes a reserved lane id
+//     (sdkIDPrefix, which no client id on the lane carries: fastCallOf) and
+//     only the response with that id ends the call;
+//   - log messages pass at or above the level the session set (none
+//     without one, as the SDK's ServerSession.Log), progress only with the
+//     call's own token; list changes reach the proxy's own handlers.
+//
+// The SDK's idle timer of a session runs on while the lane serves it
+// (only requests through the SDK handler pause and reset it): a session
+// is taken only within half its idle time of its last request there.
+
+// laneIDPrefix is the id space of stateful lane calls upstream.
+const laneIDPrefix = sdkIDPrefix + "lane-"
+
+// statefulLane is the lane's state in one HTTPFastLane handler: the
+// sessions it may serve.
+type statefulLane struct {
+	g       *Gateway
+	next    http.Handler
+	maxBody int64
+	idle    time.Duration
+	// sessions: downstream session id -> *laneSession, for sessions of
+	// 2025-11-25 that declared no capability the upstream could use.
+	sessions sync.Map
+}
+
+// laneSession is a downstream session the lane may serve.
+type laneSession struct {
+	ss   *mcp.ServerSession
+	user string                  // the authenticated user who opened it; "" without auth
+	caps *mcp.ClientCapabilities // what its client declared at initialize
+
+	mu       sync.Mutex
+	lastSDK  time.Time                // end of its last POST through the SDK handler
+	inFlight map[string]*statefulCall // its lane calls by client id
+}
+
+// statefulUp is the lane's part of httpLane: the legacy leg's endpoint
+// and the lane ids.
+type statefulUp struct {
+	legacyOnce sync.Once
+	legacy     *httpLane
+	seq        atomic.Uint64
+	calls      atomic.Int64 // calls that took the stateful lane, for tests
+}
+
+// statefulCall is one call on the lane: where it goes and what came of it.
+type statefulCall struct {
+	up      *httpLane
+	session string // the upstream session's id ("" for a stateless upstream)
+	id      string // the client's id, as JSON
+	upID    string // the reserved lane id, as JSON
+	token   string // the call's progress token (raw JSON), or ""
+	ls      *laneSession
+	s       *Server
+	leg     *mcp.ClientSession
+	// answered: the call's response was relayed; end, set then (or
+	// when the call failed), ends the call for the session.
+	answered bool
+	end      func()
+}
+
+// done ends the call for its session once it is answered, as the SDK
+// path ends it before it writes the response: later calls of other
+// sessions must not find it in flight (route) while the lane reads what
+// follows the response.
+func (c *statefulCall) done() {
+	if c.end != nil {
+		c.end()
+		c.end = nil
+	}
+}
+
+// wrapStateful puts the stateful lane in front of next, unless h keeps no
+// sessions.
+func (g *Gateway) wrapStateful(next http.Handler, h mcphttp.HTTP, maxBody int64) http.Handler {
+	if h.Stateless {
+		return next
+	}
+	idle := h.SessionIdle
+	if idle <= 0 {
+		idle = mcphttp.DefaultSessionIdle
+	}
+	return &statefulLane{g: g, next: next, maxBody: maxBody, idle: idle}
+}
+
+func (l *statefulLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ids := r.Header.Values("Mcp-Session-Id")
+	if r.Method == http.MethodPost && len(ids) == 0 && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		// Perhaps an initialize (which carries no version header), to
+		// the SDK handler's sessions.
+		l.next.ServeHTTP(&openWriter{ResponseWriter: w, l: l, r: r}, r)
+		return
+	}
+	if r.Method != http.MethodPost || len(ids) != 1 {
+		l.next.ServeHTTP(w, r)
+		return
+	}
+	v, _ := l.sessions.Load(ids[0])
+	ls, _ := v.(*laneSession)
+	if ls == nil || !statefulHeaders(r) || ls.user != userOf(r) || !ls.fresh(l.idle) {
+		l.sdk(w, r, ls)
+		return
+	}
+	body, ok := readLaneBody(w, r, l.maxBody)
+	if !ok {
+		return
+	}
+	f := frame.Read(body)
+	switch {
+	case f.Kind == frame.Request && f.Method == "tools/call":
+		if l.call(w, r, body, f, ls) {
+			return
+		}
+	case f.Kind == frame.Notification && f.Method == "notifications/cancelled":
+		if l.cancel(w, r, body, f, ls) {
+			return
+		}
+	}
+	l.sdk(w, r, ls)
+}
+
+// sdk hands r to the SDK handler, noting when a lane session's POST ends
+// there (the SDK resets its idle timer then).
+func (l *statefulLane) sdk(w http.ResponseWriter, r *http.Request, ls *laneSession) {
+	l.next.ServeHTTP(w, r)
+	if ls != nil && r.Method == http.MethodPost {
+		ls.mu.Lock()
+		ls.lastSDK = time.Now()
+		ls.mu.Unlock()
+	}
+}
+
+func (ls *laneSession) fresh(idle time.Duration) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return time.Since(ls.lastSDK) < idle/2
+}
+
+// opened records the session the SDK handler opened for r, when the lane
+// may serve it: initialized on 2025-11-25.
+func (l *statefulLane) opened(id string, r *http.Request) {
+	if id == "" {
+		return
+	}
+	for ss := range l.g.MCP.Sessions() {
+		if ss.ID() != id {
+			continue
+		}
+		p := ss.InitializeParams()
+		if p == nil || p.ProtocolVersion != legacyProtocol {
+			return
+		}
+		ls := &laneSession{ss: ss, user: userOf(r), caps: p.Capabilities, lastSDK: time.Now(), inFlight: map[string]*statefulCall{}}
+		if _, had := l.sessions.LoadOrStore(id, ls); !had {
+			go func() {
+				ss.Wait()
+				l.sessions.Delete(id)
+			}()
+		}
+		return
+	}
+}
+
+// openWriter is the response to a POST that may open a session: the lane
+// records the session as its headers go out, before the client can use
+// it. (The SDK writes through http.ResponseController, which finds the
+// writer beneath through Unwrap.)
+type openWriter struct {
+	http.ResponseWriter
+	l    *statefulLane
+	r    *http.Request
+	seen bool
+}
+
+func (o *openWriter) open() {
+	if !o.seen {
+		o.seen = true
+		o.l.opened(o.Header().Get("Mcp-Session-Id"), o.r)
+	}
+}
+
+func (o *openWriter) WriteHeader(code int) { o.open(); o.ResponseWriter.WriteHeader(code) }
+
+func (o *openWriter) Write(b []byte) (int, error) { o.open(); return o.ResponseWriter.Write(b) }
+
+func (o *openWriter) FlushError() error {
+	o.open()
+	return http.NewResponseController(o.ResponseWriter).Flush()
+}
+
+func (o *openWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+
+// userOf is the authenticated user of r, as the SDK handler keys sessions.
+func userOf(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+const legacyProtocol = "2025-11-25"
+
+// statefulHeaders: a POST the SDK's stateful handler takes as a message
+// of a 2025-11-25 session (one session id: the caller checked it).
+func statefulHeaders(r *http.Request) bool {
+	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != legacyProtocol {
+		return false
+	}
+	if mt, err := mediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false
+	}
+	return acceptsBoth(r.Header.Values("Accept")) && loopbackSafe(r)
+}
+
+// call relays f, the body's tools/call, on the lane, and reports whether
+// it did.
+func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte, f frame.Frame, ls *laneSession) bool {
+	_, s := l.g.route(f.Tool)
+	if s == nil {
+		return false
+	}
+	if s.mayAsk(ls.caps) {
+		return false // the SDK path relays what the upstream asks in-call
+	}
+	c, ok := s.statefulCall(f)
+	if !ok {
+		return false
+	}
+	c.ls, c.id = ls, f.ID
+	up, ok := frame.Splice(make([]byte, 0, len(body)+len(c.upID)), body, f.Top["id"], []byte(c.upID))
+	if !ok {
+		return false
+	}
+	ls.mu.Lock()
+	_, dup := ls.inFlight[f.ID]
+	if !dup {
+		ls.inFlight[f.ID] = c
+	}
+	ls.mu.Unlock()
+	if dup {
+		return false // the SDK path answers as it would
+	}
+	untrack := s.track(r.Context(), ls.ss)
+	c.end = func() {
+		untrack()
+		ls.mu.Lock()
+		delete(ls.inFlight, f.ID)
+		ls.mu.Unlock()
+	}
+	defer c.done()
+	s.httpUp.st.calls.Add(1)
+	s.forwardHTTP(w, r, up, laneRequest{id: f.ID, method: "tools/call", name: f.Tool, st: c})
+	if !c.answered && r.Context().Err() != nil {
+		// The client left: cancel upstream, as the SDK client does when
+		// the SDK handler cancels the call (PropagateRequestCancellation).
+		c.post(context.WithoutCancel(r.Context()), []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+c.upID+`}}`))
+	}
+	return true
+}
+
+// statefulCall: f (read by frame.Read) is a call the SDK path would pass
+// through to s's upstream session of the 2025-11-25 generation, unchanged
+// but for its id and progress token, and the lane can post to that
+// session.
+func (s *Server) statefulCall(f frame.Frame) (*statefulCall, bool) {
+	if s.httpUp == nil || s.member.prefix != "" || s.Upstream == nil || !f.Alike {
+		return nil, false
+	}
+	if args := f.Params["arguments"]; len(args) == 0 || args[0] != '{' {
+		return nil, false // the SDK path sends {} for absent arguments
+	}
+	for k := range f.Meta {
+		// A 2025-11-25 leg gets none of the client's identity,
+		// capabilities and protocol version (withCaps strips them), and
+		// its own progress token.
+		if k != "progressToken" {
+			return nil, false
+		}
+	}
+	if !s.plainTool(f.Tool) {
+		return nil, false
+	}
+	fc, ok := s.fastCallOf(f, f.Tool)
+	if !ok {
+		return nil, false
+	}
+	leg, up := s.statefulLeg()
+	if leg == nil {
+		return nil, false
+	}
+	seq := s.httpUp.st.seq.Add(1)
+	return &statefulCall{up: up, session: leg.ID(), leg: leg, s: s, token: fc.token,
+		upID: `"` + laneIDPrefix + strconv.FormatUint(seq, 10) + `"`}, true
+}
+
+// statefulLeg is the upstream session a 2025-11-25 client's call goes to
+// (legFor), with the endpoint that serves it, when it is connected, of
+// that generation, over streamable HTTP without the proxy's credentials.
+func (s *Server) statefulLeg() (*mcp.ClientSession, *httpLane) {
+	init := s.Upstream.InitializeResult()
+	if init == nil {
+		return nil, nil
+	}
+	if init.ProtocolVersion < modernProtocol {
+		if init.ProtocolVersion != legacyProtocol {
+			return nil, nil
+		}
+		return s.Upstream, s.httpUp
+	}
+	leg := s.relay.legacyUp.Load()
+	if leg == nil {
+		return nil, nil // not yet connected: the SDK path connects it
+	}
+	st := &s.httpUp.st
+	st.legacyOnce.Do(func() { st.legacy = newHTTPLane(s.relay.legacyTransport) })
+	if st.legacy == nil || leg.InitializeResult().ProtocolVersion != legacyProtocol {
+		return nil, nil
+	}
+	return leg, st.legacy
+}
+
+// cancel forwards a client's cancellation of one of its lane calls,
+// f read from body, with the call's lane id, and reports whether it did.
+func (l *statefulLane) cancel(w http.ResponseWriter, r *http.Request, body []byte, f frame.Frame, ls *laneSession) bool {
+	if !f.Alike {
+		return false
+	}
+	req := f.Params["requestId"]
+	ls.mu.Lock()
+	c := ls.inFlight[string(bytes.TrimSpace(req))]
+	ls.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	up, ok := frame.Splice(nil, body, req, []byte(c.upID))
+	if !ok {
+		return false
+	}
+	c.post(r.Context(), up)
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// headers sets what the SDK client sends on its 2025-11-25 session.
+func (c *statefulCall) headers(h http.Header) {
+	h.Set("Mcp-Protocol-Version", legacyProtocol)
+	if c.session != "" {
+		h.Set("Mcp-Session-Id", c.session)
+	}
+}
+
+// post sends msg, a notification or a response of the proxy's, to the
+// upstream session, and reads the answer (202) away.
+func (c *statefulCall) post(ctx context.Context, msg []byte) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.up.endpoint, bytes.NewReader(msg))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	c.headers(req.Header)
+	resp, err := c.up.client.Do(req)
+	if err != nil {
+		c.s.log.Debug("proxy: stateful lane: posting to the upstream failed", "err", err)
+		return
+	}
+	lb := getLaneBuffers(resp.Body)
+	drainRest(lb.br, cancel)
+	lb.put()
+	resp.Body.Close()
+}
+
+// restore is msg, the upstream's response to the call read as f, with
+// the client's id; msg itself off the stateful lane (c nil).
+func (c *statefulCall) restore(msg []byte, f frame.Frame) []byte {
+	if c == nil {
+		return msg
+	}
+	c.answered = true
+	c.done()
+	out, _ := frame.Splice(nil, msg, f.Top["id"], []byte(c.id))
+	return out
+}
+
+// event appends to dst msg, an upstream message of the call's stream, as
+// an event of the lane's own (no upstream event id: the client's session
+// is the SDK handler's); the response f (nil for a notification) with the
+// client's id.
+func (c *statefulCall) event(dst, msg []byte, f *frame.Frame) []byte {
+	dst = append(dst, "event: message\ndata: "...)
+	if f != nil {
+		c.answered = true
+		c.done()
+		start := len(dst)
+		dst, _ = frame.Splice(dst, msg, f.Top["id"], []byte(c.id))
+		msg = dst[start:]
+	} else {
+		dst = append(dst, msg...)
+	}
+	if bytes.IndexByte(msg, '\n') >= 0 {
+		// Whitespace between JSON tokens: each line its own data line.
+		msg = bytes.Clone(msg)
+		dst = dst[:len(dst)-len(msg)]
+		dst = append(dst, bytes.ReplaceAll(msg, []byte("\n"), []byte("\ndata: "))...)
+	}
+	return append(dst, "\n\n"...)
+}
+
+// admit decides an upstream notification in the call's stream, f: true
+// relays it to the client.
+func (c *statefulCall) admit(f frame.Frame) bool {
+	switch f.Method {
+	case "notifications/progress":
+		return c.token != "" && f.Progress == c.token
+	case "notifications/message":
+		var level mcp.LoggingLevel
+		if json.Unmarshal(f.Params["level"], &level) != nil {
+			return false // the SDK client would not read it
+		}
+		set, ok := c.s.levels().of(c.ls.ss)
+		return ok && levelRank(level) >= levelRank(set)
+	case "notifications/tools/list_changed":
+		c.s.requestSync()
+	case "notifications/prompts/list_changed":
+		c.s.promptsChanged(c.leg)
+	case "notifications/resources/list_changed":
+		c.s.resourcesChanged(c.leg)
+	case "notifications/resources/updated":
+		var p mcp.ResourceUpdatedNotificationParams
+		if json.Unmarshal(f.Top["params"], &p) == nil {
+			c.s.onResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationRequest{Params: &p})
+		}
+	}
+	// Anything else the SDK client handles itself or drops.
+	return false
+}
+
+// levelRank orders log levels as the SDK does (an unknown one as debug).
+func levelRank(l mcp.LoggingLevel) int {
+	switch l {
+	case "info":
+		return 1
+	case "notice":
+		return 2
+	case "warning":
+		return 3
+	case "error":
+		return 4
+	case "critical":
+		return 5
+	case "alert":
+		return 6
+	case "emergency":
+		return 7
+	}
+	return 0
+}
+
+// answer answers a request the upstream sent in the call's stream, f, to
+// the upstream, as the SDK path answers it for a client that declared
+// none of elicitation, sampling and roots (forClient), in the same
+// session.
+func (c *statefulCall) answer(ctx context.Context, f frame.Frame) {
+	var reply string
+	var err error
+	ur := c.s.pol().UpstreamRequests
+	switch f.Method {
+	case "ping":
+		reply = `"result":{}`
+	case "elicitation/create":
+		err = refusal(ur, KindElicitation)
+	case "sampling/createMessage":
+		err = refusal(ur, KindSampling)
+	case "roots/list":
+		err = refusal(ur, KindRoots)
+	default:
+		reply = `"error":{"code":-32601,"message":"method not found"}`
+	}
+	if err != nil {
+		m, _ := json.Marshal(err.Error())
+		reply = `"error":{"code":0,"message":` + string(m) + `}`
+	}
+	c.s.log.Debug("proxy: stateful lane answered an upstream request in the call's stream", "method", f.Method)
+	c.post(ctx, []byte(`{"jsonrpc":"2.0","id":`+f.ID+`,`+reply+`}`))
+}
+
+// mayAsk: the upstream may ask a client that declared caps something
+// in-call through s (a kind it declared and s's policy relays).
+func (s *Server) mayAsk(caps *mcp.ClientCapabilities) bool {
+	ur := s.pol().UpstreamRequests
+	for _, k := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
+		if declared(caps, k) && ur.allows(k) {
+			return true
+		}
+	}
+	return false
+}
+
+func refusal(ur UpstreamRequests, kind RequestKind) error {
+	if !ur.allows(kind) {
+		return errPolicyRefuses(kind)
+	}
+	return errUndeclared(kind)
+}
