@@ -51,7 +51,6 @@ type Gateway struct {
 	// prompts and resources map what the last list showed to the server
 	// that listed it.
 	prompts, resources map[string]string
-	source             string
 	sticky             map[string]*stickiness // each server name's rug-pull memory
 	closed             bool
 	down               func([]byte) error // the stdio client, once ServeStdio runs
@@ -148,7 +147,6 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 		opts.HealthInterval = 10 * time.Second
 	}
 	g := gatewayOn(gate, opts)
-	g.source = file.Source
 	g.MCP = g.newMCP("mcpsafe-gateway", "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and "+NameSeparator+".",
 		&mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},

@@ -110,9 +110,6 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		}
 		g.up(sl, srv)
 	}
-	g.mu.Lock()
-	g.source = file.Source
-	g.mu.Unlock()
 	return errors.Join(errs...)
 }
 

@@ -36,7 +36,6 @@ type Policy struct {
 	// upstream's own title or name.
 	Name          string
 	Mode          mcpsafe.Mode
-	ModeLine      int // where Mode was set
 	AllowTokenFor []mcpsafe.OptIn
 	// AllowGrantsFor names the irreversible tools whose grants are offered.
 	AllowGrantsFor []string
@@ -255,7 +254,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: mode: %w", source, keyLine(&root, "mode"), err)
 		}
-		p.Mode, p.ModeLine = m, keyLine(&root, "mode")
+		p.Mode = m
 	}
 	for _, v := range f.AllowTokenFor {
 		o, err := optin.Parse(v)

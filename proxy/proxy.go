@@ -93,7 +93,6 @@ type Server struct {
 	syncReq    chan struct{}
 	stop       chan struct{}
 	stopOnce   sync.Once
-	syncDone   chan struct{}
 
 	progress   sync.Map // upstream progress token -> progressTarget
 	progressID atomic.Uint64
@@ -168,7 +167,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	pol := cmp.Or(cfg.Policy, &Policy{Source: "default policy"})
 	s := &Server{
 		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member, metrics: cfg.Metrics,
-		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
+		syncReq: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
 	s.policyP.Store(pol)
 	s.relay.legacyTransport = cfg.LegacyUpstream

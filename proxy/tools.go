@@ -235,7 +235,6 @@ func (s *Server) requestSync() {
 // apart from the notification handler, which must not wait on a request
 // over the same connection.
 func (s *Server) syncLoop() {
-	defer close(s.syncDone)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { // stop cancels a sync under way
