@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -132,10 +133,7 @@ func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
 		u.mu.Unlock()
 	case *mcp.StreamableClientTransport:
 		c := *u
-		hc := http.DefaultClient
-		if u.HTTPClient != nil {
-			hc = u.HTTPClient
-		}
+		hc := cmp.Or(u.HTTPClient, http.DefaultClient)
 		nc := *hc
 		base := hc.Transport
 		if base == nil {
