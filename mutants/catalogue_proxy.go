@@ -12,9 +12,9 @@ var proxyMutants = []Mutant{
 		Why:      "the policy file accepts unknown keys (a typo such as auto_aprove silently does nothing)",
 		Edits: []Edit{
 			{
-				File: "proxy/policy.go",
-				Old:  "\tdec.KnownFields(true)\n\tif err := dec.Decode(&f); err != nil {",
-				New:  "\tif err := dec.Decode(&f); err != nil {",
+				File: "proxy/policy_hints.go",
+				Old:  "\tdec.KnownFields(true)\n\tif err := dec.Decode(v); err != nil {",
+				New:  "\tif err := dec.Decode(v); err != nil {",
 			},
 		},
 	},
@@ -117,7 +117,7 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/tools.go",
-				Old:  "\t\tgated := s.sticky.gate(name, s.gated(t))\n",
+				Old:  "\t\tgated := s.member.sticky.gate(name, s.gated(t))\n",
 				New:  "\t\tgated := s.gated(t)\n",
 			},
 		},

@@ -20,24 +20,24 @@ import (
 // protocolError returns the upstream's JSON-RPC error itself when err
 // carries one, so that the client gets its code, message and data.
 func protocolError(err error) error {
-	var jerr *jsonrpc.Error
-	if errors.As(err, &jerr) {
+	if jerr, ok := errors.AsType[*jsonrpc.Error](err); ok {
 		return jerr
 	}
 	return err
 }
 
-// middleware relays what is not a tool call to upstream unchanged, keeps
-// track of downstream requests in flight (for routing what upstream sends
-// back mid-call), and remembers each tools/call request so that progress
-// and input requests can be routed back.
+// middleware serves what the gateway's middleware routes to this server:
+// tool calls go on to the gate or the pass-through handler (a continuation
+// straight upstream), prompts, resources and completions are relayed to
+// upstream unchanged. The requests in flight are tracked so that what
+// upstream sends back mid-call can be routed to them.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/call", "prompts/get", "resources/read":
 			// The requests during which the upstream may ask or tell the
-			// client something (long-lived ones such as
-			// subscriptions/listen would make every routing ambiguous).
+			// client something (long-lived ones such as subscriptions/listen
+			// would make every routing ambiguous).
 			ss, _ := req.GetSession().(*mcp.ServerSession)
 			defer s.track(ctx, ss)()
 		}
@@ -46,14 +46,6 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return s.continueCall(ctx, r)
 			}
 			return next(ctx, method, req)
-		}
-		switch req.(type) {
-		case *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest, *mcp.ReadResourceRequest,
-			*mcp.ListPromptsRequest, *mcp.GetPromptRequest, *mcp.CompleteRequest:
-		default:
-			if method != "logging/setLevel" {
-				return next(ctx, method, req)
-			}
 		}
 		leg, err := s.legFor(ctx, req)
 		if err != nil {
@@ -77,17 +69,6 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.CompleteRequest:
 			return relayResult(leg.Complete(ctx, r.Params))
 		}
-		// logging/setLevel: upstream first, then the downstream session
-		// records the level to filter relayed messages by.
-		p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
-		if leg.InitializeResult().ProtocolVersion < modernProtocol {
-			if err := leg.SetLoggingLevel(ctx, p); err != nil {
-				return nil, err
-			}
-		}
-		// A 2026-07-28 upstream has no session level: the proxy keeps it
-		// and puts it on each request of this client (withCaps).
-		s.levels().set(req.GetSession(), p)
 		return next(ctx, method, req)
 	}
 }
@@ -177,8 +158,7 @@ func (s *Server) execute(ctx context.Context, c mcpsafe.Call, _ mcpsafe.Approval
 		return nil, err
 	}
 	res, err = s.afterGated(ctx, c.Request, params, c.ArgsDigest, c.Principal, res)
-	var jerr *jsonrpc.Error
-	if errors.As(err, &jerr) {
+	if _, ok := errors.AsType[*jsonrpc.Error](err); ok {
 		// Only the upstream's first answer is relayed as a protocol
 		// error: what fails after it (asking the client, a retry) is the
 		// tool's failure, reported as one.
@@ -220,7 +200,7 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 	if err != nil && s.member.suspect != nil && ctx.Err() == nil {
 		// -32005 is the SDK's "rejected by transport": the request never
 		// got an answer from the upstream.
-		if jerr := (*jsonrpc.Error)(nil); !errors.As(err, &jerr) || jerr.Code == -32005 {
+		if jerr, ok := errors.AsType[*jsonrpc.Error](err); !ok || jerr.Code == -32005 {
 			s.member.suspect(s) // the upstream may be gone: the gateway checks
 		}
 	}

@@ -38,7 +38,6 @@ func (c *CommandLeg) Connect(ctx context.Context) (mcp.Connection, error) {
 	return pipe.Connect(ctx)
 }
 
-// close stops the process, if it was started.
 func (c *CommandLeg) close() {
 	c.mu.Lock()
 	pipe := c.pipe

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,12 +69,8 @@ func (c *continuations) init(l ledger.Ledger) error {
 }
 
 func (c *continuations) seal(ctx context.Context, tool, digest, principal, state string) (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
 	k := continuation{V: 1, Tool: tool, Digest: digest, Principal: principal, State: state,
-		Nonce: hex.EncodeToString(b[:]), Expires: c.now().Add(contTTL).UnixMilli()}
+		Nonce: rand.Text(), Expires: c.now().Add(contTTL).UnixMilli()}
 	if err := c.ledger.Issue(ctx, k.Nonce, time.UnixMilli(k.Expires)); err != nil {
 		return "", fmt.Errorf("ledger: %w", err)
 	}

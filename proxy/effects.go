@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -150,7 +152,6 @@ func compileCallArgs(env *cel.Env, n yaml.Node, where string, at func(int, strin
 	return args, refs, errs
 }
 
-// effect computes a call's effect: detail lines and a part.
 func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	if e.DryRun != nil {
 		return s.dryRun(ctx, name, e, c)
@@ -184,30 +185,16 @@ func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]
 	return []string{detail}, []plan.Part{part}, nil
 }
 
-// readCurrent reads the current content through the read-only tool.
 func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call) (string, bool, error) {
-	refuse := func(format string, a ...any) (string, bool, error) {
-		return "", false, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.read %s: "+format, append([]any{r.Tool}, a...)...)
-	}
-	// As for a resolver: checked on every call, since upstream may since
-	// have dropped the tool's readOnlyHint.
-	if !s.passesThrough(r.Tool) {
-		return refuse("is not a read-only upstream tool")
-	}
-	args, err := r.arguments(ctx, c)
+	res, text, err := s.callReadOnly(ctx, r, c, mcpsafe.ReasonPreviewFailed, "effect.write.read")
 	if err != nil {
-		return refuse("%v", err)
+		return "", false, err
 	}
-	res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: r.Tool, Arguments: args})
-	if err != nil {
-		return refuse("failed: %v", err)
-	}
-	text := resultText(res)
 	if res.IsError {
 		if missing(text) {
 			return "", false, nil
 		}
-		return refuse("reported an error: %s", prompt.Quote(text))
+		return "", false, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.read %s reported an error: %s", r.Tool, prompt.Quote(text))
 	}
 	if m, ok := res.StructuredContent.(map[string]any); ok {
 		if v, ok := m["content"].(string); ok {
@@ -217,7 +204,6 @@ func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call) (
 	return text, true, nil
 }
 
-// missing reports an upstream error that says the file is not there.
 func missing(text string) bool {
 	t := strings.ToLower(text)
 	return strings.Contains(t, "enoent") || strings.Contains(t, "no such file")
@@ -230,14 +216,8 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 			return nil, nil, err
 		}
 	}
-	for k, v := range e.DryRun {
-		args[k] = v
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, nil, err
-	}
-	res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(raw)})
+	maps.Copy(args, e.DryRun)
+	res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the dry run of %s failed: %v", name, err)
 	}
@@ -245,11 +225,7 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 	if res.IsError {
 		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the dry run of %s reported an error, so the call would fail: %s", name, prompt.Quote(text))
 	}
-	keys := make([]string, 0, len(e.DryRun))
-	for k := range e.DryRun {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(e.DryRun))
 	part := plan.Part{Title: "The change, as a dry run of " + prompt.Quote(name) + " shows it", Diff: &plan.Diff{Unified: text}, Shows: e.Shows}
 	return []string{"effect: as " + prompt.Quote(name) + " reports it when called with " + strings.Join(keys, ", ") + " set (it changed nothing)"}, []plan.Part{part}, nil
 }
@@ -322,18 +298,12 @@ func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, m
 // the upstream's own title or name, else the audience (which, derived,
 // ends in a hash: only when there is nothing better).
 func personName(given string, info *mcp.Implementation, audience string) string {
-	switch {
-	case given != "":
-		return given
-	case info != nil && info.Title != "":
-		return info.Title
-	case info != nil && info.Name != "":
-		return info.Name
+	if info == nil {
+		info = &mcp.Implementation{}
 	}
-	return audience
+	return cmp.Or(given, info.Title, info.Name, audience)
 }
 
-// lineWord is "1 line" or "N lines".
 func lineWord(n int) string {
 	if n == 1 {
 		return "1 line"

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -49,15 +51,11 @@ type Gateway struct {
 	// prompts and resources map what the last list showed to the server
 	// that listed it.
 	prompts, resources map[string]string
-	source             string
-	// sticky is each server name's rug-pull memory (see stickiness), kept
-	// for the life of the process: through crashes, reloads that restart
-	// the server, and its removal and return.
-	sticky map[string]*stickiness
-	closed bool
-	down   func([]byte) error // the stdio client, once ServeStdio runs
-	stop   chan struct{}      // closed by Close: restarts give up waiting
-	wg     sync.WaitGroup
+	sticky             map[string]*stickiness // each server name's rug-pull memory
+	closed             bool
+	down               func([]byte) error // the stdio client, once ServeStdio runs
+	stop               chan struct{}      // closed by Close: restarts give up waiting
+	wg                 sync.WaitGroup
 }
 
 // ReasonServerUnavailable refuses a call to a server of the gateway that
@@ -122,15 +120,13 @@ type member struct {
 	suspect func(*Server)
 	// starting is told of a server about to register its tools.
 	starting func(*Server)
-	// logLevels is the gateway's: see Server.setLogLevel.
-	logLevels *sync.Map
 }
 
 // NewGateway starts every server of file on the shared stores of gate
 // (opened and closed by the caller; cmd/mcpsafe builds them with
-// internal/serverconf) and serves their tools. A server that does not start, a policy that
-// does not fit its upstream's tools, or a name two servers would both
-// serve is a startup error.
+// internal/serverconf) and serves their tools. A server that does not
+// start, a policy that does not fit its upstream's tools, or a name two
+// servers would both serve is a startup error.
 func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, opts GatewayOptions) (_ *Gateway, err error) {
 	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
@@ -151,7 +147,6 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 		opts.HealthInterval = 10 * time.Second
 	}
 	g := gatewayOn(gate, opts)
-	g.source = file.Source
 	g.MCP = g.newMCP("mcpsafe-gateway", "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and "+NameSeparator+".",
 		&mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},
@@ -169,15 +164,10 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 	}()
 	// Every slot exists before any server starts, so that each claim sees
 	// all server names, whatever the order.
-	slots := make([]*slot, len(file.Servers))
-	for i, sp := range file.Servers {
-		slots[i] = g.newSlot(sp)
+	var slots []*slot
+	for _, sp := range file.Servers {
+		slots = append(slots, g.newSlot(sp))
 	}
-	g.mu.Lock()
-	for i, sp := range file.Servers {
-		g.slots[sp.Name] = slots[i]
-	}
-	g.mu.Unlock()
 	for _, sl := range slots {
 		srv, err := g.start(ctx, sl)
 		if err != nil {
@@ -189,9 +179,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 }
 
 func gatewayOn(gate mcpsafe.Options, opts GatewayOptions) *Gateway {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	return &Gateway{gate: gate, log: opts.Logger, opts: opts, slots: map[string]*slot{}, names: map[string]string{},
 		sticky: map[string]*stickiness{}, stop: make(chan struct{}), JournalPath: opts.JournalPath}
 }
@@ -239,21 +227,11 @@ func (file *GatewayFile) CheckAudiences(sharedLedger bool) error {
 	return errors.Join(errs...)
 }
 
+// newSlot makes sp's slot, the gateway's slot of that name from now on.
 func (g *Gateway) newSlot(sp *ServerSpec) *slot {
-	g.mu.Lock()
-	sticky := g.sticky[sp.Name]
-	if sticky == nil {
-		sticky = &stickiness{}
-		g.sticky[sp.Name] = sticky
-	}
-	g.mu.Unlock()
 	sl := &slot{spec: sp, known: map[string]bool{}}
-	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g, logLevels: &g.logLevels,
-		server: func(*mcp.InitializeResult) *mcp.Server { return g.MCP },
-		// Shared by every Server that ever runs under this name, so that
-		// one restarted (after a crash or by a reload) or removed and added
-		// back is held to the strictest treatment its tools ever had.
-		sticky: sticky}
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g,
+		server: func(*mcp.InitializeResult) *mcp.Server { return g.MCP }}
 	sl.m.claim = func(down string) error { return g.claim(sl, down) }
 	sl.m.release = func(down string) { g.release(sp.Name, down) }
 	sl.m.suspect = func(srv *Server) { go g.check(srv) }
@@ -264,6 +242,16 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 			sl.srv, sl.early = srv, srv
 		}
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// One for every Server that ever runs under this name (see stickiness).
+	sticky := g.sticky[sp.Name]
+	if sticky == nil {
+		sticky = &stickiness{gated: map[string]bool{}, irreversible: map[string]bool{}}
+		g.sticky[sp.Name] = sticky
+	}
+	sl.m.sticky = sticky
+	g.slots[sp.Name] = sl
 	return sl
 }
 
@@ -322,9 +310,7 @@ func (g *Gateway) Close() error {
 	g.mu.Unlock()
 	var errs []error
 	for _, s := range srvs {
-		if err := s.Close(); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, s.Close())
 	}
 	g.wg.Wait()
 	return errors.Join(errs...)
@@ -372,11 +358,8 @@ func (g *Gateway) route(name string) (sl *slot, srv *Server) {
 
 func (g *Gateway) unavailable(sl *slot, what string) *mcp.CallToolResult {
 	g.mu.Lock()
-	why := sl.down
+	why := cmp.Or(sl.down, "it is not running")
 	g.mu.Unlock()
-	if why == "" {
-		why = "it is not running"
-	}
 	r := &mcpsafe.Refusal{Reason: ReasonServerUnavailable,
 		Message: fmt.Sprintf("%s belongs to gateway server %s, which is down (%s); nothing was run, and no other server was asked", prompt.Quote(what), prompt.Quote(sl.spec.Name), why)}
 	return r.Result()
@@ -396,16 +379,11 @@ func (g *Gateway) Pending() int {
 func (g *Gateway) running() []*Server {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	names := make([]string, 0, len(g.slots))
-	for n, sl := range g.slots {
-		if sl.srv != nil {
-			names = append(names, n)
+	var out []*Server
+	for _, n := range slices.Sorted(maps.Keys(g.slots)) {
+		if srv := g.slots[n].srv; srv != nil {
+			out = append(out, srv)
 		}
-	}
-	slices.Sort(names)
-	out := make([]*Server, len(names))
-	for i, n := range names {
-		out[i] = g.slots[n].srv
 	}
 	return out
 }

@@ -1,11 +1,10 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,13 +62,6 @@ type serverYAML struct {
 	Policy     yaml.Node         `yaml:"policy"`
 }
 
-// A typo'd key in a gateway file is explained as in a policy file: the
-// key, where it was, the nearest known key and the list.
-func init() {
-	knownKeys["gatewayFileYAML"], where["gatewayFileYAML"] = yamlKeys(gatewayFileYAML{}), "at the top level of the gateway configuration"
-	knownKeys["serverYAML"], where["serverYAML"] = yamlKeys(serverYAML{}), "in a server entry"
-}
-
 // LoadGateway reads and checks a gateway configuration file. Policy files
 // it names are read relative to it.
 func LoadGateway(path string) (*GatewayFile, error) {
@@ -85,25 +77,18 @@ func LoadGateway(path string) (*GatewayFile, error) {
 // and '-', or a policy that does not compile are errors.
 func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 	var f gatewayFileYAML
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty gateway configuration", source)
-		}
-		return nil, explainYAML(source, err)
+	switch empty, err := decodeStrict(source, data, &f); {
+	case err != nil:
+		return nil, err
+	case empty:
+		return nil, fmt.Errorf("%s: empty gateway configuration", source)
 	}
 	if len(f.Servers) == 0 {
 		return nil, fmt.Errorf("%s: no servers", source)
 	}
 	out := &GatewayFile{Source: source}
 	var errs []error
-	names := make([]string, 0, len(f.Servers))
-	for n := range f.Servers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Servers)) {
 		sy := f.Servers[name]
 		at := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("%s: servers.%s: %s", source, name, fmt.Sprintf(format, args...)))
@@ -194,7 +179,6 @@ func (sp *ServerSpec) prefix() string {
 	return sp.Name + NameSeparator
 }
 
-// label is how messages name the server.
 func (sp *ServerSpec) label() string {
 	if len(sp.Command) > 0 {
 		return sp.Name + " (" + strings.Join(sp.Command, " ") + ")"

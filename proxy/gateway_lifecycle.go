@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// command returns a new, unstarted command for sp's upstream.
 func (g *Gateway) command(sp *ServerSpec) *exec.Cmd {
 	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
 	cmd.Dir = sp.Dir
@@ -89,13 +89,10 @@ func (g *Gateway) config(sl *slot) (Config, error) {
 		return Config{}, err
 	}
 	gc := g.gate
-	gc.Audience = sp.Audience
-	if gc.Audience == "" {
-		// Derived from the command line or URL and the server's name, so
-		// stable across restarts and distinct between servers of the
-		// gateway even when their commands differ only in the environment.
-		gc.Audience = aud + "/" + sp.Name
-	}
+	// Unless given, derived from the command line or URL and the server's
+	// name: stable across restarts, and distinct between servers of the
+	// gateway even when their commands differ only in the environment.
+	gc.Audience = cmp.Or(sp.Audience, aud+"/"+sp.Name)
 	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout}
 	if sp.URL != "" {
 		cfg.LegacyUpstream, _, _ = g.transport(sp)
@@ -120,14 +117,12 @@ func (g *Gateway) up(sl *slot, srv *Server) {
 	if sl.fixed != nil {
 		return // nothing to restart it from
 	}
-	g.wg.Add(1)
-	go g.watch(sl, srv, gen)
+	g.wg.Go(func() { g.watch(sl, srv, gen) })
 }
 
 // watch restarts sl's upstream when its session ends, unless the slot
 // was replaced or the gateway closed meanwhile.
 func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
-	defer g.wg.Done()
 	ended := make(chan struct{})
 	go func() {
 		srv.Upstream.Wait()
@@ -214,22 +209,16 @@ func (g *Gateway) check(srv *Server) {
 // from then on, and no server is restarted or reloaded. The report joins
 // the servers' reports.
 func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
-	g.mu.Lock()
 	var rep mcpsafe.ShutdownReport
+	g.mu.Lock()
 	if g.closed {
 		rep.Again = true
 	} else {
 		close(g.stop)
 		g.closed = true
 	}
-	var srvs []*Server
-	for _, sl := range g.slots {
-		if sl.srv != nil {
-			srvs = append(srvs, sl.srv)
-		}
-	}
 	g.mu.Unlock()
-	for _, s := range srvs {
+	for _, s := range g.running() {
 		r := s.Gate.StopAccepting()
 		rep.Withdrawn = append(rep.Withdrawn, r.Withdrawn...)
 		rep.Running += r.Running
@@ -242,23 +231,27 @@ func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
 // ctx, in parallel. Close afterwards stops the upstreams.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.StopAccepting()
-	g.mu.Lock()
-	var srvs []*Server
-	for _, sl := range g.slots {
-		if sl.srv != nil {
-			srvs = append(srvs, sl.srv)
-		}
-	}
-	g.mu.Unlock()
+	srvs := g.running()
 	errs := make([]error, len(srvs))
 	var wg sync.WaitGroup
 	for i, s := range srvs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.Gate.Shutdown(ctx)
-		}()
+		wg.Go(func() { errs[i] = s.Gate.Shutdown(ctx) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// healthCheck asks leg's upstream for an answer, for the gateway's check.
+// Protocol 2026-07-28 has no ping (an upstream on it answers "method not
+// found", and the SDK client's ping lacks the _meta every 2026-07-28
+// request carries, which a stateless HTTP upstream refuses with 400):
+// without another request every member on such an upstream would be torn
+// down and restarted at each health check, its calls refused meanwhile.
+// There it lists the upstream's tools, a request every server answers.
+func healthCheck(ctx context.Context, leg *mcp.ClientSession) error {
+	if init := leg.InitializeResult(); init != nil && init.ProtocolVersion >= modernProtocol {
+		_, err := leg.ListTools(ctx, nil)
+		return err
+	}
+	return leg.Ping(ctx, nil)
 }

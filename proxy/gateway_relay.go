@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -76,6 +78,9 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return srv.middleware(next)(ctx, method, &c)
 		}
 		if method == "logging/setLevel" {
+			// Every upstream first, then the SDK records the level to filter
+			// relayed messages by. A 2026-07-28 upstream has no session
+			// level: the proxy keeps it and puts it on each request (withCaps).
 			p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
 			for _, srv := range g.running() {
 				if c := srv.Upstream.InitializeResult().Capabilities; c == nil || c.Logging == nil {
@@ -86,7 +91,7 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					return nil, err
 				}
 				if leg.InitializeResult().ProtocolVersion >= modernProtocol {
-					continue // it reads the level from each request (withCaps)
+					continue
 				}
 				if err := leg.SetLoggingLevel(ctx, p); err != nil {
 					return nil, err
@@ -141,21 +146,16 @@ func (g *Gateway) promptOwner(name string) (*Server, string, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if server, rest, ok := strings.Cut(name, NameSeparator); ok {
-		if sl := g.slots[server]; sl != nil && !sl.spec.Bare {
-			if sl.srv == nil {
-				return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, server)
-			}
-			return sl.srv, rest, nil
-		}
+	owner, up := "", name
+	if server, rest, ok := strings.Cut(name, NameSeparator); ok && g.slots[server] != nil && !g.slots[server].spec.Bare {
+		owner, up = server, rest
+	} else if owner, ok = g.prompts[name]; !ok {
+		return nil, "", fmt.Errorf("%w %q", errUnknownPrompt, name)
 	}
-	if owner, ok := g.prompts[name]; ok {
-		if sl := g.slots[owner]; sl != nil && sl.srv != nil {
-			return sl.srv, name, nil
-		}
-		return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, owner)
+	if sl := g.slots[owner]; sl != nil && sl.srv != nil {
+		return sl.srv, up, nil
 	}
-	return nil, "", fmt.Errorf("%w %q", errUnknownPrompt, name)
+	return nil, "", invalid("prompt %q belongs to gateway server %q, which is down", name, owner)
 }
 
 // resourceServer finds the running server that listed uri, or the only
@@ -289,19 +289,9 @@ func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesReque
 			res.Resources = append(res.Resources, r)
 		}
 	}
-	kept := res.Resources[:0]
-	for _, r := range res.Resources {
-		if owners[r.URI] != "" {
-			kept = append(kept, r)
-		}
-	}
-	res.Resources = kept
+	res.Resources = slices.DeleteFunc(res.Resources, func(r *mcp.Resource) bool { return owners[r.URI] == "" })
+	maps.DeleteFunc(owners, func(_, o string) bool { return o == "" })
 	g.mu.Lock()
-	for u, o := range owners {
-		if o == "" {
-			delete(owners, u)
-		}
-	}
 	g.resources = owners
 	g.mu.Unlock()
 	return res, nil

@@ -2,8 +2,12 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"time"
 )
 
 // Reload applies a new configuration, or refuses it whole and leaves the
@@ -33,14 +37,7 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		g.mu.Unlock()
 		return errors.New("proxy: gateway closed")
 	}
-	if err := file.CheckAudiences(g.opts.SharedLedger); err != nil {
-		g.mu.Unlock()
-		return fmt.Errorf("proxy: %s refused, the running configuration stays: %w", file.Source, err)
-	}
-	old := map[string]*slot{}
-	for n, sl := range g.slots {
-		old[n] = sl
-	}
+	old := maps.Clone(g.slots)
 	g.mu.Unlock()
 
 	type inPlace struct {
@@ -50,7 +47,7 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 	var retool []inPlace
 	var restart, add []*ServerSpec
 	keep := map[string]bool{}
-	var errs []error
+	errs := []error{file.CheckAudiences(g.opts.SharedLedger)}
 	for _, sp := range file.Servers {
 		keep[sp.Name] = true
 		sl := old[sp.Name]
@@ -101,30 +98,18 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 	}
 	for _, sp := range add {
 		sl := g.newSlot(sp)
-		g.mu.Lock()
-		g.slots[sp.Name] = sl
-		g.mu.Unlock()
 		srv, err := g.start(ctx, sl)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("server %s (retrying): %w", sp.label(), err))
 			g.mu.Lock()
 			sl.down = "it failed to start: " + err.Error()
-			g.mu.Unlock()
-			g.wg.Add(1)
-			g.mu.Lock()
 			gen := sl.gen
 			g.mu.Unlock()
-			go func() {
-				defer g.wg.Done()
-				g.retry(sl, gen)
-			}()
+			g.wg.Go(func() { g.retry(sl, gen) })
 			continue
 		}
 		g.up(sl, srv)
 	}
-	g.mu.Lock()
-	g.source = file.Source
-	g.mu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -155,4 +140,41 @@ func (s *Server) setPolicy(ctx context.Context, pol *Policy) error {
 	}
 	s.policyP.Store(pol)
 	return s.apply(tools)
+}
+
+// WatchFile calls changed each time the content of the file at path
+// differs from what it was at the previous look, looking every interval
+// until ctx ends. It compares content, not times: an editor that rewrites
+// the same bytes changes nothing, and a change within the same second is
+// still seen. A file that cannot be read is skipped until it can.
+func WatchFile(ctx context.Context, path string, every time.Duration, changed func()) {
+	last, _ := fileDigest(path)
+	watchFrom(ctx, path, every, last, changed)
+}
+
+func fileDigest(path string) ([32]byte, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return [32]byte{}, false
+	}
+	return sha256.Sum256(b), true
+}
+
+// watchFrom is WatchFile from a first look already taken (last).
+func watchFrom(ctx context.Context, path string, every time.Duration, last [32]byte, changed func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d, ok := fileDigest(path)
+		if !ok || d == last {
+			continue
+		}
+		last = d
+		changed()
+	}
 }

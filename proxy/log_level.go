@@ -13,7 +13,7 @@ import (
 // servers, so that a server started after the level was set has it too.
 type logLevels struct{ m *sync.Map }
 
-func (s *Server) levels() logLevels { return logLevels{s.member.logLevels} }
+func (s *Server) levels() logLevels { return s.member.g.levels() }
 
 func (g *Gateway) levels() logLevels { return logLevels{&g.logLevels} }
 
@@ -31,12 +31,7 @@ func (l logLevels) set(session mcp.Session, p *mcp.SetLoggingLevelParams) {
 }
 
 func (l logLevels) of(ss *mcp.ServerSession) (mcp.LoggingLevel, bool) {
-	if ss == nil {
-		return "", false
-	}
 	v, ok := l.m.Load(ss)
-	if !ok {
-		return "", false
-	}
-	return v.(mcp.LoggingLevel), true
+	level, _ := v.(mcp.LoggingLevel)
+	return level, ok
 }

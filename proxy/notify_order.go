@@ -3,9 +3,9 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"mime"
@@ -58,9 +58,7 @@ type notifyOrder struct {
 }
 
 func newNotifyOrder() *notifyOrder {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return &notifyOrder{key: hex.EncodeToString(b), changed: make(chan struct{})}
+	return &notifyOrder{key: rand.Text(), changed: make(chan struct{})}
 }
 
 // barrier returns the next barrier notification, as one JSON line.
@@ -124,21 +122,18 @@ type orders struct {
 // returned as they are and never wait.
 func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
 	o := newNotifyOrder()
-	switch t := t.(type) {
+	switch u := t.(type) {
 	case *UpstreamPipe:
-		t.mu.Lock()
-		t.order = o
-		t.mu.Unlock()
+		u.mu.Lock()
+		u.order = o
+		u.mu.Unlock()
 	case *CommandLeg:
-		t.mu.Lock()
-		t.order = o
-		t.mu.Unlock()
+		u.mu.Lock()
+		u.order = o
+		u.mu.Unlock()
 	case *mcp.StreamableClientTransport:
-		c := *t
-		hc := http.DefaultClient
-		if t.HTTPClient != nil {
-			hc = t.HTTPClient
-		}
+		c := *u
+		hc := cmp.Or(u.HTTPClient, http.DefaultClient)
 		nc := *hc
 		base := hc.Transport
 		if base == nil {
@@ -147,8 +142,6 @@ func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
 		nc.Transport = orderedTransport{base: base, o: o}
 		c.HTTPClient = &nc
 		t = &c
-		s.orders.byKey.Store(o.key, o)
-		return t, o
 	default:
 		return t, nil
 	}
@@ -257,7 +250,6 @@ func (b *barrierEvents) next() {
 	b.out = append(b.out, raw...)
 }
 
-// isResponse reports whether data reads as a JSON-RPC response.
 func isResponse(data []byte) bool {
 	var m struct {
 		ID     json.RawMessage `json:"id"`

@@ -1,13 +1,12 @@
 package proxy
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -37,7 +36,6 @@ type Policy struct {
 	// upstream's own title or name.
 	Name          string
 	Mode          mcpsafe.Mode
-	ModeLine      int // where Mode was set
 	AllowTokenFor []mcpsafe.OptIn
 	// AllowGrantsFor names the irreversible tools whose grants are offered.
 	AllowGrantsFor []string
@@ -212,11 +210,7 @@ func (r *ruleFile) UnmarshalYAML(n *yaml.Node) error {
 			default:
 				// Node.Decode does not inherit KnownFields, so a typo here
 				// must be caught by hand.
-				hint := ""
-				if s := closest(k.Value, []string{"name", "expr"}); s != "" {
-					hint = fmt.Sprintf("did you mean %q? ", s)
-				}
-				return fmt.Errorf("line %d: unknown key %q in a rule (%sknown: name, expr)", k.Line, k.Value, hint)
+				return fmt.Errorf("line %d: unknown key %q in a rule (%sknown: name, expr)", k.Line, k.Value, didYouMean(k.Value, []string{"name", "expr"}, "%q"))
 			}
 		}
 		if r.Expr == nil {
@@ -242,17 +236,11 @@ func LoadPolicy(path string) (*Policy, error) {
 func ParsePolicy(source string, data []byte) (*Policy, error) {
 	p := &Policy{Source: source, Tools: map[string]*ToolPolicy{}}
 	var f policyFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return p, nil // an empty file is the default policy
-		}
-		return nil, explainYAML(source, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, fmt.Errorf("%s:%d: more than one YAML document (a second one starts here)", source, extra.Line)
+	switch empty, err := decodeStrict(source, data, &f); {
+	case err != nil:
+		return nil, err
+	case empty:
+		return p, nil // an empty file is the default policy
 	}
 	// Tool entries' lines come from a second, node-level pass.
 	var root yaml.Node
@@ -266,7 +254,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: mode: %w", source, keyLine(&root, "mode"), err)
 		}
-		p.Mode, p.ModeLine = m, keyLine(&root, "mode")
+		p.Mode = m
 	}
 	for _, v := range f.AllowTokenFor {
 		o, err := optin.Parse(v)
@@ -298,13 +286,8 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(f.Tools))
-	for n := range f.Tools {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	var errs []error
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Tools)) {
 		tp, err := compileTool(env, source, name, lines[name], f.Tools[name])
 		if err != nil {
 			errs = append(errs, err)
@@ -320,15 +303,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 
 func toolLines(root *yaml.Node) map[string]int {
 	out := map[string]int{}
-	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
-		return out
-	}
-	doc := root.Content[0]
-	for i := 0; i+1 < len(doc.Content); i += 2 {
-		if doc.Content[i].Value != "tools" {
-			continue
-		}
-		tools := doc.Content[i+1]
+	if _, tools := topKey(root, "tools"); tools != nil {
 		for j := 0; j+1 < len(tools.Content); j += 2 {
 			out[tools.Content[j].Value] = tools.Content[j].Line
 		}

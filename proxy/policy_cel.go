@@ -119,29 +119,21 @@ func previewArguments(c mcpsafe.Call, tp *ToolPolicy) json.RawMessage {
 	return journal.Redact(c.Arguments, extra)
 }
 
-func activation(c mcpsafe.Call, r mcpsafe.Resolved) (map[string]any, error) {
-	args := map[string]any{}
+// eval runs prg over a call's tool, arguments and resolved state.
+func eval(ctx context.Context, prg cel.Program, c mcpsafe.Call, r mcpsafe.Resolved) (ref.Val, error) {
+	var args map[string]any
 	if len(c.Arguments) > 0 {
 		if err := json.Unmarshal(c.Arguments, &args); err != nil {
 			return nil, fmt.Errorf("arguments: %w", err)
 		}
-		if args == nil {
-			args = map[string]any{}
-		}
 	}
-	res := map[string]any(r)
-	if res == nil {
-		res = map[string]any{}
+	if args == nil {
+		args = map[string]any{}
 	}
-	return map[string]any{"tool": c.Tool, "args": args, "resolved": res}, nil
-}
-
-func eval(ctx context.Context, prg cel.Program, c mcpsafe.Call, r mcpsafe.Resolved) (ref.Val, error) {
-	act, err := activation(c, r)
-	if err != nil {
-		return nil, err
+	if r == nil {
+		r = mcpsafe.Resolved{}
 	}
-	v, _, err := prg.ContextEval(ctx, act)
+	v, _, err := prg.ContextEval(ctx, map[string]any{"tool": c.Tool, "args": args, "resolved": map[string]any(r)})
 	if err != nil {
 		return nil, err
 	}

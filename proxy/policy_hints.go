@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -29,26 +33,46 @@ func yamlKeys(v any) []string {
 }
 
 var (
-	knownKeys = map[string][]string{
-		"policyFile":   yamlKeys(policyFile{}),
-		"toolFile":     yamlKeys(toolFile{}),
-		"resolverFile": yamlKeys(resolverFile{}),
-	}
-	where = map[string]string{
-		"policyFile":   "at the top level",
-		"toolFile":     "in a tool entry",
-		"resolverFile": "in a resolver",
+	// yamlShapes are the YAML structs of policy and gateway files whose
+	// unknown keys explainYAML explains: their keys, and where they stand.
+	yamlShapes = map[string]struct {
+		keys  []string
+		where string
+	}{
+		"policyFile":      {yamlKeys(policyFile{}), "at the top level"},
+		"toolFile":        {yamlKeys(toolFile{}), "in a tool entry"},
+		"resolverFile":    {yamlKeys(resolverFile{}), "in a resolver"},
+		"gatewayFileYAML": {yamlKeys(gatewayFileYAML{}), "at the top level of the gateway configuration"},
+		"serverYAML":      {yamlKeys(serverYAML{}), "in a server entry"},
 	}
 	lineFirst    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type proxy\.(\w+)`)
 )
 
+// decodeStrict decodes the one YAML document in data into v: an unknown
+// key or a second document is an error. empty: there is no document.
+func decodeStrict(source string, data []byte, v any) (empty bool, err error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		return false, explainYAML(source, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return false, fmt.Errorf("%s:%d: more than one YAML document (a second one starts here)", source, extra.Line)
+	}
+	return false, nil
+}
+
 // explainYAML rewrites the decoder's "field X not found in type
 // proxy.toolFile" lines into the policy's words with a suggestion, one
 // error per line, each starting with source:LINE.
 func explainYAML(source string, err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
+	te, ok := errors.AsType[*yaml.TypeError](err)
+	if !ok {
 		// yaml's syntax errors and our UnmarshalYAML errors: "line N: ..."
 		if m := lineFirst.FindStringSubmatch(err.Error()); m != nil {
 			return fmt.Errorf("%s:%s: %s", source, m[1], m[2])
@@ -66,12 +90,8 @@ func explainYAML(source string, err error) error {
 			}
 			continue
 		}
-		keys := knownKeys[m[3]]
-		hint := ""
-		if s := closest(m[2], keys); s != "" {
-			hint = fmt.Sprintf("did you mean %q? ", s)
-		}
-		errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], where[m[3]], hint, strings.Join(keys, ", ")))
+		shape := yamlShapes[m[3]]
+		errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], shape.where, didYouMean(m[2], shape.keys, "%q"), strings.Join(shape.keys, ", ")))
 	}
 	return errors.Join(errs...)
 }
@@ -87,6 +107,15 @@ func closest(s string, candidates []string) string {
 	}
 	if bestD <= max(2, len(s)/3) {
 		return best
+	}
+	return ""
+}
+
+// didYouMean is "did you mean X? ", X the closest candidate to s shown
+// through format ("%q", "args.%s"), or "" when none is close.
+func didYouMean(s string, candidates []string, format string) string {
+	if c := closest(s, candidates); c != "" {
+		return fmt.Sprintf("did you mean "+format+"? ", c)
 	}
 	return ""
 }
@@ -111,15 +140,23 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// keyLine is the line of a top-level key in the document, or 1.
-func keyLine(root *yaml.Node, key string) int {
+// topKey is a top-level key of the document and its value, or nils.
+func topKey(root *yaml.Node, key string) (k, v *yaml.Node) {
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		doc := root.Content[0]
 		for i := 0; i+1 < len(doc.Content); i += 2 {
 			if doc.Content[i].Value == key {
-				return doc.Content[i].Line
+				return doc.Content[i], doc.Content[i+1]
 			}
 		}
+	}
+	return nil, nil
+}
+
+// keyLine is the line of a top-level key in the document, or 1.
+func keyLine(root *yaml.Node, key string) int {
+	if k, _ := topKey(root, key); k != nil {
+		return k.Line
 	}
 	return 1
 }
@@ -185,11 +222,7 @@ func schemaProperties(schema any) (props []string, ok bool) {
 	if !isMap {
 		return nil, false
 	}
-	for k := range p {
-		props = append(props, k)
-	}
-	slices.Sort(props)
-	return props, true
+	return slices.Sorted(maps.Keys(p)), true
 }
 
 // checkArgumentNames reports an argument name the upstream tool does not
@@ -221,12 +254,8 @@ func (p *Policy) checkArgumentNames(tp *ToolPolicy, schema any) error {
 		if slices.Contains(props, r.name) {
 			continue
 		}
-		hint := ""
-		if s := closest(r.name, props); s != "" {
-			hint = fmt.Sprintf("did you mean "+r.hint+"? ", s)
-		}
 		errs = append(errs, fmt.Errorf("%s:%d: tools.%s.%s: %s is not an argument of the upstream tool (%sit has: %s)",
-			p.Source, r.line, tp.Name, r.where, r.shown, hint, strings.Join(props, ", ")))
+			p.Source, r.line, tp.Name, r.where, r.shown, didYouMean(r.name, props, r.hint), strings.Join(props, ", ")))
 	}
 	return errors.Join(errs...)
 }
@@ -234,11 +263,7 @@ func (p *Policy) checkArgumentNames(tp *ToolPolicy, schema any) error {
 // checkTokenMode reports mode: token on a tool that is irreversible and not
 // in allow_token_for: the gate would refuse every call to it.
 func (p *Policy) checkTokenMode(tp *ToolPolicy, irreversible bool) error {
-	mode := tp.Mode
-	if mode == "" {
-		mode = p.Mode
-	}
-	if mode != "token" || !irreversible {
+	if cmp.Or(tp.Mode, p.Mode) != "token" || !irreversible {
 		return nil
 	}
 	for _, o := range p.AllowTokenFor {

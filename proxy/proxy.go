@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,10 +30,9 @@ type Config struct {
 	Upstream mcp.Transport
 	// LegacyUpstream, when set, is a second transport to the same upstream
 	// (a second session over HTTP, a second process for a command: see
-	// CommandLeg). Downstream clients of
-	// the 2025-11-25 generation then get an upstream session of their own
-	// generation, in which the upstream may ask them things mid-call. Nil:
-	// every client shares the upstream session.
+	// CommandLeg). Downstream clients of the 2025-11-25 generation then get
+	// an upstream session of their own generation, in which the upstream
+	// may ask them things mid-call. Nil: every client shares the session.
 	LegacyUpstream mcp.Transport
 	// Policy is the parsed policy file; nil is the default policy.
 	Policy *Policy
@@ -88,13 +88,11 @@ type Server struct {
 	syncMu     sync.Mutex // serializes tool-list syncs
 	registered map[string]registered
 	withheld   map[string]bool // upstream tools not shown to clients (screenTool)
-	sticky     *stickiness     // see rugpull.go
 	serverLine string          // names the server in every plan
 	serverName string          // the server as a person knows it (personName)
 	syncReq    chan struct{}
 	stop       chan struct{}
 	stopOnce   sync.Once
-	syncDone   chan struct{}
 
 	progress   sync.Map // upstream progress token -> progressTarget
 	progressID atomic.Uint64
@@ -142,19 +140,15 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Upstream == nil {
 		return nil, errors.New("proxy: no upstream transport")
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	g := gatewayOn(cfg.Gate, GatewayOptions{Logger: log, StartTimeout: cfg.StartTimeout, JournalPath: cfg.JournalPath, Metrics: cfg.Metrics})
+	g := gatewayOn(cfg.Gate, GatewayOptions{Logger: cfg.Logger, StartTimeout: cfg.StartTimeout, JournalPath: cfg.JournalPath, Metrics: cfg.Metrics})
 	sl := g.newSlot(&ServerSpec{Bare: true, Policy: cfg.Policy})
+	cfg.Logger = g.log
 	sl.fixed = &cfg
 	sl.m.suspect = nil // nothing to restart it from: no health checks
 	sl.m.server = func(init *mcp.InitializeResult) *mcp.Server {
 		g.MCP = g.newMCP("mcpsafe-proxy", instructions(init.Instructions), downstreamCaps(init.Capabilities))
 		return g.MCP
 	}
-	g.slots[""] = sl
 	srv, err := g.start(ctx, sl)
 	if err != nil {
 		g.Close()
@@ -170,30 +164,19 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Gate.Mode != "" || len(cfg.Gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in the policy file (mode, allow_token_for)")
 	}
-	pol := cfg.Policy
-	if pol == nil {
-		pol = &Policy{Source: "default policy"}
-	}
+	pol := cmp.Or(cfg.Policy, &Policy{Source: "default policy"})
 	s := &Server{
 		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member, metrics: cfg.Metrics,
-		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), syncDone: make(chan struct{}),
+		syncReq: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
 	s.policyP.Store(pol)
-	s.sticky = s.member.sticky // a restarted upstream is held to what it was before
 	s.relay.legacyTransport = cfg.LegacyUpstream
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
 	opts := cfg.Gate
-	if opts.Audience == "" {
-		opts.Audience = DefaultAudience(cfg.Upstream)
-	}
+	opts.Audience = cmp.Or(opts.Audience, DefaultAudience(cfg.Upstream))
 	s.Audience, s.JournalPath = opts.Audience, cfg.JournalPath
-	if opts.Logger == nil {
-		opts.Logger = s.log
-	}
+	opts.Logger = cmp.Or(opts.Logger, s.log)
 	if opts.GrantCEL == nil {
 		opts.GrantCEL = celscope.New() // a policy's grant scopes are CEL (policy.go checks them)
 	}
@@ -240,11 +223,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if init == nil {
 		return nil, errors.New("proxy: upstream sent no initialize result")
 	}
-	given := s.pol().Name
-	if given == "" {
-		given = s.member.name
-	}
-	s.serverName = personName(given, init.ServerInfo, s.Audience)
+	s.serverName = personName(cmp.Or(s.pol().Name, s.member.name), init.ServerInfo, s.Audience)
 	s.serverLine = serverLine(s.serverName, init.ServerInfo)
 	if name := s.member.name; name != "" {
 		s.serverLine = "gateway server " + prompt.Quote(name) + ", " + s.serverLine
@@ -258,18 +237,15 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := checkPolicy(pol, tools); err != nil {
 		return nil, err
 	}
-	if m := s.member; m.starting != nil {
-		// The gateway routes to this server from before its first tool
-		// is listed: a client that lists tools on list_changed and calls
-		// at once must not be told the server is down.
-		m.starting(s)
-	}
+	// The gateway routes to this server from before its first tool is
+	// listed: a client that lists tools on list_changed and calls at once
+	// must not be told the server is down.
+	s.member.starting(s)
 	if err := s.apply(tools); err != nil {
 		return nil, err
 	}
 	if err := s.Gate.CheckOptIns(); err != nil {
-		var oe *optincheck.Error
-		if errors.As(err, &oe) {
+		if oe, ok := errors.AsType[*optincheck.Error](err); ok {
 			key := map[string]string{"AllowTokenFor": "allow_token_for", "AllowGrantsFor": "allow_grants_for"}[oe.Option]
 			return nil, fmt.Errorf("%s: %s", pol.Source, oe.Say(key))
 		}
@@ -279,7 +255,6 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	return s, nil
 }
 
-// pol is the policy in force.
 func (s *Server) pol() *Policy { return s.policyP.Load() }
 
 // down is the name clients see for an upstream tool or prompt: the

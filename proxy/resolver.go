@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,24 +24,10 @@ import (
 // result refuses the call (the gate makes any error a refusal).
 func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) {
 	return func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
-		// Checked at startup, and again on every call: upstream may since
-		// have dropped the tool's readOnlyHint, and a resolver must never
-		// run a tool that changes something without approval.
-		if !s.passesThrough(r.Tool) {
-			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s is no longer a read-only upstream tool", r.Tool)
-		}
-		args, err := r.arguments(ctx, c)
+		res, text, err := s.callReadOnly(ctx, r, c, mcpsafe.ReasonResolverFailed, "resolver")
 		if err != nil {
-			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "%v", err)
+			return nil, err
 		}
-		res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: r.Tool, Arguments: args})
-		if err != nil {
-			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s failed: %v", r.Tool, err)
-		}
-		if res.NeedsInput() {
-			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s asked for input; a resolver must answer on its own", r.Tool)
-		}
-		text := resultText(res)
 		if res.IsError {
 			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s reported an error: %s", r.Tool, prompt.Quote(text))
 		}
@@ -74,6 +61,33 @@ func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (m
 	}
 }
 
+// callReadOnly calls r's tool over c for a resolver or an effect's read
+// (what), which refuses the call with reason unless the tool still passes
+// through, read-only (checked at startup, and again here: upstream may have
+// dropped its readOnlyHint since, and neither may run a tool that changes
+// something without approval) and answers on its own. An error result is
+// the caller's to judge.
+func (s *Server) callReadOnly(ctx context.Context, r *Resolver, c mcpsafe.Call, reason, what string) (*mcp.CallToolResult, string, error) {
+	refuse := func(format string, a ...any) (*mcp.CallToolResult, string, error) {
+		return nil, "", mcpsafe.Refuse(reason, "%s %s"+format, append([]any{what, r.Tool}, a...)...)
+	}
+	if !s.passesThrough(r.Tool) {
+		return refuse(" is not a read-only upstream tool")
+	}
+	args, err := r.arguments(ctx, c)
+	if err != nil {
+		return refuse(": %v", err)
+	}
+	res, err := s.Upstream.CallTool(ctx, &mcp.CallToolParams{Name: r.Tool, Arguments: args})
+	if err != nil {
+		return refuse(" failed: %v", err)
+	}
+	if res.NeedsInput() {
+		return refuse(" asked for input; it must answer on its own")
+	}
+	return res, resultText(res), nil
+}
+
 func resultText(res *mcp.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {
@@ -86,61 +100,63 @@ func resultText(res *mcp.CallToolResult) string {
 
 // stateLines shows what a resolver reported, one field a line and each
 // whole: a state cut down to one line could hide the part that matters
-// (the gate refuses a plan too large to show whole instead). Structured
-// content gives the fields; otherwise each "key: value" line of the text
-// is a field, and any other line is shown as it is.
+// (the gate refuses a plan too large to show whole instead). A line of
+// text that is no field is shown as it is.
 func stateLines(r mcpsafe.Resolved) []string {
 	if r == nil {
 		return nil
 	}
 	tool, _ := r["tool"].(string)
-	var out []string
-	field := func(k, v string) { out = append(out, "state "+prompt.QuoteWhole(k)+" = "+prompt.QuoteWhole(v)) }
-	// text shows a multi-line report: each "key: value" line is a field,
-	// any other line is shown as it is.
-	text := func(s string) {
-		for _, line := range strings.Split(s, "\n") {
-			line = strings.TrimRight(line, "\r")
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
-			if k, v, ok := strings.Cut(line, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
-				field(k, v)
-			} else {
-				out = append(out, "state: "+prompt.QuoteWhole(line))
-			}
-		}
-	}
-	m, ok := r["structured"].(map[string]any)
+	m, _ := r["structured"].(map[string]any)
 	if f, bound := r["fields"].(map[string]any); bound {
-		m, ok = f, true // the fields the policy binds (resolver.bind)
+		m = f // the fields the policy binds (resolver.bind)
 	}
-	if ok && len(m) > 0 {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
+	text, _ := r["text"].(string)
+	var out []string
+	reportEntries(m, text, func(k string, v any) {
+		s, isString := v.(string)
+		if !isString {
+			b, _ := json.Marshal(v)
+			s = string(b)
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			switch v := m[k].(type) {
-			case string:
-				if strings.Contains(v, "\n") {
-					text(v) // a report wrapped in one field (server-filesystem's "content")
-				} else {
-					field(k, v)
-				}
-			default:
-				b, _ := json.Marshal(v)
-				field(k, string(b))
-			}
+		if k == "" {
+			out = append(out, "state: "+prompt.QuoteWhole(s))
+		} else {
+			out = append(out, "state "+prompt.QuoteWhole(k)+" = "+prompt.QuoteWhole(s))
 		}
-	} else if t, _ := r["text"].(string); strings.TrimSpace(t) != "" {
-		text(t)
-	}
+	})
 	if len(out) == 0 {
 		return nil
 	}
 	return append([]string{"current state, as " + prompt.Quote(tool) + " reports it:"}, out...)
+}
+
+// reportEntries walks a resolver's report, structured content m or else
+// text: the keys of m in order, where a string value holding several lines
+// (one field wrapping a text report, as server-filesystem's "content") is
+// read as lines of text. A line "key: value", the key one word, is that
+// field; any other line that is not blank comes with the key "".
+func reportEntries(m map[string]any, text string, f func(k string, v any)) {
+	lines := func(s string) {
+		for _, line := range strings.Split(s, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if k, v, ok := strings.Cut(line, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
+				f(k, v)
+			} else if strings.TrimSpace(line) != "" {
+				f("", line)
+			}
+		}
+	}
+	if len(m) == 0 {
+		lines(text)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if s, ok := m[k].(string); ok && strings.Contains(s, "\n") {
+			lines(s)
+		} else {
+			f(k, m[k])
+		}
+	}
 }
 
 // resolverArguments evaluates the resolver's argument expressions over the
@@ -188,33 +204,16 @@ func bindFields(n yaml.Node) ([]string, error) {
 	return out, nil
 }
 
-// reportFields reads a resolver's report as fields: the keys of its
-// structured content, where a string value holding several lines (one
-// field wrapping a text report, as server-filesystem's "content") is read
-// as "key: value" lines; else each "key: value" line of its text.
+// reportFields reads a resolver's report as fields (reportEntries).
 func reportFields(r mcpsafe.Resolved) map[string]any {
 	out := map[string]any{}
-	text := func(s string) {
-		for _, line := range strings.Split(s, "\n") {
-			line = strings.TrimRight(line, "\r")
-			if k, v, ok := strings.Cut(line, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
-				out[k] = v
-			}
+	m, _ := r["structured"].(map[string]any)
+	text, _ := r["text"].(string)
+	reportEntries(m, text, func(k string, v any) {
+		if k != "" {
+			out[k] = v
 		}
-	}
-	if m, ok := r["structured"].(map[string]any); ok && len(m) > 0 {
-		for k, v := range m {
-			if s, ok := v.(string); ok && strings.Contains(s, "\n") {
-				text(s)
-			} else {
-				out[k] = v
-			}
-		}
-		return out
-	}
-	if t, ok := r["text"].(string); ok {
-		text(t)
-	}
+	})
 	return out
 }
 

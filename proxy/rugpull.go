@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"regexp"
 	"sync"
 
 	"github.com/mcpsafe/mcpsafe/prompt"
@@ -26,7 +27,7 @@ import (
 // can only be held stricter than it asks, never looser.
 type stickiness struct {
 	mu           sync.Mutex
-	gated        map[string]bool
+	gated        map[string]bool // both made by Gateway.newSlot
 	irreversible map[string]bool
 }
 
@@ -34,9 +35,6 @@ type stickiness struct {
 func (k *stickiness) gate(name string, now bool) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.gated == nil {
-		k.gated = map[string]bool{}
-	}
 	if now {
 		k.gated[name] = true
 	}
@@ -51,9 +49,6 @@ func (k *stickiness) irreversibleNow(name string, fromPolicy bool, now bool) boo
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.irreversible == nil {
-		k.irreversible = map[string]bool{}
-	}
 	if now {
 		k.irreversible[name] = true
 	}
@@ -81,16 +76,6 @@ func screenTool(t *mcp.Tool) (*mcp.Tool, error) {
 	return &c, nil
 }
 
-func validToolName(name string) bool {
-	if name == "" || len(name) > 128 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+func validToolName(name string) bool { return toolNameRE.MatchString(name) }

@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -65,16 +65,11 @@ func (s *Server) gated(t *mcp.Tool) bool {
 // that asks a read-only tool for gate settings without gate: true.
 func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 	var errs []error
-	names := make([]string, 0, len(p.Tools))
-	for n := range p.Tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
 		tp := p.Tools[name]
 		t, ok := tools[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s:%d: tools.%s: upstream has no tool %q (it has: %s)", p.Source, tp.Line, name, name, strings.Join(sortedNames(tools), ", ")))
+			errs = append(errs, fmt.Errorf("%s:%d: tools.%s: upstream has no tool %q (it has: %s)", p.Source, tp.Line, name, name, strings.Join(slices.Sorted(maps.Keys(tools)), ", ")))
 			continue
 		}
 		if readOnly(t) && !tp.Gate && tp.hasSettings() {
@@ -93,19 +88,10 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 			}
 		}
 	}
-	if p.TrustUpstreamGate && !slices.ContainsFunc(sortedNames(tools), func(n string) bool { return p.trustsUpstreamGate(tools[n]) }) {
+	if p.TrustUpstreamGate && !slices.ContainsFunc(slices.Collect(maps.Values(tools)), p.trustsUpstreamGate) {
 		errs = append(errs, fmt.Errorf("%s:%d: trust_upstream_gate: no upstream tool declares its own %s argument, so the upstream does not gate itself as mcpsafe does (is it mcpsafe files or an mcpsafe proxy?); remove the key to gate its tools here", p.Source, p.TrustLine, mcpsafe.TokenField))
 	}
 	return errors.Join(errs...)
-}
-
-func sortedNames(tools map[string]*mcp.Tool) []string {
-	out := make([]string, 0, len(tools))
-	for n := range tools {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // apply makes the downstream tool set match tools: removed and changed
@@ -120,21 +106,17 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 		if err != nil {
 			return fmt.Errorf("proxy: tool %q: %w", name, err)
 		}
-		gated := s.sticky.gate(name, s.gated(t))
+		gated := s.member.sticky.gate(name, s.gated(t))
 		owns := schemaHasProperty(t.InputSchema, mcpsafe.TokenField)
 		want[name] = registered{gated: gated, selfGated: !gated && !readOnly(t), ownsToken: owns, def: string(def), pol: s.pol().Tools[name]}
 	}
-	var drop []string
 	for name, r := range s.registered {
 		if w, ok := want[name]; !ok || w != r {
-			drop = append(drop, name)
+			s.unregister(name) // deleting while ranging is allowed
 		}
 	}
-	for _, name := range drop {
-		s.unregister(name)
-	}
 	var errs []error
-	for _, name := range sortedNames(tools) {
+	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		if _, ok := s.registered[name]; ok {
 			continue
 		}
@@ -143,7 +125,7 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 			errs = append(errs, err) // withheld, never shadowing another server's tool
 			continue
 		}
-		if err := s.register(tools[name], w.gated); err != nil {
+		if err := s.register(tools[name], w); err != nil {
 			s.member.release(s.down(name))
 			// The tool stays off rather than ungated.
 			errs = append(errs, err)
@@ -175,14 +157,14 @@ func (s *Server) withdrawAll() {
 	}
 }
 
-func (s *Server) register(t *mcp.Tool, gated bool) error {
-	if !gated {
+func (s *Server) register(t *mcp.Tool, r registered) error {
+	if !r.gated {
 		copied := *t
 		copied.Name = s.down(t.Name)
 		s.MCP.AddTool(&copied, s.forward)
 		return nil
 	}
-	tp := s.pol().Tools[t.Name]
+	tp := r.pol
 	mode := s.pol().Mode
 	if tp != nil && tp.Mode != "" {
 		mode = tp.Mode
@@ -202,13 +184,13 @@ func (s *Server) register(t *mcp.Tool, gated bool) error {
 		InputSchema:  t.InputSchema,
 		OutputSchema: outSchema,
 		Annotations:  t.Annotations,
-		Irreversible: s.sticky.irreversibleNow(t.Name, tp != nil && tp.Irreversible != nil, irreversible(t, tp)),
+		Irreversible: s.member.sticky.irreversibleNow(t.Name, tp != nil && tp.Irreversible != nil, irreversible(t, tp)),
 		Preview:      s.previewFor(t.Name, tp),
 		Execute:      s.execute,
 		// An upstream behind its own mcpsafe gate (mcpsafe files, say)
 		// already takes approval_token: it stays the upstream's argument,
 		// and this gate approves the call without a token path of its own.
-		OwnsTokenField: schemaHasProperty(t.InputSchema, mcpsafe.TokenField),
+		OwnsTokenField: r.ownsToken,
 	}
 	if tp != nil {
 		gt.Mode, gt.MinAssurance = tp.Mode, tp.MinAssurance
@@ -253,26 +235,22 @@ func (s *Server) requestSync() {
 // apart from the notification handler, which must not wait on a request
 // over the same connection.
 func (s *Server) syncLoop() {
-	defer close(s.syncDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // stop cancels a sync under way
+		<-s.stop
+		cancel()
+	}()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-s.syncReq:
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			select {
-			case <-s.stop:
-			case <-ctx.Done():
-			}
-			cancel()
-		}()
 		tools, err := s.listUpstream(ctx)
 		if err == nil {
 			err = s.apply(tools)
 		}
-		cancel()
 		if err != nil {
 			s.log.Error("proxy: tool list sync failed; affected tools are withdrawn or unchanged", "err", err)
 		}
@@ -280,18 +258,9 @@ func (s *Server) syncLoop() {
 }
 
 // schemaHasProperty reports whether a JSON schema declares the top-level
-// property name.
+// property name, under the exact keyword "properties" (encoding/json would
+// read "Properties" as it too).
 func schemaHasProperty(schema any, name string) bool {
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		return false
-	}
-	var m struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if json.Unmarshal(raw, &m) != nil {
-		return false
-	}
-	_, ok := m.Properties[name]
-	return ok
+	props, _ := schemaProperties(schema)
+	return slices.Contains(props, name)
 }

@@ -13,42 +13,33 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 )
 
-// Methods the proxy does not know (future methods, vendor extensions,
-// the tasks extension's tasks/*): the SDK server in front answers them
-// "method not found", since it cannot know their shapes. Relaying them is
-// what a transparent gateway does, but the proxy cannot know what such a
-// method does either: an extension may run a tool by another name (a
-// vendor's "x-acme/run {tool, arguments}", a request wrapping a tools/call)
-// and so go around the gate. Hence:
+// Methods the proxy does not know (future methods, vendor extensions, the
+// tasks extension's tasks/*): the SDK server in front answers them "method
+// not found". Relaying them is what a transparent gateway does, but such a
+// method may run a tool by another name (a vendor's "x-acme/run {tool,
+// arguments}", a request wrapping a tools/call) and so go around the gate.
+// Hence:
 //
 //   - A client's unknown requests and notifications reach the upstream only
-//     where the policy says `unknown_methods: relay`. The default is refuse,
-//     the fail-closed answer to a method whose effect nobody here can read.
-//   - Even then, a message is refused when it does not read alike to every
-//     parser (frame.Read: any member but jsonrpc, id, method and params
-//     spelt exactly, which an upstream built on encoding/json may read as
-//     its params, "Params" or "paramſ"; duplicate or case-folded keys at
-//     any depth), when its
-//     method is in the tools/ namespace or equals a known method up to
-//     case, when its method holds the name of a tool that does not pass
-//     through (gated, or withheld) as a run of its parts split at '/', ':'
-//     and '.' (so "x-acme/fs.delete" names "fs.delete"), or when any key
-//     or string anywhere in any member names such a tool or is
-//     "tools/call". That catches the shapes a wrapper takes; it cannot
-//     catch an extension that runs a tool from a name it computes, which
-//     is why relaying stays opt-in.
+//     where the policy says `unknown_methods: relay`; the default refuses a
+//     method whose effect nobody here can read.
+//   - Even then, refuseUnknown refuses a message that does not read alike
+//     to every parser (frame.Read), a method in the tools/ namespace or
+//     equal to a known one up to case, a method that names a tool that does
+//     not pass through (methodNamesTool), and a message with any key or
+//     string that names one or is "tools/call" (namesTool). That catches the
+//     shapes a wrapper takes, not an extension that computes a tool's name:
+//     hence relaying stays opt-in.
 //   - The upstream's unknown notifications reach the client: they cannot
 //     run anything upstream.
 //
-// The relay is raw, to the only server of a gateway of one (a single
-// upstream), on the stdio lane (lane_stdio.go): the request is the client's
-// line, its response the upstream's line, both as they were; and on the
-// HTTP lane (http_fastlane.go), for stateless 2026-07-28 requests to an
-// upstream over HTTP, where a request that declares a client capability the
-// policy does not relay is refused too. Elsewhere (a gateway from a
-// configuration file, which refuses unknown_methods: relay at startup since
-// it could not tell whose method it is; HTTP clients before 2026-07-28,
-// --http-stateful) unknown methods are refused.
+// The relay is raw, and for a single upstream only: on the stdio lane
+// (lane_stdio.go) the client's line and the upstream's answer pass as they
+// were; on the HTTP lane (http_fastlane.go), for stateless 2026-07-28
+// requests, a request that declares a client capability the policy does
+// not relay is refused too. Elsewhere (a gateway from a configuration file,
+// which cannot tell whose method it is and refuses the key at startup; HTTP
+// clients before 2026-07-28; --http-stateful) unknown methods are refused.
 
 // knownClientMethods are the methods the SDK server in front handles; any
 // other method a client sends is unknown to the proxy.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -46,12 +47,7 @@ func (u UpstreamRequests) allows(k RequestKind) bool {
 // sampling: refuse, roots: relay}`. Unknown kinds and values are errors.
 func parseUpstreamRequests(m map[string]string) (UpstreamRequests, error) {
 	var u UpstreamRequests
-	kinds := make([]string, 0, len(m))
-	for k := range m {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	for _, k := range kinds {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kind := RequestKind(k)
 		switch kind {
 		case KindElicitation, KindSampling, KindRoots:
