@@ -10,7 +10,10 @@
 // declared them (see relay.go and continuation.go). Over stdio, calls of
 // tools that pass through take a fast lane that forwards the client's
 // bytes as they are (fastlane.go); so do, over streamable HTTP, stateless
-// 2026-07-28 calls (http_fastlane.go). Every raw relay passes a frame's
+// 2026-07-28 calls (http_fastlane.go) and calls in the sessions of
+// 2025-11-25 clients the upstream has nothing to ask
+// (http_lane_stateful.go, with the call's id rewritten into a reserved id
+// space of the shared upstream session). Every raw relay passes a frame's
 // bytes only when internal/frame's reader says it reads alike to every
 // parser (frame.Read, one rule). A policy file can only
 // make this stricter per tool, mark a named tool reversible or

@@ -424,7 +424,3 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 }
 
 func (lockedWriter) Close() error { return nil }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -235,10 +235,10 @@ func (s *Server) forwardHTTP(w http.ResponseWriter, r *http.Request, body []byte
 	}
 }
 
-// postUpstream posts body to the upstream, under ctx (r's or one
-// inside it), with the headers the SDK client would send for it, and
-// nothing of the client's (r's).
-func (s *Server) postUpstream(ctx context.Context, r *http.Request, body []byte, c laneRequest) (*http.Response, error) {
+// postUpstream posts body to the upstream, under ctx (the client
+// request's or one inside it), with the headers the SDK client would send
+// for it, and nothing of the client's.
+func (s *Server) postUpstream(ctx context.Context, body []byte, c laneRequest) (*http.Response, error) {
 	up := s.httpUp
 	if c.st != nil {
 		up = c.st.up
@@ -266,7 +266,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	// end of a stream it has read the answer from (drainRest).
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
-	resp, err := s.postUpstream(ctx, r, body, c)
+	resp, err := s.postUpstream(ctx, body, c)
 	if err != nil {
 		writeFastError(w, c.id, "mcpsafe proxy: the upstream did not answer")
 		return err
@@ -539,7 +539,7 @@ func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body [
 		s.forwardHTTP(w, r, body, c)
 		return true
 	}
-	resp, err := s.postUpstream(r.Context(), r, body, c)
+	resp, err := s.postUpstream(r.Context(), body, c)
 	if err != nil {
 		http.Error(w, "mcpsafe proxy: the upstream did not answer", http.StatusBadGateway)
 		return true
