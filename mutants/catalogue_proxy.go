@@ -376,9 +376,26 @@ var proxyMutants = []Mutant{
 		Why:      "the client's headers (credentials, cookies) are forwarded to the upstream",
 		Edits: []Edit{
 			{
+				// postUpstream is handed the client's request again, and
+				// copies its headers.
+				File: "proxy/http_fastlane.go",
+				Old:  "func (s *Server) postUpstream(ctx context.Context, body []byte, c laneRequest) (*http.Response, error) {",
+				New:  "func (s *Server) postUpstream(ctx context.Context, r *http.Request, body []byte, c laneRequest) (*http.Response, error) {",
+			},
+			{
 				File: "proxy/http_fastlane.go",
 				Old:  "\treq.Header.Set(\"Content-Type\", \"application/json\")\n\treq.Header.Set(\"Accept\"",
 				New:  "\treq.Header = r.Header.Clone()\n\treq.Header.Set(\"Content-Type\", \"application/json\")\n\treq.Header.Set(\"Accept\"",
+			},
+			{
+				File: "proxy/http_fastlane.go",
+				Old:  "s.postUpstream(ctx, body, c)",
+				New:  "s.postUpstream(ctx, r, body, c)",
+			},
+			{
+				File: "proxy/http_fastlane.go",
+				Old:  "s.postUpstream(r.Context(), body, c)",
+				New:  "s.postUpstream(r.Context(), r, body, c)",
 			},
 		},
 	},
