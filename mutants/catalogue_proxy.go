@@ -465,6 +465,29 @@ var proxyMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "http-stateful-lane-client-token-upstream",
+		Packages: []string{"./proxy"},
+		Run:      "TestStatefulLaneKeepsProgressTokensApart",
+		Why:      "the stateful HTTP lane sends the client's own progress token into the upstream session every 2025-11-25 client and the SDK path (mcpsafe-N) share, where one's progress can reach another",
+		Edits: []Edit{
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "\tif !ok || c.token == \"\" {\n\t\treturn up, ok\n\t}",
+				New:  "\tif true {\n\t\treturn up, ok\n\t}",
+			},
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "return c.token != \"\" && f.Progress == c.upID",
+				New:  "return c.token != \"\" && f.Progress == c.token",
+			},
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "\t\tpart, with = f.Params[\"progressToken\"], []byte(c.token)\n",
+				New:  "",
+			},
+		},
+	},
+	{
 		Name:     "http-stateful-lane-other-user",
 		Packages: []string{"./proxy"},
 		Run:      "TestStatefulLaneRefusesAnotherUsersSession",

@@ -400,7 +400,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 				if !c.st.admit(f) {
 					continue
 				}
-				out = c.st.event(out[:0], msg, nil)
+				out = c.st.event(out[:0], msg, f)
 			}
 			if _, err := w.Write(out); err != nil {
 				return err
@@ -413,7 +413,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 				return err
 			}
 			if c.st != nil {
-				out = c.st.event(out[:0], msg, &f)
+				out = c.st.event(out[:0], msg, f)
 			}
 			if _, err := w.Write(out); err != nil {
 				return err

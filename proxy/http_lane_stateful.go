@@ -35,10 +35,12 @@ import (
 //   - the upstream session is shared by every 2025-11-25 client and the
 //     proxy's own SDK client, so the client's id becomes a reserved lane id
 //     (sdkIDPrefix, which no client id on the lane carries: fastCallOf) and
-//     only the response with that id ends the call;
+//     only the response with that id ends the call; its progress token
+//     becomes that lane id too (as the SDK path gives each call a token of
+//     the proxy's), and the client's is put back into its progress;
 //   - log messages pass at or above the level the session set (none
-//     without one, as the SDK's ServerSession.Log), progress only with the
-//     call's own token; list changes reach the proxy's own handlers.
+//     without one, as the SDK's ServerSession.Log), progress only under the
+//     call's lane token; list changes reach the proxy's own handlers.
 //
 // The SDK's idle timer of a session runs on while the lane serves it
 // (only requests through the SDK handler pause and reset it): a session
@@ -85,7 +87,7 @@ type statefulCall struct {
 	session string // the upstream session's id ("" for a stateless upstream)
 	id      string // the client's id, as JSON
 	upID    string // the reserved lane id, as JSON
-	token   string // the call's progress token (raw JSON), or ""
+	token   string // the client's progress token (raw JSON), or ""; upstream, upID stands for it
 	ls      *laneSession
 	s       *Server
 	leg     *mcp.ClientSession
@@ -263,7 +265,7 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 		return false
 	}
 	c.ls, c.id = ls, f.ID
-	up, ok := frame.Splice(make([]byte, 0, len(body)+len(c.upID)), body, f.Top["id"], []byte(c.upID))
+	up, ok := c.upstreamBody(body, f)
 	if !ok {
 		return false
 	}
@@ -294,6 +296,22 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 	return true
 }
 
+// upstreamBody is body, the call read as f, as it goes upstream: the
+// client's id and progress token replaced by the call's lane id, so that
+// neither can meet another client's (or the SDK path's mcpsafe-N tokens) in
+// the upstream session they share. Only those members' bytes change.
+func (c *statefulCall) upstreamBody(body []byte, f frame.Frame) ([]byte, bool) {
+	up, ok := frame.Splice(make([]byte, 0, len(body)+2*len(c.upID)), body, f.Top["id"], []byte(c.upID))
+	if !ok || c.token == "" {
+		return up, ok
+	}
+	g := frame.Read(up) // the splice kept every member's bytes but the id's
+	if !g.Alike || g.Progress != c.token {
+		return nil, false
+	}
+	return frame.Splice(make([]byte, 0, len(up)+len(c.upID)), up, g.Meta["progressToken"], []byte(c.upID))
+}
+
 // statefulCall: f (read by frame.Read) is a call the SDK path would pass
 // through to s's upstream session of the 2025-11-25 generation, unchanged
 // but for its id and progress token, and the lane can post to that
@@ -307,8 +325,8 @@ func (s *Server) statefulCall(f frame.Frame) (*statefulCall, bool) {
 	}
 	for k := range f.Meta {
 		// A 2025-11-25 leg gets none of the client's identity,
-		// capabilities and protocol version (withCaps strips them), and
-		// its own progress token.
+		// capabilities and protocol version (withCaps strips them), and a
+		// progress token of the proxy's (upstreamBody).
 		if k != "progressToken" {
 			return nil, false
 		}
@@ -420,25 +438,31 @@ func (c *statefulCall) restore(msg []byte, f frame.Frame) []byte {
 	return out
 }
 
-// event appends to dst msg, an upstream message of the call's stream, as
-// an event of the lane's own (no upstream event id: the client's session
-// is the SDK handler's); the response f (nil for a notification) with the
-// client's id.
-func (c *statefulCall) event(dst, msg []byte, f *frame.Frame) []byte {
+// event appends to dst msg, an upstream message of the call's stream read
+// as f, as an event of the lane's own (no upstream event id: the client's
+// session is the SDK handler's): the response with the client's id, its
+// progress with the client's token, any other notification as it came.
+func (c *statefulCall) event(dst, msg []byte, f frame.Frame) []byte {
 	dst = append(dst, "event: message\ndata: "...)
-	if f != nil {
+	var part, with []byte
+	switch {
+	case f.Kind == frame.Response:
 		c.answered = true
 		c.done()
-		start := len(dst)
-		dst, _ = frame.Splice(dst, msg, f.Top["id"], []byte(c.id))
-		msg = dst[start:]
+		part, with = f.Top["id"], []byte(c.id)
+	case f.Method == "notifications/progress":
+		part, with = f.Params["progressToken"], []byte(c.token)
+	}
+	start := len(dst)
+	if part != nil {
+		dst, _ = frame.Splice(dst, msg, part, with)
 	} else {
 		dst = append(dst, msg...)
 	}
-	if bytes.IndexByte(msg, '\n') >= 0 {
+	if msg = dst[start:]; bytes.IndexByte(msg, '\n') >= 0 {
 		// Whitespace between JSON tokens: each line its own data line.
 		msg = bytes.Clone(msg)
-		dst = dst[:len(dst)-len(msg)]
+		dst = dst[:start]
 		dst = append(dst, bytes.ReplaceAll(msg, []byte("\n"), []byte("\ndata: "))...)
 	}
 	return append(dst, "\n\n"...)
@@ -449,7 +473,7 @@ func (c *statefulCall) event(dst, msg []byte, f *frame.Frame) []byte {
 func (c *statefulCall) admit(f frame.Frame) bool {
 	switch f.Method {
 	case "notifications/progress":
-		return c.token != "" && f.Progress == c.token
+		return c.token != "" && f.Progress == c.upID
 	case "notifications/message":
 		var level mcp.LoggingLevel
 		if json.Unmarshal(f.Params["level"], &level) != nil {

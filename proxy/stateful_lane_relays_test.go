@@ -37,6 +37,9 @@ func statefulUpstream(t *testing.T) (*goUpstream, string, *evilUpstream) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil
 	})
+	u.add("token_seen", ro, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(req.Params.GetProgressToken())}}}, nil
+	})
 	ev := &evilUpstream{answers: make(chan string, 4), pair: make(chan struct{})}
 	u.add("pair", ro, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		// Two calls in flight at once, then each answers its own.
@@ -481,5 +484,35 @@ func TestStatefulLaneLeavesIdleSessionsToSDK(t *testing.T) {
 	call(t, cs, "echo", map[string]any{})
 	if statefulLaneCalls(s) != 2 {
 		t.Fatalf("after the SDK handler served it: lane calls %d, want 2", statefulLaneCalls(s))
+	}
+}
+
+// The upstream session is shared by every 2025-11-25 client and the SDK
+// path, whose progress tokens are mcpsafe-N: a client's own token must not
+// reach it as is, or two clients' tokens (or a client's and the SDK
+// path's) could meet there and one's progress go to the other. On the
+// lane the upstream sees the call's lane id as its token, a different one
+// per call; the client still gets its own token back
+// (TestStatefulLaneTakesPassThroughCalls).
+func TestStatefulLaneKeepsProgressTokensApart(t *testing.T) {
+	_, upURL, _ := statefulUpstream(t)
+	s, url := laneProxy(t, upURL, nil)
+	a := statefulClient(t, url, nil, nil)
+	b := statefulClient(t, url, nil, nil)
+	call(t, a, "echo", map[string]any{}) // connects the leg (SDK path)
+	seen := map[string]bool{}
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		p := &mcp.CallToolParams{Name: "token_seen", Arguments: map[string]any{}}
+		p.SetProgressToken("mcpsafe-1")
+		before := statefulLaneCalls(s)
+		res, err := cs.CallTool(context.Background(), p)
+		if err != nil || res.IsError || statefulLaneCalls(s) != before+1 {
+			t.Fatalf("token_seen: %v %v (lane %d -> %d)", err, res, before, statefulLaneCalls(s))
+		}
+		tok := res.Content[0].(*mcp.TextContent).Text
+		if !strings.HasPrefix(tok, laneIDPrefix) || seen[tok] {
+			t.Fatalf("the upstream saw the progress token %q (before: %v); want a lane id of this call's own", tok, seen)
+		}
+		seen[tok] = true
 	}
 }
