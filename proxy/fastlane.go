@@ -110,7 +110,11 @@ func (u *UpstreamPipe) writeUpstream(line []byte) error {
 type sdkWriter struct{ u *UpstreamPipe }
 
 func (w sdkWriter) Write(p []byte) (int, error) {
-	if err := w.u.writeUpstream(w.u.fromSDK(p)); err != nil {
+	line, err := w.u.fromSDK(p)
+	if err != nil {
+		return 0, err
+	}
+	if err := w.u.writeUpstream(line); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -119,41 +123,53 @@ func (w sdkWriter) Write(p []byte) (int, error) {
 func (w sdkWriter) Close() error { return w.u.stdin.Close() }
 
 // fromSDK rewrites the SDK client's request ids (and the ids its
-// cancellations name) to reserved strings; only the id's bytes change.
-func (u *UpstreamPipe) fromSDK(p []byte) []byte {
-	f := frame.Read(p)
-	var part []byte
+// cancellations name) to reserved strings. It decodes the SDK's own line
+// with encoding/json, not frame.Read: the SDK passes on values it does not
+// look into (arguments, input responses) as the client sent them, lone
+// surrogate escapes included, where frame.Read names no kind, and a
+// request written upstream under the SDK's own id could collide with a
+// fast-lane call's.
+func (u *UpstreamPipe) fromSDK(p []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(p, &m); err != nil {
+		return p, nil // a batch or something odd: as is, the upstream will answer it
+	}
+	_, isCall := m["method"]
+	id, hasID := m["id"]
 	switch {
-	case f.Kind == frame.Request:
-		part = f.Top["id"]
-	case f.Kind == frame.Notification && f.Method == "notifications/cancelled":
-		part = f.Params["requestId"]
-	}
-	if len(part) == 0 {
-		return p // a batch or something odd: as is, the upstream will answer it
-	}
-	var alias string
-	u.mu.Lock()
-	if f.Kind == frame.Request {
+	case isCall && hasID:
+		u.mu.Lock()
 		u.sdkSeq++
-		alias = strconv.Quote(sdkIDPrefix + strconv.FormatUint(u.sdkSeq, 10))
-		u.sdkIDs[alias] = json.RawMessage(f.ID)
-	} else {
-		for a, orig := range u.sdkIDs {
-			if bytes.Equal(orig, bytes.TrimSpace(part)) {
-				alias = a
+		alias := strconv.Quote(sdkIDPrefix + strconv.FormatUint(u.sdkSeq, 10))
+		u.sdkIDs[alias] = id
+		u.mu.Unlock()
+		m["id"] = json.RawMessage(alias)
+	case string(m["method"]) == `"notifications/cancelled"`:
+		var params map[string]json.RawMessage
+		if json.Unmarshal(m["params"], &params) != nil {
+			return p, nil
+		}
+		u.mu.Lock()
+		for alias, orig := range u.sdkIDs {
+			if bytes.Equal(orig, params["requestId"]) {
+				params["requestId"] = json.RawMessage(alias)
 				break
 			}
 		}
+		u.mu.Unlock()
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, err
+		}
+		m["params"] = b
+	default:
+		return p, nil
 	}
-	u.mu.Unlock()
-	if alias == "" {
-		return p
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
 	}
-	if out, ok := frame.Splice(make([]byte, 0, len(p)+len(alias)), p, part, []byte(alias)); ok {
-		return out
-	}
-	return p
+	return append(b, '\n'), nil
 }
 
 // upstreamPeek is what routing an upstream line needs.
