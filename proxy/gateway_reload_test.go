@@ -148,6 +148,9 @@ func TestParseGatewayErrors(t *testing.T) {
 		{"both policies", "servers:\n  a:\n    command: [x]\n    policy_file: p.yaml\n    policy: {mode: token}\n", "not both"},
 		{"bad cel", "servers:\n  a:\n    command: [x]\n    policy:\n      tools:\n        t:\n          deny: ['args.x ==']\n", "deny[0]"},
 		{"missing policy file", "servers:\n  a:\n    command: [x]\n    policy_file: nope.yaml\n", "nope.yaml"},
+		// A second document (here one that would add a server) is refused,
+		// never ignored.
+		{"two documents", "servers:\n  a:\n    command: [x]\n---\nservers:\n  b:\n    command: [y]\n", "gw.yaml:4: more than one YAML document"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(dir, "gw.yaml")
