@@ -286,6 +286,14 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 		ls.mu.Unlock()
 	}
 	defer c.done()
+	if tok, ok := c.progressTarget(r.Context()); ok {
+		// Progress the upstream sends apart from the call's stream (on its
+		// standalone one) reaches the SDK client's onProgress: route the
+		// lane token there as the SDK path routes its own.
+		key := c.upID[1 : len(c.upID)-1]
+		s.progress.Store(key, tok)
+		defer time.AfterFunc(progressGrace, func() { s.progress.Delete(key) })
+	}
 	s.httpUp.st.calls.Add(1)
 	s.forwardHTTP(w, r, up, laneRequest{id: f.ID, method: "tools/call", name: f.Tool, st: c})
 	if !c.answered && r.Context().Err() != nil {
@@ -294,6 +302,16 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 		c.post(context.WithoutCancel(r.Context()), []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+c.upID+`}}`))
 	}
 	return true
+}
+
+// progressTarget is where the call's progress goes when it reaches the
+// proxy off the lane: its session, with the client's token.
+func (c *statefulCall) progressTarget(ctx context.Context) (progressTarget, bool) {
+	var tok any
+	if c.token == "" || json.Unmarshal([]byte(c.token), &tok) != nil {
+		return progressTarget{}, false
+	}
+	return progressTarget{session: c.ls.ss, ctx: ctx, token: tok}, true
 }
 
 // upstreamBody is body, the call read as f, as it goes upstream: the

@@ -37,6 +37,16 @@ func statefulUpstream(t *testing.T) (*goUpstream, string, *evilUpstream) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil
 	})
+	u.add("progress_apart", ro, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Progress not tied to the request: the upstream's SDK sends it on
+		// the session's standalone stream, not the call's.
+		err := req.Session.NotifyProgress(context.Background(), &mcp.ProgressNotificationParams{
+			ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: "apart"})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
 	u.add("token_seen", ro, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(req.Params.GetProgressToken())}}}, nil
 	})
@@ -514,5 +524,33 @@ func TestStatefulLaneKeepsProgressTokensApart(t *testing.T) {
 			t.Fatalf("the upstream saw the progress token %q (before: %v); want a lane id of this call's own", tok, seen)
 		}
 		seen[tok] = true
+	}
+}
+
+// Progress the upstream sends apart from the call's stream (on its
+// session's standalone stream, as a server that does not tie a
+// notification to its request does) reaches the client of a lane call, with
+// the client's own token, as it reaches a client on the SDK path.
+func TestStatefulLaneProgressApartFromTheCall(t *testing.T) {
+	_, upURL, _ := statefulUpstream(t)
+	s, url := laneProxy(t, upURL, nil)
+	got := make(chan string, 2)
+	cs := statefulClient(t, url, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		got <- fmt.Sprint(r.Params.ProgressToken, " ", r.Params.Message)
+	}}, nil)
+	call(t, cs, "echo", map[string]any{}) // connects the leg (SDK path)
+	p := &mcp.CallToolParams{Name: "progress_apart", Arguments: map[string]any{}}
+	p.SetProgressToken("mine")
+	before := statefulLaneCalls(s)
+	if res, err := cs.CallTool(context.Background(), p); err != nil || res.IsError || statefulLaneCalls(s) != before+1 {
+		t.Fatalf("progress_apart: %v %v (lane %d -> %d)", err, res, before, statefulLaneCalls(s))
+	}
+	select {
+	case g := <-got:
+		if g != "mine apart" {
+			t.Fatalf("progress %q, want the client's token", g)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the progress sent apart from the call never reached the client")
 	}
 }
