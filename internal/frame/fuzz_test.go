@@ -74,7 +74,50 @@ func FuzzFrameReadsAlike(f *testing.F) {
 		if why := differ(b, fr, js, py); why != "" {
 			t.Fatalf("%q passes raw, but %s", b, why)
 		}
+		if why := spliceDiffers(b, fr); why != "" {
+			t.Fatalf("%q: %s", b, why)
+		}
 	})
+}
+
+// spliceDiffers checks what the relays do to a frame that passes raw (the
+// stateful HTTP lane, the stdio lane's gateway names): with its id, its
+// progress token or a tools/call's name spliced to another plain value it
+// still reads alike, as the same kind of message with the new value and
+// every other member's bytes as they were.
+func spliceDiffers(b []byte, fr Frame) string {
+	type edit struct {
+		what       string
+		part, with []byte
+		check      func(g Frame) bool
+	}
+	var edits []edit
+	if fr.ID != "" {
+		edits = append(edits, edit{"id", fr.Top["id"], []byte(`"mcpsafe-sdk-lane-1"`), func(g Frame) bool { return g.ID == `"mcpsafe-sdk-lane-1"` }})
+	}
+	if raw, ok := fr.Meta["progressToken"]; ok && fr.Kind == Request {
+		edits = append(edits, edit{"progress token", raw, []byte(`"mcpsafe-sdk-lane-1"`), func(g Frame) bool { return g.Progress == `"mcpsafe-sdk-lane-1"` }})
+	}
+	if raw, ok := fr.Params["progressToken"]; ok && fr.Kind == Notification && fr.Method == "notifications/progress" {
+		edits = append(edits, edit{"progress token", raw, []byte(`7`), func(g Frame) bool { return g.Progress == `7` }})
+	}
+	if fr.Tool != "" {
+		edits = append(edits, edit{"tool name", fr.Params["name"], []byte(`"upstream_name"`), func(g Frame) bool { return g.Tool == "upstream_name" }})
+	}
+	for _, e := range edits {
+		out, ok := Splice(nil, b, e.part, e.with)
+		if !ok {
+			return "Splice refused the " + e.what + " Read found"
+		}
+		g := Read(out)
+		if !g.Alike || g.Kind != fr.Kind || g.Method != fr.Method || !e.check(g) {
+			return fmt.Sprintf("with its %s spliced it reads otherwise: %q (%s)", e.what, out, g.Why)
+		}
+		if len(out) != len(b)-len(e.part)+len(e.with) {
+			return "Splice changed more than the " + e.what
+		}
+	}
+	return ""
 }
 
 // grammarDiffers compares Check's reading of the grammar with
