@@ -99,20 +99,32 @@ func laneProxy(t *testing.T, upstream string, pol *Policy) (*Server, string) {
 // them, and the default policy refuses to relay them).
 func laneClient(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return httpClient(t, url, modernProtocol, opts, nil)
+}
+
+// httpClient is a real SDK client of url over streamable HTTP (through
+// hc, or the default client) that negotiated protocol; it declares no
+// capability unless opts does.
+func httpClient(t *testing.T, url, protocol string, opts *mcp.ClientOptions, hc *http.Client) *mcp.ClientSession {
+	t.Helper()
 	if opts == nil {
 		opts = &mcp.ClientOptions{}
 	}
 	if opts.Capabilities == nil {
 		opts.Capabilities = &mcp.ClientCapabilities{}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "lane-client"}, opts).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	var so *mcp.ClientSessionOptions
+	if protocol != modernProtocol {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: protocol}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client"}, opts).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, so)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	if v := cs.InitializeResult().ProtocolVersion; v != modernProtocol {
-		t.Fatalf("client negotiated %s, want %s", v, modernProtocol)
+	if v := cs.InitializeResult().ProtocolVersion; v != protocol {
+		t.Fatalf("client negotiated %s, want %s", v, protocol)
 	}
 	return cs
 }

@@ -155,20 +155,9 @@ func (ev *evilUpstream) serve(w http.ResponseWriter, r *http.Request) bool {
 // 2025-11-25, in a session; it declares no capability unless opts does.
 func statefulClient(t *testing.T, url string, opts *mcp.ClientOptions, hc *http.Client) *mcp.ClientSession {
 	t.Helper()
-	if opts == nil {
-		opts = &mcp.ClientOptions{}
-	}
-	if opts.Capabilities == nil {
-		opts.Capabilities = &mcp.ClientCapabilities{}
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stateful-client"}, opts).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	if cs.ID() == "" || cs.InitializeResult().ProtocolVersion != legacyProtocol {
-		t.Fatalf("no 2025-11-25 session: %q %s", cs.ID(), cs.InitializeResult().ProtocolVersion)
+	cs := httpClient(t, url, legacyProtocol, opts, hc)
+	if cs.ID() == "" {
+		t.Fatal("no 2025-11-25 session")
 	}
 	return cs
 }
