@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -51,6 +52,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return nil, err
 		}
+		defer s.ownProgress(ctx, req)()
 		switch r := req.(type) {
 		case *mcp.ListResourcesRequest:
 			return relayResult(leg.ListResources(ctx, r.Params))
@@ -180,11 +182,8 @@ func (s *Server) callUpstream(ctx context.Context, params *mcp.CallToolParams, d
 		delete(params.Meta, "progressToken")
 		params = withCaps(s, leg, down.Session, params)
 		if tok := down.Params.GetProgressToken(); tok != nil {
-			up := fmt.Sprintf("mcpsafe-%d", s.progressID.Add(1))
-			s.progress.Store(up, progressTarget{session: down.Session, ctx: ctx, token: tok})
-			// Notifications are dispatched apart from responses and may be
-			// handled after the call returned: keep the route a while.
-			defer time.AfterFunc(progressGrace, func() { s.progress.Delete(up) })
+			up, done := s.routeProgress(ctx, down.Session, tok)
+			defer done()
 			params.SetProgressToken(up)
 		}
 	}
@@ -222,4 +221,37 @@ func (s *Server) onProgress(ctx context.Context, req *mcp.ProgressNotificationCl
 	if err := t.session.NotifyProgress(context.WithoutCancel(t.ctx), &p); err != nil {
 		s.log.Debug("proxy: progress not relayed", "err", err)
 	}
+}
+
+// routeProgress routes the progress the upstream sends under up, a new
+// token of the proxy's, to session with the client's own token tok
+// (onProgress), until done runs and a grace period after: notifications
+// are dispatched apart from responses and may be handled after the
+// request returned.
+func (s *Server) routeProgress(ctx context.Context, session *mcp.ServerSession, tok any) (up string, done func()) {
+	up = fmt.Sprintf("mcpsafe-%d", s.progressID.Add(1))
+	s.progress.Store(up, progressTarget{session: session, ctx: ctx, token: tok})
+	return up, func() { time.AfterFunc(progressGrace, func() { s.progress.Delete(up) }) }
+}
+
+// ownProgress puts a token of the proxy's (routeProgress) in place of the
+// client's progress token on a request the middleware relays upstream, as
+// callUpstream does on a tool call: the upstream session is shared by
+// clients, and a token a client chose must not reach it, where it could
+// name another client's route (and that client get progress the upstream
+// sends for this request). The returned function ends the route.
+func (s *Server) ownProgress(ctx context.Context, req mcp.Request) func() {
+	p, ok := req.GetParams().(mcp.RequestParams)
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	if v := reflect.ValueOf(p); !ok || ss == nil || v.Kind() == reflect.Pointer && v.IsNil() {
+		return func() {}
+	}
+	tok := p.GetProgressToken()
+	if tok == nil {
+		return func() {}
+	}
+	p.SetMeta(maps.Clone(p.GetMeta())) // the request's own map stays the client's
+	up, done := s.routeProgress(ctx, ss, tok)
+	p.SetProgressToken(up)
+	return done
 }
