@@ -299,8 +299,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/fastlane.go",
-				Old:  "\tif !s.passesThrough(name) {\n\t\treturn fastCall{}, false\n\t}\n\tc := fastCall{id: id}",
-				New:  "\tc := fastCall{id: id}",
+				Old:  "\tif !s.passesThrough(name) {\n\t\treturn fastCall{}, false\n\t}\n",
+				New:  "",
 			},
 		},
 	},

@@ -145,18 +145,26 @@ func (u *UpstreamPipe) fromSDK(p []byte) ([]byte, error) {
 		u.mu.Unlock()
 		m["id"] = json.RawMessage(alias)
 	case string(m["method"]) == `"notifications/cancelled"`:
+		// Only under its alias: the SDK's own id upstream could name a
+		// fast-lane call of the client's (an alias is gone once its
+		// request was answered, and the cancellation is moot then).
 		var params map[string]json.RawMessage
 		if json.Unmarshal(m["params"], &params) != nil {
-			return p, nil
+			return nil, nil
 		}
+		aliased := false
 		u.mu.Lock()
 		for alias, orig := range u.sdkIDs {
 			if bytes.Equal(orig, params["requestId"]) {
 				params["requestId"] = json.RawMessage(alias)
+				aliased = true
 				break
 			}
 		}
 		u.mu.Unlock()
+		if !aliased {
+			return nil, nil
+		}
 		b, err := json.Marshal(params)
 		if err != nil {
 			return nil, err
@@ -327,6 +335,11 @@ func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 		}
 	}
 	if !s.passesThrough(name) {
+		return fastCall{}, false
+	}
+	if f.Progress == "null" {
+		// The SDK path reads a null token as none and relays no progress;
+		// raw, the upstream would send progress under it.
 		return fastCall{}, false
 	}
 	c := fastCall{id: id}

@@ -16,7 +16,8 @@ import (
 // (JavaScript's JSON.stringify writes one), and such a request written
 // under the SDK's own id 6 would take the answer of the client's fast call
 // 6, and the SDK's cancellation of it would cancel that call. Control: a
-// plain request and its cancellation.
+// plain request and its cancellation. Nor does a cancellation of an
+// unaliased id go upstream.
 func TestSDKRequestsAliasedUpstream(t *testing.T) {
 	for _, args := range []string{`{"q":"ok"}`, `{"q":"\ud800"}`} {
 		u := &UpstreamPipe{sdkIDs: map[string]json.RawMessage{}}
@@ -36,6 +37,18 @@ func TestSDKRequestsAliasedUpstream(t *testing.T) {
 		out, err = u.fromSDK([]byte(cancel))
 		if err != nil || !strings.Contains(string(out), `"requestId":"mcpsafe-sdk-1"`) {
 			t.Fatalf("the SDK's cancellation went upstream as %s (%v)", out, err)
+		}
+	}
+	// A cancellation of a request no longer aliased (answered already) or
+	// never sent goes nowhere: under the SDK's own id 6 it would cancel
+	// the client's fast-lane call 6.
+	u := &UpstreamPipe{sdkIDs: map[string]json.RawMessage{}}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}}` + "\n",
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":"odd"}` + "\n",
+	} {
+		if out, err := u.fromSDK([]byte(line)); err != nil || len(out) != 0 {
+			t.Fatalf("%s went upstream as %s (%v)", line, out, err)
 		}
 	}
 }

@@ -224,7 +224,7 @@ func TestStatefulLaneTakesPassThroughCalls(t *testing.T) {
 		t.Errorf("progress: %q, %q", p1, p2)
 	}
 	// The SDK path: a gated tool (approved), a reserved id, absent
-	// arguments, _meta beyond a progress token.
+	// arguments, _meta beyond a progress token, a null progress token.
 	gcs := statefulClient(t, url, &mcp.ClientOptions{ElicitationHandler: answer("accept", true)}, nil)
 	if res := call(t, gcs, "delete_thing", map[string]any{}); res.IsError || u.count("delete_thing") != 1 {
 		t.Fatalf("gated: %s", text(res))
@@ -236,6 +236,8 @@ func TestStatefulLaneTakesPassThroughCalls(t *testing.T) {
 		"no arguments":     `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}}`,
 		"client's _meta":   `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`,
 		"duplicate id key": `{"jsonrpc":"2.0","id":3,"id":4,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
+		// The SDK reads a null token as none, and relays no progress.
+		"null progress token": `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"progressToken":null}}}`,
 	} {
 		code, msgs := postSession(t, url, cs.ID(), body, nil)
 		if statefulLaneCalls(s) != before {
