@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,47 +75,65 @@ func FuzzFrameReadsAlike(f *testing.F) {
 		if why := differ(b, fr, js, py); why != "" {
 			t.Fatalf("%q passes raw, but %s", b, why)
 		}
-		if why := spliceDiffers(b, fr); why != "" {
+		if why := spliceDiffers(b, fr, js, py); why != "" {
 			t.Fatalf("%q: %s", b, why)
 		}
 	})
 }
 
 // spliceDiffers checks what the relays do to a frame that passes raw (the
-// stateful HTTP lane, the stdio lane's gateway names): with its id, its
-// progress token or a tools/call's name spliced to another plain value it
-// still reads alike, as the same kind of message with the new value and
-// every other member's bytes as they were.
-func spliceDiffers(b []byte, fr Frame) string {
+// stateful HTTP lane: id, then progress token; the stdio lane: a gateway
+// tool name): spliced to other plain values it still reads alike to every
+// parser (differ), as the same kind of message with the new values and
+// the other members Read reports as they were.
+func spliceDiffers(b []byte, fr Frame, js, py *interp) string {
 	type edit struct {
-		what       string
-		part, with []byte
-		check      func(g Frame) bool
+		what  string
+		part  func(Frame) []byte
+		with  string
+		field func(Frame) string // the value Read reports for it
 	}
-	var edits []edit
+	id := edit{"id", func(f Frame) []byte { return f.Top["id"] }, `"mcpsafe-sdk-lane-1"`, func(f Frame) string { return f.ID }}
+	metaToken := edit{"progress token", func(f Frame) []byte { return f.Meta["progressToken"] }, `"mcpsafe-sdk-lane-1"`, func(f Frame) string { return f.Progress }}
+	tool := edit{"tool name", func(f Frame) []byte { return f.Params["name"] }, `"upstream_name"`, func(f Frame) string { return `"` + f.Tool + `"` }}
+	var plans [][]edit
 	if fr.ID != "" {
-		edits = append(edits, edit{"id", fr.Top["id"], []byte(`"mcpsafe-sdk-lane-1"`), func(g Frame) bool { return g.ID == `"mcpsafe-sdk-lane-1"` }})
+		plans = append(plans, []edit{id})
 	}
-	if raw, ok := fr.Meta["progressToken"]; ok && fr.Kind == Request {
-		edits = append(edits, edit{"progress token", raw, []byte(`"mcpsafe-sdk-lane-1"`), func(g Frame) bool { return g.Progress == `"mcpsafe-sdk-lane-1"` }})
+	if _, ok := fr.Meta["progressToken"]; ok && fr.Kind == Request {
+		plans = append(plans, []edit{metaToken}, []edit{id, metaToken})
 	}
-	if raw, ok := fr.Params["progressToken"]; ok && fr.Kind == Notification && fr.Method == "notifications/progress" {
-		edits = append(edits, edit{"progress token", raw, []byte(`7`), func(g Frame) bool { return g.Progress == `7` }})
+	if _, ok := fr.Params["progressToken"]; ok && fr.Kind == Notification && fr.Method == "notifications/progress" {
+		plans = append(plans, []edit{{"progress token", func(f Frame) []byte { return f.Params["progressToken"] }, `7`, func(f Frame) string { return f.Progress }}})
 	}
 	if fr.Tool != "" {
-		edits = append(edits, edit{"tool name", fr.Params["name"], []byte(`"upstream_name"`), func(g Frame) bool { return g.Tool == "upstream_name" }})
+		plans = append(plans, []edit{tool})
 	}
-	for _, e := range edits {
-		out, ok := Splice(nil, b, e.part, e.with)
-		if !ok {
-			return "Splice refused the " + e.what + " Read found"
+	for _, plan := range plans {
+		out, g := b, fr
+		for _, e := range plan {
+			var ok bool
+			if out, ok = Splice(nil, out, e.part(g), []byte(e.with)); !ok {
+				return "Splice refused the " + e.what + " Read found"
+			}
+			if g = Read(out); !g.Alike {
+				return fmt.Sprintf("with its %s spliced it no longer reads alike: %q (%s)", e.what, out, g.Why)
+			}
+			if e.field(g) != e.with {
+				return fmt.Sprintf("with its %s spliced Read reports %s", e.what, e.field(g))
+			}
 		}
-		g := Read(out)
-		if !g.Alike || g.Kind != fr.Kind || g.Method != fr.Method || !e.check(g) {
-			return fmt.Sprintf("with its %s spliced it reads otherwise: %q (%s)", e.what, out, g.Why)
+		// What the plan did not touch reads as before.
+		for _, e := range []edit{id, metaToken, tool} {
+			if !slices.ContainsFunc(plan, func(p edit) bool { return p.what == e.what }) && e.field(g) != e.field(fr) {
+				return fmt.Sprintf("splicing %v changed the %s: %s, was %s", plan[0].what, e.what, e.field(g), e.field(fr))
+			}
 		}
-		if len(out) != len(b)-len(e.part)+len(e.with) {
-			return "Splice changed more than the " + e.what
+		if g.Kind != fr.Kind || g.Method != fr.Method {
+			return fmt.Sprintf("spliced, it reads as a %v %q", g.Kind, g.Method)
+		}
+		if why := differ(out, g, js, py); why != "" {
+			return fmt.Sprintf("spliced to %q, %s", out, why)
 		}
 	}
 	return ""
