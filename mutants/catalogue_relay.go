@@ -42,4 +42,17 @@ var relayMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "relay-client-progress-token-upstream",
+		Packages: []string{"./proxy"},
+		Run:      "TestRelayedRequestsCarryTheProxysProgressToken",
+		Why:      "a relayed resources/read, prompts/get or completion carries the client's own progress token into the upstream session clients share, where it can name another call's route",
+		Edits: []Edit{
+			{
+				File: "proxy/calls.go",
+				Old:  "\t\tdefer s.ownProgress(ctx, req)()\n",
+				New:  "",
+			},
+		},
+	},
 }
