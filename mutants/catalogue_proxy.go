@@ -615,8 +615,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/unknown_methods.go",
-				Old:  "if name, ok := methodNamesTool(f.Method, s.blockedNames()); ok {",
-				New:  "if name, ok := methodNamesTool(f.Method, s.blockedNames()); false && ok {",
+				Old:  "if name, ok := methodNamesTool(f.Method, blocked); ok {",
+				New:  "if name, ok := methodNamesTool(f.Method, blocked); false && ok {",
 			},
 		},
 	},

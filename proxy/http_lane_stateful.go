@@ -92,10 +92,9 @@ type statefulCall struct {
 	ls      *laneSession
 	s       *Server
 	leg     *mcp.ClientSession
-	// answered: the call's response was relayed; end, set then (or
-	// when the call failed), ends the call for the session.
-	answered bool
-	end      func()
+	// end, set while the call is in flight, ends it for the session
+	// (done): at its response, or when the call failed.
+	end func()
 }
 
 // done ends the call for its session once it is answered, as the SDK
@@ -287,8 +286,8 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 	}
 	s.httpUp.st.calls.Add(1)
 	s.forwardHTTP(w, r, up, laneRequest{id: f.ID, method: "tools/call", name: f.Tool, st: c})
-	if !c.answered && r.Context().Err() != nil {
-		// The client left: cancel upstream, as the SDK client does when
+	if c.end != nil && r.Context().Err() != nil {
+		// The client left unanswered: cancel upstream, as the SDK client does when
 		// the SDK handler cancels the call (PropagateRequestCancellation).
 		c.post(context.WithoutCancel(r.Context()), []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+c.upID+`}}`))
 	}
@@ -410,7 +409,6 @@ func (c *statefulCall) restore(msg []byte, f frame.Frame) []byte {
 	if c == nil {
 		return msg
 	}
-	c.answered = true
 	c.done()
 	out, _ := frame.Splice(nil, msg, f.Top["id"], []byte(c.id))
 	return out
@@ -425,7 +423,6 @@ func (c *statefulCall) event(dst, msg []byte, f frame.Frame) []byte {
 	var part, with []byte
 	switch {
 	case f.Kind == frame.Response:
-		c.answered = true
 		c.done()
 		part, with = f.Top["id"], []byte(c.id)
 	case f.Method == "notifications/progress":

@@ -119,11 +119,12 @@ func (s *Server) refuseUnknown(f frame.Frame) string {
 		// alike, and the scan below read.
 		return fmt.Sprintf("mcpsafe proxy: %q cannot be read the same way by every JSON parser (%s); an upstream may read it otherwise", f.Method, f.Why)
 	}
-	if name, ok := methodNamesTool(f.Method, s.blockedNames()); ok {
+	blocked := s.blockedNames()
+	if name, ok := methodNamesTool(f.Method, blocked); ok {
 		return fmt.Sprintf("mcpsafe proxy: the method %q names the tool %q; a tool that does not pass through runs only through tools/call, behind the gate", f.Method, name)
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Top)) {
-		if name, ok := s.namesTool(f.Top[k]); ok {
+		if name, ok := namesTool(f.Top[k], blocked); ok {
 			return fmt.Sprintf("mcpsafe proxy: the %s of %q names %q; a tool that does not pass through runs only through tools/call, behind the gate", k, f.Method, name)
 		}
 	}
@@ -195,14 +196,9 @@ func methodParts(s string) []string {
 }
 
 // namesTool reports the first key or string in params (a member's value)
-// that names tools/call or an upstream tool that does not pass through
-// (compared under case folding). A value that cannot be read whole is
-// treated as naming one.
-func (s *Server) namesTool(params json.RawMessage) (string, bool) {
-	if len(bytes.TrimSpace(params)) == 0 {
-		return "", false
-	}
-	blocked := s.blockedNames()
+// that names tools/call or a tool of blocked (blockedNames). A value that
+// cannot be read whole is treated as naming one.
+func namesTool(params json.RawMessage, blocked map[string]bool) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	for {
 		t, err := dec.Token()
