@@ -278,10 +278,15 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	// end of a stream it has read the answer from (drainRest).
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
+	// fail answers the call with an error of the proxy's.
+	fail := func(msg string, err error) error {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(errorBody(c.id, codeInternal, msg))
+		return err
+	}
 	resp, err := s.postUpstream(ctx, body, c)
 	if err != nil {
-		writeFastError(w, c.id, "mcpsafe proxy: the upstream did not answer")
-		return err
+		return fail("mcpsafe proxy: the upstream did not answer", err)
 	}
 	defer resp.Body.Close()
 	ct := resp.Header.Get("Content-Type")
@@ -289,6 +294,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	if resp.StatusCode != http.StatusOK {
 		// A JSON-RPC error for this call is the upstream's answer, as the
 		// SDK client would read it; anything else says only that it failed.
+		failed := fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		f := frame.Read(msg)
 		if mt == "application/json" && s.finalFor(f, c.upID()) == nil && bytes.Contains(msg, []byte(`"error"`)) {
@@ -297,10 +303,9 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 				w.WriteHeader(resp.StatusCode) // relayed as it came
 			}
 			w.Write(c.st.restore(msg, f))
-			return fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
+			return failed
 		}
-		writeFastError(w, c.id, fmt.Sprintf("mcpsafe proxy: the upstream answered HTTP %d", resp.StatusCode))
-		return fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
+		return fail("mcpsafe proxy: the "+failed.Error(), failed)
 	}
 	switch mt {
 	case "application/json":
@@ -308,13 +313,11 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 		defer lb.put()
 		msg, err := lb.readAll(resp.Body)
 		if err != nil {
-			writeFastError(w, c.id, "mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run")
-			return err
+			return fail("mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run", err)
 		}
 		f := frame.Read(msg)
 		if err := s.finalFor(f, c.upID()); err != nil {
-			writeFastError(w, c.id, err.Error())
-			return err
+			return fail(err.Error(), err)
 		}
 		w.Header().Set("Content-Type", ct)
 		w.Header().Set("Cache-Control", "no-cache, no-transform")
@@ -323,8 +326,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	case "text/event-stream":
 		return s.relayEvents(w, resp.Body, ct, c, stop)
 	}
-	writeFastError(w, c.id, "mcpsafe proxy: the upstream answered in an unknown content type")
-	return fmt.Errorf("upstream content type %q", ct)
+	return fail("mcpsafe proxy: the upstream answered in an unknown content type", fmt.Errorf("upstream content type %q", ct))
 }
 
 // relayEvents copies the upstream's event stream, one event at a time
@@ -507,11 +509,6 @@ const (
 func errorBody(id string, code int, msg string) []byte {
 	m, _ := json.Marshal(msg)
 	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) + `}}`)
-}
-
-func writeFastError(w http.ResponseWriter, id, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(errorBody(id, codeInternal, msg))
 }
 
 func writeEvent(w io.Writer, msg []byte) {

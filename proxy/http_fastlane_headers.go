@@ -52,9 +52,7 @@ func mediaType(ct string) (string, error) {
 func acceptsBoth(values []string) bool {
 	var json, stream bool
 	for _, v := range values {
-		for rest, more := v, true; more; {
-			var tok string
-			tok, rest, more = strings.Cut(rest, ",")
+		for tok := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(tok, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json":
