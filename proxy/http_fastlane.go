@@ -390,11 +390,11 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 		out := event
 		event, data = event[:0], data[:0]
 		if len(msg) == 0 {
-			if c.st != nil {
-				continue // no upstream event ids (nor retry) for the SDK handler's session
-			}
-			if _, err := w.Write(out); err != nil {
-				return err
+			// No upstream event ids (nor retry) for the SDK handler's session.
+			if c.st == nil {
+				if _, err := w.Write(out); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -483,9 +483,8 @@ func (s *Server) finalFor(f frame.Frame, id string) error {
 	// The result's members, spelt exactly: the frame is Alike, so no
 	// member equal to resultType or inputRequests under case folding is
 	// spelt otherwise, and none is there twice.
-	result := f.Result
-	rt, hasType := result["resultType"]
-	_, hasAsks := result["inputRequests"]
+	rt, hasType := f.Result["resultType"]
+	_, hasAsks := f.Result["inputRequests"]
 	if !hasAsks && (!hasType || string(rt) == `"complete"`) {
 		return nil
 	}
@@ -493,10 +492,7 @@ func (s *Server) finalFor(f frame.Frame, id string) error {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("mcpsafe proxy: the upstream's answer could not be read: %v", err)
 	}
-	if res.NeedsInput() || len(res.InputRequests) > 0 {
-		return checkAsks(ur, res.InputRequests)
-	}
-	return nil
+	return checkAsks(ur, res.InputRequests)
 }
 
 // JSON-RPC error codes of the lanes' own answers.
