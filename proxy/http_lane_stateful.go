@@ -287,8 +287,9 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 	s.httpUp.st.calls.Add(1)
 	s.forwardHTTP(w, r, up, laneRequest{id: f.ID, method: "tools/call", name: f.Tool, st: c})
 	if c.end != nil && r.Context().Err() != nil {
-		// The client left unanswered: cancel upstream, as the SDK client does when
-		// the SDK handler cancels the call (PropagateRequestCancellation).
+		// The client left before the answer: cancel upstream, as the SDK
+		// client does when the SDK handler cancels the call
+		// (PropagateRequestCancellation).
 		c.post(context.WithoutCancel(r.Context()), []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+c.upID+`}}`))
 	}
 	return true

@@ -196,8 +196,9 @@ func methodParts(s string) []string {
 }
 
 // namesTool reports the first key or string in params (a member's value)
-// that names tools/call or a tool of blocked (blockedNames). A value that
-// cannot be read whole is treated as naming one.
+// that names tools/call or a tool of blocked (blockedNames), compared
+// under case folding. A value that cannot be read whole is treated as
+// naming one.
 func namesTool(params json.RawMessage, blocked map[string]bool) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	for {
