@@ -168,9 +168,9 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s := &Server{
 		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member, metrics: cfg.Metrics,
 		syncReq: make(chan struct{}, 1), stop: make(chan struct{}),
+		relay: relayState{legacyTransport: cfg.LegacyUpstream, calls: map[uint64]downCall{}, subs: map[string]map[*mcp.ServerSession]bool{}},
 	}
 	s.policyP.Store(pol)
-	s.relay.legacyTransport = cfg.LegacyUpstream
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
 	opts := cfg.Gate
@@ -202,10 +202,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.cont.init(opts.Ledger); err != nil {
 		return nil, err
 	}
-	startTimeout := cfg.StartTimeout
-	if startTimeout <= 0 {
-		startTimeout = DefaultStartTimeout
-	}
+	startTimeout := cmp.Or(max(cfg.StartTimeout, 0), DefaultStartTimeout)
 	// The session outlives sctx: the SDK detaches it from the context
 	// Connect was given.
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -301,11 +298,15 @@ func (s *Server) Close() error {
 	}
 	s.stopOnce.Do(func() { close(s.stop) })
 	var errs []error
-	if s.Upstream != nil {
-		if err := s.Upstream.Close(); err != nil && !errors.Is(err, context.Canceled) {
+	closeLeg := func(leg *mcp.ClientSession) {
+		if leg == nil {
+			return
+		}
+		if err := leg.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
 	}
+	closeLeg(s.Upstream)
 	if s.pipe != nil {
 		s.pipe.close()
 	}
@@ -314,11 +315,7 @@ func (s *Server) Close() error {
 		errs = append(errs, s.Gate.Close())
 	}
 	s.relay.legacyOnce.Do(func() {}) // no legacy leg from now on
-	if s.relay.legacy != nil {
-		if err := s.relay.legacy.Close(); err != nil && !errors.Is(err, context.Canceled) {
-			errs = append(errs, err)
-		}
-	}
+	closeLeg(s.relay.legacyUp.Load())
 	if cl, ok := s.relay.legacyTransport.(*CommandLeg); ok {
 		cl.close()
 	}
