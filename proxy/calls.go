@@ -101,10 +101,8 @@ func withCaps[P interface {
 	if m == nil && !addLevel {
 		return p
 	}
-	out := maps.Clone(m)
-	if out == nil {
-		out = map[string]any{}
-	}
+	out := map[string]any{}
+	maps.Copy(out, m)
 	delete(out, mcp.MetaKeyProtocolVersion)
 	if !modern {
 		delete(out, mcp.MetaKeyClientInfo)
