@@ -255,11 +255,10 @@ func ask(ctx context.Context, ss *mcp.ServerSession, p mcp.InputRequest) (mcp.In
 // session filters by the level its client set, as the upstream would.
 func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	c, err := s.route()
-	if err != nil {
-		s.log.Debug("proxy: upstream log message not relayed", "err", err)
-		return
+	if err == nil {
+		err = c.ss.Log(context.WithoutCancel(c.ctx), req.Params)
 	}
-	if err := c.ss.Log(context.WithoutCancel(c.ctx), req.Params); err != nil {
+	if err != nil {
 		s.log.Debug("proxy: upstream log message not relayed", "err", err)
 	}
 }
