@@ -91,8 +91,8 @@ type Server struct {
 	serverLine string          // names the server in every plan
 	serverName string          // the server as a person knows it (personName)
 	syncReq    chan struct{}
-	stop       chan struct{}
-	stopOnce   sync.Once
+	stopped    context.Context // ends with Close, and with it a sync under way
+	stop       context.CancelFunc
 
 	progress   sync.Map // upstream progress token -> progressTarget
 	progressID atomic.Uint64
@@ -167,9 +167,10 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	pol := cmp.Or(cfg.Policy, &Policy{Source: "default policy"})
 	s := &Server{
 		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member, metrics: cfg.Metrics,
-		syncReq: make(chan struct{}, 1), stop: make(chan struct{}),
-		relay: relayState{legacyTransport: cfg.LegacyUpstream, calls: map[uint64]downCall{}, subs: map[string]map[*mcp.ServerSession]bool{}},
+		syncReq: make(chan struct{}, 1),
+		relay:   relayState{legacyTransport: cfg.LegacyUpstream, calls: map[uint64]downCall{}, subs: map[string]map[*mcp.ServerSession]bool{}},
 	}
+	s.stopped, s.stop = context.WithCancel(context.Background())
 	s.policyP.Store(pol)
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
@@ -296,7 +297,7 @@ func (s *Server) Close() error {
 	if g := s.one.Swap(nil); g != nil {
 		return g.Close() // a gateway of one: it closes s
 	}
-	s.stopOnce.Do(func() { close(s.stop) })
+	s.stop()
 	var errs []error
 	closeLeg := func(leg *mcp.ClientSession) {
 		if leg == nil {
