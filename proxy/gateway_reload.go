@@ -33,12 +33,11 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
+	old, closed := maps.Clone(g.slots), g.closed
+	g.mu.Unlock()
+	if closed {
 		return errors.New("proxy: gateway closed")
 	}
-	old := maps.Clone(g.slots)
-	g.mu.Unlock()
 
 	type inPlace struct {
 		srv *Server
