@@ -182,11 +182,12 @@ func (g *Gateway) resourceServer(uri string) (*Server, error) {
 }
 
 // collect pages through one list of every running server that offers it,
-// server by server: from[i] is the server that listed items[i]. The cache
-// hints are the strictest of all: the shortest TTL, and private when any
-// server says so.
-func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(*mcp.ServerCapabilities) bool,
-	page func(context.Context, *mcp.ClientSession, string) ([]T, string, mcp.Cacheable, error)) (items []T, from []*Server, cache mcp.Cacheable, err error) {
+// server by server (list fetches a page, page reads it): from[i] is the
+// server that listed items[i]. The cache hints are the strictest of all:
+// the shortest TTL, and private when any server says so.
+func collect[R, T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(*mcp.ServerCapabilities) bool,
+	list func(context.Context, *mcp.ClientSession, string) (R, error), page func(R) ([]T, string, mcp.Cacheable),
+) (items []T, from []*Server, cache mcp.Cacheable, err error) {
 	cache = mcp.Cacheable{CacheScope: "public"}
 	first := true
 	for _, srv := range g.running() {
@@ -199,10 +200,11 @@ func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(
 		}
 		cursor := ""
 		for {
-			got, next, c, err := page(ctx, leg, cursor)
+			res, err := list(ctx, leg, cursor)
 			if err != nil {
 				return nil, nil, cache, protocolError(err)
 			}
+			got, next, c := page(res)
 			if first || c.TTLMs < cache.TTLMs {
 				cache.TTLMs = c.TTLMs
 			}
@@ -223,12 +225,10 @@ func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(
 
 func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPromptsResult, error) {
 	prompts, from, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Prompt, string, mcp.Cacheable, error) {
-			res, err := leg.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", mcp.Cacheable{}, err
-			}
-			return res.Prompts, res.NextCursor, res.Cacheable, nil
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) (*mcp.ListPromptsResult, error) {
+			return leg.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		}, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string, mcp.Cacheable) {
+			return r.Prompts, r.NextCursor, r.Cacheable
 		})
 	if err != nil {
 		return nil, err
@@ -253,12 +253,10 @@ func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPr
 
 func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (mcp.Result, error) {
 	resources, from, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, mcp.Cacheable, error) {
-			res, err := leg.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", mcp.Cacheable{}, err
-			}
-			return res.Resources, res.NextCursor, res.Cacheable, nil
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) (*mcp.ListResourcesResult, error) {
+			return leg.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		}, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string, mcp.Cacheable) {
+			return r.Resources, r.NextCursor, r.Cacheable
 		})
 	if err != nil {
 		return nil, err
@@ -285,12 +283,10 @@ func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesReque
 
 func (g *Gateway) listTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
 	templates, _, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, mcp.Cacheable, error) {
-			res, err := leg.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", mcp.Cacheable{}, err
-			}
-			return res.ResourceTemplates, res.NextCursor, res.Cacheable, nil
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) (*mcp.ListResourceTemplatesResult, error) {
+			return leg.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+		}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string, mcp.Cacheable) {
+			return r.ResourceTemplates, r.NextCursor, r.Cacheable
 		})
 	if err != nil {
 		return nil, err
