@@ -304,7 +304,7 @@ func (u *UpstreamPipe) toSDKWithID(line []byte, orig json.RawMessage) error {
 	o := u.order
 	u.mu.Unlock()
 	if o != nil { // see notify_order.go
-		b = append(o.barrier(), b...)
+		b = append(append(o.barrier(), '\n'), b...)
 	}
 	_, err = u.sdkFeed.Write(append(b, '\n'))
 	return err

@@ -57,18 +57,14 @@ type notifyOrder struct {
 	changed  chan struct{}
 }
 
-func newNotifyOrder() *notifyOrder {
-	return &notifyOrder{key: rand.Text(), changed: make(chan struct{})}
-}
-
-// barrier returns the next barrier notification, as one JSON line.
+// barrier returns the next barrier notification (JSON, no line end).
 func (o *notifyOrder) barrier() []byte {
 	o.mu.Lock()
 	o.injected++
 	n := o.injected
 	o.mu.Unlock()
 	return []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"` +
-		barrierPrefix + o.key + "-" + strconv.FormatUint(n, 10) + `","progress":0}}` + "\n")
+		barrierPrefix + o.key + "-" + strconv.FormatUint(n, 10) + `","progress":0}}`)
 }
 
 // reached records that the SDK client's queue reached barrier n.
@@ -88,7 +84,8 @@ func (o *notifyOrder) wait(ctx context.Context) {
 	o.mu.Lock()
 	target := o.injected
 	o.mu.Unlock()
-	var timeout <-chan time.Time
+	timeout := time.NewTimer(orderWaitMax)
+	defer timeout.Stop()
 	for {
 		o.mu.Lock()
 		done, changed := o.handled >= target, o.changed
@@ -96,16 +93,11 @@ func (o *notifyOrder) wait(ctx context.Context) {
 		if done {
 			return
 		}
-		if timeout == nil {
-			t := time.NewTimer(orderWaitMax)
-			defer t.Stop()
-			timeout = t.C
-		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
 			return
-		case <-timeout:
+		case <-timeout.C:
 			return
 		}
 	}
@@ -121,7 +113,7 @@ type orders struct {
 // the proxy reads t's bytes; other transports (in memory, in tests) are
 // returned as they are and never wait.
 func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
-	o := newNotifyOrder()
+	o := &notifyOrder{key: rand.Text(), changed: make(chan struct{})}
 	switch u := t.(type) {
 	case *UpstreamPipe:
 		u.mu.Lock()
@@ -135,11 +127,7 @@ func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
 		c := *u
 		hc := cmp.Or(u.HTTPClient, http.DefaultClient)
 		nc := *hc
-		base := hc.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		nc.Transport = orderedTransport{base: base, o: o}
+		nc.Transport = orderedTransport{base: cmp.Or(hc.Transport, http.DefaultTransport), o: o}
 		c.HTTPClient = &nc
 		t = &c
 	default:
@@ -245,7 +233,7 @@ func (b *barrierEvents) next() {
 		}
 	}
 	if hasData && isResponse(data) {
-		b.out = append(append(append(b.out, "data: "...), bytes.TrimSuffix(b.o.barrier(), []byte("\n"))...), "\n\n"...)
+		b.out = append(append(append(b.out, "data: "...), b.o.barrier()...), "\n\n"...)
 	}
 	b.out = append(b.out, raw...)
 }
