@@ -225,35 +225,23 @@ func (u *UpstreamPipe) route(line []byte) error {
 	if !f.Alike {
 		return u.routeUnclear(line)
 	}
-	u.mu.Lock()
-	switch {
-	case f.Kind == frame.Response:
-		if orig, ok := u.sdkIDs[f.ID]; ok {
-			delete(u.sdkIDs, f.ID)
-			u.mu.Unlock()
-			return u.toSDKWithID(line, orig)
+	if f.Kind == frame.Response {
+		if ok, err := u.answer(f.ID, line, line); ok {
+			return err
 		}
-		if tok, ok := u.fast[f.ID]; ok {
-			delete(u.fast, f.ID)
-			down := u.down
-			u.mu.Unlock()
-			u.releaseToken(tok)
-			return down(line)
-		}
-	case f.Kind == frame.Notification && f.Method == "notifications/progress":
-		if u.tokens[f.Progress] > 0 {
-			down := u.down
-			u.mu.Unlock()
-			return down(line)
-		}
-	case f.Kind == frame.Notification && !knownUpstreamMethods[f.Method]:
-		// A notification the SDK client would drop: the client gets the
-		// upstream's line (see unknown_methods.go).
+	}
+	if f.Kind == frame.Notification {
+		// A fast-lane call's progress, or a notification the SDK client
+		// would drop (see unknown_methods.go): the client gets the
+		// upstream's line.
+		u.mu.Lock()
+		raw := f.Method == "notifications/progress" && u.tokens[f.Progress] > 0 || !knownUpstreamMethods[f.Method]
 		down := u.down
 		u.mu.Unlock()
-		return down(line)
+		if raw {
+			return down(line)
+		}
 	}
-	u.mu.Unlock()
 	_, err := u.sdkFeed.Write(line)
 	return err
 }
@@ -267,27 +255,36 @@ func (u *UpstreamPipe) routeUnclear(line []byte) error {
 	var p upstreamPeek
 	if json.Unmarshal(line, &p) == nil && p.Method == nil {
 		id := string(bytes.TrimSpace(p.ID))
-		u.mu.Lock()
-		if orig, ok := u.sdkIDs[id]; ok {
-			// An answer to the SDK client's own request: it reads it (and
-			// re-encodes what it makes of it) under its own id.
-			delete(u.sdkIDs, id)
-			u.mu.Unlock()
-			return u.toSDKWithID(line, orig)
-		}
-		tok, ok := u.fast[id]
-		if ok {
-			delete(u.fast, id)
-		}
-		down := u.down
-		u.mu.Unlock()
-		if ok {
-			u.releaseToken(tok)
-			return down([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser (duplicate keys, or keys that differ only in case); refused"}}` + "\n"))
+		refused := fastErrorBody(id, "mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser (duplicate keys, or keys that differ only in case); refused")
+		if ok, err := u.answer(id, line, append(refused, '\n')); ok {
+			return err
 		}
 	}
 	_, err := u.sdkFeed.Write(line)
 	return err
+}
+
+// answer delivers the upstream's answer (line) to the request in flight
+// under id: the SDK client's own gets line under its own id, a fast-lane
+// call's gets toClient on the lane. It reports whether id was in flight.
+func (u *UpstreamPipe) answer(id string, line, toClient []byte) (bool, error) {
+	u.mu.Lock()
+	if orig, ok := u.sdkIDs[id]; ok {
+		// An answer to the SDK client's own request: it reads it (and
+		// re-encodes what it makes of it) under its own id.
+		delete(u.sdkIDs, id)
+		u.mu.Unlock()
+		return true, u.toSDKWithID(line, orig)
+	}
+	tok, ok := u.fast[id]
+	delete(u.fast, id)
+	down := u.down
+	u.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	u.releaseToken(tok)
+	return true, down(toClient)
 }
 
 func (u *UpstreamPipe) toSDKWithID(line []byte, orig json.RawMessage) error {
