@@ -82,7 +82,14 @@ func StartUpstream(cmd *exec.Cmd) (*UpstreamPipe, error) {
 // Connect gives the SDK client its connection: lines it writes go upstream
 // (ids rewritten), lines the demultiplexer routes to it come back.
 func (u *UpstreamPipe) Connect(ctx context.Context) (mcp.Connection, error) {
-	t := &mcp.IOTransport{Reader: u.sdkIn, Writer: sdkWriter{u}, MaxLineLength: -1}
+	toUpstream := func(p []byte) error {
+		line, err := u.fromSDK(p)
+		if err != nil {
+			return err
+		}
+		return u.writeUpstream(line)
+	}
+	t := &mcp.IOTransport{Reader: u.sdkIn, Writer: funcWriter{toUpstream, u.stdin.Close}, MaxLineLength: -1}
 	return t.Connect(ctx)
 }
 
@@ -105,22 +112,21 @@ func (u *UpstreamPipe) writeUpstream(line []byte) error {
 	return err
 }
 
-// sdkWriter carries the SDK client's lines upstream. The SDK writes one
+// funcWriter is an io.WriteCloser made of two funcs. The SDK writes one
 // whole line per Write.
-type sdkWriter struct{ u *UpstreamPipe }
+type funcWriter struct {
+	write func([]byte) error
+	close func() error
+}
 
-func (w sdkWriter) Write(p []byte) (int, error) {
-	line, err := w.u.fromSDK(p)
-	if err != nil {
-		return 0, err
-	}
-	if err := w.u.writeUpstream(line); err != nil {
+func (w funcWriter) Write(p []byte) (int, error) {
+	if err := w.write(p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-func (w sdkWriter) Close() error { return w.u.stdin.Close() }
+func (w funcWriter) Close() error { return w.close() }
 
 // fromSDK rewrites the SDK client's request ids (and the ids its
 // cancellations name) to reserved strings. It decodes the SDK's own line
@@ -439,14 +445,3 @@ func (u *UpstreamPipe) fastCancel(f frame.Frame, line []byte) bool {
 	u.endFast(fastCall{id: id, token: tok})
 	return true
 }
-
-type lockedWriter struct{ write func([]byte) error }
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	if err := w.write(p); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-func (lockedWriter) Close() error { return nil }
