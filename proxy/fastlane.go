@@ -208,12 +208,7 @@ func (u *UpstreamPipe) readUpstream() {
 	}()
 	for {
 		line, err := u.out.ReadBytes('\n')
-		if len(line) > 0 {
-			if werr := u.route(line); werr != nil {
-				return
-			}
-		}
-		if err != nil {
+		if len(line) > 0 && u.route(line) != nil || err != nil {
 			return
 		}
 	}
@@ -325,8 +320,7 @@ type fastCall struct {
 func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 	// The reader's ids are plain: a string without escapes, so the prefix
 	// is read here as every parser reads it.
-	id := f.ID
-	if strings.HasPrefix(id, `"`+sdkIDPrefix) {
+	if strings.HasPrefix(f.ID, `"`+sdkIDPrefix) {
 		return fastCall{}, false
 	}
 	if v, ok := f.Params["requestState"]; ok {
@@ -345,9 +339,7 @@ func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 		// raw, the upstream would send progress under it.
 		return fastCall{}, false
 	}
-	c := fastCall{id: id}
-	c.token = f.Progress
-	return c, true
+	return fastCall{id: f.ID, token: f.Progress}, true
 }
 
 // failFast answers every fast-lane call still in flight with an error
@@ -356,15 +348,11 @@ func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 // run; it is not retried.
 func (u *UpstreamPipe) failFast() {
 	u.mu.Lock()
-	ids := make([]string, 0, len(u.fast))
-	for id := range u.fast {
-		ids = append(ids, id)
-	}
+	fast, down := u.fast, u.down
 	u.fast = map[string]string{}
-	down := u.down
 	u.mu.Unlock()
-	for _, id := range ids {
-		down([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"mcpsafe proxy: the upstream server exited before it answered; the call may have run"}}` + "\n"))
+	for id := range fast {
+		down(append(fastErrorBody(id, "mcpsafe proxy: the upstream server exited before it answered; the call may have run"), '\n'))
 	}
 }
 
