@@ -271,8 +271,6 @@ func (u *UpstreamPipe) routeUnclear(line []byte) error {
 func (u *UpstreamPipe) answer(id string, line, toClient []byte) (bool, error) {
 	u.mu.Lock()
 	if orig, ok := u.sdkIDs[id]; ok {
-		// An answer to the SDK client's own request: it reads it (and
-		// re-encodes what it makes of it) under its own id.
 		delete(u.sdkIDs, id)
 		u.mu.Unlock()
 		return true, u.toSDKWithID(line, orig)
@@ -369,16 +367,6 @@ func initializedLine(line []byte) bool {
 	}
 	f := frame.Read(line)
 	return f.Kind == frame.Notification && f.Method == "notifications/initialized"
-}
-
-// startFast registers a fast-lane call; false when its id is already in
-// flight (the SDK path then takes it, and answers as it would).
-func (u *UpstreamPipe) startFast(c fastCall) bool {
-	if !u.register(c) {
-		return false
-	}
-	u.fastCalls.Add(1)
-	return true
 }
 
 // register routes the upstream's response to c (and its progress) to the

@@ -103,17 +103,16 @@ func (s *Server) laneOpen() bool {
 // fastLane forwards line (read as f, Alike) when it is a call of a tool
 // that passes through on a running server the lane reaches.
 func (g *Gateway) fastLane(f frame.Frame, line []byte) bool {
-	name := f.Tool
-	_, srv := g.route(name)
+	_, srv := g.route(f.Tool)
 	if srv == nil || !srv.laneOpen() {
 		return false
 	}
-	upName := srv.up(name)
+	upName := srv.up(f.Tool)
 	c, ok := srv.fastCallOf(f, upName)
 	if !ok {
 		return false
 	}
-	if upName != name {
+	if upName != f.Tool {
 		// Only the name's bytes change (a gateway prefix comes off).
 		quoted, err := json.Marshal(upName)
 		if err != nil {
@@ -123,9 +122,10 @@ func (g *Gateway) fastLane(f frame.Frame, line []byte) bool {
 			return false
 		}
 	}
-	if !srv.pipe.startFast(c) {
-		return false
+	if !srv.pipe.register(c) {
+		return false // its id is already in flight: the SDK path answers as it would
 	}
+	srv.pipe.fastCalls.Add(1)
 	if srv.pipe.writeUpstream(line) != nil {
 		srv.pipe.endFast(c)
 		return false
