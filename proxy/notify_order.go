@@ -81,18 +81,13 @@ func (o *notifyOrder) reached(n uint64) {
 // wait returns once every barrier put in the stream so far was handled,
 // ctx is done, or orderWaitMax passed.
 func (o *notifyOrder) wait(ctx context.Context) {
-	o.mu.Lock()
-	target := o.injected
-	o.mu.Unlock()
 	timeout := time.NewTimer(orderWaitMax)
 	defer timeout.Stop()
-	for {
-		o.mu.Lock()
-		done, changed := o.handled >= target, o.changed
+	o.mu.Lock()
+	target := o.injected
+	for o.handled < target {
+		changed := o.changed
 		o.mu.Unlock()
-		if done {
-			return
-		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -100,7 +95,9 @@ func (o *notifyOrder) wait(ctx context.Context) {
 		case <-timeout.C:
 			return
 		}
+		o.mu.Lock()
 	}
+	o.mu.Unlock()
 }
 
 // orders maps barrier keys to their connections, for the middleware.
@@ -212,7 +209,6 @@ func (b *barrierEvents) Close() error { return b.body.Close() }
 // next reads one event (through its blank line) into out.
 func (b *barrierEvents) next() {
 	var raw, data []byte
-	hasData := false
 	for {
 		line, err := b.in.ReadBytes('\n')
 		raw = append(raw, line...)
@@ -225,14 +221,15 @@ func (b *barrierEvents) next() {
 			break
 		}
 		if d, ok := bytes.CutPrefix(content, []byte("data:")); ok {
-			d = bytes.TrimPrefix(d, []byte(" "))
-			if hasData {
+			// Empty data lines before the first content only add leading
+			// whitespace, which no JSON reader sees.
+			if len(data) > 0 {
 				data = append(data, '\n')
 			}
-			data, hasData = append(data, d...), true
+			data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 		}
 	}
-	if hasData && isResponse(data) {
+	if isResponse(data) {
 		b.out = append(append(append(b.out, "data: "...), b.o.barrier()...), "\n\n"...)
 	}
 	b.out = append(b.out, raw...)
