@@ -24,9 +24,9 @@ import (
 // upstream itself spends on a small read). Everything else (the handshake,
 // gated calls, resources, prompts, what the upstream asks the client, any
 // line the fast lane is not sure about) goes through the SDK server and
-// client as before. The fast lane only ever skips work for a call the SDK
-// path would also have passed through unchanged: when in doubt it hands the
-// line to the SDK path, which is the safe default.
+// client. The fast lane only ever skips work for a call the SDK path would
+// also have passed through unchanged: when in doubt it hands the line to
+// the SDK path, which is the safe default.
 //
 // On the upstream pipe, the SDK client's request ids are rewritten to
 // reserved strings (sdkIDPrefix), so that they can never collide with the
