@@ -90,8 +90,8 @@ var frameMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/fastlane.go",
-				Old:  "\t\tif orig, ok := u.sdkIDs[id]; ok {\n\t\t\t// An answer to the SDK client's own request",
-				New:  "\t\tif orig, ok := u.sdkIDs[id]; false && ok {\n\t\t\t// An answer to the SDK client's own request",
+				Old:  "\tif orig, ok := u.sdkIDs[id]; ok {\n\t\tdelete(u.sdkIDs, id)",
+				New:  "\tif orig, ok := u.sdkIDs[id]; false && ok {\n\t\tdelete(u.sdkIDs, id)",
 			},
 		},
 	},

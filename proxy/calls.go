@@ -59,15 +59,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListResourceTemplatesRequest:
 			return relayResult(leg.ListResourceTemplates(ctx, r.Params))
 		case *mcp.ReadResourceRequest:
-			res, err := leg.ReadResource(ctx, withCaps(s, leg, r.Session, r.Params))
-			s.inOrder(ctx, leg)
-			return relayResult(res, err)
+			defer s.inOrder(ctx, leg)
+			return relayResult(leg.ReadResource(ctx, withCaps(s, leg, r.Session, r.Params)))
 		case *mcp.ListPromptsRequest:
 			return relayResult(leg.ListPrompts(ctx, r.Params))
 		case *mcp.GetPromptRequest:
-			res, err := leg.GetPrompt(ctx, withCaps(s, leg, r.Session, r.Params))
-			s.inOrder(ctx, leg)
-			return relayResult(res, err)
+			defer s.inOrder(ctx, leg)
+			return relayResult(leg.GetPrompt(ctx, withCaps(s, leg, r.Session, r.Params)))
 		case *mcp.CompleteRequest:
 			return relayResult(leg.Complete(ctx, r.Params))
 		}
@@ -101,10 +99,8 @@ func withCaps[P interface {
 	if m == nil && !addLevel {
 		return p
 	}
-	out := maps.Clone(m)
-	if out == nil {
-		out = map[string]any{}
-	}
+	out := map[string]any{}
+	maps.Copy(out, m)
 	delete(out, mcp.MetaKeyProtocolVersion)
 	if !modern {
 		delete(out, mcp.MetaKeyClientInfo)

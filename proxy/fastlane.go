@@ -24,9 +24,9 @@ import (
 // upstream itself spends on a small read). Everything else (the handshake,
 // gated calls, resources, prompts, what the upstream asks the client, any
 // line the fast lane is not sure about) goes through the SDK server and
-// client as before. The fast lane only ever skips work for a call the SDK
-// path would also have passed through unchanged: when in doubt it hands the
-// line to the SDK path, which is the safe default.
+// client. The fast lane only ever skips work for a call the SDK path would
+// also have passed through unchanged: when in doubt it hands the line to
+// the SDK path, which is the safe default.
 //
 // On the upstream pipe, the SDK client's request ids are rewritten to
 // reserved strings (sdkIDPrefix), so that they can never collide with the
@@ -82,7 +82,14 @@ func StartUpstream(cmd *exec.Cmd) (*UpstreamPipe, error) {
 // Connect gives the SDK client its connection: lines it writes go upstream
 // (ids rewritten), lines the demultiplexer routes to it come back.
 func (u *UpstreamPipe) Connect(ctx context.Context) (mcp.Connection, error) {
-	t := &mcp.IOTransport{Reader: u.sdkIn, Writer: sdkWriter{u}, MaxLineLength: -1}
+	toUpstream := func(p []byte) error {
+		line, err := u.fromSDK(p)
+		if err != nil {
+			return err
+		}
+		return u.writeUpstream(line)
+	}
+	t := &mcp.IOTransport{Reader: u.sdkIn, Writer: funcWriter{toUpstream, u.stdin.Close}, MaxLineLength: -1}
 	return t.Connect(ctx)
 }
 
@@ -105,22 +112,21 @@ func (u *UpstreamPipe) writeUpstream(line []byte) error {
 	return err
 }
 
-// sdkWriter carries the SDK client's lines upstream. The SDK writes one
+// funcWriter is an io.WriteCloser made of two funcs. The SDK writes one
 // whole line per Write.
-type sdkWriter struct{ u *UpstreamPipe }
+type funcWriter struct {
+	write func([]byte) error
+	close func() error
+}
 
-func (w sdkWriter) Write(p []byte) (int, error) {
-	line, err := w.u.fromSDK(p)
-	if err != nil {
-		return 0, err
-	}
-	if err := w.u.writeUpstream(line); err != nil {
+func (w funcWriter) Write(p []byte) (int, error) {
+	if err := w.write(p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-func (w sdkWriter) Close() error { return w.u.stdin.Close() }
+func (w funcWriter) Close() error { return w.close() }
 
 // fromSDK rewrites the SDK client's request ids (and the ids its
 // cancellations name) to reserved strings. It decodes the SDK's own line
@@ -202,12 +208,7 @@ func (u *UpstreamPipe) readUpstream() {
 	}()
 	for {
 		line, err := u.out.ReadBytes('\n')
-		if len(line) > 0 {
-			if werr := u.route(line); werr != nil {
-				return
-			}
-		}
-		if err != nil {
+		if len(line) > 0 && u.route(line) != nil || err != nil {
 			return
 		}
 	}
@@ -225,35 +226,23 @@ func (u *UpstreamPipe) route(line []byte) error {
 	if !f.Alike {
 		return u.routeUnclear(line)
 	}
-	u.mu.Lock()
-	switch {
-	case f.Kind == frame.Response:
-		if orig, ok := u.sdkIDs[f.ID]; ok {
-			delete(u.sdkIDs, f.ID)
-			u.mu.Unlock()
-			return u.toSDKWithID(line, orig)
+	if f.Kind == frame.Response {
+		if ok, err := u.answer(f.ID, line, line); ok {
+			return err
 		}
-		if tok, ok := u.fast[f.ID]; ok {
-			delete(u.fast, f.ID)
-			down := u.down
-			u.mu.Unlock()
-			u.releaseToken(tok)
-			return down(line)
-		}
-	case f.Kind == frame.Notification && f.Method == "notifications/progress":
-		if u.tokens[f.Progress] > 0 {
-			down := u.down
-			u.mu.Unlock()
-			return down(line)
-		}
-	case f.Kind == frame.Notification && !knownUpstreamMethods[f.Method]:
-		// A notification the SDK client would drop: the client gets the
-		// upstream's line (see unknown_methods.go).
+	}
+	if f.Kind == frame.Notification {
+		// A fast-lane call's progress, or a notification the SDK client
+		// would drop (see unknown_methods.go): the client gets the
+		// upstream's line.
+		u.mu.Lock()
+		raw := f.Method == "notifications/progress" && u.tokens[f.Progress] > 0 || !knownUpstreamMethods[f.Method]
 		down := u.down
 		u.mu.Unlock()
-		return down(line)
+		if raw {
+			return down(line)
+		}
 	}
-	u.mu.Unlock()
 	_, err := u.sdkFeed.Write(line)
 	return err
 }
@@ -267,27 +256,34 @@ func (u *UpstreamPipe) routeUnclear(line []byte) error {
 	var p upstreamPeek
 	if json.Unmarshal(line, &p) == nil && p.Method == nil {
 		id := string(bytes.TrimSpace(p.ID))
-		u.mu.Lock()
-		if orig, ok := u.sdkIDs[id]; ok {
-			// An answer to the SDK client's own request: it reads it (and
-			// re-encodes what it makes of it) under its own id.
-			delete(u.sdkIDs, id)
-			u.mu.Unlock()
-			return u.toSDKWithID(line, orig)
-		}
-		tok, ok := u.fast[id]
-		if ok {
-			delete(u.fast, id)
-		}
-		down := u.down
-		u.mu.Unlock()
-		if ok {
-			u.releaseToken(tok)
-			return down([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser (duplicate keys, or keys that differ only in case); refused"}}` + "\n"))
+		refused := fastErrorBody(id, "mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser (duplicate keys, or keys that differ only in case); refused")
+		if ok, err := u.answer(id, line, append(refused, '\n')); ok {
+			return err
 		}
 	}
 	_, err := u.sdkFeed.Write(line)
 	return err
+}
+
+// answer delivers the upstream's answer (line) to the request in flight
+// under id: the SDK client's own gets line under its own id, a fast-lane
+// call's gets toClient on the lane. It reports whether id was in flight.
+func (u *UpstreamPipe) answer(id string, line, toClient []byte) (bool, error) {
+	u.mu.Lock()
+	if orig, ok := u.sdkIDs[id]; ok {
+		delete(u.sdkIDs, id)
+		u.mu.Unlock()
+		return true, u.toSDKWithID(line, orig)
+	}
+	tok, ok := u.fast[id]
+	delete(u.fast, id)
+	down := u.down
+	u.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	u.releaseToken(tok)
+	return true, down(toClient)
 }
 
 func (u *UpstreamPipe) toSDKWithID(line []byte, orig json.RawMessage) error {
@@ -304,7 +300,7 @@ func (u *UpstreamPipe) toSDKWithID(line []byte, orig json.RawMessage) error {
 	o := u.order
 	u.mu.Unlock()
 	if o != nil { // see notify_order.go
-		b = append(o.barrier(), b...)
+		b = append(append(o.barrier(), '\n'), b...)
 	}
 	_, err = u.sdkFeed.Write(append(b, '\n'))
 	return err
@@ -322,8 +318,7 @@ type fastCall struct {
 func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 	// The reader's ids are plain: a string without escapes, so the prefix
 	// is read here as every parser reads it.
-	id := f.ID
-	if strings.HasPrefix(id, `"`+sdkIDPrefix) {
+	if strings.HasPrefix(f.ID, `"`+sdkIDPrefix) {
 		return fastCall{}, false
 	}
 	if v, ok := f.Params["requestState"]; ok {
@@ -342,9 +337,7 @@ func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 		// raw, the upstream would send progress under it.
 		return fastCall{}, false
 	}
-	c := fastCall{id: id}
-	c.token = f.Progress
-	return c, true
+	return fastCall{id: f.ID, token: f.Progress}, true
 }
 
 // failFast answers every fast-lane call still in flight with an error
@@ -353,15 +346,11 @@ func (s *Server) fastCallOf(f frame.Frame, name string) (fastCall, bool) {
 // run; it is not retried.
 func (u *UpstreamPipe) failFast() {
 	u.mu.Lock()
-	ids := make([]string, 0, len(u.fast))
-	for id := range u.fast {
-		ids = append(ids, id)
-	}
+	fast, down := u.fast, u.down
 	u.fast = map[string]string{}
-	down := u.down
 	u.mu.Unlock()
-	for _, id := range ids {
-		down([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"mcpsafe proxy: the upstream server exited before it answered; the call may have run"}}` + "\n"))
+	for id := range fast {
+		down(append(fastErrorBody(id, "mcpsafe proxy: the upstream server exited before it answered; the call may have run"), '\n'))
 	}
 }
 
@@ -378,16 +367,6 @@ func initializedLine(line []byte) bool {
 	}
 	f := frame.Read(line)
 	return f.Kind == frame.Notification && f.Method == "notifications/initialized"
-}
-
-// startFast registers a fast-lane call; false when its id is already in
-// flight (the SDK path then takes it, and answers as it would).
-func (u *UpstreamPipe) startFast(c fastCall) bool {
-	if !u.register(c) {
-		return false
-	}
-	u.fastCalls.Add(1)
-	return true
 }
 
 // register routes the upstream's response to c (and its progress) to the
@@ -442,14 +421,3 @@ func (u *UpstreamPipe) fastCancel(f frame.Frame, line []byte) bool {
 	u.endFast(fastCall{id: id, token: tok})
 	return true
 }
-
-type lockedWriter struct{ write func([]byte) error }
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	if err := w.write(p); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-func (lockedWriter) Close() error { return nil }

@@ -99,8 +99,8 @@ func TestFastLaneUpstreamExitFailsCallsInFlight(t *testing.T) {
 			mu.Unlock()
 			return nil
 		})
-		if inFlight && !u.startFast(fastCall{id: `"c-7"`}) {
-			t.Fatal("startFast")
+		if inFlight && !u.register(fastCall{id: `"c-7"`}) {
+			t.Fatal("register")
 		}
 		u.writeUpstream([]byte(`{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":{"name":"x"}}` + "\n"))
 		<-u.exited

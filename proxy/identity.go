@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -131,10 +132,7 @@ func cleanLabel(s string) string {
 	if len(s) > 40 {
 		s = strings.TrimRight(s[:40], "-.")
 	}
-	if s == "" {
-		return "upstream"
-	}
-	return s
+	return cmp.Or(s, "upstream")
 }
 
 // serverLine names the server in every plan: by the name a person knows

@@ -30,19 +30,50 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return s.member.g.ServeStdio(ctx, in, out)
 }
 
-// ServeStdio serves the gateway on in/out with the stdio lane.
+// ServeStdio serves the gateway on in/out with the stdio lane: once the
+// client's handshake has ended, each client line is offered to take, and a
+// line take leaves goes to the SDK server. The lane and the SDK server
+// write to the client one line at a time.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	setDown := func(down func([]byte) error) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.down = down
-		for _, sl := range g.slots {
-			if sl.srv != nil && sl.srv.pipe != nil {
-				sl.srv.pipe.setDown(down)
-			}
+	var omu sync.Mutex
+	writeDown := func(line []byte) error {
+		omu.Lock()
+		defer omu.Unlock()
+		_, err := out.Write(line)
+		return err
+	}
+	g.mu.Lock()
+	g.down = writeDown
+	for _, sl := range g.slots {
+		if sl.srv != nil && sl.srv.pipe != nil {
+			sl.srv.pipe.setDown(writeDown)
 		}
 	}
-	return serveLines(ctx, g.MCP, in, out, setDown, g.take)
+	g.mu.Unlock()
+	sdkIn, sdkFeed := io.Pipe()
+	go func() {
+		defer sdkFeed.Close()
+		br := bufio.NewReaderSize(in, 64<<10)
+		open := false
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				if !open {
+					open = initializedLine(line)
+				} else if g.take(line, writeDown) {
+					continue
+				}
+				if _, werr := sdkFeed.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	noClose := func() error { return nil }
+	return g.MCP.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: funcWriter{writeDown, noClose}, MaxLineLength: -1})
 }
 
 // take offers a client line to the lane; false sends it the SDK path.
@@ -50,7 +81,7 @@ func (g *Gateway) take(line []byte, down func([]byte) error) bool {
 	f := frame.Read(line)
 	switch {
 	case f.Kind == frame.Request && f.Method == "tools/call":
-		return g.fastLane(f, line)
+		return f.Alike && g.fastLane(f, line)
 	case f.Kind == frame.Notification && f.Method == "notifications/cancelled":
 		return f.Alike && g.fastCancel(f, line)
 	case f.Kind != frame.Request && f.Kind != frame.Notification:
@@ -69,23 +100,19 @@ func (s *Server) laneOpen() bool {
 	return s.pipe != nil && s.Upstream.InitializeResult().ProtocolVersion < modernProtocol
 }
 
-// fastLane forwards line (read as f) when it is a call of a tool that
-// passes through on a running server the lane reaches.
+// fastLane forwards line (read as f, Alike) when it is a call of a tool
+// that passes through on a running server the lane reaches.
 func (g *Gateway) fastLane(f frame.Frame, line []byte) bool {
-	if !f.Alike {
-		return false
-	}
-	name := f.Tool
-	_, srv := g.route(name)
+	_, srv := g.route(f.Tool)
 	if srv == nil || !srv.laneOpen() {
 		return false
 	}
-	upName := srv.up(name)
+	upName := srv.up(f.Tool)
 	c, ok := srv.fastCallOf(f, upName)
 	if !ok {
 		return false
 	}
-	if upName != name {
+	if upName != f.Tool {
 		// Only the name's bytes change (a gateway prefix comes off).
 		quoted, err := json.Marshal(upName)
 		if err != nil {
@@ -95,9 +122,10 @@ func (g *Gateway) fastLane(f frame.Frame, line []byte) bool {
 			return false
 		}
 	}
-	if !srv.pipe.startFast(c) {
-		return false
+	if !srv.pipe.register(c) {
+		return false // its id is already in flight: the SDK path answers as it would
 	}
+	srv.pipe.fastCalls.Add(1)
 	if srv.pipe.writeUpstream(line) != nil {
 		srv.pipe.endFast(c)
 		return false
@@ -114,47 +142,4 @@ func (g *Gateway) fastCancel(f frame.Frame, line []byte) bool {
 		}
 	}
 	return false
-}
-
-// serveLines serves srv on in/out line by line: once the client's
-// handshake has ended, each client line is offered to take, and a line
-// take leaves goes to srv. setDown learns where the lane writes to the
-// client (one line at a time, shared with srv).
-func serveLines(ctx context.Context, srv *mcp.Server, in io.Reader, out io.Writer, setDown func(func([]byte) error),
-	take func(line []byte, down func([]byte) error) bool) error {
-	var omu sync.Mutex
-	writeDown := func(line []byte) error {
-		omu.Lock()
-		defer omu.Unlock()
-		_, err := out.Write(line)
-		return err
-	}
-	setDown(writeDown)
-	sdkIn, sdkFeed := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- srv.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: lockedWriter{writeDown}, MaxLineLength: -1})
-	}()
-	go func() {
-		defer sdkFeed.Close()
-		br := bufio.NewReaderSize(in, 64<<10)
-		open := false
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				if !open {
-					open = initializedLine(line)
-				} else if take(line, writeDown) {
-					continue
-				}
-				if _, werr := sdkFeed.Write(line); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return <-errc
 }

@@ -57,18 +57,14 @@ type notifyOrder struct {
 	changed  chan struct{}
 }
 
-func newNotifyOrder() *notifyOrder {
-	return &notifyOrder{key: rand.Text(), changed: make(chan struct{})}
-}
-
-// barrier returns the next barrier notification, as one JSON line.
+// barrier returns the next barrier notification (JSON, no line end).
 func (o *notifyOrder) barrier() []byte {
 	o.mu.Lock()
 	o.injected++
 	n := o.injected
 	o.mu.Unlock()
 	return []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"` +
-		barrierPrefix + o.key + "-" + strconv.FormatUint(n, 10) + `","progress":0}}` + "\n")
+		barrierPrefix + o.key + "-" + strconv.FormatUint(n, 10) + `","progress":0}}`)
 }
 
 // reached records that the SDK client's queue reached barrier n.
@@ -85,30 +81,23 @@ func (o *notifyOrder) reached(n uint64) {
 // wait returns once every barrier put in the stream so far was handled,
 // ctx is done, or orderWaitMax passed.
 func (o *notifyOrder) wait(ctx context.Context) {
+	timeout := time.NewTimer(orderWaitMax)
+	defer timeout.Stop()
 	o.mu.Lock()
 	target := o.injected
-	o.mu.Unlock()
-	var timeout <-chan time.Time
-	for {
-		o.mu.Lock()
-		done, changed := o.handled >= target, o.changed
+	for o.handled < target {
+		changed := o.changed
 		o.mu.Unlock()
-		if done {
-			return
-		}
-		if timeout == nil {
-			t := time.NewTimer(orderWaitMax)
-			defer t.Stop()
-			timeout = t.C
-		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
 			return
-		case <-timeout:
+		case <-timeout.C:
 			return
 		}
+		o.mu.Lock()
 	}
+	o.mu.Unlock()
 }
 
 // orders maps barrier keys to their connections, for the middleware.
@@ -121,7 +110,7 @@ type orders struct {
 // the proxy reads t's bytes; other transports (in memory, in tests) are
 // returned as they are and never wait.
 func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
-	o := newNotifyOrder()
+	o := &notifyOrder{key: rand.Text(), changed: make(chan struct{})}
 	switch u := t.(type) {
 	case *UpstreamPipe:
 		u.mu.Lock()
@@ -135,11 +124,7 @@ func (s *Server) withOrder(t mcp.Transport) (mcp.Transport, *notifyOrder) {
 		c := *u
 		hc := cmp.Or(u.HTTPClient, http.DefaultClient)
 		nc := *hc
-		base := hc.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		nc.Transport = orderedTransport{base: base, o: o}
+		nc.Transport = orderedTransport{base: cmp.Or(hc.Transport, http.DefaultTransport), o: o}
 		c.HTTPClient = &nc
 		t = &c
 	default:
@@ -224,7 +209,6 @@ func (b *barrierEvents) Close() error { return b.body.Close() }
 // next reads one event (through its blank line) into out.
 func (b *barrierEvents) next() {
 	var raw, data []byte
-	hasData := false
 	for {
 		line, err := b.in.ReadBytes('\n')
 		raw = append(raw, line...)
@@ -237,15 +221,16 @@ func (b *barrierEvents) next() {
 			break
 		}
 		if d, ok := bytes.CutPrefix(content, []byte("data:")); ok {
-			d = bytes.TrimPrefix(d, []byte(" "))
-			if hasData {
+			// Empty data lines before the first content only add leading
+			// whitespace, which no JSON reader sees.
+			if len(data) > 0 {
 				data = append(data, '\n')
 			}
-			data, hasData = append(data, d...), true
+			data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 		}
 	}
-	if hasData && isResponse(data) {
-		b.out = append(append(append(b.out, "data: "...), bytes.TrimSuffix(b.o.barrier(), []byte("\n"))...), "\n\n"...)
+	if isResponse(data) {
+		b.out = append(append(append(b.out, "data: "...), b.o.barrier()...), "\n\n"...)
 	}
 	b.out = append(b.out, raw...)
 }

@@ -91,8 +91,8 @@ type Server struct {
 	serverLine string          // names the server in every plan
 	serverName string          // the server as a person knows it (personName)
 	syncReq    chan struct{}
-	stop       chan struct{}
-	stopOnce   sync.Once
+	stopped    context.Context // ends with Close, and with it a sync under way
+	stop       context.CancelFunc
 
 	progress   sync.Map // upstream progress token -> progressTarget
 	progressID atomic.Uint64
@@ -167,10 +167,11 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	pol := cmp.Or(cfg.Policy, &Policy{Source: "default policy"})
 	s := &Server{
 		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member, metrics: cfg.Metrics,
-		syncReq: make(chan struct{}, 1), stop: make(chan struct{}),
+		syncReq: make(chan struct{}, 1),
+		relay:   relayState{legacyTransport: cfg.LegacyUpstream, calls: map[uint64]downCall{}, subs: map[string]map[*mcp.ServerSession]bool{}},
 	}
+	s.stopped, s.stop = context.WithCancel(context.Background())
 	s.policyP.Store(pol)
-	s.relay.legacyTransport = cfg.LegacyUpstream
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
 	opts := cfg.Gate
@@ -202,10 +203,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.cont.init(opts.Ledger); err != nil {
 		return nil, err
 	}
-	startTimeout := cfg.StartTimeout
-	if startTimeout <= 0 {
-		startTimeout = DefaultStartTimeout
-	}
+	startTimeout := cmp.Or(max(cfg.StartTimeout, 0), DefaultStartTimeout)
 	// The session outlives sctx: the SDK detaches it from the context
 	// Connect was given.
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -299,13 +297,17 @@ func (s *Server) Close() error {
 	if g := s.one.Swap(nil); g != nil {
 		return g.Close() // a gateway of one: it closes s
 	}
-	s.stopOnce.Do(func() { close(s.stop) })
+	s.stop()
 	var errs []error
-	if s.Upstream != nil {
-		if err := s.Upstream.Close(); err != nil && !errors.Is(err, context.Canceled) {
+	closeLeg := func(leg *mcp.ClientSession) {
+		if leg == nil {
+			return
+		}
+		if err := leg.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
 	}
+	closeLeg(s.Upstream)
 	if s.pipe != nil {
 		s.pipe.close()
 	}
@@ -314,11 +316,7 @@ func (s *Server) Close() error {
 		errs = append(errs, s.Gate.Close())
 	}
 	s.relay.legacyOnce.Do(func() {}) // no legacy leg from now on
-	if s.relay.legacy != nil {
-		if err := s.relay.legacy.Close(); err != nil && !errors.Is(err, context.Canceled) {
-			errs = append(errs, err)
-		}
-	}
+	closeLeg(s.relay.legacyUp.Load())
 	if cl, ok := s.relay.legacyTransport.(*CommandLeg); ok {
 		cl.close()
 	}

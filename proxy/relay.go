@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -42,9 +43,8 @@ type relayState struct {
 
 	legacyTransport mcp.Transport
 	legacyOnce      sync.Once
-	legacy          *mcp.ClientSession
 	legacyErr       error
-	legacyUp        atomic.Pointer[mcp.ClientSession] // legacy, once connected (read without legacyOnce)
+	legacyUp        atomic.Pointer[mcp.ClientSession] // the 2025-11-25 leg, once connected
 
 	subsMu sync.Mutex
 	subs   map[string]map[*mcp.ServerSession]bool // resource URI -> subscribed downstream sessions
@@ -58,9 +58,6 @@ func (s *Server) track(ctx context.Context, ss *mcp.ServerSession) func() {
 	}
 	s.relay.callsMu.Lock()
 	defer s.relay.callsMu.Unlock()
-	if s.relay.calls == nil {
-		s.relay.calls = map[uint64]downCall{}
-	}
 	s.relay.callSeq++
 	id := s.relay.callSeq
 	s.relay.calls[id] = downCall{ss: ss, ctx: ctx}
@@ -93,17 +90,11 @@ func (s *Server) route() (downCall, error) {
 	if found.ss != nil {
 		return found, nil
 	}
-	var only *mcp.ServerSession
-	for ss := range s.MCP.Sessions() {
-		if only != nil {
-			return downCall{}, errAmbiguous
-		}
-		only = ss
-	}
-	if only == nil {
+	sessions := slices.Collect(s.MCP.Sessions())
+	if len(sessions) != 1 {
 		return downCall{}, errAmbiguous
 	}
-	return downCall{ss: only, ctx: context.Background()}, nil
+	return downCall{ss: sessions[0], ctx: context.Background()}, nil
 }
 
 // clientOptions are the options of every upstream leg: it relays what the
@@ -162,14 +153,13 @@ func (s *Server) legFor(ctx context.Context, req mcp.Request) (*mcp.ClientSessio
 		return s.Upstream, nil
 	}
 	s.relay.legacyOnce.Do(func() {
-		s.relay.legacy, s.relay.legacyErr = s.connectLeg(context.WithoutCancel(ctx), s.relay.legacyTransport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if s.relay.legacyErr != nil {
-			s.relay.legacyErr = fmt.Errorf("proxy: connecting the 2025-11-25 upstream leg: %w", s.relay.legacyErr)
-		} else {
-			s.relay.legacyUp.Store(s.relay.legacy)
+		leg, err := s.connectLeg(context.WithoutCancel(ctx), s.relay.legacyTransport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			s.relay.legacyErr = fmt.Errorf("proxy: connecting the 2025-11-25 upstream leg: %w", err)
 		}
+		s.relay.legacyUp.Store(leg)
 	})
-	return s.relay.legacy, s.relay.legacyErr
+	return s.relay.legacyUp.Load(), s.relay.legacyErr
 }
 
 func declared(caps *mcp.ClientCapabilities, kind RequestKind) bool {
@@ -230,35 +220,45 @@ func (s *Server) onSample(_ context.Context, req *mcp.CreateMessageRequest) (*mc
 // the schema and the answer, as they would without the proxy.
 func (s *Server) relayClientRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "roots/list":
-			c, err := s.forClient(KindRoots)
-			if err != nil {
-				return nil, err
-			}
-			p, _ := req.GetParams().(*mcp.ListRootsParams)
-			return relayResult(c.ss.ListRoots(c.ctx, p))
-		case "elicitation/create":
-			c, err := s.forClient(KindElicitation)
-			if err != nil {
-				return nil, err
-			}
-			p, _ := req.GetParams().(*mcp.ElicitParams)
-			return relayResult(c.ss.Elicit(c.ctx, p))
+		if method != "roots/list" && method != "elicitation/create" {
+			return next(ctx, method, req)
 		}
-		return next(ctx, method, req)
+		p, _ := req.GetParams().(mcp.InputRequest) // *mcp.ListRootsParams or *mcp.ElicitParams
+		c, err := s.forClient(inputKind(p))
+		if err != nil {
+			return nil, err
+		}
+		res, err := ask(c.ctx, c.ss, p)
+		if err != nil {
+			return nil, protocolError(err)
+		}
+		return res.(mcp.Result), nil
 	}
+}
+
+// ask puts an upstream's input request to the downstream session ss.
+func ask(ctx context.Context, ss *mcp.ServerSession, p mcp.InputRequest) (mcp.InputResponse, error) {
+	switch p := p.(type) {
+	case *mcp.ElicitParams:
+		return ss.Elicit(ctx, p)
+	case *mcp.CreateMessageParams:
+		return ss.CreateMessage(ctx, p)
+	case *mcp.CreateMessageWithToolsParams:
+		return ss.CreateMessageWithTools(ctx, p)
+	case *mcp.ListRootsParams:
+		return ss.ListRoots(ctx, p)
+	}
+	return nil, fmt.Errorf("mcpsafe proxy: unknown input request %T", p)
 }
 
 // onLog relays a log message to the client it is for. The downstream
 // session filters by the level its client set, as the upstream would.
 func (s *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	c, err := s.route()
-	if err != nil {
-		s.log.Debug("proxy: upstream log message not relayed", "err", err)
-		return
+	if err == nil {
+		err = c.ss.Log(context.WithoutCancel(c.ctx), req.Params)
 	}
-	if err := c.ss.Log(context.WithoutCancel(c.ctx), req.Params); err != nil {
+	if err != nil {
 		s.log.Debug("proxy: upstream log message not relayed", "err", err)
 	}
 }
@@ -278,9 +278,6 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		if err := leg.Subscribe(ctx, req.Params); err != nil {
 			return err
 		}
-	}
-	if s.relay.subs == nil {
-		s.relay.subs = map[string]map[*mcp.ServerSession]bool{}
 	}
 	if s.relay.subs[uri] == nil {
 		s.relay.subs[uri] = map[*mcp.ServerSession]bool{}
@@ -318,30 +315,15 @@ func (s *Server) onResourceUpdated(ctx context.Context, req *mcp.ResourceUpdated
 func fulfill(ctx context.Context, ur UpstreamRequests, req *mcp.CallToolRequest, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	caps := req.ClientCapabilities()
 	out := mcp.InputResponseMap{}
-	for id, ask := range asks {
-		kind := inputKind(ask)
+	for id, a := range asks {
+		kind := inputKind(a)
 		if !ur.allows(kind) {
-			return nil, fmt.Errorf("mcpsafe proxy: the policy refuses the upstream's %s requests", kind)
+			return nil, errPolicyRefuses(kind)
 		}
 		if !declared(caps, kind) {
 			return nil, fmt.Errorf("mcpsafe proxy: the upstream asked for %s, which the client did not declare", kind)
 		}
-		var (
-			res mcp.InputResponse
-			err error
-		)
-		switch p := ask.(type) {
-		case *mcp.ElicitParams:
-			res, err = req.Session.Elicit(ctx, p)
-		case *mcp.CreateMessageParams:
-			res, err = req.Session.CreateMessage(ctx, p)
-		case *mcp.CreateMessageWithToolsParams:
-			res, err = req.Session.CreateMessageWithTools(ctx, p)
-		case *mcp.ListRootsParams:
-			res, err = req.Session.ListRoots(ctx, p)
-		default:
-			err = fmt.Errorf("mcpsafe proxy: unknown input request %T", ask)
-		}
+		res, err := ask(ctx, req.Session, a)
 		if err != nil {
 			return nil, fmt.Errorf("input request %q: %w", id, err)
 		}

@@ -235,19 +235,13 @@ func (s *Server) requestSync() {
 // apart from the notification handler, which must not wait on a request
 // over the same connection.
 func (s *Server) syncLoop() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // stop cancels a sync under way
-		<-s.stop
-		cancel()
-	}()
 	for {
 		select {
-		case <-s.stop:
+		case <-s.stopped.Done():
 			return
 		case <-s.syncReq:
 		}
-		tools, err := s.listUpstream(ctx)
+		tools, err := s.listUpstream(s.stopped)
 		if err == nil {
 			err = s.apply(tools)
 		}

@@ -17,8 +17,7 @@ import (
 // look (its standard error, which the proxy passes through). Other
 // failures keep their own words.
 func upstreamStartError(t mcp.Transport, err error) error {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) || strings.Contains(err.Error(), "invalid character") {
+	if _, ok := errors.AsType[*json.SyntaxError](err); ok || strings.Contains(err.Error(), "invalid character") {
 		return fmt.Errorf("proxy: the upstream wrote something that is not a JSON-RPC message to its standard output before it answered initialize (%v): an MCP server on stdio writes only JSON-RPC there (logs go to its standard error); is the command an MCP server on stdio?", syntaxCause(err))
 	}
 	u, ok := t.(*UpstreamPipe)
