@@ -281,7 +281,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	// fail answers the call with an error of the proxy's.
 	fail := func(msg string, err error) error {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(errorBody(c.id, codeInternal, msg))
+		w.Write(fastErrorBody(c.id, msg))
 		return err
 	}
 	resp, err := s.postUpstream(ctx, body, c)
@@ -343,7 +343,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 	rc := http.NewResponseController(w)
 	// fail ends the stream with an error response to the call.
 	fail := func(msg string, err error) error {
-		writeEvent(w, errorBody(c.id, codeInternal, msg))
+		writeEvent(w, fastErrorBody(c.id, msg))
 		rc.Flush()
 		return err
 	}
@@ -495,16 +495,19 @@ func (s *Server) finalFor(f frame.Frame, id string) error {
 	return checkAsks(ur, res.InputRequests)
 }
 
-// JSON-RPC error codes of the lanes' own answers.
-const (
-	codeMethodNotFound = -32601
-	codeInternal       = -32603
-)
+// codeMethodNotFound is JSON-RPC's error code for a method not found.
+const codeMethodNotFound = -32601
 
 // errorBody is the JSON-RPC error response to id (raw JSON).
 func errorBody(id string, code int, msg string) []byte {
 	m, _ := json.Marshal(msg)
 	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) + `}}`)
+}
+
+// fastErrorBody is a lane's own error response to a call, id: JSON-RPC's
+// internal error.
+func fastErrorBody(id, msg string) []byte {
+	return errorBody(id, -32603, msg)
 }
 
 func writeEvent(w io.Writer, msg []byte) {
