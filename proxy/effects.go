@@ -136,13 +136,13 @@ func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.C
 }
 
 func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
-	path, err := evalString(ctx, e.Path, c)
+	path, err := evalString(ctx, e.Path, c, "path")
 	if err != nil {
-		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.path: %v", err)
+		return nil, nil, err
 	}
-	content, err := evalString(ctx, e.Content, c)
+	content, err := evalString(ctx, e.Content, c, "content")
 	if err != nil {
-		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.content: %v", err)
+		return nil, nil, err
 	}
 	old, exists, err := s.readCurrent(ctx, e.Read, c)
 	if err != nil {
@@ -206,16 +206,16 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 	return []string{"effect: as " + prompt.Quote(name) + " reports it when called with " + strings.Join(keys, ", ") + " set (it changed nothing)"}, []plan.Part{part}, nil
 }
 
-func evalString(ctx context.Context, prg cel.Program, c mcpsafe.Call) (string, error) {
+// evalString evaluates effect.write's key: a string, or a refusal.
+func evalString(ctx context.Context, prg cel.Program, c mcpsafe.Call, key string) (string, error) {
 	v, err := eval(ctx, prg, c, nil)
-	if err != nil {
-		return "", err
+	if err == nil {
+		if str, ok := v.(types.String); ok {
+			return string(str), nil
+		}
+		err = errors.New("the expression did not yield a string")
 	}
-	str, ok := v.(types.String)
-	if !ok {
-		return "", errors.New("the expression did not yield a string")
-	}
-	return string(str), nil
+	return "", mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.%s: %v", key, err)
 }
 
 func lineCount(s string) int {

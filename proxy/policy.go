@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"text/template"
@@ -16,7 +15,6 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"go.yaml.in/yaml/v3"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/grants"
@@ -468,8 +466,3 @@ func scopesBinding(scopes []grants.Scope) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
-
-// costLimit bounds one evaluation, so that a rule cannot stall a call.
-const costLimit = 100_000
-
-var structValueType = reflect.TypeOf(&structpb.Value{})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -166,7 +167,7 @@ func (rs *Resolver) arguments(ctx context.Context, c mcpsafe.Call) (json.RawMess
 		if err != nil {
 			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
 		}
-		native, err := v.ConvertToNative(structValueType)
+		native, err := v.ConvertToNative(reflect.TypeFor[*structpb.Value]())
 		if err != nil {
 			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
 		}
