@@ -47,6 +47,7 @@ var (
 		"gatewayFileYAML": {yamlKeys(gatewayFileYAML{}), "at the top level of the gateway configuration"},
 		"serverYAML":      {yamlKeys(serverYAML{}), "in a server entry"},
 	}
+	// (?s): a decoder message may quote a value that holds a line break.
 	lineFirst    = regexp.MustCompile(`(?s)^(?:yaml: )?line (\d+): (.*)$`)
 	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type proxy\.(\w+)`)
 )
