@@ -39,8 +39,8 @@ var gatewayMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/gateway_lifecycle.go",
-				Old:  "gc.Audience = cmp.Or(sp.Audience, aud+\"/\"+sp.Name)",
-				New:  "gc.Audience = cmp.Or(sp.Audience, aud)",
+				Old:  "cfg.Gate.Audience = cmp.Or(sp.Audience, aud+\"/\"+sp.Name)",
+				New:  "cfg.Gate.Audience = cmp.Or(sp.Audience, aud)",
 			},
 		},
 	},

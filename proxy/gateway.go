@@ -109,17 +109,14 @@ type slot struct {
 type member struct {
 	name, prefix string
 	g            *Gateway
+	sl           *slot
 	// server gives the downstream server to register on, once the
 	// upstream's initialize result is known.
-	server  func(*mcp.InitializeResult) *mcp.Server
-	claim   func(down string) error
-	release func(down string)
-	sticky  *stickiness
+	server func(*mcp.InitializeResult) *mcp.Server
+	sticky *stickiness
 	// suspect is told when a call failed below the protocol: the gateway
 	// pings the upstream and ends the session if it does not answer.
 	suspect func(*Server)
-	// starting is told of a server about to register its tools.
-	starting func(*Server)
 }
 
 // NewGateway starts every server of file on the shared stores of gate
@@ -230,18 +227,9 @@ func (file *GatewayFile) CheckAudiences(sharedLedger bool) error {
 // newSlot makes sp's slot, the gateway's slot of that name from now on.
 func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	sl := &slot{spec: sp, known: map[string]bool{}}
-	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g,
-		server: func(*mcp.InitializeResult) *mcp.Server { return g.MCP }}
-	sl.m.claim = func(down string) error { return g.claim(sl, down) }
-	sl.m.release = func(down string) { g.release(sp.Name, down) }
-	sl.m.suspect = func(srv *Server) { go g.check(srv) }
-	sl.m.starting = func(srv *Server) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if sl.srv == nil { // restarting: route to it as its tools appear
-			sl.srv, sl.early = srv, srv
-		}
-	}
+	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g, sl: sl,
+		server:  func(*mcp.InitializeResult) *mcp.Server { return g.MCP },
+		suspect: func(srv *Server) { go g.check(srv) }}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// One for every Server that ever runs under this name (see stickiness).
@@ -255,9 +243,19 @@ func (g *Gateway) newSlot(sp *ServerSpec) *slot {
 	return sl
 }
 
-// claim reserves a downstream tool name for sl's server, or refuses it
+// starting is told of a server about to register its tools.
+func (m *member) starting(srv *Server) {
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	if m.sl.srv == nil { // restarting: route to it as its tools appear
+		m.sl.srv, m.sl.early = srv, srv
+	}
+}
+
+// claim reserves a downstream tool name for m's server, or refuses it
 // when another server holds it.
-func (g *Gateway) claim(sl *slot, down string) error {
+func (m *member) claim(down string) error {
+	g, sl := m.g, m.sl
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if owner, ok := g.names[down]; ok && owner != sl.spec.Name {
@@ -271,23 +269,19 @@ func (g *Gateway) claim(sl *slot, down string) error {
 		}
 	}
 	// A bare name must not look like another server's prefixed one.
-	if sl.spec.Bare {
-		if srvName, _, ok := strings.Cut(down, NameSeparator); ok {
-			if other, exists := g.slots[srvName]; exists && other != sl && !other.spec.Bare {
-				return fmt.Errorf("proxy: server %s: tool %s withheld: it would read as a tool of server %s", sl.spec.Name, prompt.Quote(down), srvName)
-			}
-		}
+	if srvName, _, ok := g.prefixed(down); ok && sl.spec.Bare {
+		return fmt.Errorf("proxy: server %s: tool %s withheld: it would read as a tool of server %s", sl.spec.Name, prompt.Quote(down), srvName)
 	}
 	g.names[down] = sl.spec.Name
 	sl.known[down] = true
 	return nil
 }
 
-func (g *Gateway) release(server, down string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.names[down] == server {
-		delete(g.names, down)
+func (m *member) release(down string) {
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	if m.g.names[down] == m.name {
+		delete(m.g.names, down)
 	}
 }
 
@@ -295,10 +289,7 @@ func (g *Gateway) release(server, down string) {
 // closes them).
 func (g *Gateway) Close() error {
 	g.mu.Lock()
-	if !g.closed {
-		close(g.stop)
-	}
-	g.closed = true
+	g.shut()
 	var srvs []*Server
 	for _, sl := range g.slots {
 		sl.gen++
@@ -314,6 +305,16 @@ func (g *Gateway) Close() error {
 	}
 	g.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// shut closes the gateway (under g.mu): no server is restarted or
+// reloaded from then on. It reports whether it was closed already.
+func (g *Gateway) shut() (again bool) {
+	if !g.closed {
+		close(g.stop)
+	}
+	again, g.closed = g.closed, true
+	return again
 }
 
 // Server returns the running proxy Server of the named server, nil while
@@ -340,7 +341,7 @@ func (g *Gateway) route(name string) (sl *slot, srv *Server) {
 	defer g.mu.Unlock()
 	if owner, ok := g.names[name]; ok {
 		sl = g.slots[owner]
-	} else if server, _, ok := strings.Cut(name, NameSeparator); ok && g.slots[server] != nil && !g.slots[server].spec.Bare {
+	} else if server, _, ok := g.prefixed(name); ok {
 		sl = g.slots[server]
 	} else {
 		for _, s := range g.slots {
@@ -354,6 +355,13 @@ func (g *Gateway) route(name string) (sl *slot, srv *Server) {
 		return nil, nil
 	}
 	return sl, sl.srv
+}
+
+// prefixed cuts name at NameSeparator when what is before it is the name
+// of a server that is not bare (under g.mu).
+func (g *Gateway) prefixed(name string) (server, rest string, ok bool) {
+	server, rest, ok = strings.Cut(name, NameSeparator)
+	return server, rest, ok && g.slots[server] != nil && !g.slots[server].spec.Bare
 }
 
 func (g *Gateway) unavailable(sl *slot, what string) *mcp.CallToolResult {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,9 +180,7 @@ func (sp *ServerSpec) prefix() string {
 	return sp.Name + NameSeparator
 }
 
+// label names sp and its upstream (a command or a URL), for errors.
 func (sp *ServerSpec) label() string {
-	if len(sp.Command) > 0 {
-		return sp.Name + " (" + strings.Join(sp.Command, " ") + ")"
-	}
-	return sp.Name + " (" + sp.URL + ")"
+	return sp.Name + " (" + cmp.Or(strings.Join(sp.Command, " "), sp.URL) + ")"
 }

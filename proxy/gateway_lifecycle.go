@@ -25,33 +25,8 @@ func (g *Gateway) command(sp *ServerSpec) *exec.Cmd {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 	}
-	cmd.Stderr = os.Stderr
-	if g.opts.Stderr != nil {
-		cmd.Stderr = g.opts.Stderr
-	}
+	cmd.Stderr = cmp.Or(g.opts.Stderr, os.Stderr)
 	return cmd
-}
-
-// transport returns a fresh connection to sp's upstream and the audience
-// derived from it. A command is started here, on a pipe the stdio fast
-// lane can share (see ServeStdio).
-func (g *Gateway) transport(sp *ServerSpec) (mcp.Transport, string, error) {
-	if sp.URL != "" {
-		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
-		return t, DefaultAudience(t), nil
-	}
-	cmd := g.command(sp)
-	aud := DefaultAudience(&mcp.CommandTransport{Command: cmd})
-	pipe, err := StartUpstream(cmd)
-	if err != nil {
-		return nil, "", err
-	}
-	g.mu.Lock()
-	if g.down != nil {
-		pipe.setDown(g.down)
-	}
-	g.mu.Unlock()
-	return pipe, aud, nil
 }
 
 // start connects sl's upstream and registers its tools.
@@ -63,42 +38,50 @@ func (g *Gateway) start(ctx context.Context, sl *slot) (*Server, error) {
 	cfg.member = sl.m
 	srv, err := newServer(ctx, cfg)
 	g.mu.Lock()
-	if sl.early != nil && sl.srv == sl.early && err != nil {
+	if err != nil && sl.srv == sl.early {
 		sl.srv = nil // it failed after all: down again
 	}
 	sl.early = nil
 	g.mu.Unlock()
-	if err != nil {
-		if p, ok := cfg.Upstream.(*UpstreamPipe); ok && sl.fixed == nil {
-			p.close()
-		}
-		return nil, err
+	if p, ok := cfg.Upstream.(*UpstreamPipe); ok && err != nil && sl.fixed == nil {
+		p.close()
 	}
-	return srv, nil
+	return srv, err
 }
 
 // config is the configuration of sl's next server: the one it was given,
-// or a fresh connection to its upstream.
+// or a fresh connection to its upstream. A command is started here, on a
+// pipe the stdio fast lane can share (see ServeStdio).
 func (g *Gateway) config(sl *slot) (Config, error) {
 	if sl.fixed != nil {
 		return *sl.fixed, nil
 	}
 	sp := sl.spec
-	t, aud, err := g.transport(sp)
-	if err != nil {
-		return Config{}, err
+	cfg := Config{Policy: sp.Policy, Gate: g.gate, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout}
+	var aud string
+	if sp.URL != "" {
+		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		aud = DefaultAudience(cfg.Upstream)
+	} else {
+		cmd := g.command(sp)
+		aud = DefaultAudience(&mcp.CommandTransport{Command: cmd})
+		pipe, err := StartUpstream(cmd)
+		if err != nil {
+			return Config{}, err
+		}
+		g.mu.Lock()
+		if g.down != nil {
+			pipe.setDown(g.down)
+		}
+		g.mu.Unlock()
+		cfg.Upstream = pipe
+		cfg.LegacyUpstream = &CommandLeg{Command: func() *exec.Cmd { return g.command(sp) }}
 	}
-	gc := g.gate
 	// Unless given, derived from the command line or URL and the server's
 	// name: stable across restarts, and distinct between servers of the
 	// gateway even when their commands differ only in the environment.
-	gc.Audience = cmp.Or(sp.Audience, aud+"/"+sp.Name)
-	cfg := Config{Upstream: t, Policy: sp.Policy, Gate: gc, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout}
-	if sp.URL != "" {
-		cfg.LegacyUpstream, _, _ = g.transport(sp)
-	} else {
-		cfg.LegacyUpstream = &CommandLeg{Command: func() *exec.Cmd { return g.command(sp) }}
-	}
+	cfg.Gate.Audience = cmp.Or(sp.Audience, aud+"/"+sp.Name)
 	return cfg, nil
 }
 
@@ -154,13 +137,7 @@ func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
 // gateway is closed.
 func (g *Gateway) retry(sl *slot, gen int) {
 	delay := g.opts.RestartMin
-	for {
-		g.mu.Lock()
-		stop := sl.gen != gen || g.closed
-		g.mu.Unlock()
-		if stop {
-			return
-		}
+	for g.current(sl, gen) {
 		select {
 		case <-time.After(delay):
 		case <-g.stop:
@@ -170,10 +147,7 @@ func (g *Gateway) retry(sl *slot, gen int) {
 		next, err := g.start(ctx, sl)
 		cancel()
 		if err == nil {
-			g.mu.Lock()
-			stale := sl.gen != gen || g.closed
-			g.mu.Unlock()
-			if stale {
+			if !g.current(sl, gen) {
 				next.Close()
 				return
 			}
@@ -187,6 +161,14 @@ func (g *Gateway) retry(sl *slot, gen int) {
 		g.log.Warn("proxy: gateway server failed to restart", "server", sl.spec.Name, "err", err, "retry_in", delay)
 		delay = min(delay*2, g.opts.RestartMax)
 	}
+}
+
+// current: sl is still at gen (not replaced nor closed since) and the
+// gateway is open.
+func (g *Gateway) current(sl *slot, gen int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return sl.gen == gen && !g.closed
 }
 
 // check pings srv's upstream and ends its session when it does not
@@ -211,12 +193,7 @@ func (g *Gateway) check(srv *Server) {
 func (g *Gateway) StopAccepting() mcpsafe.ShutdownReport {
 	var rep mcpsafe.ShutdownReport
 	g.mu.Lock()
-	if g.closed {
-		rep.Again = true
-	} else {
-		close(g.stop)
-		g.closed = true
-	}
+	rep.Again = g.shut()
 	g.mu.Unlock()
 	for _, s := range g.running() {
 		r := s.Gate.StopAccepting()

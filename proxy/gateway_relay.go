@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,11 +107,8 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (g *Gateway) only() *Server {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.slots) != 1 {
-		return nil
-	}
 	for _, sl := range g.slots {
-		if sl.spec.Bare {
+		if len(g.slots) == 1 && sl.spec.Bare {
 			return sl.srv
 		}
 	}
@@ -147,7 +143,7 @@ func (g *Gateway) promptOwner(name string) (*Server, string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	owner, up := "", name
-	if server, rest, ok := strings.Cut(name, NameSeparator); ok && g.slots[server] != nil && !g.slots[server].spec.Bare {
+	if server, rest, ok := g.prefixed(name); ok {
 		owner, up = server, rest
 	} else if owner, ok = g.prompts[name]; !ok {
 		return nil, "", fmt.Errorf("%w %q", errUnknownPrompt, name)
@@ -185,22 +181,17 @@ func (g *Gateway) resourceServer(uri string) (*Server, error) {
 	return found, nil
 }
 
-func offers(srv *Server, pick func(*mcp.ServerCapabilities) bool) bool {
-	c := srv.Upstream.InitializeResult().Capabilities
-	return c != nil && pick(c)
-}
-
-// collect pages through one list of every running server that offers it.
-// The cache hints are the strictest of all: the shortest TTL, and
-// private when any server says so.
-func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(*mcp.ServerCapabilities) bool,
-	page func(context.Context, *mcp.ClientSession, string) ([]T, string, mcp.Cacheable, error)) (map[*Server][]T, []*Server, mcp.Cacheable, error) {
-	out := map[*Server][]T{}
-	var order []*Server
-	cache := mcp.Cacheable{CacheScope: "public"}
+// collect pages through one list of every running server that offers it,
+// server by server (list fetches a page, page reads it): from[i] is the
+// server that listed items[i]. The cache hints are the strictest of all:
+// the shortest TTL, and private when any server says so.
+func collect[R, T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(*mcp.ServerCapabilities) bool,
+	list func(context.Context, *mcp.ClientSession, string) (R, error), page func(R) ([]T, string, mcp.Cacheable),
+) (items []T, from []*Server, cache mcp.Cacheable, err error) {
+	cache = mcp.Cacheable{CacheScope: "public"}
 	first := true
 	for _, srv := range g.running() {
-		if !offers(srv, pick) {
+		if c := srv.Upstream.InitializeResult().Capabilities; c == nil || !pick(c) {
 			continue
 		}
 		leg, err := srv.legFor(ctx, req)
@@ -209,10 +200,11 @@ func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(
 		}
 		cursor := ""
 		for {
-			items, next, c, err := page(ctx, leg, cursor)
+			res, err := list(ctx, leg, cursor)
 			if err != nil {
 				return nil, nil, cache, protocolError(err)
 			}
+			got, next, c := page(res)
 			if first || c.TTLMs < cache.TTLMs {
 				cache.TTLMs = c.TTLMs
 			}
@@ -220,42 +212,38 @@ func collect[T any](ctx context.Context, g *Gateway, req mcp.Request, pick func(
 			if c.CacheScope == "private" {
 				cache.CacheScope = "private"
 			}
-			out[srv] = append(out[srv], items...)
+			items = append(items, got...)
+			from = append(from, slices.Repeat([]*Server{srv}, len(got))...)
 			if next == "" {
 				break
 			}
 			cursor = next
 		}
-		order = append(order, srv)
 	}
-	return out, order, cache, nil
+	return items, from, cache, nil
 }
 
 func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPromptsResult, error) {
-	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Prompt, string, mcp.Cacheable, error) {
-			res, err := leg.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", mcp.Cacheable{}, err
-			}
-			return res.Prompts, res.NextCursor, res.Cacheable, nil
+	prompts, from, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) (*mcp.ListPromptsResult, error) {
+			return leg.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		}, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string, mcp.Cacheable) {
+			return r.Prompts, r.NextCursor, r.Cacheable
 		})
 	if err != nil {
 		return nil, err
 	}
 	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: cache}
 	owners := map[string]string{}
-	for _, srv := range order {
-		for _, p := range all[srv] {
-			c := *p
-			c.Name = srv.down(p.Name)
-			if o, dup := owners[c.Name]; dup {
-				g.log.Error("proxy: prompt withheld: two gateway servers serve the name", "prompt", c.Name, "servers", []string{o, srv.member.name})
-				continue
-			}
-			owners[c.Name] = srv.member.name
-			res.Prompts = append(res.Prompts, &c)
+	for i, p := range prompts {
+		c, srv := *p, from[i]
+		c.Name = srv.down(p.Name)
+		if o, dup := owners[c.Name]; dup {
+			g.log.Error("proxy: prompt withheld: two gateway servers serve the name", "prompt", c.Name, "servers", []string{o, srv.member.name})
+			continue
 		}
+		owners[c.Name] = srv.member.name
+		res.Prompts = append(res.Prompts, &c)
 	}
 	g.mu.Lock()
 	g.prompts = owners
@@ -264,30 +252,26 @@ func (g *Gateway) listPrompts(ctx context.Context, req mcp.Request) (*mcp.ListPr
 }
 
 func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (mcp.Result, error) {
-	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, mcp.Cacheable, error) {
-			res, err := leg.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", mcp.Cacheable{}, err
-			}
-			return res.Resources, res.NextCursor, res.Cacheable, nil
+	resources, from, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) (*mcp.ListResourcesResult, error) {
+			return leg.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		}, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string, mcp.Cacheable) {
+			return r.Resources, r.NextCursor, r.Cacheable
 		})
 	if err != nil {
 		return nil, err
 	}
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: cache}
 	owners := map[string]string{}
-	for _, srv := range order {
-		for _, r := range all[srv] {
-			if o, dup := owners[r.URI]; dup && o != srv.member.name {
-				// Reads of it could not be routed without guessing.
-				g.log.Error("proxy: resource withheld: two gateway servers list the URI", "uri", r.URI, "servers", []string{o, srv.member.name})
-				owners[r.URI] = ""
-				continue
-			}
-			owners[r.URI] = srv.member.name
-			res.Resources = append(res.Resources, r)
+	for i, r := range resources {
+		if o, dup := owners[r.URI]; dup && o != from[i].member.name {
+			// Reads of it could not be routed without guessing.
+			g.log.Error("proxy: resource withheld: two gateway servers list the URI", "uri", r.URI, "servers", []string{o, from[i].member.name})
+			owners[r.URI] = ""
+			continue
 		}
+		owners[r.URI] = from[i].member.name
+		res.Resources = append(res.Resources, r)
 	}
 	res.Resources = slices.DeleteFunc(res.Resources, func(r *mcp.Resource) bool { return owners[r.URI] == "" })
 	maps.DeleteFunc(owners, func(_, o string) bool { return o == "" })
@@ -298,20 +282,14 @@ func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesReque
 }
 
 func (g *Gateway) listTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
-	all, order, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
-		func(ctx context.Context, leg *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, mcp.Cacheable, error) {
-			res, err := leg.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", mcp.Cacheable{}, err
-			}
-			return res.ResourceTemplates, res.NextCursor, res.Cacheable, nil
+	templates, _, cache, err := collect(ctx, g, req, func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		func(ctx context.Context, leg *mcp.ClientSession, cursor string) (*mcp.ListResourceTemplatesResult, error) {
+			return leg.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+		}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string, mcp.Cacheable) {
+			return r.ResourceTemplates, r.NextCursor, r.Cacheable
 		})
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Cacheable: cache}
-	for _, srv := range order {
-		res.ResourceTemplates = append(res.ResourceTemplates, all[srv]...)
-	}
-	return res, nil
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: append([]*mcp.ResourceTemplate{}, templates...), Cacheable: cache}, nil
 }

@@ -33,12 +33,11 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
+	old, closed := maps.Clone(g.slots), g.closed
+	g.mu.Unlock()
+	if closed {
 		return errors.New("proxy: gateway closed")
 	}
-	old := maps.Clone(g.slots)
-	g.mu.Unlock()
 
 	type inPlace struct {
 		srv *Server
@@ -57,9 +56,7 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		case sl.spec.connKey() != sp.connKey():
 			restart = append(restart, sp)
 		case sl.spec.policyText != sp.policyText:
-			g.mu.Lock()
-			srv := sl.srv
-			g.mu.Unlock()
+			srv := g.Server(sp.Name)
 			if srv == nil {
 				restart = append(restart, sp) // down: it starts with the new policy
 				continue
@@ -89,11 +86,11 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 	}
 	for name, sl := range old {
 		if !keep[name] {
-			g.stopSlot(name, sl)
+			g.stopSlot(sl)
 		}
 	}
 	for _, sp := range restart {
-		g.stopSlot(sp.Name, old[sp.Name])
+		g.stopSlot(old[sp.Name])
 		add = append(add, sp)
 	}
 	for _, sp := range add {
@@ -114,13 +111,13 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 }
 
 // stopSlot stops a server and forgets it.
-func (g *Gateway) stopSlot(name string, sl *slot) {
+func (g *Gateway) stopSlot(sl *slot) {
 	g.mu.Lock()
 	sl.gen++
 	srv := sl.srv
 	sl.srv = nil
-	if g.slots[name] == sl {
-		delete(g.slots, name)
+	if g.slots[sl.spec.Name] == sl {
+		delete(g.slots, sl.spec.Name)
 	}
 	g.mu.Unlock()
 	if srv != nil {
