@@ -47,7 +47,6 @@ import (
 // argument it sets; its answer must be a unified diff, or the call is
 // refused: a diff that cannot be read is not shown as if it were one.
 type Effect struct {
-	Line    int
 	Read    *Resolver   // write: the read-only tool and its arguments
 	Path    cel.Program // write: the file
 	Content cel.Program // write: the new content
@@ -73,83 +72,60 @@ type dryRunEffectFile struct {
 	Shows []string       `yaml:"shows"`
 }
 
-// compileEffect checks and compiles a tool's effect: entry.
-func compileEffect(env *cel.Env, line int, f *effectFile, tp *ToolPolicy, at func(int, string, ...any) error) (*Effect, []error) {
-	var errs []error
-	e := &Effect{Line: line}
+// effect checks and compiles a tool's effect: entry.
+func (tc *toolCompiler) effect(line int, f *effectFile) *Effect {
+	e := &Effect{}
 	switch {
 	case (f.Write == nil) == (f.DryRun == nil):
-		return nil, []error{at(line, "effect: give exactly one of write and dry_run")}
+		tc.fail(line, "effect: give exactly one of write and dry_run")
+		return nil
 	case f.DryRun != nil:
 		if len(f.DryRun.Set) == 0 {
-			errs = append(errs, at(line, "effect.dry_run.set: name the argument that makes the call a dry run, e.g. {dryRun: true}"))
+			tc.fail(line, "effect.dry_run.set: name the argument that makes the call a dry run, e.g. {dryRun: true}")
 		}
 		e.DryRun = map[string]json.RawMessage{}
 		for k, v := range f.DryRun.Set {
 			b, err := json.Marshal(v)
 			if err != nil {
-				errs = append(errs, at(line, "effect.dry_run.set.%s: %v", k, err))
+				tc.fail(line, "effect.dry_run.set.%s: %v", k, err)
 			}
 			e.DryRun[k] = b
 		}
 		e.Shows = f.DryRun.Shows
 		for _, a := range e.Shows {
-			tp.argRefs = append(tp.argRefs, argRef{name: a, where: "effect.dry_run.shows", line: line})
+			tc.tp.argRefs = append(tc.tp.argRefs, argRef{name: a, where: "effect.dry_run.shows", line: line})
 		}
 	default:
 		w := f.Write
-		expr := func(n yaml.Node, key string) cel.Program {
-			prg, refs, err := compileExpr(env, &n, false)
-			if err != nil {
-				errs = append(errs, at(line, "effect.write.%s: %v", key, err))
-				return nil
-			}
-			for _, r := range refs {
-				tp.argRefs = append(tp.argRefs, argRef{name: r, where: "effect.write." + key, line: n.Line})
-			}
-			if key == "content" {
-				e.Shows = refs
-			}
-			return prg
-		}
-		e.Path, e.Content = expr(w.Path, "path"), expr(w.Content, "content")
+		e.Path, _ = tc.expr(&w.Path, "effect.write.path", line, false)
+		e.Content, e.Shows = tc.expr(&w.Content, "effect.write.content", line, false)
 		if w.Read == nil || w.Read.Tool == "" {
-			errs = append(errs, at(line, "effect.write.read: name the read-only upstream tool that returns the current content, e.g. {tool: read_text_file, args: {path: args.path}}"))
+			tc.fail(line, "effect.write.read: name the read-only upstream tool that returns the current content, e.g. {tool: read_text_file, args: {path: args.path}}")
 			break
 		}
-		args, refs, aerrs := compileCallArgs(env, w.Read.Args, "effect.write.read.args", at)
-		errs = append(errs, aerrs...)
-		tp.argRefs = append(tp.argRefs, refs...)
-		e.Read = &Resolver{Tool: w.Read.Tool, Line: line, args: args}
+		e.Read = &Resolver{Tool: w.Read.Tool, args: tc.callArgs(w.Read.Args, "effect.write.read.args")}
 	}
-	return e, errs
+	return e
 }
 
-// compileCallArgs compiles a map of argument names to CEL expressions
-// (a resolver's or a read's args:).
-func compileCallArgs(env *cel.Env, n yaml.Node, where string, at func(int, string, ...any) error) ([]resolverArg, []argRef, []error) {
-	var args []resolverArg
-	var refs []argRef
-	var errs []error
+// callArgs compiles a map of argument names to CEL expressions (a
+// resolver's or a read's args:).
+func (tc *toolCompiler) callArgs(n yaml.Node, where string) []resolverArg {
 	if n.IsZero() {
-		return nil, nil, nil
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, nil, []error{at(n.Line, "%s must map argument names to CEL expressions", where)}
+		tc.fail(n.Line, "%s must map argument names to CEL expressions", where)
+		return nil
 	}
+	var args []resolverArg
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		prg, names, err := compileExpr(env, v, false)
-		if err != nil {
-			errs = append(errs, at(v.Line, "%s.%s: %v", where, k.Value, err))
-			continue
+		if prg, _ := tc.expr(v, where+"."+k.Value, v.Line, false); prg != nil {
+			args = append(args, resolverArg{name: k.Value, prg: prg})
 		}
-		for _, r := range names {
-			refs = append(refs, argRef{name: r, where: where + "." + k.Value, line: v.Line})
-		}
-		args = append(args, resolverArg{name: k.Value, prg: prg})
 	}
-	return args, refs, errs
+	return args
 }
 
 func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
@@ -160,13 +136,13 @@ func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.C
 }
 
 func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
-	path, err := evalString(ctx, e.Path, c)
+	path, err := evalString(ctx, e.Path, c, "path")
 	if err != nil {
-		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.path: %v", err)
+		return nil, nil, err
 	}
-	content, err := evalString(ctx, e.Content, c)
+	content, err := evalString(ctx, e.Content, c, "content")
 	if err != nil {
-		return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.content: %v", err)
+		return nil, nil, err
 	}
 	old, exists, err := s.readCurrent(ctx, e.Read, c)
 	if err != nil {
@@ -230,16 +206,16 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 	return []string{"effect: as " + prompt.Quote(name) + " reports it when called with " + strings.Join(keys, ", ") + " set (it changed nothing)"}, []plan.Part{part}, nil
 }
 
-func evalString(ctx context.Context, prg cel.Program, c mcpsafe.Call) (string, error) {
+// evalString evaluates effect.write's key: a string, or a refusal.
+func evalString(ctx context.Context, prg cel.Program, c mcpsafe.Call, key string) (string, error) {
 	v, err := eval(ctx, prg, c, nil)
-	if err != nil {
-		return "", err
+	if err == nil {
+		if str, ok := v.(types.String); ok {
+			return string(str), nil
+		}
+		err = errors.New("the expression did not yield a string")
 	}
-	str, ok := v.(types.String)
-	if !ok {
-		return "", errors.New("the expression did not yield a string")
-	}
-	return string(str), nil
+	return "", mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.%s: %v", key, err)
 }
 
 func lineCount(s string) int {

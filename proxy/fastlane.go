@@ -384,11 +384,18 @@ func (u *UpstreamPipe) register(c fastCall) bool {
 	return true
 }
 
+// endFast ends c's fast-lane call unless its answer ended it already: a
+// token is released once per call that registered it, so that a cancel
+// racing the upstream's answer cannot stop the progress of another call
+// sharing the token.
 func (u *UpstreamPipe) endFast(c fastCall) {
 	u.mu.Lock()
+	tok, inFlight := u.fast[c.id]
 	delete(u.fast, c.id)
 	u.mu.Unlock()
-	u.releaseToken(c.token)
+	if inFlight {
+		u.releaseToken(tok)
+	}
 }
 
 // releaseToken stops routing a call's progress to the client a while
@@ -412,12 +419,12 @@ func (u *UpstreamPipe) releaseToken(tok string) {
 func (u *UpstreamPipe) fastCancel(f frame.Frame, line []byte) bool {
 	id := string(bytes.TrimSpace(f.Params["requestId"]))
 	u.mu.Lock()
-	tok, inFlight := u.fast[id]
+	_, inFlight := u.fast[id]
 	u.mu.Unlock()
 	if !inFlight || u.writeUpstream(line) != nil {
 		return false
 	}
 	// A cancelled request gets no response: stop waiting for one.
-	u.endFast(fastCall{id: id, token: tok})
+	u.endFast(fastCall{id: id})
 	return true
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"text/template"
@@ -16,7 +15,6 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"go.yaml.in/yaml/v3"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/grants"
@@ -247,14 +245,16 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	lines := toolLines(&root)
-	p.Name = strings.TrimSpace(f.Name)
-	if f.Mode != "" {
-		m, err := parseMode(f.Mode)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: mode: %w", source, keyLine(&root, "mode"), err)
+	lines := map[string]int{}
+	if _, tools := topKey(&root, "tools"); tools != nil {
+		for j := 0; j+1 < len(tools.Content); j += 2 {
+			lines[tools.Content[j].Value] = tools.Content[j].Line
 		}
-		p.Mode = m
+	}
+	p.Name = strings.TrimSpace(f.Name)
+	var err error
+	if p.Mode, err = parseMode(f.Mode); err != nil {
+		return nil, fmt.Errorf("%s:%d: mode: %w", source, keyLine(&root, "mode"), err)
 	}
 	for _, v := range f.AllowTokenFor {
 		o, err := optin.Parse(v)
@@ -269,11 +269,9 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		}
 		p.AllowGrantsFor = append(p.AllowGrantsFor, v)
 	}
-	ur, err := parseUpstreamRequests(f.UpstreamRequests)
-	if err != nil {
+	if p.UpstreamRequests, err = parseUpstreamRequests(f.UpstreamRequests); err != nil {
 		return nil, fmt.Errorf("%s: upstream_requests: %w", source, err)
 	}
-	p.UpstreamRequests = ur
 	switch f.UnknownMethods {
 	case "", "refuse":
 	case "relay":
@@ -301,19 +299,10 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	return p, nil
 }
 
-func toolLines(root *yaml.Node) map[string]int {
-	out := map[string]int{}
-	if _, tools := topKey(root, "tools"); tools != nil {
-		for j := 0; j+1 < len(tools.Content); j += 2 {
-			out[tools.Content[j].Value] = tools.Content[j].Line
-		}
-	}
-	return out
-}
-
+// parseMode reads a mode: setting; "" (none set) is the zero Mode.
 func parseMode(s string) (mcpsafe.Mode, error) {
 	switch m := mcpsafe.Mode(s); m {
-	case mcpsafe.ModeAuto, mcpsafe.ModeElicit, mcpsafe.ModeToken, mcpsafe.ModeChannel, mcpsafe.ModePage, mcpsafe.ModeCard:
+	case "", mcpsafe.ModeAuto, mcpsafe.ModeElicit, mcpsafe.ModeToken, mcpsafe.ModeChannel, mcpsafe.ModePage, mcpsafe.ModeCard:
 		return m, nil
 	}
 	return "", fmt.Errorf("unknown mode %q (want auto, elicit, token, channel, page or card)", s)
@@ -330,99 +319,113 @@ func parseAssurance(s string) (mcpsafe.Assurance, error) {
 }
 
 func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*ToolPolicy, error) {
-	at := func(l int, format string, args ...any) error {
-		return fmt.Errorf("%s:%d: tools.%s: %s", source, l, name, fmt.Sprintf(format, args...))
-	}
+	tp := &ToolPolicy{Name: name, Line: line, Gate: f.Gate != nil, Irreversible: f.Irreversible, SecretFields: f.SecretFields}
+	tc := &toolCompiler{env: env, source: source, tp: tp}
 	if name == "" || strings.TrimSpace(name) != name {
-		return nil, at(line, "not an exact tool name")
+		return nil, tc.at(line, "not an exact tool name")
 	}
-	tp := &ToolPolicy{Name: name, Line: line, Irreversible: f.Irreversible, SecretFields: f.SecretFields}
-	if f.Gate != nil {
-		if !*f.Gate {
-			return nil, at(line, "gate: false is not allowed: a policy can only make the default stricter (tools upstream marks read-only pass through already; for an upstream that asks the human itself, such as mcpsafe files, set trust_upstream_gate: true at the top of the file)")
-		}
-		tp.Gate = true
+	if f.Gate != nil && !*f.Gate {
+		return nil, tc.at(line, "gate: false is not allowed: a policy can only make the default stricter (tools upstream marks read-only pass through already; for an upstream that asks the human itself, such as mcpsafe files, set trust_upstream_gate: true at the top of the file)")
 	}
-	if f.Mode != "" {
-		m, err := parseMode(f.Mode)
-		if err != nil {
-			return nil, at(line, "mode: %v", err)
-		}
-		tp.Mode = m
+	var err error
+	if tp.Mode, err = parseMode(f.Mode); err != nil {
+		return nil, tc.at(line, "mode: %v", err)
 	}
 	if f.MinAssurance != "" {
 		a, err := parseAssurance(f.MinAssurance)
 		if err != nil {
-			return nil, at(line, "min_assurance: %v", err)
+			return nil, tc.at(line, "min_assurance: %v", err)
 		}
 		tp.MinAssurance = a
 	}
 	if !f.Preview.IsZero() {
 		if f.Preview.Kind != yaml.ScalarNode {
-			return nil, at(f.Preview.Line, "preview must be a template string")
+			return nil, tc.at(f.Preview.Line, "preview must be a template string")
 		}
 		tmpl, err := template.New(name).Option("missingkey=error").Parse(f.Preview.Value)
 		if err != nil {
-			return nil, at(f.Preview.Line, "preview: %v", err)
+			return nil, tc.at(f.Preview.Line, "preview: %v", err)
 		}
 		tp.Preview = tmpl
 		tp.PreviewLine = f.Preview.Line
 	}
-	var errs []error
-	rules := func(kind string, in []ruleFile) []mcpsafe.Rule {
-		var out []mcpsafe.Rule
-		for i, rf := range in {
-			where := fmt.Sprintf("%s[%d]", kind, i)
-			prg, refs, err := compileExpr(env, rf.Expr, true)
-			if err != nil {
-				errs = append(errs, at(rf.Expr.Line, "%s: %v", where, err))
-				continue
-			}
-			for _, r := range refs {
-				tp.argRefs = append(tp.argRefs, argRef{name: r, where: where, line: rf.Expr.Line})
-			}
-			// The expression is part of the rule's name so that editing it
-			// changes the policy hash and voids outstanding grants.
-			rname := rf.Expr.Value
-			if rf.Name != "" {
-				rname = rf.Name + ": " + rf.Expr.Value
-			}
-			out = append(out, mcpsafe.Rule{Name: rname, Match: boolRule(prg)})
+	if f.Grants != nil {
+		if tp.Grants, err = grantPolicy(f.Grants); err != nil {
+			tc.fail(line, "grants: %v", err)
 		}
-		return out
 	}
-	if gf := f.Grants; gf != nil {
-		gp, err := grantPolicy(gf)
-		if err != nil {
-			errs = append(errs, at(line, "grants: %v", err))
-		}
-		tp.Grants = gp
-	}
-	tp.Deny = rules("deny", f.Deny)
-	tp.Allow = rules("allow", f.Allow)
-	tp.AutoApprove = rules("auto_approve", f.AutoApprove)
+	tp.Deny = tc.rules("deny", f.Deny)
+	tp.Allow = tc.rules("allow", f.Allow)
+	tp.AutoApprove = tc.rules("auto_approve", f.AutoApprove)
 	if r := f.Resolver; r != nil {
 		if r.Tool == "" {
-			errs = append(errs, at(line, "resolver: tool is required"))
+			tc.fail(line, "resolver: tool is required")
 		}
-		res := &Resolver{Tool: r.Tool, Line: line}
-		args, refs, aerrs := compileCallArgs(env, r.Args, "resolver.args", at)
-		res.args, tp.argRefs, errs = args, append(tp.argRefs, refs...), append(errs, aerrs...)
+		args := tc.callArgs(r.Args, "resolver.args")
 		bind, err := bindFields(r.Bind)
 		if err != nil {
-			errs = append(errs, at(r.Bind.Line, "resolver.bind: %v", err))
+			tc.fail(r.Bind.Line, "resolver.bind: %v", err)
 		}
-		res.Bind = bind
-		tp.Resolver = res
+		tp.Resolver = &Resolver{Tool: r.Tool, Line: line, args: args, Bind: bind}
 	}
 	if f.Effect != nil {
-		e, eerrs := compileEffect(env, line, f.Effect, tp, at)
-		tp.Effect, errs = e, append(errs, eerrs...)
+		tp.Effect = tc.effect(line, f.Effect)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(tc.errs...); err != nil {
 		return nil, err
 	}
 	return tp, nil
+}
+
+// toolCompiler compiles one tool entry: it collects the entry's errors and
+// the argument names its expressions read (ToolPolicy.argRefs).
+type toolCompiler struct {
+	env    *cel.Env
+	source string
+	tp     *ToolPolicy
+	errs   []error
+}
+
+// at is an error in the entry, at a line of the file.
+func (tc *toolCompiler) at(line int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: tools.%s: %s", tc.source, line, tc.tp.Name, fmt.Sprintf(format, args...))
+}
+
+func (tc *toolCompiler) fail(line int, format string, args ...any) {
+	tc.errs = append(tc.errs, tc.at(line, format, args...))
+}
+
+// expr compiles the expression n found at where ("deny[0]",
+// "resolver.args.path"), an error naming errLine, and records the argument
+// names it reads. A nil program: it did not compile.
+func (tc *toolCompiler) expr(n *yaml.Node, where string, errLine int, rule bool) (cel.Program, []string) {
+	prg, refs, err := compileExpr(tc.env, n, rule)
+	if err != nil {
+		tc.fail(errLine, "%s: %v", where, err)
+		return nil, nil
+	}
+	for _, r := range refs {
+		tc.tp.argRefs = append(tc.tp.argRefs, argRef{name: r, where: where, line: n.Line})
+	}
+	return prg, refs
+}
+
+func (tc *toolCompiler) rules(kind string, in []ruleFile) []mcpsafe.Rule {
+	var out []mcpsafe.Rule
+	for i, rf := range in {
+		prg, _ := tc.expr(rf.Expr, fmt.Sprintf("%s[%d]", kind, i), rf.Expr.Line, true)
+		if prg == nil {
+			continue
+		}
+		// The expression is part of the rule's name so that editing it
+		// changes the policy hash and voids outstanding grants.
+		rname := rf.Expr.Value
+		if rf.Name != "" {
+			rname = rf.Name + ": " + rf.Expr.Value
+		}
+		out = append(out, mcpsafe.Rule{Name: rname, Match: boolRule(prg)})
+	}
+	return out
 }
 
 // grantPolicy checks a grants: entry. Scopes in the file are fixed (the
@@ -463,8 +466,3 @@ func scopesBinding(scopes []grants.Scope) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
-
-// costLimit bounds one evaluation, so that a rule cannot stall a call.
-const costLimit = 100_000
-
-var structValueType = reflect.TypeOf(&structpb.Value{})

@@ -29,6 +29,9 @@ func newEnv() (*cel.Env, error) {
 	)
 }
 
+// costLimit bounds one evaluation, so that a rule cannot stall a call.
+const costLimit = 100_000
+
 // compileExpr compiles one expression, and lists the argument names it
 // reads (argNames). Rules must be able to yield a bool: an expression whose
 // type is known to be something else is an error.

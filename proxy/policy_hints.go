@@ -14,6 +14,8 @@ import (
 	"text/template/parse"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpsafe/mcpsafe"
 )
 
 // Startup help for policy authors: a typo'd key names the key it was
@@ -45,7 +47,8 @@ var (
 		"gatewayFileYAML": {yamlKeys(gatewayFileYAML{}), "at the top level of the gateway configuration"},
 		"serverYAML":      {yamlKeys(serverYAML{}), "in a server entry"},
 	}
-	lineFirst    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	// (?s): a decoder message may quote a value that holds a line break.
+	lineFirst    = regexp.MustCompile(`(?s)^(?:yaml: )?line (\d+): (.*)$`)
 	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type proxy\.(\w+)`)
 )
 
@@ -81,17 +84,14 @@ func explainYAML(source string, err error) error {
 	}
 	var errs []error
 	for _, msg := range te.Errors {
-		m := unknownField.FindStringSubmatch(msg)
-		if m == nil {
-			if l, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": "); ok && strings.HasPrefix(msg, "line ") {
-				errs = append(errs, fmt.Errorf("%s:%s: %s", source, l, rest))
-			} else {
-				errs = append(errs, fmt.Errorf("%s: %s", source, msg))
-			}
-			continue
+		if m := unknownField.FindStringSubmatch(msg); m != nil {
+			shape := yamlShapes[m[3]]
+			errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], shape.where, didYouMean(m[2], shape.keys, "%q"), strings.Join(shape.keys, ", ")))
+		} else if m := lineFirst.FindStringSubmatch(msg); m != nil {
+			errs = append(errs, fmt.Errorf("%s:%s: %s", source, m[1], m[2]))
+		} else {
+			errs = append(errs, fmt.Errorf("%s: %s", source, msg))
 		}
-		shape := yamlShapes[m[3]]
-		errs = append(errs, fmt.Errorf("%s:%s: unknown key %q %s (%sknown: %s)", source, m[1], m[2], shape.where, didYouMean(m[2], shape.keys, "%q"), strings.Join(shape.keys, ", ")))
 	}
 	return errors.Join(errs...)
 }
@@ -191,14 +191,12 @@ func templateFields(t *parse.Tree) []string {
 				out = append(out, n.Ident[0])
 			}
 		case *parse.IfNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
+			walk(&n.BranchNode)
 		case *parse.RangeNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
+			walk(&n.BranchNode)
 		case *parse.WithNode:
+			walk(&n.BranchNode)
+		case *parse.BranchNode:
 			walk(n.Pipe)
 			walk(n.List)
 			walk(n.ElseList)
@@ -214,12 +212,9 @@ func templateFields(t *parse.Tree) []string {
 // the SDK client decoded it; ok is false when the schema does not list
 // them (then nothing can be checked).
 func schemaProperties(schema any) (props []string, ok bool) {
-	m, isMap := schema.(map[string]any)
-	if !isMap {
-		return nil, false
-	}
-	p, isMap := m["properties"].(map[string]any)
-	if !isMap {
+	m, _ := schema.(map[string]any)
+	p, ok := m["properties"].(map[string]any)
+	if !ok {
 		return nil, false
 	}
 	return slices.Sorted(maps.Keys(p)), true
@@ -236,26 +231,20 @@ func (p *Policy) checkArgumentNames(tp *ToolPolicy, schema any) error {
 	if !ok {
 		return nil
 	}
-	type ref struct {
-		name, where, shown, hint string
-		line                     int
+	var errs []error
+	check := func(name, where, hint string, line int) {
+		if !slices.Contains(props, name) {
+			errs = append(errs, fmt.Errorf("%s:%d: tools.%s.%s: "+hint+" is not an argument of the upstream tool (%sit has: %s)",
+				p.Source, line, tp.Name, where, name, didYouMean(name, props, hint), strings.Join(props, ", ")))
+		}
 	}
-	var refs []ref
 	if tp.Preview != nil {
 		for _, f := range templateFields(tp.Preview.Tree) {
-			refs = append(refs, ref{f, "preview", "{{." + f + "}}", "{{.%s}}", tp.PreviewLine})
+			check(f, "preview", "{{.%s}}", tp.PreviewLine)
 		}
 	}
 	for _, a := range tp.argRefs {
-		refs = append(refs, ref{a.name, a.where, "args." + a.name, "args.%s", a.line})
-	}
-	var errs []error
-	for _, r := range refs {
-		if slices.Contains(props, r.name) {
-			continue
-		}
-		errs = append(errs, fmt.Errorf("%s:%d: tools.%s.%s: %s is not an argument of the upstream tool (%sit has: %s)",
-			p.Source, r.line, tp.Name, r.where, r.shown, didYouMean(r.name, props, r.hint), strings.Join(props, ", ")))
+		check(a.name, a.where, "args.%s", a.line)
 	}
 	return errors.Join(errs...)
 }
@@ -266,10 +255,8 @@ func (p *Policy) checkTokenMode(tp *ToolPolicy, irreversible bool) error {
 	if cmp.Or(tp.Mode, p.Mode) != "token" || !irreversible {
 		return nil
 	}
-	for _, o := range p.AllowTokenFor {
-		if o.Tool == tp.Name {
-			return nil
-		}
+	if slices.ContainsFunc(p.AllowTokenFor, func(o mcpsafe.OptIn) bool { return o.Tool == tp.Name }) {
+		return nil
 	}
 	return fmt.Errorf("%s:%d: tools.%s: mode token, but the tool is irreversible and not in allow_token_for, so every call would be refused: add it to allow_token_for, set irreversible: false if it can be undone, or use another mode",
 		p.Source, tp.Line, tp.Name)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -38,12 +39,12 @@ func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (m
 		if res.StructuredContent != nil {
 			// Round-trip so that the value is plain JSON data for CEL and
 			// for the digest.
-			b, err := json.Marshal(res.StructuredContent)
-			if err != nil {
-				return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s: %v", r.Tool, err)
-			}
 			var v any
-			if err := json.Unmarshal(b, &v); err != nil {
+			b, err := json.Marshal(res.StructuredContent)
+			if err == nil {
+				err = json.Unmarshal(b, &v)
+			}
+			if err != nil {
 				return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s: %v", r.Tool, err)
 			}
 			if v != nil {
@@ -103,17 +104,9 @@ func resultText(res *mcp.CallToolResult) string {
 // (the gate refuses a plan too large to show whole instead). A line of
 // text that is no field is shown as it is.
 func stateLines(r mcpsafe.Resolved) []string {
-	if r == nil {
-		return nil
-	}
 	tool, _ := r["tool"].(string)
-	m, _ := r["structured"].(map[string]any)
-	if f, bound := r["fields"].(map[string]any); bound {
-		m = f // the fields the policy binds (resolver.bind)
-	}
-	text, _ := r["text"].(string)
 	var out []string
-	reportEntries(m, text, func(k string, v any) {
+	reportEntries(r, func(k string, v any) {
 		s, isString := v.(string)
 		if !isString {
 			b, _ := json.Marshal(v)
@@ -131,12 +124,18 @@ func stateLines(r mcpsafe.Resolved) []string {
 	return append([]string{"current state, as " + prompt.Quote(tool) + " reports it:"}, out...)
 }
 
-// reportEntries walks a resolver's report, structured content m or else
-// text: the keys of m in order, where a string value holding several lines
-// (one field wrapping a text report, as server-filesystem's "content") is
-// read as lines of text. A line "key: value", the key one word, is that
-// field; any other line that is not blank comes with the key "".
-func reportEntries(m map[string]any, text string, f func(k string, v any)) {
+// reportEntries walks a resolver's report r: the fields the policy binds
+// (resolver.bind), else its structured content m, else its text: the keys
+// of m in order, where a string value holding several lines (one field
+// wrapping a text report, as server-filesystem's "content") is read as
+// lines of text. A line "key: value", the key one word, is that field; any
+// other line that is not blank comes with the key "".
+func reportEntries(r mcpsafe.Resolved, f func(k string, v any)) {
+	m, _ := r["structured"].(map[string]any)
+	if fields, bound := r["fields"].(map[string]any); bound {
+		m = fields
+	}
+	text, _ := r["text"].(string)
 	lines := func(s string) {
 		for _, line := range strings.Split(s, "\n") {
 			line = strings.TrimRight(line, "\r")
@@ -159,7 +158,7 @@ func reportEntries(m map[string]any, text string, f func(k string, v any)) {
 	}
 }
 
-// resolverArguments evaluates the resolver's argument expressions over the
+// arguments evaluates the resolver's argument expressions over the
 // call and returns the upstream call's arguments as JSON.
 func (rs *Resolver) arguments(ctx context.Context, c mcpsafe.Call) (json.RawMessage, error) {
 	out := map[string]json.RawMessage{}
@@ -168,7 +167,7 @@ func (rs *Resolver) arguments(ctx context.Context, c mcpsafe.Call) (json.RawMess
 		if err != nil {
 			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
 		}
-		native, err := v.ConvertToNative(structValueType)
+		native, err := v.ConvertToNative(reflect.TypeFor[*structpb.Value]())
 		if err != nil {
 			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
 		}
@@ -204,19 +203,6 @@ func bindFields(n yaml.Node) ([]string, error) {
 	return out, nil
 }
 
-// reportFields reads a resolver's report as fields (reportEntries).
-func reportFields(r mcpsafe.Resolved) map[string]any {
-	out := map[string]any{}
-	m, _ := r["structured"].(map[string]any)
-	text, _ := r["text"].(string)
-	reportEntries(m, text, func(k string, v any) {
-		if k != "" {
-			out[k] = v
-		}
-	})
-	return out
-}
-
 // bound keeps, of a resolver's report, only the fields the policy binds
 // (Bind): the state the approval is bound to and checked against again
 // before execute. A bound field the report lacks is an error (the gate
@@ -225,7 +211,12 @@ func (rs *Resolver) bound(r mcpsafe.Resolved) (mcpsafe.Resolved, error) {
 	if len(rs.Bind) == 0 {
 		return r, nil
 	}
-	all := reportFields(r)
+	all := map[string]any{}
+	reportEntries(r, func(k string, v any) {
+		if k != "" {
+			all[k] = v
+		}
+	})
 	fields := make(map[string]any, len(rs.Bind))
 	for _, name := range rs.Bind {
 		v, ok := all[name]
