@@ -338,8 +338,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "\t\treturn checkAsks(ur, res.InputRequests)",
-				New:  "\t\treturn nil",
+				Old:  "\treturn checkAsks(ur, res.InputRequests)",
+				New:  "\treturn nil",
 			},
 		},
 	},
@@ -397,6 +397,12 @@ var proxyMutants = []Mutant{
 				Old:  "s.postUpstream(r.Context(), body, c)",
 				New:  "s.postUpstream(r.Context(), r, body, c)",
 			},
+			{
+				// The proxy's own messages to a session carry no client's.
+				File: "proxy/http_lane_stateful.go",
+				Old:  "c.s.postUpstream(ctx, msg, laneRequest{st: c})",
+				New:  "c.s.postUpstream(ctx, &http.Request{Header: http.Header{}}, msg, laneRequest{st: c})",
+			},
 		},
 	},
 	{
@@ -433,7 +439,7 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "if r.Header.Get(\"Mcp-Name\") != name {",
+				Old:  "if r.Header.Get(\"Mcp-Name\") != f.Tool {",
 				New:  "if false {",
 			},
 		},
@@ -507,9 +513,9 @@ var proxyMutants = []Mutant{
 		Why:      "over HTTP, a method the proxy does not know reaches the upstream whatever the policy and its params say",
 		Edits: []Edit{
 			{
-				File: "proxy/http_fastlane.go",
-				Old:  "\twhy := s.refuseUnknown(ul, f)\n",
-				New:  "\twhy := \"\"\n",
+				File: "proxy/unknown_methods.go",
+				Old:  "\twhy = s.refuseUnknown(f)\n",
+				New:  "\twhy = \"\"\n",
 			},
 		},
 	},
@@ -520,7 +526,7 @@ var proxyMutants = []Mutant{
 		Why:      "an unknown request declaring a capability the policy does not relay reaches the upstream unfiltered",
 		Edits: []Edit{
 			{
-				File: "proxy/http_fastlane.go",
+				File: "proxy/unknown_methods.go",
 				Old:  "\t\tif k := s.refusedCapability(caps); k != \"\" {",
 				New:  "\t\tif k := s.refusedCapability(caps); false && k != \"\" {",
 			},
@@ -534,7 +540,7 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "if v := r.Header.Values(\"Mcp-Method\"); len(v) != 1 || v[0] != ul.method {",
+				Old:  "if v := r.Header.Values(\"Mcp-Method\"); len(v) != 1 || v[0] != f.Method {",
 				New:  "if false {",
 			},
 		},
@@ -609,8 +615,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/unknown_methods.go",
-				Old:  "if name, ok := methodNamesTool(u.method, s.blockedNames()); ok {",
-				New:  "if name, ok := methodNamesTool(u.method, s.blockedNames()); false && ok {",
+				Old:  "if name, ok := methodNamesTool(f.Method, blocked); ok {",
+				New:  "if name, ok := methodNamesTool(f.Method, blocked); false && ok {",
 			},
 		},
 	},

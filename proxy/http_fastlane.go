@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -161,17 +162,7 @@ func (s *Server) fastHTTPCall(r *http.Request, f frame.Frame) (fastCall, bool) {
 	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != "tools/call" {
 		return fastCall{}, false
 	}
-	if !f.Alike {
-		return fastCall{}, false
-	}
-	name := f.Tool
-	if r.Header.Get("Mcp-Name") != name {
-		return fastCall{}, false
-	}
-	// The SDK path sends {} for absent arguments. (f is Alike: the whole
-	// request read strictly, so every value in it does, and one whose text
-	// starts with "{" is an object.)
-	if args := f.Params["arguments"]; len(args) == 0 || args[0] != '{' {
+	if r.Header.Get("Mcp-Name") != f.Tool {
 		return fastCall{}, false
 	}
 	meta := f.Meta // nil without _meta
@@ -191,10 +182,27 @@ func (s *Server) fastHTTPCall(r *http.Request, f frame.Frame) (fastCall, bool) {
 		// withCaps would strip it: not the client's bytes upstream.
 		return fastCall{}, false
 	}
-	if !s.plainTool(name) {
+	return s.laneCall(f)
+}
+
+// laneCall: f, a tools/call as frame.Read read it, is one both HTTP lanes
+// may relay as far as its body goes: read alike, with the arguments the
+// client sent, to a tool that passes through (fastCallOf) and binds no
+// argument to a header.
+func (s *Server) laneCall(f frame.Frame) (fastCall, bool) {
+	if !f.Alike {
 		return fastCall{}, false
 	}
-	return s.fastCallOf(f, name)
+	// The SDK path sends {} for absent arguments. (f is Alike: the whole
+	// request read strictly, so every value in it does, and one whose text
+	// starts with "{" is an object.)
+	if args := f.Params["arguments"]; len(args) == 0 || args[0] != '{' {
+		return fastCall{}, false
+	}
+	if !s.plainTool(f.Tool) {
+		return fastCall{}, false
+	}
+	return s.fastCallOf(f, f.Tool)
 }
 
 // refusedCapability names a capability in caps (a request's declared
@@ -250,13 +258,17 @@ func (s *Server) postUpstream(ctx context.Context, body []byte, c laneRequest) (
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if c.st != nil {
-		c.st.headers(req.Header) // its session, 2025-11-25
-		return up.client.Do(req)
-	}
-	req.Header.Set("Mcp-Protocol-Version", modernProtocol)
-	req.Header.Set("Mcp-Method", c.method)
-	if c.name != "" {
-		req.Header.Set("Mcp-Name", c.name)
+		// Its session's, as the SDK client sends them on 2025-11-25.
+		req.Header.Set("Mcp-Protocol-Version", legacyProtocol)
+		if c.st.session != "" {
+			req.Header.Set("Mcp-Session-Id", c.st.session)
+		}
+	} else {
+		req.Header.Set("Mcp-Protocol-Version", modernProtocol)
+		req.Header.Set("Mcp-Method", c.method)
+		if c.name != "" {
+			req.Header.Set("Mcp-Name", c.name)
+		}
 	}
 	return up.client.Do(req)
 }
@@ -266,10 +278,15 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	// end of a stream it has read the answer from (drainRest).
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
+	// fail answers the call with an error of the proxy's.
+	fail := func(msg string, err error) error {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(fastErrorBody(c.id, msg))
+		return err
+	}
 	resp, err := s.postUpstream(ctx, body, c)
 	if err != nil {
-		writeFastError(w, c.id, "mcpsafe proxy: the upstream did not answer")
-		return err
+		return fail("mcpsafe proxy: the upstream did not answer", err)
 	}
 	defer resp.Body.Close()
 	ct := resp.Header.Get("Content-Type")
@@ -277,6 +294,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	if resp.StatusCode != http.StatusOK {
 		// A JSON-RPC error for this call is the upstream's answer, as the
 		// SDK client would read it; anything else says only that it failed.
+		failed := fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		f := frame.Read(msg)
 		if mt == "application/json" && s.finalFor(f, c.upID()) == nil && bytes.Contains(msg, []byte(`"error"`)) {
@@ -285,10 +303,9 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 				w.WriteHeader(resp.StatusCode) // relayed as it came
 			}
 			w.Write(c.st.restore(msg, f))
-			return fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
+			return failed
 		}
-		writeFastError(w, c.id, fmt.Sprintf("mcpsafe proxy: the upstream answered HTTP %d", resp.StatusCode))
-		return fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
+		return fail("mcpsafe proxy: the "+failed.Error(), failed)
 	}
 	switch mt {
 	case "application/json":
@@ -296,13 +313,11 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 		defer lb.put()
 		msg, err := lb.readAll(resp.Body)
 		if err != nil {
-			writeFastError(w, c.id, "mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run")
-			return err
+			return fail("mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run", err)
 		}
 		f := frame.Read(msg)
 		if err := s.finalFor(f, c.upID()); err != nil {
-			writeFastError(w, c.id, err.Error())
-			return err
+			return fail(err.Error(), err)
 		}
 		w.Header().Set("Content-Type", ct)
 		w.Header().Set("Cache-Control", "no-cache, no-transform")
@@ -311,8 +326,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 	case "text/event-stream":
 		return s.relayEvents(w, resp.Body, ct, c, stop)
 	}
-	writeFastError(w, c.id, "mcpsafe proxy: the upstream answered in an unknown content type")
-	return fmt.Errorf("upstream content type %q", ct)
+	return fail("mcpsafe proxy: the upstream answered in an unknown content type", fmt.Errorf("upstream content type %q", ct))
 }
 
 // relayEvents copies the upstream's event stream, one event at a time
@@ -322,11 +336,17 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 // being gathered (pooled buffers, laneBuffers), and each message once
 // (frame.Read), that reading also serving finalFor.
 func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c laneRequest, stop func()) error {
-	id, up := c.id, c.upID()
+	up := c.upID()
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	// fail ends the stream with an error response to the call.
+	fail := func(msg string, err error) error {
+		writeEvent(w, fastErrorBody(c.id, msg))
+		rc.Flush()
+		return err
+	}
 	lb := getLaneBuffers(body)
 	defer lb.put()
 	br := lb.br
@@ -339,17 +359,13 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 		if err != nil {
 			// The stream ended before the response: fail the call, as the
 			// SDK path would.
-			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's stream ended before it answered; the call may have run"))
-			rc.Flush()
-			return fmt.Errorf("upstream stream ended: %w", err)
+			return fail("mcpsafe proxy: the upstream's stream ended before it answered; the call may have run", fmt.Errorf("upstream stream ended: %w", err))
 		}
 		line := event[start:]
 		if i := bytes.IndexByte(line, '\r'); i >= 0 && i != len(line)-2 {
 			// A lone CR ends a line for the client's SSE parser and not
 			// for this one: the two would read different events.
-			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's event stream has a carriage return inside a line; refused, the call may have run"))
-			rc.Flush()
-			return errors.New("upstream event stream: a lone carriage return")
+			return fail("mcpsafe proxy: the upstream's event stream has a carriage return inside a line; refused, the call may have run", errors.New("upstream event stream: a lone carriage return"))
 		}
 		trimmed := bytes.TrimRight(line, "\r\n")
 		if !plainEventLine(trimmed) {
@@ -357,9 +373,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 			// of the stream, and others do not), a field without a colon
 			// or a field nobody defines: clients may read a message here
 			// that this reader does not.
-			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's event stream has a line that clients may read differently (a byte-order mark, or a field other than data, event, id and retry); refused, the call may have run"))
-			rc.Flush()
-			return errors.New("upstream event stream: a line read differently by different parsers")
+			return fail("mcpsafe proxy: the upstream's event stream has a line that clients may read differently (a byte-order mark, or a field other than data, event, id and retry); refused, the call may have run", errors.New("upstream event stream: a line read differently by different parsers"))
 		}
 		if len(trimmed) > 0 {
 			if d, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
@@ -376,11 +390,11 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 		out := event
 		event, data = event[:0], data[:0]
 		if len(msg) == 0 {
-			if c.st != nil {
-				continue // no upstream event ids (nor retry) for the SDK handler's session
-			}
-			if _, err := w.Write(out); err != nil {
-				return err
+			// No upstream event ids (nor retry) for the SDK handler's session.
+			if c.st == nil {
+				if _, err := w.Write(out); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -392,9 +406,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 		f := frame.Read(msg)
 		switch {
 		case !f.Alike:
-			writeEvent(w, fastErrorBody(id, "mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser; refused, the call may have run"))
-			rc.Flush()
-			return errors.New("upstream event: an ambiguous message")
+			return fail("mcpsafe proxy: the upstream's answer cannot be read the same way by every JSON parser; refused, the call may have run", errors.New("upstream event: an ambiguous message"))
 		case f.Kind == frame.Notification:
 			if c.st != nil {
 				if !c.st.admit(f) {
@@ -408,9 +420,7 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 			rc.Flush()
 		case f.Kind == frame.Response && f.ID == up:
 			if err := s.finalFor(f, up); err != nil {
-				writeEvent(w, fastErrorBody(id, err.Error()))
-				rc.Flush()
-				return err
+				return fail(err.Error(), err)
 			}
 			if c.st != nil {
 				out = c.st.event(out[:0], msg, f)
@@ -473,9 +483,8 @@ func (s *Server) finalFor(f frame.Frame, id string) error {
 	// The result's members, spelt exactly: the frame is Alike, so no
 	// member equal to resultType or inputRequests under case folding is
 	// spelt otherwise, and none is there twice.
-	result := f.Result
-	rt, hasType := result["resultType"]
-	_, hasAsks := result["inputRequests"]
+	rt, hasType := f.Result["resultType"]
+	_, hasAsks := f.Result["inputRequests"]
 	if !hasAsks && (!hasType || string(rt) == `"complete"`) {
 		return nil
 	}
@@ -483,20 +492,22 @@ func (s *Server) finalFor(f frame.Frame, id string) error {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("mcpsafe proxy: the upstream's answer could not be read: %v", err)
 	}
-	if res.NeedsInput() || len(res.InputRequests) > 0 {
-		return checkAsks(ur, res.InputRequests)
-	}
-	return nil
+	return checkAsks(ur, res.InputRequests)
 }
 
-func fastErrorBody(id, msg string) []byte {
+// codeMethodNotFound is JSON-RPC's error code for a method not found.
+const codeMethodNotFound = -32601
+
+// errorBody is the JSON-RPC error response to id (raw JSON).
+func errorBody(id string, code int, msg string) []byte {
 	m, _ := json.Marshal(msg)
-	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":` + string(m) + `}}`)
+	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) + `}}`)
 }
 
-func writeFastError(w http.ResponseWriter, id, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(fastErrorBody(id, msg))
+// fastErrorBody is a lane's own error response to a call, id: JSON-RPC's
+// internal error.
+func fastErrorBody(id, msg string) []byte {
+	return errorBody(id, -32603, msg)
 }
 
 func writeEvent(w io.Writer, msg []byte) {
@@ -504,38 +515,29 @@ func writeEvent(w io.Writer, msg []byte) {
 }
 
 // relayUnknownHTTP relays a request or notification of a method the proxy
-// does not know, under the rules of the stdio relay (unknown_methods.go):
-// refused unless the policy says unknown_methods: relay, and even then
-// when the method or its params point at a tool that does not pass
-// through. A request that also declares a capability the policy does not
-// relay is refused (it could not be filtered without rewriting it). It
-// reports whether it answered; the SDK handler answers the rest.
+// does not know, as unknownMethod decides (unknown_methods.go). It reports
+// whether it answered; the SDK handler answers the rest.
 func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body []byte, f frame.Frame) bool {
-	ul, f, ok := peekUnknown(f)
+	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != f.Method {
+		return false // the SDK handler refuses the mismatch
+	}
+	why, ok := s.unknownMethod(f, true)
 	if !ok {
 		return false
 	}
-	if v := r.Header.Values("Mcp-Method"); len(v) != 1 || v[0] != ul.method {
-		return false // the SDK handler refuses the mismatch
-	}
-	why := s.refuseUnknown(ul, f)
-	if why == "" {
-		why = s.declaresRefused(f.Params)
-	}
 	if why != "" {
-		s.log.Info("proxy: unknown method refused", "method", ul.method, "why", why)
-		if ul.id == "" {
+		if f.ID == "" {
 			http.Error(w, why, http.StatusBadRequest)
 			return true
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound) // as the SDK handler answers a method it does not know
-		w.Write(bytes.TrimSpace(unknownError(ul.id, why)))
+		w.Write(errorBody(f.ID, codeMethodNotFound, why))
 		return true
 	}
 	s.httpUp.unknown.Add(1)
-	c := laneRequest{id: ul.id, method: ul.method}
-	if ul.id != "" {
+	c := laneRequest{id: f.ID, method: f.Method}
+	if f.ID != "" {
 		s.forwardHTTP(w, r, body, c)
 		return true
 	}
@@ -552,28 +554,4 @@ func (s *Server) relayUnknownHTTP(w http.ResponseWriter, r *http.Request, body [
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return true
-}
-
-// declaresRefused says why params may not go upstream as they are: its
-// _meta declares a client capability the policy does not relay (the SDK
-// path strips those; raw bytes cannot be). params come from an Alike frame:
-// read strictly at every depth, _meta spelt exactly.
-func (s *Server) declaresRefused(params map[string]json.RawMessage) string {
-	meta, ok := frame.Members(params["_meta"])
-	if !ok {
-		return ""
-	}
-	for mk, mv := range meta {
-		if !strings.EqualFold(mk, mcp.MetaKeyClientCapabilities) {
-			continue
-		}
-		caps, ok := frame.Members(mv)
-		if !ok {
-			return "mcpsafe proxy: the declared client capabilities cannot be read unambiguously"
-		}
-		if k := s.refusedCapability(caps); k != "" {
-			return fmt.Sprintf("mcpsafe proxy: the request declares the client capability %q, which the policy does not relay to the upstream", k)
-		}
-	}
-	return ""
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"sync"
 	"time"
@@ -54,21 +55,10 @@ func (lb *laneBuffers) put() {
 // readAll reads r to its end into lb's data buffer, which holds the bytes
 // until put.
 func (lb *laneBuffers) readAll(r io.Reader) ([]byte, error) {
-	b := lb.data[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			lb.data = b
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-	}
+	b := bytes.NewBuffer(lb.data[:0])
+	_, err := b.ReadFrom(r)
+	lb.data = b.Bytes()
+	return lb.data, err
 }
 
 // readLine appends to buf the next line of br, its "\n" included, as

@@ -18,7 +18,15 @@ func fastHTTPHeaders(r *http.Request) bool {
 	if r.Method != http.MethodPost || len(r.Header.Values("Mcp-Session-Id")) > 0 {
 		return false
 	}
-	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != modernProtocol {
+	return laneHeaders(r, modernProtocol)
+}
+
+// laneHeaders: r's headers are those of a message of protocol version,
+// as the SDK handler takes it (for a session, the caller checked its one
+// session id), that the lanes may take: JSON, from a client that accepts
+// JSON and an event stream, past the DNS rebinding protection.
+func laneHeaders(r *http.Request, version string) bool {
+	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != version {
 		return false
 	}
 	if mt, err := mediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -44,9 +52,7 @@ func mediaType(ct string) (string, error) {
 func acceptsBoth(values []string) bool {
 	var json, stream bool
 	for _, v := range values {
-		for rest, more := v, true; more; {
-			var tok string
-			tok, rest, more = strings.Cut(rest, ",")
+		for tok := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(tok, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json":

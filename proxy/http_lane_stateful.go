@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -91,10 +92,9 @@ type statefulCall struct {
 	ls      *laneSession
 	s       *Server
 	leg     *mcp.ClientSession
-	// answered: the call's response was relayed; end, set then (or
-	// when the call failed), ends the call for the session.
-	answered bool
-	end      func()
+	// end, set while the call is in flight, ends it for the session
+	// (done): at its response, or when the call failed.
+	end func()
 }
 
 // done ends the call for its session once it is answered, as the SDK
@@ -135,7 +135,7 @@ func (l *statefulLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	v, _ := l.sessions.Load(ids[0])
 	ls, _ := v.(*laneSession)
-	if ls == nil || !statefulHeaders(r) || ls.user != userOf(r) || !ls.fresh(l.idle) {
+	if ls == nil || !laneHeaders(r, legacyProtocol) || ls.user != userOf(r) || !ls.fresh(l.idle) {
 		l.sdk(w, r, ls)
 		return
 	}
@@ -238,18 +238,6 @@ func userOf(r *http.Request) string {
 
 const legacyProtocol = "2025-11-25"
 
-// statefulHeaders: a POST the SDK's stateful handler takes as a message
-// of a 2025-11-25 session (one session id: the caller checked it).
-func statefulHeaders(r *http.Request) bool {
-	if v := r.Header.Values("Mcp-Protocol-Version"); len(v) != 1 || v[0] != legacyProtocol {
-		return false
-	}
-	if mt, err := mediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false
-	}
-	return acceptsBoth(r.Header.Values("Accept")) && loopbackSafe(r)
-}
-
 // call relays f, the body's tools/call, on the lane, and reports whether
 // it did.
 func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte, f frame.Frame, ls *laneSession) bool {
@@ -264,7 +252,7 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 	if !ok {
 		return false
 	}
-	c.ls, c.id = ls, f.ID
+	c.ls = ls
 	up, ok := c.upstreamBody(body, f)
 	if !ok {
 		return false
@@ -286,32 +274,25 @@ func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte,
 		ls.mu.Unlock()
 	}
 	defer c.done()
-	if tok, ok := c.progressTarget(r.Context()); ok {
+	var tok any
+	if c.token != "" && json.Unmarshal([]byte(c.token), &tok) == nil {
 		// Progress the upstream sends apart from the call's stream (on its
 		// standalone one) reaches the SDK client's onProgress: route the
-		// lane token there as the SDK path routes its own.
+		// lane token there, to the session with the client's token, as the
+		// SDK path routes its own.
 		key := c.upID[1 : len(c.upID)-1]
-		s.progress.Store(key, tok)
+		s.progress.Store(key, progressTarget{session: ls.ss, ctx: r.Context(), token: tok})
 		defer time.AfterFunc(progressGrace, func() { s.progress.Delete(key) })
 	}
 	s.httpUp.st.calls.Add(1)
 	s.forwardHTTP(w, r, up, laneRequest{id: f.ID, method: "tools/call", name: f.Tool, st: c})
-	if !c.answered && r.Context().Err() != nil {
-		// The client left: cancel upstream, as the SDK client does when
-		// the SDK handler cancels the call (PropagateRequestCancellation).
+	if c.end != nil && r.Context().Err() != nil {
+		// The client left before the answer: cancel upstream, as the SDK
+		// client does when the SDK handler cancels the call
+		// (PropagateRequestCancellation).
 		c.post(context.WithoutCancel(r.Context()), []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+c.upID+`}}`))
 	}
 	return true
-}
-
-// progressTarget is where the call's progress goes when it reaches the
-// proxy off the lane: its session, with the client's token.
-func (c *statefulCall) progressTarget(ctx context.Context) (progressTarget, bool) {
-	var tok any
-	if c.token == "" || json.Unmarshal([]byte(c.token), &tok) != nil {
-		return progressTarget{}, false
-	}
-	return progressTarget{session: c.ls.ss, ctx: ctx, token: tok}, true
 }
 
 // upstreamBody is body, the call read as f, as it goes upstream: the
@@ -335,11 +316,8 @@ func (c *statefulCall) upstreamBody(body []byte, f frame.Frame) ([]byte, bool) {
 // but for its id and progress token, and the lane can post to that
 // session.
 func (s *Server) statefulCall(f frame.Frame) (*statefulCall, bool) {
-	if s.httpUp == nil || s.member.prefix != "" || s.Upstream == nil || !f.Alike {
+	if s.httpUp == nil || s.member.prefix != "" || s.Upstream == nil {
 		return nil, false
-	}
-	if args := f.Params["arguments"]; len(args) == 0 || args[0] != '{' {
-		return nil, false // the SDK path sends {} for absent arguments
 	}
 	for k := range f.Meta {
 		// A 2025-11-25 leg gets none of the client's identity,
@@ -349,10 +327,7 @@ func (s *Server) statefulCall(f frame.Frame) (*statefulCall, bool) {
 			return nil, false
 		}
 	}
-	if !s.plainTool(f.Tool) {
-		return nil, false
-	}
-	fc, ok := s.fastCallOf(f, f.Tool)
+	fc, ok := s.laneCall(f)
 	if !ok {
 		return nil, false
 	}
@@ -361,7 +336,7 @@ func (s *Server) statefulCall(f frame.Frame) (*statefulCall, bool) {
 		return nil, false
 	}
 	seq := s.httpUp.st.seq.Add(1)
-	return &statefulCall{up: up, session: leg.ID(), leg: leg, s: s, token: fc.token,
+	return &statefulCall{up: up, session: leg.ID(), leg: leg, s: s, id: f.ID, token: fc.token,
 		upID: `"` + laneIDPrefix + strconv.FormatUint(seq, 10) + `"`}, true
 }
 
@@ -413,27 +388,12 @@ func (l *statefulLane) cancel(w http.ResponseWriter, r *http.Request, body []byt
 	return true
 }
 
-// headers sets what the SDK client sends on its 2025-11-25 session.
-func (c *statefulCall) headers(h http.Header) {
-	h.Set("Mcp-Protocol-Version", legacyProtocol)
-	if c.session != "" {
-		h.Set("Mcp-Session-Id", c.session)
-	}
-}
-
 // post sends msg, a notification or a response of the proxy's, to the
 // upstream session, and reads the answer (202) away.
 func (c *statefulCall) post(ctx context.Context, msg []byte) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.up.endpoint, bytes.NewReader(msg))
-	if err != nil {
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.headers(req.Header)
-	resp, err := c.up.client.Do(req)
+	resp, err := c.s.postUpstream(ctx, msg, laneRequest{st: c})
 	if err != nil {
 		c.s.log.Debug("proxy: stateful lane: posting to the upstream failed", "err", err)
 		return
@@ -450,7 +410,6 @@ func (c *statefulCall) restore(msg []byte, f frame.Frame) []byte {
 	if c == nil {
 		return msg
 	}
-	c.answered = true
 	c.done()
 	out, _ := frame.Splice(nil, msg, f.Top["id"], []byte(c.id))
 	return out
@@ -465,7 +424,6 @@ func (c *statefulCall) event(dst, msg []byte, f frame.Frame) []byte {
 	var part, with []byte
 	switch {
 	case f.Kind == frame.Response:
-		c.answered = true
 		c.done()
 		part, with = f.Top["id"], []byte(c.id)
 	case f.Method == "notifications/progress":
@@ -515,25 +473,12 @@ func (c *statefulCall) admit(f frame.Frame) bool {
 	return false
 }
 
+// levelOrder is the log levels in the SDK's order.
+var levelOrder = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
 // levelRank orders log levels as the SDK does (an unknown one as debug).
 func levelRank(l mcp.LoggingLevel) int {
-	switch l {
-	case "info":
-		return 1
-	case "notice":
-		return 2
-	case "warning":
-		return 3
-	case "error":
-		return 4
-	case "critical":
-		return 5
-	case "alert":
-		return 6
-	case "emergency":
-		return 7
-	}
-	return 0
+	return max(slices.Index(levelOrder, l), 0)
 }
 
 // answer answers a request the upstream sent in the call's stream, f, to
@@ -541,27 +486,25 @@ func levelRank(l mcp.LoggingLevel) int {
 // none of elicitation, sampling and roots (forClient), in the same
 // session.
 func (c *statefulCall) answer(ctx context.Context, f frame.Frame) {
-	var reply string
-	var err error
-	ur := c.s.pol().UpstreamRequests
-	switch f.Method {
-	case "ping":
-		reply = `"result":{}`
-	case "elicitation/create":
-		err = refusal(ur, KindElicitation)
-	case "sampling/createMessage":
-		err = refusal(ur, KindSampling)
-	case "roots/list":
-		err = refusal(ur, KindRoots)
+	var msg []byte
+	kind, asks := askKinds[f.Method]
+	switch {
+	case f.Method == "ping":
+		msg = []byte(`{"jsonrpc":"2.0","id":` + f.ID + `,"result":{}}`)
+	case asks:
+		msg = errorBody(f.ID, 0, refusal(c.s.pol().UpstreamRequests, kind).Error())
 	default:
-		reply = `"error":{"code":-32601,"message":"method not found"}`
-	}
-	if err != nil {
-		m, _ := json.Marshal(err.Error())
-		reply = `"error":{"code":0,"message":` + string(m) + `}`
+		msg = errorBody(f.ID, codeMethodNotFound, "method not found")
 	}
 	c.s.log.Debug("proxy: stateful lane answered an upstream request in the call's stream", "method", f.Method)
-	c.post(ctx, []byte(`{"jsonrpc":"2.0","id":`+f.ID+`,`+reply+`}`))
+	c.post(ctx, msg)
+}
+
+// askKinds are the upstream's requests of a client, by method.
+var askKinds = map[string]RequestKind{
+	"elicitation/create":     KindElicitation,
+	"sampling/createMessage": KindSampling,
+	"roots/list":             KindRoots,
 }
 
 // mayAsk: the upstream may ask a client that declared caps something

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/internal/canon"
 	"github.com/mcpsafe/mcpsafe/internal/frame"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Methods the proxy does not know (future methods, vendor extensions, the
@@ -64,40 +65,51 @@ var knownUpstreamMethods = map[string]bool{
 	"notifications/elicitation/complete": true, "notifications/subscriptions/acknowledged": true,
 }
 
-// unknownLine is a client line whose method the proxy does not know.
-type unknownLine struct {
-	method string
-	id     string // raw JSON; empty for a notification
+// isUnknown: f, as frame.Read read it, is a single JSON-RPC request or
+// notification of a method the proxy does not know, with a plain id. Such
+// a frame is relayed only when it is Alike, and refused otherwise;
+// anything else (a response, a batch, a frame whose top level does not
+// read strictly) goes the SDK path.
+func isUnknown(f frame.Frame) bool {
+	if (f.Kind != frame.Request && f.Kind != frame.Notification) || knownClientMethods[f.Method] {
+		return false
+	}
+	return f.ID == "" || (frame.PlainID(f.ID) && !strings.HasPrefix(f.ID, `"`+sdkIDPrefix))
 }
 
-// peekUnknown reports whether line is a single JSON-RPC request or
-// notification of a method the proxy does not know, with a plain id, as
-// frame.Read reads it. Such a frame is relayed only when it is Alike, and
-// refused otherwise; anything else (a response, a batch, a frame whose top
-// level does not read strictly) goes the SDK path.
-func peekUnknown(f frame.Frame) (unknownLine, frame.Frame, bool) {
-	if (f.Kind != frame.Request && f.Kind != frame.Notification) || knownClientMethods[f.Method] {
-		return unknownLine{}, frame.Frame{}, false
+// unknownMethod is the one decision of both relays, stdio and HTTP, on a
+// client's message f: ok false when it is not one of an unknown method
+// (the caller passes it on as before); otherwise why it may not reach the
+// upstream, "" when it may. ownCaps: the message declares its own client
+// capabilities (a stateless 2026-07-28 request), which must all be ones
+// the policy relays: raw bytes cannot be filtered.
+func (s *Server) unknownMethod(f frame.Frame, ownCaps bool) (why string, ok bool) {
+	if !isUnknown(f) {
+		return "", false
 	}
-	if f.ID != "" && (!frame.PlainID(f.ID) || strings.HasPrefix(f.ID, `"`+sdkIDPrefix)) {
-		return unknownLine{}, frame.Frame{}, false
+	why = s.refuseUnknown(f)
+	if why == "" && ownCaps {
+		why = s.declaresRefused(f.Params)
 	}
-	return unknownLine{method: f.Method, id: f.ID}, f, true
+	if why != "" {
+		s.log.Info("proxy: unknown method refused", "method", f.Method, "why", why)
+	}
+	return why, true
 }
 
 // refuseUnknown says why an unknown message may not reach the upstream,
 // or "" when it may.
-func (s *Server) refuseUnknown(u unknownLine, f frame.Frame) string {
+func (s *Server) refuseUnknown(f frame.Frame) string {
 	if !s.pol().RelayUnknownMethods {
-		return fmt.Sprintf("mcpsafe proxy: %q is not a method the proxy knows, and the policy does not relay unknown methods (unknown_methods: relay)", u.method)
+		return fmt.Sprintf("mcpsafe proxy: %q is not a method the proxy knows, and the policy does not relay unknown methods (unknown_methods: relay)", f.Method)
 	}
-	m := strings.ToLower(strings.TrimSpace(u.method))
+	m := strings.ToLower(strings.TrimSpace(f.Method))
 	if strings.HasPrefix(m, "tools/") {
-		return fmt.Sprintf("mcpsafe proxy: %q is in the tools/ namespace; tools run only through tools/call, behind the gate", u.method)
+		return fmt.Sprintf("mcpsafe proxy: %q is in the tools/ namespace; tools run only through tools/call, behind the gate", f.Method)
 	}
 	for k := range knownClientMethods {
 		if strings.EqualFold(k, m) {
-			return fmt.Sprintf("mcpsafe proxy: %q differs from the method %q only in case or spacing", u.method, k)
+			return fmt.Sprintf("mcpsafe proxy: %q differs from the method %q only in case or spacing", f.Method, k)
 		}
 	}
 	if !f.Alike {
@@ -105,14 +117,39 @@ func (s *Server) refuseUnknown(u unknownLine, f frame.Frame) string {
 		// server built on encoding/json) reads "Params" or "paramſ" as
 		// the params: what is relayed is only what every parser reads
 		// alike, and the scan below read.
-		return fmt.Sprintf("mcpsafe proxy: %q cannot be read the same way by every JSON parser (%s); an upstream may read it otherwise", u.method, f.Why)
+		return fmt.Sprintf("mcpsafe proxy: %q cannot be read the same way by every JSON parser (%s); an upstream may read it otherwise", f.Method, f.Why)
 	}
-	if name, ok := methodNamesTool(u.method, s.blockedNames()); ok {
-		return fmt.Sprintf("mcpsafe proxy: the method %q names the tool %q; a tool that does not pass through runs only through tools/call, behind the gate", u.method, name)
+	blocked := s.blockedNames()
+	if name, ok := methodNamesTool(f.Method, blocked); ok {
+		return fmt.Sprintf("mcpsafe proxy: the method %q names the tool %q; a tool that does not pass through runs only through tools/call, behind the gate", f.Method, name)
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Top)) {
-		if name, ok := s.namesTool(f.Top[k]); ok {
-			return fmt.Sprintf("mcpsafe proxy: the %s of %q names %q; a tool that does not pass through runs only through tools/call, behind the gate", k, u.method, name)
+		if name, ok := namesTool(f.Top[k], blocked); ok {
+			return fmt.Sprintf("mcpsafe proxy: the %s of %q names %q; a tool that does not pass through runs only through tools/call, behind the gate", k, f.Method, name)
+		}
+	}
+	return ""
+}
+
+// declaresRefused says why params may not go upstream as they are: its
+// _meta declares a client capability the policy does not relay (the SDK
+// path strips those; raw bytes cannot be). params come from an Alike frame:
+// read strictly at every depth, _meta spelt exactly.
+func (s *Server) declaresRefused(params map[string]json.RawMessage) string {
+	meta, ok := frame.Members(params["_meta"])
+	if !ok {
+		return ""
+	}
+	for mk, mv := range meta {
+		if !strings.EqualFold(mk, mcp.MetaKeyClientCapabilities) {
+			continue
+		}
+		caps, ok := frame.Members(mv)
+		if !ok {
+			return "mcpsafe proxy: the declared client capabilities cannot be read unambiguously"
+		}
+		if k := s.refusedCapability(caps); k != "" {
+			return fmt.Sprintf("mcpsafe proxy: the request declares the client capability %q, which the policy does not relay to the upstream", k)
 		}
 	}
 	return ""
@@ -159,14 +196,10 @@ func methodParts(s string) []string {
 }
 
 // namesTool reports the first key or string in params (a member's value)
-// that names tools/call or an upstream tool that does not pass through
-// (compared under case folding). A value that cannot be read whole is
-// treated as naming one.
-func (s *Server) namesTool(params json.RawMessage) (string, bool) {
-	if len(bytes.TrimSpace(params)) == 0 {
-		return "", false
-	}
-	blocked := s.blockedNames()
+// that names tools/call or a tool of blocked (blockedNames), compared
+// under case folding. A value that cannot be read whole is treated as
+// naming one.
+func namesTool(params json.RawMessage, blocked map[string]bool) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	for {
 		t, err := dec.Token()
@@ -205,34 +238,28 @@ func (s *Server) blockedNames() map[string]bool {
 	return out
 }
 
-// unknownError is the JSON-RPC error line answering a refused request.
-func unknownError(id, msg string) []byte {
-	b, _ := json.Marshal(msg)
-	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":` + string(b) + `}}` + "\n")
-}
-
-// relayUnknown handles a client line of an unknown method on the fast
+// relayUnknown handles a client line of an unknown method on the stdio
 // lane: relayed raw, or refused (a request with an error response, a
 // notification dropped). It reports whether it took the line.
 func (s *Server) relayUnknown(f frame.Frame, line []byte, down func([]byte) error) bool {
-	u := s.pipe
-	ul, f, ok := peekUnknown(f)
+	why, ok := s.unknownMethod(f, false)
 	if !ok {
 		return false
 	}
-	if why := s.refuseUnknown(ul, f); why != "" {
-		s.log.Info("proxy: unknown method refused", "method", ul.method, "why", why)
-		if ul.id != "" {
-			down(unknownError(ul.id, why))
+	refuse := func(why string) { down(append(errorBody(f.ID, codeMethodNotFound, why), '\n')) }
+	if why != "" {
+		if f.ID != "" {
+			refuse(why)
 		}
 		return true
 	}
-	if ul.id == "" {
+	u := s.pipe
+	if f.ID == "" {
 		return u.writeUpstream(line) == nil
 	}
-	c := fastCall{id: ul.id}
+	c := fastCall{id: f.ID}
 	if !u.register(c) {
-		down(unknownError(ul.id, "mcpsafe proxy: a request with this id is already in flight"))
+		refuse("mcpsafe proxy: a request with this id is already in flight")
 		return true
 	}
 	if u.writeUpstream(line) != nil {
