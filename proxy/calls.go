@@ -107,7 +107,7 @@ func withCaps[P interface {
 		delete(out, mcp.MetaKeyClientCapabilities)
 	} else if caps, ok := out[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
 		kept := maps.Clone(caps)
-		for _, k := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
+		for _, k := range requestKinds {
 			if !s.pol().UpstreamRequests.allows(k) {
 				delete(kept, string(k))
 			}

@@ -210,7 +210,7 @@ func (s *Server) laneCall(f frame.Frame) (fastCall, bool) {
 func (s *Server) refusedCapability(caps map[string]json.RawMessage) string {
 	ur := s.pol().UpstreamRequests
 	for k := range caps {
-		for _, kind := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
+		for _, kind := range requestKinds {
 			if strings.EqualFold(k, string(kind)) && !ur.allows(kind) {
 				return k
 			}

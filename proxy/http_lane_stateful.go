@@ -157,15 +157,26 @@ func (l *statefulLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.sdk(w, r, ls)
 }
 
-// sdk hands r to the SDK handler, noting when a lane session's POST ends
-// there (the SDK resets its idle timer then).
+// sdk hands r to the SDK handler, noting when a lane session's POST starts
+// there (the SDK pauses its idle timer while it serves the POST) and when
+// it ends (the SDK restarts the timer then). Noting the start too lets a
+// call the client sends once it has the answer find the session fresh,
+// whether or not the handler has returned yet.
 func (l *statefulLane) sdk(w http.ResponseWriter, r *http.Request, ls *laneSession) {
-	l.next.ServeHTTP(w, r)
-	if ls != nil && r.Method == http.MethodPost {
-		ls.mu.Lock()
-		ls.lastSDK = time.Now()
-		ls.mu.Unlock()
+	post := ls != nil && r.Method == http.MethodPost
+	if post {
+		ls.sawSDK()
 	}
+	l.next.ServeHTTP(w, r)
+	if post {
+		ls.sawSDK()
+	}
+}
+
+func (ls *laneSession) sawSDK() {
+	ls.mu.Lock()
+	ls.lastSDK = time.Now()
+	ls.mu.Unlock()
 }
 
 func (ls *laneSession) fresh(idle time.Duration) bool {
@@ -500,18 +511,11 @@ func (c *statefulCall) answer(ctx context.Context, f frame.Frame) {
 	c.post(ctx, msg)
 }
 
-// askKinds are the upstream's requests of a client, by method.
-var askKinds = map[string]RequestKind{
-	"elicitation/create":     KindElicitation,
-	"sampling/createMessage": KindSampling,
-	"roots/list":             KindRoots,
-}
-
 // mayAsk: the upstream may ask a client that declared caps something
 // in-call through s (a kind it declared and s's policy relays).
 func (s *Server) mayAsk(caps *mcp.ClientCapabilities) bool {
 	ur := s.pol().UpstreamRequests
-	for _, k := range []RequestKind{KindElicitation, KindSampling, KindRoots} {
+	for _, k := range requestKinds {
 		if declared(caps, k) && ur.allows(k) {
 			return true
 		}

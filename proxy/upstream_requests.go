@@ -16,6 +16,16 @@ const (
 	KindRoots       RequestKind = "roots"
 )
 
+// requestKinds are every RequestKind.
+var requestKinds = []RequestKind{KindElicitation, KindSampling, KindRoots}
+
+// askKinds are the upstream's requests of a client, by method.
+var askKinds = map[string]RequestKind{
+	"elicitation/create":     KindElicitation,
+	"sampling/createMessage": KindSampling,
+	"roots/list":             KindRoots,
+}
+
 // UpstreamRequests is the policy's `upstream_requests`: for each kind,
 // whether the upstream's requests reach the downstream client (always only
 // a client that declared the capability). The zero value is the default:
@@ -49,9 +59,7 @@ func parseUpstreamRequests(m map[string]string) (UpstreamRequests, error) {
 	var u UpstreamRequests
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kind := RequestKind(k)
-		switch kind {
-		case KindElicitation, KindSampling, KindRoots:
-		default:
+		if !slices.Contains(requestKinds, kind) {
 			return u, fmt.Errorf("unknown kind %q (want elicitation, sampling or roots)", k)
 		}
 		switch strings.TrimSpace(m[k]) {
