@@ -90,8 +90,10 @@ var frameMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/fastlane.go",
-				Old:  "\tif orig, ok := u.sdkIDs[id]; ok {\n\t\tdelete(u.sdkIDs, id)",
-				New:  "\tif orig, ok := u.sdkIDs[id]; false && ok {\n\t\tdelete(u.sdkIDs, id)",
+				// Only the unclear path loses the alias (answer, shared
+				// with the clear path, is left whole).
+				Old: "\t\tif ok, err := u.answer(id, line, append(refused, '\\n')); ok {",
+				New: "\t\tif _, sdk := u.sdkIDs[id]; sdk {\n\t\t\t_, err := u.sdkFeed.Write(line)\n\t\t\treturn err\n\t\t}\n\t\tif ok, err := u.answer(id, line, append(refused, '\\n')); ok {",
 			},
 		},
 	},
