@@ -507,6 +507,19 @@ var proxyMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "http-stateful-lane-fresh-from-refused",
+		Packages: []string{"./proxy"},
+		Run:      "TestStatefulLaneFreshOnlyFromAcceptedPOSTs",
+		Why:      "a POST the SDK handler refuses makes a lane session look fresh, so whoever knows a session id keeps the lane serving it while the SDK's idle timer runs out",
+		Edits: []Edit{
+			{
+				File: "proxy/http_lane_stateful.go",
+				Old:  "if code >= 200 && code < 300 {\n\t\t\tls.sawSDK()",
+				New:  "if true {\n\t\t\tls.sawSDK()",
+			},
+		},
+	},
+	{
 		Name:     "http-unknown-unchecked",
 		Packages: []string{"./proxy"},
 		Run:      "TestHTTPUnknownMethods",

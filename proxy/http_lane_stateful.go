@@ -126,7 +126,7 @@ func (l *statefulLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && len(ids) == 0 && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
 		// Perhaps an initialize (which carries no version header), to
 		// the SDK handler's sessions.
-		l.next.ServeHTTP(&openWriter{ResponseWriter: w, l: l, r: r}, r)
+		l.next.ServeHTTP(&headWriter{ResponseWriter: w, head: func(int) { l.opened(w.Header().Get("Mcp-Session-Id"), r) }}, r)
 		return
 	}
 	if r.Method != http.MethodPost || len(ids) != 1 {
@@ -157,20 +157,24 @@ func (l *statefulLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.sdk(w, r, ls)
 }
 
-// sdk hands r to the SDK handler, noting when a lane session's POST starts
-// there (the SDK pauses its idle timer while it serves the POST) and when
-// it ends (the SDK restarts the timer then). Noting the start too lets a
-// call the client sends once it has the answer find the session fresh,
-// whether or not the handler has returned yet.
+// sdk hands r to the SDK handler, noting when the SDK accepts a lane
+// session's POST (its answer's head goes out with a 2xx status): the SDK
+// pauses the session's idle timer while it serves the POST and restarts it
+// at the end, so the time of the head is never later than the timer's
+// restart, and it is noted before the client can read the answer (its next
+// call finds the session fresh). A POST the SDK refuses (another user,
+// wrong headers) touches no timer, and no one keeps a session fresh by
+// sending them.
 func (l *statefulLane) sdk(w http.ResponseWriter, r *http.Request, ls *laneSession) {
-	post := ls != nil && r.Method == http.MethodPost
-	if post {
-		ls.sawSDK()
+	if ls == nil || r.Method != http.MethodPost {
+		l.next.ServeHTTP(w, r)
+		return
 	}
-	l.next.ServeHTTP(w, r)
-	if post {
-		ls.sawSDK()
-	}
+	l.next.ServeHTTP(&headWriter{ResponseWriter: w, head: func(code int) {
+		if code >= 200 && code < 300 {
+			ls.sawSDK()
+		}
+	}}, r)
 }
 
 func (ls *laneSession) sawSDK() {
@@ -210,34 +214,37 @@ func (l *statefulLane) opened(id string, r *http.Request) {
 	}
 }
 
-// openWriter is the response to a POST that may open a session: the lane
-// records the session as its headers go out, before the client can use
-// it. (The SDK writes through http.ResponseController, which finds the
-// writer beneath through Unwrap.)
-type openWriter struct {
+// headWriter is an SDK handler's response that the lane watches: head
+// runs once, with the status, as the headers go out (before the client can
+// read the answer; for a POST that opens a session, before the client can
+// use it). The SDK writes through http.ResponseController, which finds the
+// writer beneath through Unwrap.
+type headWriter struct {
 	http.ResponseWriter
-	l    *statefulLane
-	r    *http.Request
+	head func(code int)
 	seen bool
 }
 
-func (o *openWriter) open() {
+func (o *headWriter) sent(code int) {
 	if !o.seen {
 		o.seen = true
-		o.l.opened(o.Header().Get("Mcp-Session-Id"), o.r)
+		o.head(code)
 	}
 }
 
-func (o *openWriter) WriteHeader(code int) { o.open(); o.ResponseWriter.WriteHeader(code) }
+func (o *headWriter) WriteHeader(code int) { o.sent(code); o.ResponseWriter.WriteHeader(code) }
 
-func (o *openWriter) Write(b []byte) (int, error) { o.open(); return o.ResponseWriter.Write(b) }
+func (o *headWriter) Write(b []byte) (int, error) {
+	o.sent(http.StatusOK)
+	return o.ResponseWriter.Write(b)
+}
 
-func (o *openWriter) FlushError() error {
-	o.open()
+func (o *headWriter) FlushError() error {
+	o.sent(http.StatusOK)
 	return http.NewResponseController(o.ResponseWriter).Flush()
 }
 
-func (o *openWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+func (o *headWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // userOf is the authenticated user of r, as the SDK handler keys sessions.
 func userOf(r *http.Request) string {

@@ -488,6 +488,52 @@ func TestStatefulLaneLeavesIdleSessionsToSDK(t *testing.T) {
 	}
 }
 
+// A POST the SDK handler refuses (here: not JSON) touches none of the SDK's
+// timers, so it must not make a session look fresh to the lane: whoever
+// knows a session id could otherwise keep the lane serving a session whose
+// idle timer runs out at the SDK. The control: a call the SDK serves does.
+func TestStatefulLaneFreshOnlyFromAcceptedPOSTs(t *testing.T) {
+	_, upURL, _ := statefulUpstream(t)
+	s, _ := laneProxy(t, upURL, nil)
+	web := mcphttp.HTTP{}
+	sl := s.member.g.wrapStateful(web.MCPHandler(s.MCP), web, mcphttp.DefaultMaxBodyBytes).(*statefulLane)
+	hs := httptest.NewServer(sl)
+	t.Cleanup(hs.Close)
+	cs := statefulClient(t, hs.URL, nil, nil)
+	call(t, cs, "echo", map[string]any{}) // connects the leg
+	v, _ := sl.sessions.Load(cs.ID())
+	ls := v.(*laneSession)
+	ls.mu.Lock()
+	ls.lastSDK = time.Now().Add(-sl.idle / 2)
+	ls.mu.Unlock()
+
+	req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader("junk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 {
+		t.Fatalf("the SDK handler took a junk POST: %s", resp.Status)
+	}
+	before := statefulLaneCalls(s)
+	call(t, cs, "echo", map[string]any{})
+	if statefulLaneCalls(s) != before {
+		t.Fatal("a refused POST made a session near its idle timeout look fresh: the lane took its next call")
+	}
+	call(t, cs, "echo", map[string]any{})
+	if statefulLaneCalls(s) != before+1 {
+		t.Fatalf("after the SDK handler served a call: lane calls %d, want %d", statefulLaneCalls(s), before+1)
+	}
+}
+
 // The upstream session is shared by every 2025-11-25 client and the SDK
 // path, whose progress tokens are mcpsafe-N: a client's own token must not
 // reach it as is, or two clients' tokens (or a client's and the SDK
