@@ -457,27 +457,39 @@ func TestStatefulLaneForwardsCancellation(t *testing.T) {
 	}
 }
 
-// The SDK's idle timer of a session is reset only by requests the SDK
-// handler serves: a session whose last one there is half its idle time
-// ago goes there again (and is taken again after it).
-func TestStatefulLaneLeavesIdleSessionsToSDK(t *testing.T) {
+// laneSessionToAge serves a lane proxy in front of a stateful upstream at
+// url and connects cs (its first call, through the SDK, connects the leg);
+// age makes the session's last request at the SDK handler half its idle
+// time ago.
+func laneSessionToAge(t *testing.T) (s *Server, url string, cs *mcp.ClientSession, age func()) {
+	t.Helper()
 	_, upURL, _ := statefulUpstream(t)
-	s, _ := laneProxy(t, upURL, nil)
+	s, _ = laneProxy(t, upURL, nil)
 	web := mcphttp.HTTP{}
 	sl := s.member.g.wrapStateful(web.MCPHandler(s.MCP), web, mcphttp.DefaultMaxBodyBytes).(*statefulLane)
 	hs := httptest.NewServer(sl)
 	t.Cleanup(hs.Close)
-	cs := statefulClient(t, hs.URL, nil, nil)
-	call(t, cs, "echo", map[string]any{}) // connects the leg
+	cs = statefulClient(t, hs.URL, nil, nil)
 	call(t, cs, "echo", map[string]any{})
-	v, _ := sl.sessions.Load(cs.ID())
-	ls := v.(*laneSession)
+	return s, hs.URL, cs, func() {
+		v, _ := sl.sessions.Load(cs.ID())
+		ls := v.(*laneSession)
+		ls.mu.Lock()
+		ls.lastSDK = time.Now().Add(-sl.idle / 2)
+		ls.mu.Unlock()
+	}
+}
+
+// The SDK's idle timer of a session is reset only by requests the SDK
+// handler serves: a session whose last one there is half its idle time
+// ago goes there again (and is taken again after it).
+func TestStatefulLaneLeavesIdleSessionsToSDK(t *testing.T) {
+	s, _, cs, age := laneSessionToAge(t)
+	call(t, cs, "echo", map[string]any{})
 	if statefulLaneCalls(s) != 1 {
 		t.Fatalf("lane calls %d, want 1", statefulLaneCalls(s))
 	}
-	ls.mu.Lock()
-	ls.lastSDK = time.Now().Add(-sl.idle / 2)
-	ls.mu.Unlock()
+	age()
 	call(t, cs, "echo", map[string]any{})
 	if statefulLaneCalls(s) != 1 {
 		t.Fatal("a session near its idle timeout took the lane")
@@ -493,21 +505,9 @@ func TestStatefulLaneLeavesIdleSessionsToSDK(t *testing.T) {
 // knows a session id could otherwise keep the lane serving a session whose
 // idle timer runs out at the SDK. The control: a call the SDK serves does.
 func TestStatefulLaneFreshOnlyFromAcceptedPOSTs(t *testing.T) {
-	_, upURL, _ := statefulUpstream(t)
-	s, _ := laneProxy(t, upURL, nil)
-	web := mcphttp.HTTP{}
-	sl := s.member.g.wrapStateful(web.MCPHandler(s.MCP), web, mcphttp.DefaultMaxBodyBytes).(*statefulLane)
-	hs := httptest.NewServer(sl)
-	t.Cleanup(hs.Close)
-	cs := statefulClient(t, hs.URL, nil, nil)
-	call(t, cs, "echo", map[string]any{}) // connects the leg
-	v, _ := sl.sessions.Load(cs.ID())
-	ls := v.(*laneSession)
-	ls.mu.Lock()
-	ls.lastSDK = time.Now().Add(-sl.idle / 2)
-	ls.mu.Unlock()
-
-	req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader("junk"))
+	s, url, cs, age := laneSessionToAge(t)
+	age()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader("junk"))
 	if err != nil {
 		t.Fatal(err)
 	}
