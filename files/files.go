@@ -11,16 +11,13 @@
 //
 // Plans travel through the model, which has no tool to read a file's
 // content, so they never carry the content digest: they show a short
-// fingerprint keyed per process (see fingerprint), and only the resolved
+// fingerprint keyed by the gate's key file (see fingerprint), and only the resolved
 // state the approval binds (fileState) holds the full digest.
 package files
 
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -59,8 +56,7 @@ func Register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS) error {
 }
 
 func register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS, grants Grants) error {
-	t := &tools{fs: fsys}
-	rand.Read(t.printKey[:]) // never fails (crypto/rand crashes the program instead)
+	t := &tools{fs: fsys, gate: gate}
 	del, move := t.deleteTool(), t.moveTool()
 	del.Grants, move.Grants = grants.policy(DeleteFile), grants.policy(MoveFile)
 	if err := mcpsafe.Register(gate, server, del); err != nil {
@@ -93,9 +89,9 @@ func register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS, grants Gr
 
 type tools struct {
 	fs *safefs.FS
-	// printKey keys the content fingerprints plans show. Random per
-	// process: see fingerprint.
-	printKey [32]byte
+	// gate keys the content fingerprints plans show (Gate.Mark): see
+	// fingerprint.
+	gate *mcpsafe.Gate
 }
 
 type pathArgs struct {
@@ -179,7 +175,7 @@ func (t *tools) describe(i safefs.Info) []string {
 	d := []string{
 		fmt.Sprintf("Resolved path: %s", prompt.Quote(i.Path)),
 		fmt.Sprintf("Size: %d bytes, modified %s", i.Size, i.ModTime.UTC().Format(time.RFC3339)),
-		fmt.Sprintf("Content fingerprint: %s (of %s; keyed for this server run, not a SHA-256)", t.fingerprint(i), covers),
+		fmt.Sprintf("Content fingerprint: %s (of %s; keyed by this server's key, not a SHA-256)", t.fingerprint(i), covers),
 	}
 	if i.Nlink > 1 {
 		d = append(d, fmt.Sprintf("This file has %d hard links: removing this name does not free the data, which stays reachable under the other names.", i.Nlink))
@@ -188,16 +184,18 @@ func (t *tools) describe(i safefs.Info) []string {
 }
 
 // fingerprint is what a plan shows of a file's content: 48 bits of an HMAC
-// of its digest under a per-process random key. The plan travels through
+// of its digest under a key derived from the gate's key file (Gate.Mark),
+// so every replica sharing that file shows the same plan: an approval
+// service compares a re-attached request byte for byte, and a per-process
+// key made an approved handle useless on any other process (random per
+// process only with the zero Keys, like the grants). The plan travels through
 // the model (approval_required, refusals), and the model cannot read the
 // file; a plain digest, or a prefix of one, would let it confirm guesses
 // of the content offline (is this file "hunter2\n"?). The human gets a
 // short mark that changes with the content; the approval binds the full
 // digest through the resolved fileState, which the model never sees.
 func (t *tools) fingerprint(i safefs.Info) string {
-	m := hmac.New(sha256.New, t.printKey[:])
-	m.Write([]byte("mcpsafe files content fingerprint v1\x00" + i.HashScheme + "\x00" + i.SHA256))
-	return hex.EncodeToString(m.Sum(nil)[:6])
+	return hex.EncodeToString(t.gate.Mark("files content fingerprint v1", []byte(i.HashScheme+"\x00"+i.SHA256))[:6])
 }
 
 // targetState describes a target without its content: Targets are shown
