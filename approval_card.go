@@ -8,7 +8,6 @@ import (
 	"github.com/mcpsafe/mcpsafe/plan"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/internal/frame"
@@ -157,40 +156,6 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	return res, nil
 }
 
-// cardOutcomes keeps what a card decided, for the model's handle to pick
-// up until the grant expires.
-type cardOutcomes struct {
-	mu sync.Mutex
-	m  map[string]cardOutcome
-}
-
-type cardOutcome struct {
-	res     *mcp.CallToolResult
-	r       *Refusal
-	expires time.Time
-}
-
-func (c *cardOutcomes) put(nonce string, o cardOutcome, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]cardOutcome{}
-	}
-	for n, old := range c.m {
-		if !now.Before(old.expires) {
-			delete(c.m, n)
-		}
-	}
-	c.m[nonce] = o
-}
-
-func (c *cardOutcomes) get(nonce string) (cardOutcome, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	o, ok := c.m[nonce]
-	return o, ok
-}
-
 // isCardHandle reports whether sealed is a card handle this gate issued
 // (the model's envelope). It only authenticates.
 func (g *Gate) isCardHandle(k *call, sealed string) bool {
@@ -211,13 +176,16 @@ func (g *Gate) cardLookup(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 		g.journalRefusal(ctx, k, k.t.Name, r)
 		return nil, r, true
 	}
-	res, r := g.cardOutcome(k, gr, *k.token)
+	res, r := g.cardOutcome(ctx, k, gr, *k.token)
 	return res, r, true
 }
 
-func (g *Gate) cardOutcome(k *call, gr *grant, handle string) (*mcp.CallToolResult, *Refusal) {
-	o, ok := g.cards.get(gr.Nonce)
+func (g *Gate) cardOutcome(ctx context.Context, k *call, gr *grant, handle string) (*mcp.CallToolResult, *Refusal) {
+	o, ok, err := g.cards.get(ctx, gr.Nonce)
 	switch {
+	case err != nil:
+		g.opts.Logger.Warn("approval card: could not read a decided outcome", "tool", k.t.Name, "call", gr.Nonce, "err", err)
+		return nil, refusal(ReasonLedgerUnavailable, "the store that keeps the card's decision could not be read; nothing new ran. Call again in a moment")
 	case !ok:
 		res := g.pendingResult(k, gr, handle)
 		res.Content = []mcp.Content{&mcp.TextContent{Text: "The user has not decided in the approval card yet; nothing has run. Wait for their decision."}}
@@ -320,7 +288,7 @@ func (g *Gate) cardRun(ctx context.Context, t *gatedTool, req *mcp.CallToolReque
 	if k.protocolErr != nil { // (the proxy's upstream answered with a JSON-RPC error)
 		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s failed: %v", t.Name, k.protocolErr)}}}
 	}
-	g.cards.put(gr.Nonce, cardOutcome{res: res, r: r, expires: gr.expires()}, g.opts.Clock())
+	g.cards.put(ctx, g, t.Name, gr.Nonce, cardOutcome{res: res, r: r}, gr.expires())
 	return res, r
 }
 

@@ -248,6 +248,7 @@ func New(opts Options) (*Gate, error) {
 		opts:      opts,
 		ring:      ring,
 		ledger:    l,
+		cards:     cardOutcomes{store: l.Outcomes()},
 		pending:   newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
 		tools:     map[string]*gatedTool{},
 		tracer:    newTracer(opts.Tracer),
