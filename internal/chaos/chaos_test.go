@@ -24,7 +24,7 @@ func TestChaosSmall(t *testing.T) {
 		missing(t, "the chaos suite mounts a small tmpfs for the full disk, which needs root")
 	}
 	c := config{sessions: 50, duration: 30 * time.Second, approvals: 3, gates: 2, store: "postgres",
-		pgURL: "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", faults: true, seed: time.Now().UnixNano()}
+		pgURL: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", faults: true, seed: time.Now().UnixNano()}
 	if v := os.Getenv("MCPSAFE_CHAOS_STORE"); v != "" { // file: one replica, before replicas share PostgreSQL
 		c.store = v
 		if v == "file" {

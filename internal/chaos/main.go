@@ -53,7 +53,7 @@ func main() {
 	flag.IntVar(&c.approvals, "approvals", 3, "approval-service replicas")
 	flag.IntVar(&c.gates, "gates", 2, "gate replicas")
 	flag.StringVar(&c.store, "store", "postgres", "the approval service's store: postgres (replicas share it) or file (one replica only)")
-	flag.StringVar(&c.pgURL, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL to create the run's database in")
+	flag.StringVar(&c.pgURL, "pg", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL to create the run's database in")
 	flag.StringVar(&c.bin, "bin", "", "the mcpsafe binary (default: built from this module)")
 	flag.StringVar(&c.dir, "dir", "", "working directory to keep (default: a temporary one, removed)")
 	flag.BoolVar(&c.faults, "faults", true, "inject faults (false: the same run without them, a control)")
