@@ -197,3 +197,30 @@ func TestPinnedElicitRefusalNamesNoOtherPath(t *testing.T) {
 		})
 	}
 }
+
+// A call too large even for a bounded form (500 arguments) is refused; the
+// refusal names the approval page only for a tool in mode auto.
+func TestTooLargeForAFormNamesPageOnlyInModeAuto(t *testing.T) {
+	for _, mode := range []mcpsafe.Mode{mcpsafe.ModeAuto, mcpsafe.ModeElicit} {
+		t.Run(string(mode), func(t *testing.T) {
+			var runs, asked atomic.Int32
+			e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+				o.Mode = mode
+				*tools = append(*tools, sendTool(&runs))
+			})
+			cs := e.connect(client{elicit: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Add(1)
+				return accept(ctx, r)
+			}})
+			res := callTool(t, cs, "send_report", padded(500, 0))
+			wantRefused(t, res, mcpsafe.ReasonPlanTooLarge)
+			if asked.Load() != 0 || runs.Load() != 0 {
+				t.Fatal("a call too large for the form was asked or ran")
+			}
+			msg, _ := structured(t, res)["message"].(string)
+			if got, want := strings.Contains(msg, "--approval-page"), mode == mcpsafe.ModeAuto; got != want {
+				t.Fatalf("the refusal names the approval page: %v, want %v: %s", got, want, msg)
+			}
+		})
+	}
+}
