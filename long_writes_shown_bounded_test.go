@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -222,5 +223,41 @@ func TestTooLargeForAFormNamesPageOnlyInModeAuto(t *testing.T) {
 				t.Fatalf("the refusal names the approval page: %v, want %v: %s", got, want, msg)
 			}
 		})
+	}
+}
+
+// A diff over a part's limits (5,000 lines) reaches the channel as a
+// table of the texts' sizes and digests, standing for no argument, and the
+// request carries the content argument whole: the approver on the page
+// sees it all. The call is approved and runs (it was refused before).
+func TestDiffOverPartLimitsReachesChannelAsSizes(t *testing.T) {
+	f := &memFile{text: lines("old", 10)}
+	var runs atomic.Int32
+	var req approver.Request
+	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Mode = mcpsafe.ModeChannel
+		o.Approver = approverFunc(func(_ context.Context, r approver.Request) (approver.Decision, error) {
+			req = r
+			return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
+		})
+		*tools = append(*tools, writeTool(f, &runs))
+	})
+	cs := e.connect(client{})
+	content := lines("new", 5000)
+	wantExecuted(t, callTool(t, cs, "write_note", map[string]any{"path": "big.txt", "content": content}))
+	if f.get() != content {
+		t.Fatal("the approved write did not run")
+	}
+	if len(req.Parts) != 1 {
+		t.Fatalf("parts: %+v", req.Parts)
+	}
+	p := req.Parts[0]
+	sum := sha256.Sum256([]byte(content))
+	if p.Kind != "table" || len(p.Shows) != 0 || !strings.Contains(p.Title, "too long to show as a diff") ||
+		len(p.Rows) != 2 || p.Rows[1][0] != "new" || p.Rows[1][1] != "5000" || p.Rows[1][3] != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Fatalf("the part: %+v", p)
+	}
+	if !strings.Contains(string(req.Arguments), "new 4999") {
+		t.Fatal("the channel request does not carry the content argument whole")
 	}
 }
