@@ -113,7 +113,7 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	ctx, span := g.step(ctx, "mcpsafe.ask")
 	defer func() { endStep(span, r) }()
 	if !clientTakesCard(k.req.ClientCapabilities()) || g.opts.Card == nil {
-		return nil, elicitationUnsupported(k.t.Name, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
+		return nil, elicitationUnsupported(k.t.Name, k.t.mode, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
 	}
 	if r := checkPromptSize(shownPlan(k)); r != nil {
 		return nil, r

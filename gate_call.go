@@ -190,7 +190,7 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 		return g.askCard(ctx, k)
 	case ModeElicit:
 		if !canElicit {
-			return nil, elicitationUnsupported(t.Name, !t.OwnsTokenField, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
+			return nil, elicitationUnsupported(t.Name, t.mode, !t.OwnsTokenField, "this tool needs the user's approval through the client, but %s", whyCannotElicit(k.req))
 		}
 		return g.askElicitation(ctx, k)
 	case ModeToken:
@@ -216,9 +216,9 @@ func (g *Gate) firstCall(ctx context.Context, k *call) (*mcp.CallToolResult, *Re
 			return g.issueToken(ctx, k)
 		}
 		if t.OwnsTokenField {
-			return nil, elicitationUnsupported(t.Name, false, "%s takes its own approval_token argument, so this server has no one-time token path for it, and it needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
+			return nil, elicitationUnsupported(t.Name, t.mode, false, "%s takes its own approval_token argument, so this server has no one-time token path for it, and it needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
 		}
-		return nil, elicitationUnsupported(t.Name, true, "%s is irreversible and needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
+		return nil, elicitationUnsupported(t.Name, t.mode, true, "%s is irreversible and needs the user's approval through the client, but %s", t.Name, whyCannotElicit(k.req))
 	}
 }
 

@@ -61,6 +61,10 @@ type Config struct {
 	// JournalSyncOutcome fsyncs each outcome record before the call's
 	// answer (journal.WithSyncOutcome): two fsyncs per call instead of one.
 	JournalSyncOutcome bool
+	// JournalKeepLongValues keeps string arguments over
+	// journal.LongValueBytes whole in the journal
+	// (journal.WithKeepLongValues); by default each is its SHA-256 and size.
+	JournalKeepLongValues bool
 	// Checkpoints: signed checkpoints of the journal's head; off while
 	// Checkpoints.KeyFile is empty.
 	Checkpoints journal.Checkpoints
@@ -135,6 +139,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
 	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience and the roots, upstream or config; mcpsafe journal list shows them)")
 	fl.BoolVar(&c.JournalSyncOutcome, "journal-sync-outcome", false, "fsync each call's outcome record before answering the call (default: its fsync joins the next record's, within 50 ms; a machine crash in between leaves the call ambiguous in the journal)")
+	fl.BoolVar(&c.JournalKeepLongValues, "journal-keep-long-values", false, "keep string arguments over 1 KiB (a written file's content) whole in the journal, secrets still redacted (default: each is recorded as its SHA-256 and size)")
 	fl.StringVar(&c.Checkpoints.KeyFile, "journal-key", "", "checkpoint signer key `FILE` (from mcpsafe journal keygen), outside the journal's directory: the journal signs its head with it")
 	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
 	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
@@ -361,6 +366,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		}
 		if cfg.JournalSyncOutcome {
 			jopts = append(jopts, journal.WithSyncOutcome(true))
+		}
+		if cfg.JournalKeepLongValues {
+			jopts = append(jopts, journal.WithKeepLongValues(true))
 		}
 		j, path, err := openJournal(cfg, jopts)
 		if err != nil {
