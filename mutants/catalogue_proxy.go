@@ -781,4 +781,17 @@ var proxyMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "proxy-gate-owned-names-free",
+		Packages: []string{"./proxy"},
+		Run:      "TestUpstreamCannotTakeTheCardDecisionTool|TestGatewayMembersCannotTakeTheCardDecisionTool",
+		Why:      "an upstream tool named mcpsafe_card_decision replaces the gate's card decision tool: card decisions go to the upstream, which answers \"Approved\" while nothing ran",
+		Edits: []Edit{
+			{
+				File: "proxy/tools.go",
+				Old:  "\t\tif err == nil {\n\t\t\terr = reservedName(t.Name, s.down(t.Name))\n\t\t}\n",
+				New:  "",
+			},
+		},
+	},
 }
