@@ -96,7 +96,7 @@ func (g *Gateway) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
 	if maxBody <= 0 {
 		maxBody = mcphttp.DefaultMaxBodyBytes
 	}
-	next = g.wrapStateful(next, h, maxBody) // sessions of 2025-11-25
+	next = g.wrapStateful(refuseUnclearIDs(next, maxBody), h, maxBody) // sessions of 2025-11-25
 	if h.Stateful {
 		return next
 	}
