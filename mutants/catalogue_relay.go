@@ -55,4 +55,43 @@ var relayMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "relay-upstream-asks-unmarked",
+		Packages: []string{"./proxy"},
+		Run:      "TestUpstreamAsksInItsOwnName|TestURLElicitationRefusedAlone|TestHTTPFastLaneMarksUpstreamAsks",
+		Why:      "an upstream's elicitation reaches the person verbatim, in the gate's words, without saying whose it is",
+		Edits: []Edit{
+			{
+				File: "proxy/upstream_asks.go",
+				Old:  "\tc.Message = fmt.Sprintf(\"Server %s asks: %s\", prompt.Quote(s.askerName()), prompt.Text(ep.Message))\n",
+				New:  "\tc.Message = ep.Message\n",
+			},
+		},
+	},
+	{
+		Name:     "relay-upstream-takes-gate-elicitation-id",
+		Packages: []string{"./proxy"},
+		Run:      "TestUpstreamAsksInItsOwnName",
+		Why:      "an upstream's elicitation with an id of the gate's shape (mcpsafe-…) reaches the person",
+		Edits: []Edit{
+			{
+				File: "proxy/upstream_asks.go",
+				Old:  "\tif strings.HasPrefix(strings.ToLower(strings.TrimSpace(ep.ElicitationID)), mcpsafe.ElicitationIDPrefix) {",
+				New:  "\tif false && strings.HasPrefix(strings.ToLower(strings.TrimSpace(ep.ElicitationID)), mcpsafe.ElicitationIDPrefix) {",
+			},
+		},
+	},
+	{
+		Name:     "relay-url-elicitation-as-form",
+		Packages: []string{"./proxy"},
+		Run:      "TestURLElicitationRefusedAlone",
+		Why:      "upstream_requests url_elicitation: refuse does not hold: an upstream's URL elicitation counts as elicitation and reaches the person",
+		Edits: []Edit{
+			{
+				File: "proxy/relay.go",
+				Old:  "\t\t\treturn KindURLElicitation // (a mode a client may not read as form, too)",
+				New:  "\t\t\treturn KindElicitation",
+			},
+		},
+	},
 }
