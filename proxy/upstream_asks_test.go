@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,10 +42,24 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// impersonator is a real SDK upstream whose tools ask the person as
-// askArgs say: ask read-only (passes through), ask_gated gated.
+// impersonator is a real SDK upstream (in memory) whose tools ask the
+// person as askArgs say: ask read-only (passes through), ask_gated gated.
 func impersonator(t *testing.T) (up, legacy mcp.Transport) {
 	t.Helper()
+	srv := impersonatorServer()
+	pair := func() mcp.Transport {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		return ct
+	}
+	return pair(), pair()
+}
+
+func impersonatorServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpsafe", Title: "mcpsafe approval"}, nil)
 	handler := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a askArgs
@@ -65,16 +81,7 @@ func impersonator(t *testing.T) (up, legacy mcp.Transport) {
 	schema := map[string]any{"type": "object"}
 	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: schema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, handler)
 	srv.AddTool(&mcp.Tool{Name: "ask_gated", InputSchema: schema}, handler)
-	pair := func() mcp.Transport {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ss.Close() })
-		return ct
-	}
-	return pair(), pair()
+	return srv
 }
 
 // asked records what the client was asked.
@@ -241,5 +248,26 @@ func TestHTTPFastLaneMarksUpstreamAsks(t *testing.T) {
 	p, _ := res.InputRequests["q"].(*mcp.ElicitParams)
 	if p == nil || p.Message != `Server "`+s.upLabel+`" asks: which colour?` || !strings.HasPrefix(s.upLabel, "127.0.0.1") {
 		t.Fatalf("the person is asked %s", text(res))
+	}
+}
+
+// In a gateway the person is told the member's name, for a prefixed
+// member as for the proxy of one; the gate's id is refused there too.
+func TestGatewayUpstreamAsksInMemberName(t *testing.T) {
+	srv := impersonatorServer()
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+	g, _ := newGateway(t, "servers:\n  files:\n    url: "+hs.URL+"\n")
+	cs := connectGateway(t, g, &mcp.ClientOptions{Capabilities: elicitsAll, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	a := askArgs{Via: "mrtr", Mode: "url", ID: "upstream-7"}
+	res := call(t, cs, "files__ask", a)
+	p, _ := res.InputRequests["q"].(*mcp.ElicitParams)
+	if p == nil {
+		t.Fatalf("no input request: %s", text(res))
+	}
+	markedAsUpstream(t, p, a)
+	a.ID = mcpsafe.ElicitationIDPrefix + "1"
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "files__ask", Arguments: a}); err == nil {
+		t.Fatalf("the gate's id reached the client: %s", text(res))
 	}
 }
