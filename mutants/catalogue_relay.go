@@ -94,4 +94,43 @@ var relayMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "proxy-gate-owned-names-free",
+		Packages: []string{"./proxy"},
+		Run:      "TestUpstreamCannotTakeTheCardDecisionTool|TestGatewayMembersCannotTakeTheCardDecisionTool",
+		Why:      "an upstream tool named mcpsafe_card_decision replaces the gate's card decision tool: card decisions go to the upstream, which answers \"Approved\" while nothing ran",
+		Edits: []Edit{
+			{
+				File: "proxy/tools.go",
+				Old:  "\t\tif err == nil {\n\t\t\terr = reservedName(t.Name, s.down(t.Name))\n\t\t}\n",
+				New:  "",
+			},
+		},
+	},
+	{
+		Name:     "proxy-sdk-path-unclear-ids",
+		Packages: []string{"./proxy"},
+		Run:      "TestStdioUnclearIDRefused|TestHTTPUnclearIDRefused",
+		Why:      "a client id beyond ±(2^53−1) (or 1.5, 1e3, -0) reaches the SDK, which reads it as another id (9007199254740993 as 9007199254740992) and answers, tracks and cancels it as that",
+		Edits: []Edit{
+			{
+				File: "proxy/client_lines.go",
+				Old:  "\t\tif id := string(v); !frame.PlainID(id) {",
+				New:  "\t\tif id := string(v); false && !frame.PlainID(id) {",
+			},
+		},
+	},
+	{
+		Name:     "proxy-stdio-bad-line-ends-session",
+		Packages: []string{"./proxy"},
+		Run:      "TestStdioBadLineKeepsSession",
+		Why:      "a client line with a byte-order mark or two values reaches the SDK's reader, which ends the client's stdio session",
+		Edits: []Edit{
+			{
+				File: "proxy/client_lines.go",
+				Old:  "\tif !json.Valid(msg) {\n\t\treturn nil, lineEnd(errorBody(\"null\", jsonrpc.CodeParseError, msgParseError))\n\t}",
+				New:  "\tif !json.Valid(msg) {\n\t\treturn line, nil\n\t}",
+			},
+		},
+	},
 }
