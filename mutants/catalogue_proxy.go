@@ -338,8 +338,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "\treturn checkAsks(ur, res.InputRequests)",
-				New:  "\treturn nil",
+				Old:  "\tasks, err := s.screenAsks(res.InputRequests)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\telicits := false",
+				New:  "\tasks := res.InputRequests\n\telicits := false",
 			},
 		},
 	},
