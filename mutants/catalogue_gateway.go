@@ -135,4 +135,17 @@ var gatewayMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "gateway-unreachable-member-fatal",
+		Packages: []string{"./proxy"},
+		Run:      "TestGatewayStartsWithoutUnreachableServers",
+		Why:      "one unreachable member stops the gateway's start, taking the healthy members with it",
+		Edits: []Edit{
+			{
+				File: "proxy/gateway.go",
+				Old:  "\t\t\tif _, ok := errors.AsType[*unreachableError](err); !ok {\n",
+				New:  "\t\t\tif _, ok := errors.AsType[*unreachableError](err); true || !ok {\n",
+			},
+		},
+	},
 }

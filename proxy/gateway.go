@@ -103,6 +103,8 @@ type slot struct {
 	// fixed is the configuration of a server on a transport it was given
 	// (NewServer's gateway of one): it is not watched nor restarted.
 	fixed *Config
+	// started: the server was up once (its retries say "restart").
+	started bool
 }
 
 // member is what a proxy Server of a gateway shares with it.
@@ -121,9 +123,11 @@ type member struct {
 
 // NewGateway starts every server of file on the shared stores of gate
 // (opened and closed by the caller; cmd/mcpsafe builds them with
-// internal/serverconf) and serves their tools. A server that does not
-// start, a policy that does not fit its upstream's tools, or a name two
-// servers would both serve is a startup error.
+// internal/serverconf) and serves their tools. A server that cannot be
+// reached (its command fails, its URL refuses) is retried with the restart
+// backoff while the others serve; no server up at all, a policy that does
+// not fit its upstream's tools, or a name two servers would both serve is
+// a startup error.
 func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, opts GatewayOptions) (_ *Gateway, err error) {
 	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
@@ -165,12 +169,37 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 	for _, sp := range file.Servers {
 		slots = append(slots, g.newSlot(sp))
 	}
+	// A server that cannot be reached (its command fails, its URL
+	// refuses) does not hold the others back: the gateway starts without
+	// it and retries it with the restart backoff, its tools listed (and
+	// tools/list_changed sent) once it is up. Any other start error, or no
+	// server up at all, fails the start.
+	var down []*slot
+	var errs []error
 	for _, sl := range slots {
 		srv, err := g.start(ctx, sl)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: server %s: %w", sl.spec.label(), err)
+			err = &serverError{sl.spec.label(), err}
+			if _, ok := errors.AsType[*unreachableError](err); !ok {
+				return nil, fmt.Errorf("proxy: %w", err)
+			}
+			errs = append(errs, err)
+			down = append(down, sl)
+			continue
 		}
 		g.up(sl, srv)
+	}
+	if len(down) == len(slots) {
+		return nil, fmt.Errorf("proxy: no server of the gateway started: %w", errors.Join(errs...))
+	}
+	for i, sl := range down {
+		g.mu.Lock()
+		sl.down = "it has not started yet: " + errs[i].Error()
+		gen := sl.gen
+		g.mu.Unlock()
+		g.memberUp(sl, errs[i])
+		g.log.Warn("gateway server unreachable; serving the others and retrying it", "server", sl.spec.Name, "err", errs[i])
+		g.wg.Go(func() { g.retry(sl, gen) })
 	}
 	return g, nil
 }
