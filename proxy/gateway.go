@@ -215,7 +215,7 @@ func gatewayOn(gate mcpsafe.Options, opts GatewayOptions) *Gateway {
 // server that listed the URI; the SDK fans their updates out to the
 // sessions that subscribed.
 func (g *Gateway) newMCP(name, instructions string, caps *mcp.ServerCapabilities) *mcp.Server {
-	sopts := &mcp.ServerOptions{Instructions: instructions, Capabilities: caps, Logger: g.log}
+	sopts := &mcp.ServerOptions{Instructions: instructions, Capabilities: caps, Logger: sdkLogger(g.log)}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		sopts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			srv, err := g.resourceServer(req.Params.URI)
