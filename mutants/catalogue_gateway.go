@@ -148,4 +148,17 @@ var gatewayMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "gateway-unavailable-keeps-structured-content-under-output-schema",
+		Packages: []string{"./proxy"},
+		Run:      "TestGatewayDownRefusalsFollowOutputSchemas",
+		Why:      "a server_unavailable refusal of a tool that had an output schema carries structuredContent that does not follow it (TypeScript SDK 1.x fails the call)",
+		Edits: []Edit{
+			{
+				File: "proxy/gateway.go",
+				Old:  "\tif schema {\n\t\tres.StructuredContent = nil\n",
+				New:  "\tif false && schema {\n\t\tres.StructuredContent = nil\n",
+			},
+		},
+	},
 }

@@ -105,6 +105,9 @@ type slot struct {
 	fixed *Config
 	// started: the server was up once (its retries say "restart").
 	started bool
+	// outSchema are the downstream names that had an output schema when
+	// the server went down (see unavailable).
+	outSchema map[string]bool
 }
 
 // member is what a proxy Server of a gateway shares with it.
@@ -393,13 +396,24 @@ func (g *Gateway) prefixed(name string) (server, rest string, ok bool) {
 	return server, rest, ok && g.slots[server] != nil && !g.slots[server].spec.Bare
 }
 
+// unavailable refuses a call to what, a name of sl's server, which is
+// down. A name that had an output schema gets the refusal without
+// structuredContent, as the gate refuses such a tool's calls: a client
+// that still holds the schema (TypeScript SDK 1.x validates error results
+// too) would otherwise fail the call with a protocol error the model
+// never reads.
 func (g *Gateway) unavailable(sl *slot, what string) *mcp.CallToolResult {
 	g.mu.Lock()
 	why := cmp.Or(sl.down, "it is not running")
+	schema := sl.outSchema[what]
 	g.mu.Unlock()
 	r := &mcpsafe.Refusal{Reason: ReasonServerUnavailable,
 		Message: fmt.Sprintf("%s belongs to gateway server %s, which is down (%s); nothing was run, and no other server was asked", prompt.Quote(what), prompt.Quote(sl.spec.Name), why)}
-	return r.Result()
+	res := r.Result()
+	if schema {
+		res.StructuredContent = nil
+	}
+	return res
 }
 
 // Pending is the number of approvals issued and not yet redeemed, expired

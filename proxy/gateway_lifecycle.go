@@ -5,6 +5,7 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -130,6 +131,7 @@ func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
 	}
 	sl.srv, sl.down = nil, "its upstream exited; restarting"
 	g.mu.Unlock()
+	g.keepSchemas(sl, srv)
 	g.memberUp(sl, errors.New("went away"))
 	g.log.Warn("proxy: gateway server went away; its tools are withdrawn until it is back", "server", sl.spec.Name)
 	srv.Close()
@@ -171,6 +173,26 @@ func (g *Gateway) retry(sl *slot, gen int) {
 		g.log.Warn("proxy: gateway server failed to "+verbNow, "server", sl.spec.Name, "err", err, "attempts", attempt, "retry_in", delay)
 		delay = min(delay*2, g.opts.RestartMax)
 	}
+}
+
+// keepSchemas notes which of srv's downstream names had an output schema
+// upstream, for the refusals of calls to them while sl is down
+// (unavailable): a client that listed them may still hold the schema.
+func (g *Gateway) keepSchemas(sl *slot, srv *Server) {
+	names := map[string]bool{}
+	srv.syncMu.Lock()
+	for name, r := range srv.registered {
+		var def struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if json.Unmarshal([]byte(r.def), &def) == nil && len(def.OutputSchema) > 0 && string(def.OutputSchema) != "null" {
+			names[srv.down(name)] = true
+		}
+	}
+	srv.syncMu.Unlock()
+	g.mu.Lock()
+	sl.outSchema = names
+	g.mu.Unlock()
 }
 
 // unreachableError is a failure to reach an upstream (its command did not
