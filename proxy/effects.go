@@ -237,7 +237,7 @@ func (s *Server) moveEffect(ctx context.Context, name string, e *Effect, c mcpsa
 	case *e.Replaces:
 		return []string{move + "which exists, as " + prompt.Quote(e.Read.Tool) + " reports, and is replaced: what it holds now is lost"}, nil, nil
 	}
-	return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the destination %s exists, and %s does not replace it (effect.move.replaces: false), so the call would fail; choose another destination", prompt.Quote(dst), name)
+	return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the destination %s exists, and %s does not replace it (effect.move.replaces: false), so the call would fail; choose another destination", prompt.Quote(dst), prompt.Quote(name))
 }
 
 // readCurrent reads through r: what the tool answered and true, or false
