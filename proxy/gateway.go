@@ -201,7 +201,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 		gen := sl.gen
 		g.mu.Unlock()
 		g.memberUp(sl, errs[i])
-		g.log.Warn("gateway server unreachable; serving the others and retrying it", "server", sl.spec.Name, "err", errs[i])
+		g.log.Warn("proxy: gateway server unreachable; serving the others and retrying it", "server", sl.spec.Name, "err", errs[i])
 		g.wg.Go(func() { g.retry(sl, gen) })
 	}
 	return g, nil
