@@ -170,7 +170,11 @@ type Tool struct {
 	// when the Approver cannot answer "pending" (has no Awaiter). Otherwise the first call can answer with an
 	// approval_required or approval_pending result, which is not an error
 	// and does not follow the tool's schema, and clients that validate
-	// structured output would reject it.
+	// structured output would reject it. Where it is advertised, the
+	// tool's refusals carry no structuredContent (their text still starts
+	// "Refused (REASON): "): a refusal does not follow the schema, and
+	// TypeScript SDK 1.x clients validate the structured content of error
+	// results too.
 	OutputSchema any
 	// Annotations are advertised as given, except that the gate sets
 	// ReadOnlyHint false, and DestructiveHint true for an irreversible tool.

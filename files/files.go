@@ -38,7 +38,7 @@ const (
 	ReasonNotARegularFile   = "not_a_regular_file"
 	ReasonNotFound          = "not_found"
 	ReasonDestinationExists = "destination_exists"
-	ReasonInvalidPath       = "invalid_path"
+	ReasonInvalidPath       = mcpsafe.ReasonInvalidPath
 )
 
 // Tool names.

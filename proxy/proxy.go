@@ -217,7 +217,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return err
 	}
 	if s.Upstream, err = s.connectLeg(sctx, cfg.Upstream, nil); err != nil {
-		return nil, startErr("initialize", upstreamStartError(cfg.Upstream, fmt.Errorf("proxy: connecting upstream: %w", err)))
+		return nil, unreachable(startErr("initialize", upstreamStartError(cfg.Upstream, fmt.Errorf("proxy: connecting upstream: %w", err))))
 	}
 	init := s.Upstream.InitializeResult()
 	if init == nil {
@@ -232,7 +232,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 	tools, err := s.listUpstream(sctx)
 	if err != nil {
-		return nil, startErr("tools/list", err)
+		return nil, unreachable(startErr("tools/list", err))
 	}
 	if err := checkPolicy(pol, tools); err != nil {
 		return nil, err

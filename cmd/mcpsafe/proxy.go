@@ -109,6 +109,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	srv, err := proxy.NewServer(ctx, cfg)
 	if err != nil {
+		conf.Discard() // no empty journal stays behind a start that never served
 		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
@@ -213,7 +214,8 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 	opts.Audience = ""
 	gw, err := proxy.NewGateway(ctx, file, opts, gopts)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		conf.Discard() // no empty journal stays behind a start that never served
+		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
 	defer gw.Close()
@@ -271,7 +273,7 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 		err = web.Serve(ctx, gw.MCP, stderr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
 	return 0

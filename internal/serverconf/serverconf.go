@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -225,7 +226,7 @@ func (c *Config) JournalName() string {
 // in use is an error, while the default one of a server whose twin already
 // runs (the same configuration in two MCP clients) is the next free slot
 // (journal.DefaultSlotPath), with a note beside it saying whose it is.
-func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, error) {
+func openJournal(cfg Config, jopts []journal.Option, created *bool) (*journal.Journal, string, error) {
 	open := func(path string) (*journal.Journal, string, error) {
 		path, err := filepath.Abs(path)
 		if err != nil {
@@ -236,6 +237,8 @@ func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, 
 				return nil, "", err
 			}
 		}
+		_, serr := os.Lstat(path)
+		*created = errors.Is(serr, fs.ErrNotExist)
 		j, err := journal.Open(path, jopts...)
 		if err != nil && !errors.Is(err, journal.ErrInUse) && cfg.JournalPath == "" {
 			err = defaultJournalError(path, err)
@@ -288,6 +291,8 @@ type Gate struct {
 	// PageURL is where the local approval page listens, when it does.
 	PageURL string
 	closers []func() error
+	// journalCreated: Build created the journal file (see Discard).
+	journalCreated bool
 }
 
 // Close releases the journal and the ledger, newest first.
@@ -370,7 +375,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if cfg.JournalKeepLongValues {
 			jopts = append(jopts, journal.WithKeepLongValues(true))
 		}
-		j, path, err := openJournal(cfg, jopts)
+		j, path, err := openJournal(cfg, jopts, &g.journalCreated)
 		if err != nil {
 			return nil, err
 		}
