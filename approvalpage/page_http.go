@@ -44,6 +44,7 @@ type view struct {
 	State         string // "" (undecided), approved, denied, withdrawn, expired
 	Why           string
 	Passkey       string // the WebAuthn request options, when Approve takes a passkey
+	Runs          string // when an approved call runs (runsWhen)
 }
 
 func (p *Page) handler() http.Handler {
@@ -102,6 +103,9 @@ func (p *Page) show(w http.ResponseWriter, r *http.Request) {
 		p.renderGone(w)
 		return
 	}
+	p.mu.Lock()
+	e.unopened = "" // the page reached a browser after all
+	p.mu.Unlock()
 	// A link opened again after the decision says so plainly.
 	p.render(w, e, p.alreadyDecided(e), http.StatusOK)
 }
@@ -121,11 +125,23 @@ func (p *Page) alreadyDecided(e *pending) string {
 	case e.withdrawn != "":
 		what = "withdrawn (the server " + e.withdrawn + "); nothing runs"
 	case e.approved && e.proof != nil:
-		what = "approved with the passkey of " + prompt.Quote(e.proof.Approver)
+		what = "approved with the passkey of " + prompt.Quote(e.proof.Approver) + "; " + runsWhen(e)
 	case e.approved:
-		what = "approved"
+		what = "approved; " + runsWhen(e)
 	}
 	return "Already decided: " + what + " (at " + e.decidedAt.UTC().Format("15:04:05 MST") + "). This link decides nothing more; you can close this page."
+}
+
+// runsWhen says when an approved call runs, as it stood when the person
+// clicked: at once when its call was still waiting; otherwise the
+// assistant had been told the request is pending, and the call runs when
+// it calls again with its handle, before the approval expires.
+func runsWhen(e *pending) string {
+	if e.runsNow {
+		return "the call was waiting for this decision and runs now, once"
+	}
+	return "nothing has run yet: the assistant stopped waiting and was told the request is pending, so the call runs once when the assistant calls again (before " +
+		e.req.ExpiresAt.Local().Format("15:04:05 MST") + ")"
 }
 
 // renderGone answers a link the page does not know: a wrong one, or one
@@ -221,6 +237,7 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 			}
 		case e.approved:
 			v.State = "approved"
+			v.Runs = runsWhen(e)
 		default:
 			v.State = "denied"
 		}

@@ -152,6 +152,12 @@ const CardDecisionTool = "mcpsafe_card_decision"
 // decision up. It never approves.
 var ErrPending = errors.New("mcpsafe: no decision yet; the request stays open")
 
+// ErrNotShown joins ErrPending when the approver could not show the request
+// to anyone (an approval page whose browser did not open): the gate's
+// pending answer then says so, for the model to tell the person where to
+// look. It never approves.
+var ErrNotShown = errors.New("mcpsafe: the request could not be shown to the person")
+
 // Withdraw reasons an approver is told when the gate stops waiting.
 const (
 	WithdrawCallerGone = "caller_gone" // the caller cancelled or disconnected
