@@ -144,7 +144,7 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	for _, t := range k.plan.Targets {
 		cv.Targets = append(cv.Targets, Target{Name: prompt.QuoteWhole(t.Name), State: displayLine(t.State)})
 	}
-	res := g.pendingResult(k, gr, handle)
+	res := g.pendingResult(k, gr, handle, "")
 	text := fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
 		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(view))
 	if !k.t.OwnsTokenField { // (else approval_token is the tool's own argument)
@@ -187,8 +187,11 @@ func (g *Gate) cardOutcome(ctx context.Context, k *call, gr *grant, handle strin
 		g.opts.Logger.Warn("approval card: could not read a decided outcome", "tool", k.t.Name, "call", gr.Nonce, "err", err)
 		return nil, refusal(ReasonLedgerUnavailable, "the store that keeps the card's decision could not be read; nothing new ran. Call again in a moment")
 	case !ok:
-		res := g.pendingResult(k, gr, handle)
-		res.Content = []mcp.Content{&mcp.TextContent{Text: "The user has not decided in the approval card yet; nothing has run. Wait for their decision."}}
+		res := g.pendingResult(k, gr, handle, "")
+		// The plan again: the model (and a person reading the
+		// transcript) sees what is still waiting.
+		res.Content = []mcp.Content{&mcp.TextContent{Text: "The user has not decided in the approval card yet; nothing has run. Wait for their decision in the card. The card shows this plan:\n\n" +
+			renderPlan(planView(k.plan))}}
 		return res, nil
 	case o.r != nil:
 		return nil, o.r

@@ -210,7 +210,7 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 			return nil, shuttingDown("the pending approval was withdrawn from " + via.words)
 		}
 		settled = true
-		return g.pendingResult(k, gr, sealed), nil
+		return g.pendingResult(k, gr, sealed, pendingWhere(via, errors.Is(err, approver.ErrNotShown))), nil
 	case errors.Is(err, approver.ErrDenied):
 		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
 	case err != nil && (errors.Is(err, approver.ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
@@ -291,14 +291,32 @@ func (g *Gate) withdraw(ctx context.Context, via *outOfBand, req approver.Reques
 	return true
 }
 
-func (g *Gate) pendingResult(k *call, gr *grant, handle string) *mcp.CallToolResult {
+// pendingWhere tells the model where the person decides, for a pending
+// answer; notShown: the page could not be opened for them.
+func pendingWhere(via *outOfBand, notShown bool) string {
+	switch {
+	case via == nil:
+		return "Waiting for the user's decision"
+	case via.page != nil && notShown:
+		return "The server could not open the approval page in the user's browser, so nobody has seen this request yet. " +
+			"Tell the user: the server's log (its standard error) names a file that opens the page; they approve or deny there"
+	case via.page != nil:
+		return "Waiting for the user to approve or deny on the approval page in their browser (opened for them by the server, or sent to their client as a link)"
+	}
+	return "Waiting for an approver to decide on " + via.words + ", outside this conversation"
+}
+
+// pendingResult answers "pending" with the plan and the handle; where
+// says where the person decides (pendingWhere).
+func (g *Gate) pendingResult(k *call, gr *grant, handle, where string) *mcp.CallToolResult {
 	exp := gr.expires().UTC().Format(time.RFC3339Nano)
 	view := planView(k.plan)
 	retry := max(1, int(g.opts.ChannelWait/time.Second))
-	text := fmt.Sprintf("Waiting for an approver to decide; nothing has run yet. The request shows this plan:\n\n%s\n\n"+
+	text := fmt.Sprintf("%s; nothing has run yet, and the approved call runs only when you call again. The request shows this plan:\n\n%s\n\n"+
 		"To pick up the decision, call %s again with exactly the same arguments plus %q set to structuredContent.approval_token "+
-		"(a handle for this pending request, not an approval; valid until %s). If it is still pending you get this answer again.",
-		renderPlan(view), k.t.Name, TokenField, exp)
+		"(a handle for this pending request, not an approval; valid until %s). If it is still pending you get this answer again. "+
+		"Do not approve on the user's behalf.",
+		where, renderPlan(view), k.t.Name, TokenField, exp)
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: result.Pending{
