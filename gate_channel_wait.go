@@ -211,6 +211,8 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 		}
 		settled = true
 		return g.pendingResult(k, gr, sealed, pendingWhere(via, errors.Is(err, approver.ErrNotShown))), nil
+	case errors.Is(err, approver.ErrDenied) && via.page != nil:
+		return nil, refusal(ReasonPageDenied, "the user denied the call on the approval page; do not retry unless the user asks")
 	case errors.Is(err, approver.ErrDenied):
 		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
 	case err != nil && (errors.Is(err, approver.ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
@@ -224,6 +226,8 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 		// operators read it in the log, the model only learns the outcome.
 		g.opts.Logger.Warn("out-of-band approval failed", "via", via.mode, "tool", k.t.Name, "request", gr.Nonce, "err", err)
 		return nil, refusal(ReasonChannelUnavailable, "%s could not be reached or gave no valid answer; the server's log has the details", via.words)
+	case !dec.Approved && via.page != nil:
+		return nil, refusal(ReasonPageDenied, "the approval page did not approve the request; do not retry unless the user asks")
 	case !dec.Approved:
 		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
 	}
