@@ -95,6 +95,7 @@ func (g *Gate) cardChosen(t *gatedTool, caps *mcp.ClientCapabilities) bool {
 // prompt (the card sets it as text, never as markup).
 type cardView struct {
 	Tool      string          `json:"tool"`
+	Server    string          `json:"server,omitempty"` // the audience, sanitized: the card's title names it
 	Summary   string          `json:"summary"`
 	Details   []string        `json:"details"`
 	Targets   []Target        `json:"targets,omitempty"`
@@ -137,7 +138,7 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	var b strings.Builder
 	shown := renderParts(&b, k.plan.views)
 	cv := cardView{
-		Tool: k.t.Name, Summary: view.Summary, Details: view.Details, Parts: view.Parts,
+		Tool: k.t.Name, Server: prompt.Text(g.opts.Audience), Summary: view.Summary, Details: view.Details, Parts: view.Parts,
 		Arguments: argumentLines(k.c.Arguments, k.t.SecretFields, shown),
 		ExpiresAt: gr.expires().UTC().Format(time.RFC3339Nano), Decision: capability, DecisionTool: approver.CardDecisionTool,
 	}

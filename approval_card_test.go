@@ -108,6 +108,9 @@ func cardOf(t *testing.T, res *mcp.CallToolResult) (card map[string]any, handle 
 	if err := json.Unmarshal(b, &card); err != nil || card["decision"] == nil {
 		t.Fatalf("no card in _meta: %s", b)
 	}
+	if card["server"] != "test-server" { // the card's title names the server
+		t.Fatalf("the card does not name the server: %s", b)
+	}
 	if strings.Contains(text(res), card["decision"].(string)) || strings.Contains(string(mustJSON(t, res.StructuredContent)), card["decision"].(string)) {
 		t.Fatal("the decision capability is in what the model reads")
 	}

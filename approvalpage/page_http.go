@@ -31,6 +31,7 @@ var pageTmpl = template.Must(template.Must(template.New("page").Funcs(planhtml.F
 // person (package prompt) and is escaped by html/template.
 type view struct {
 	Tool, Summary string
+	Server        string // the server the call is for (its audience), quoted
 	Details       []string
 	Targets       [][]string      // name, state
 	Shown         []planhtml.Card // the plan's parts (diffs, tables)
@@ -204,7 +205,7 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int) {
 	now := p.opts.Clock()
 	v := view{
-		Tool: prompt.Quote(e.req.Tool), Summary: e.req.Summary, Details: e.req.Details,
+		Tool: prompt.Quote(e.req.Tool), Summary: e.req.Summary, Details: e.req.Details, Server: serverShown(e.req.Audience),
 		Principal: principalShown(e.req.Principal), Irreversible: e.req.Irreversible,
 		ExpiresAt: e.req.ExpiresAt.UTC().Format(time.RFC3339), Form: e.form, Why: why,
 		Shown: planhtml.Cards(e.req.Parts), PartsCSS: template.CSS(planhtml.CSS),
@@ -255,6 +256,15 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 	if err := pageTmpl.Execute(w, v); err != nil {
 		p.opts.Logger.Warn("approval page: rendering failed", "err", err)
 	}
+}
+
+// serverShown names the server a call is for: its audience, quoted; none
+// when it has none.
+func serverShown(audience string) string {
+	if audience == "" {
+		return ""
+	}
+	return prompt.Quote(audience)
 }
 
 // principalShown is the requester a person reads: none for the gate's
