@@ -133,6 +133,16 @@ func (g *Gate) channelRequest(k *call, gr *grant) approver.Request {
 	}
 }
 
+// requestVia is the request via gets: the channel's, and for the local
+// page also the plan's PageOnly, which nothing else is sent.
+func (g *Gate) requestVia(k *call, via *outOfBand, gr *grant) approver.Request {
+	req := g.channelRequest(k, gr)
+	if via.page != nil {
+		req.PageOnly = k.plan.PageOnly
+	}
+	return req
+}
+
 // channelOffers are the standing grants offered through the channel; a
 // scope that fails to derive offers none rather than failing the request.
 func (g *Gate) channelOffers(k *call) []approver.GrantOffer {
@@ -154,7 +164,7 @@ func (g *Gate) channelOffers(k *call) []approver.GrantOffer {
 // cannot be kept alive, so with a resumable approver it gets a pending
 // result after ChannelWait instead of a timeout in its client.
 func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, sealed string) (*mcp.CallToolResult, *Refusal) {
-	req := g.channelRequest(k, gr)
+	req := g.requestVia(k, via, gr)
 	defer g.linkDone(k, via, gr)
 	cctx, cancel := context.WithTimeout(ctx, g.opts.ChannelTimeout)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -46,6 +47,10 @@ type view struct {
 	Why           string
 	Passkey       string // the WebAuthn request options, when Approve takes a passkey
 	Runs          string // when an approved call runs (runsWhen)
+	// PageOnly is the plan's part for this page alone (what would be
+	// lost), sanitized; never sent anywhere else.
+	PageOnlyTitle string
+	PageOnly      string
 }
 
 func (p *Page) handler() http.Handler {
@@ -212,6 +217,11 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 	}
 	if p.opts.Passkeys != nil {
 		v.Passkey = p.requestOptions(e.req)
+	}
+	if po := e.req.PageOnly; po != nil && len(po.Lines) > 0 {
+		lines := po.Lines[:min(len(po.Lines), plan.PageOnlyLines)]
+		v.PageOnlyTitle = prompt.Text(po.Title)
+		v.PageOnly = prompt.Text(strings.Join(lines, "\n"))
 	}
 	if left := e.req.ExpiresAt.Sub(now).Round(time.Second); left > 0 {
 		v.Left = left.String()

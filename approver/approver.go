@@ -82,6 +82,9 @@ type Request struct {
 	// MinAssurance is the tool's: an approver that cannot meet it must not
 	// answer yes.
 	MinAssurance Assurance `json:"min_assurance,omitempty"`
+	// PageOnly is set for the local approval page only (Plan.PageOnly):
+	// it never leaves the server's process (no JSON form).
+	PageOnly *plan.PageOnly `json:"-"`
 }
 
 // Decision is an Approver's answer.

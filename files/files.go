@@ -260,6 +260,8 @@ func (t *tools) deleteTool() mcpsafe.ToolFor[pathArgs, fileState] {
 				Summary: fmt.Sprintf("Delete %s (%s, modified %s)", prompt.Quote(info.Rel), sizeShort(info.Size), localTime(info.ModTime, "2006-01-02 15:04 MST")),
 				Details: t.describe(info),
 				Targets: []mcpsafe.Target{{Name: info.Path, State: targetState(info)}},
+				// For the local page alone: the model must not read it.
+				PageOnly: lostPreview(info),
 			}, nil
 		},
 		Execute: func(ctx context.Context, _ mcpsafe.Call, _ pathArgs, s fileState, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {

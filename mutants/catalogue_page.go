@@ -168,4 +168,15 @@ var pageMutants = []Mutant{
 			New:  "os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)\n\tos.Chmod(dir, 0o755)\n\tos.Chmod(l.Path, 0o644)",
 		}},
 	},
+	{
+		Name:     "page-only-leaves-the-process",
+		Packages: []string{"./files"},
+		Run:      "TestPageShowsWhatADeleteWouldLose",
+		Why:      "what only the local page may show (the first lines of a file to be deleted) gets a JSON form, so a channel request carries the content the model must not read",
+		Edits: []Edit{{
+			File: "approver/approver.go",
+			Old:  "\tPageOnly *plan.PageOnly `json:\"-\"`",
+			New:  "\tPageOnly *plan.PageOnly `json:\"page_only,omitempty\"`",
+		}},
+	},
 }

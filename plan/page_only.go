@@ -1,0 +1,16 @@
+package plan
+
+// PageOnly is what a person on the server's own approval page is shown
+// beyond the plan, and nobody else: the first lines of a file about to be
+// deleted, "binary, 12.3 KB" for one that is not text. It may hold what the
+// model must not read, so it is never sent to the client, the model, an
+// approval channel or the journal (it has no JSON form); only the local
+// page (package approvalpage) shows it, each line sanitized, at most
+// PageOnlyLines lines.
+type PageOnly struct {
+	Title string   // what it shows: "What would be lost: the first lines of notes.txt"
+	Lines []string // shown as preformatted text, each line sanitized
+}
+
+// PageOnlyLines is the most lines of a PageOnly the page shows.
+const PageOnlyLines = 40
