@@ -2,6 +2,7 @@ package approvalpage
 
 import (
 	"bytes"
+	"fmt"
 	_ "embed"
 	"encoding/json"
 	"html/template"
@@ -221,6 +222,9 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 	if po := e.req.PageOnly; po != nil && len(po.Lines) > 0 {
 		lines := po.Lines[:min(len(po.Lines), plan.PageOnlyLines)]
 		v.PageOnlyTitle = prompt.Text(po.Title)
+		if !po.Modified.IsZero() {
+			v.PageOnlyTitle += " · modified " + ago(now.Sub(po.Modified)) + " (" + po.Modified.Local().Format("15:04 MST, Jan 2") + ")"
+		}
 		v.PageOnly = prompt.Text(strings.Join(lines, "\n"))
 	}
 	if left := e.req.ExpiresAt.Sub(now).Round(time.Second); left > 0 {
@@ -266,6 +270,27 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 	if err := pageTmpl.Execute(w, v); err != nil {
 		p.opts.Logger.Warn("approval page: rendering failed", "err", err)
 	}
+}
+
+// ago says how long ago something was, in the largest whole unit.
+func ago(d time.Duration) string {
+	unit := func(n int64, one string) string {
+		if n == 1 {
+			return "1 " + one + " ago"
+		}
+		return fmt.Sprintf("%d %ss ago", n, one)
+	}
+	switch {
+	case d < 0:
+		return "in the future (its clock is ahead of this machine's)"
+	case d < time.Minute:
+		return "less than a minute ago"
+	case d < time.Hour:
+		return unit(int64(d/time.Minute), "minute")
+	case d < 48*time.Hour:
+		return unit(int64(d/time.Hour), "hour")
+	}
+	return unit(int64(d/(24*time.Hour)), "day")
 }
 
 // serverShown names the server a call is for: its audience, quoted; none

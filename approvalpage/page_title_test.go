@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe/plan"
 )
 
 // The page's title and heading name the server the call is for and
@@ -27,5 +29,24 @@ func TestPageTitleNamesTheServerAndMcpsafe(t *testing.T) {
 	h.await(t, request("untitled", h.clk.Now().Add(time.Minute)))
 	if _, body := page(t, h.openedLink(t)); !strings.Contains(body, "<title>Approve &#34;delete_file&#34;? · mcpsafe</title>") {
 		t.Errorf("without an audience:\n%s", body)
+	}
+}
+
+// What would be lost says how long ago it was modified, at the moment the
+// page is shown (the plan holds no relative time): 5 minutes, then, with
+// the clock on, 2 hours.
+func TestPageSaysHowLongAgoWhatWouldBeLostChanged(t *testing.T) {
+	h := newHarness(t)
+	r := request("ago", h.clk.Now().Add(3*time.Hour))
+	r.PageOnly = &plan.PageOnly{Title: `What would be lost: "notes/ago.txt", first lines`, Lines: []string{"hello"},
+		Modified: h.clk.Now().Add(-5*time.Minute - 3*time.Second)}
+	h.await(t, r)
+	link := h.openedLink(t)
+	if _, body := page(t, link); !strings.Contains(body, "first lines · modified 5 minutes ago (") || !strings.Contains(body, "hello") {
+		t.Fatalf("the page:\n%s", body)
+	}
+	h.clk.Add(2 * time.Hour)
+	if _, body := page(t, link); !strings.Contains(body, "modified 2 hours ago") {
+		t.Fatalf("two hours later:\n%s", body)
 	}
 }

@@ -74,7 +74,7 @@ func TestPageShowsWhatADeleteWouldLose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"What would be lost: &#34;" + c.file + "&#34;", c.want, "never to the assistant", "Content fingerprint: "} {
+		for _, want := range []string{"What would be lost: &#34;" + c.file + "&#34;", c.want, "never to the assistant", "modified less than a minute ago", "Content fingerprint: "} {
 			if !strings.Contains(html, want) {
 				t.Errorf("%s: the page does not show %q:\n%s", c.file, want, html)
 			}

@@ -28,7 +28,9 @@ func lostPreview(i safefs.Info) *plan.PageOnly {
 	if !ok {
 		return nil
 	}
-	return describeLost(prompt.Quote(i.Rel), head, i.Size)
+	po := describeLost(prompt.Quote(i.Rel), head, i.Size)
+	po.Modified = i.ModTime
+	return po
 }
 
 // describeLost words what would be lost of a file of size bytes whose
