@@ -2,9 +2,9 @@ package approvalpage
 
 import (
 	"bytes"
-	"fmt"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"strings"
