@@ -188,11 +188,18 @@ func (g *Gate) cardOutcome(ctx context.Context, k *call, gr *grant, handle strin
 		g.opts.Logger.Warn("approval card: could not read a decided outcome", "tool", k.t.Name, "call", gr.Nonce, "err", err)
 		return nil, refusal(ReasonLedgerUnavailable, "the store that keeps the card's decision could not be read; nothing new ran. Call again in a moment")
 	case !ok:
+		text := "The user has not decided in the approval card yet; nothing has run. Wait for their decision in the card."
+		// The plan again, previewed now (read only; nothing is bound to
+		// it): the model, and a person reading the transcript, see what
+		// is still waiting. A call that no longer previews gets none.
+		if st, r := g.resolve(ctx, k); r == nil {
+			if p, _, r := g.preview(ctx, k, st); r == nil {
+				k.plan = p
+				text += " The card shows this plan:\n\n" + renderPlan(planView(p))
+			}
+		}
 		res := g.pendingResult(k, gr, handle, "")
-		// The plan again: the model (and a person reading the
-		// transcript) sees what is still waiting.
-		res.Content = []mcp.Content{&mcp.TextContent{Text: "The user has not decided in the approval card yet; nothing has run. Wait for their decision in the card. The card shows this plan:\n\n" +
-			renderPlan(planView(k.plan))}}
+		res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 		return res, nil
 	case o.r != nil:
 		return nil, o.r

@@ -241,6 +241,10 @@ func TestCardDenyRunsNothing(t *testing.T) {
 	if structured(t, pending)["status"] != "approval_pending" {
 		t.Fatalf("before the decision the handle must read pending, got %v", text(pending))
 	}
+	// The retry's pending answer repeats the plan.
+	if !strings.Contains(text(pending), `Delete note "cache.txt"`) {
+		t.Fatalf("the still-pending answer does not repeat the plan: %v", text(pending))
+	}
 	for _, no := range []any{false, "true", 1, nil} {
 		c2, _ := cardOf(t, callTool(t, cs, "delete_note", args))
 		wantRefused(t, decide(t, cs, c2["decision"].(string), args, no), mcpsafe.ReasonDeclined)
