@@ -123,6 +123,10 @@ type Plan struct {
 	Details []string    `json:"details,omitempty"`
 	Targets []Target    `json:"targets,omitempty"`
 	Parts   []plan.Part `json:"parts,omitempty"`
+	// PageOnly is shown on the local approval page (Options.Page) and
+	// nowhere else: never to the client, the model, a channel or the
+	// journal (see plan.PageOnly). Nil: nothing more.
+	PageOnly *plan.PageOnly `json:"-"`
 
 	views []plan.PartView // Parts as rendered, set by the gate after Preview
 }

@@ -33,6 +33,9 @@ const (
 	ReasonChannelDenied          = "channel_denied"
 	ReasonChannelUnavailable     = "channel_unavailable"
 	ReasonAssuranceTooLow        = "assurance_too_low"
+	// ReasonPageDenied: the person clicked Deny on the approval page
+	// (Options.Page); the journal names the page, not the channel.
+	ReasonPageDenied = "page_denied"
 	// ReasonPlanTooLarge: the plan and arguments cannot be shown to the
 	// approver whole within the display limits, and are never cut.
 	ReasonPlanTooLarge = "plan_too_large"

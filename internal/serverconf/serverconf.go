@@ -394,6 +394,10 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 	} else if cfg.Mode == mcpsafe.ModeCard {
 		return nil, errors.New("mode card needs the approval card (--approval-card)")
 	}
+	if cfg.ApprovalPage != "" && cfg.Mode == mcpsafe.ModeCard && cfg.Logger != nil {
+		// Not an error: a proxy policy may still pin a tool to mode page.
+		cfg.Logger.Warn("--approval-page is unused with --mode card: every call asks in the approval card (only a tool whose policy says mode page uses the page); drop --approval-page, or use --mode auto to take the page where the card cannot be shown")
+	}
 	if cfg.ApprovalPage != "" || cfg.Mode == mcpsafe.ModePage {
 		if cfg.ApprovalPage == "" {
 			return nil, errors.New("mode page needs --approval-page ADDR (127.0.0.1:0 picks a port)")
