@@ -154,7 +154,11 @@ func (s *Service) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusUnauthorized, "login.html", pageData{Error: "Single sign-on refused: " + err.Error()})
 		return
 	}
-	cookie, _ := s.auth.newSession(who)
+	cookie, _, ok := s.auth.newSession(who)
+	if !ok {
+		s.render(w, http.StatusServiceUnavailable, "login.html", pageData{Error: "The approval store cannot be reached right now; try again in a moment."})
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: cookie, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.expectedOrigin(r), "https:"),

@@ -146,15 +146,15 @@ func loginKey(name, id string) string { return name + "\x00" + id }
 
 func (s *Service) pkApproveBegin(w http.ResponseWriter, r *http.Request, sess *session) {
 	id := r.PathValue("id")
-	s.mu.Lock()
-	e, ok := s.entries[id]
-	var req channel.WireRequest
-	if ok {
-		req = e.rec.Req
-		ok = e.rec.Status == channel.StatusPending
+	ctx, cancel := storeCtx()
+	rec, err := s.st.get(ctx, id)
+	cancel()
+	req := rec.Req
+	if err != nil && !errors.Is(err, errNotFound) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
 	}
-	s.mu.Unlock()
-	if !ok {
+	if err != nil || rec.Status != channel.StatusPending {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no pending request " + prompt.Visible(wire.Clip(id))})
 		return
 	}
