@@ -34,10 +34,11 @@ func (s *Service) healthRoutes(m *http.ServeMux) {
 	})
 }
 
-// Drain makes the replica stop taking approval requests (the webhook
-// answers 503 and /readyz fails), and ends every long poll it holds with
-// 202 pending, letting go of its request: the gate sends the request again
-// and re-attaches to it on another replica (the store is shared). A
+// Drain makes the replica stop holding gates: /readyz fails (the load
+// balancer sends it no new traffic), and every long poll it holds, or
+// that still arrives, is answered 202 pending at once, letting go of its
+// request: the gate keeps an approval_pending handle and its retry
+// re-attaches to the request on another replica (the store is shared). A
 // decision made meanwhile goes out as usual. approvals serve calls it on
 // SIGTERM with a shared store.
 func (s *Service) Drain() {

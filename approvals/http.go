@@ -607,6 +607,10 @@ func (it item) DecisionWords() string {
 	at := it.DecidedAt.UTC().Format("2006-01-02 15:04:05 UTC")
 	switch it.Status {
 	case channel.StatusApproved:
+		if n := it.WithdrawnNote(); n != "" {
+			// The gate reported that it did not run the approved call.
+			return "Approved by " + strings.Join(it.Approvals, ", ") + " at " + at + ", not run: " + n
+		}
 		return "Approved by " + strings.Join(it.Approvals, ", ") + " at " + at
 	case channel.StatusDenied:
 		return "Denied by " + it.DeniedBy + " at " + at

@@ -409,13 +409,6 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		s.handleWithdraw(w, r.Header.Get(channel.SignatureHeader), body)
 		return
 	}
-	if s.isDraining() {
-		// This replica is stopping: the gate sends the request again,
-		// through the load balancer to another replica.
-		w.Header().Set("Connection", "close")
-		s.refuse(w, r, "webhook request", fail(http.StatusServiceUnavailable, "this replica is shutting down; send the request again"))
-		return
-	}
 	if !s.polls.TryRLock() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "service shutting down"})
 		return

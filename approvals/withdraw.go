@@ -157,6 +157,11 @@ func (s *Service) handleWithdraw(w http.ResponseWriter, sig string, body []byte)
 		case cur.Status == channel.StatusPending:
 			next.Status, next.DecidedAt, next.Withdrawn = channel.StatusWithdrawn, now, m.Reason
 			wasPending = true
+		case cur.Delivered && cur.Status == channel.StatusApproved && cur.Withdrawn == "":
+			// The gate had the approval and did not run the call (it
+			// was shutting down, or its caller left): the history must
+			// not claim it ran. The status stays approved.
+			next.Withdrawn = m.Reason
 		case cur.Delivered:
 			return nil, fail(http.StatusConflict, "decision already delivered")
 		default: // decided, not delivered: it never will be
