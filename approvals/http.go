@@ -557,6 +557,17 @@ func (s *Service) withBearer(h func(http.ResponseWriter, *http.Request, string))
 }
 
 func (s *Service) apiList(w http.ResponseWriter, r *http.Request, who string) {
+	if r.URL.Query().Has("page") && r.URL.Query().Get("status") == "" {
+		// One window of the pending list, oldest first, as the page
+		// has it: what a bot polling 10,000 requests should ask for.
+		d, err := s.pageView(who, "", pageOf(r), nil)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"requests": d.Pending, "page": d.Page, "pages": d.Pages, "total": d.TotalPending})
+		return
+	}
 	d, err := s.view(who, "")
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})

@@ -213,7 +213,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		attached:  map[string]string{},
 		done:      make(chan struct{}),
 		draining:  make(chan struct{}),
-		pollEvery: 2 * time.Second,
+		pollEvery: 10 * time.Second,
 
 		bodyTimeout: 30 * time.Second,
 	}
