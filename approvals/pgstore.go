@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-webauthn/webauthn/webauthn"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -415,6 +416,9 @@ func (p *pgStore) prune(ctx context.Context, retention time.Duration) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM mcpsafe_approvals_signatures WHERE until < clock_timestamp()`); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM mcpsafe_approvals_flows WHERE expires < clock_timestamp()`); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `DELETE FROM mcpsafe_approvals_sessions WHERE expires < clock_timestamp()`)
 		return err
 	})
@@ -438,6 +442,91 @@ func (p *pgStore) sawSignature(ctx context.Context, sig string, until time.Time)
 }
 
 func (p *pgStore) sessions() sessionStore { return p.sess }
+func (p *pgStore) flows() flowStore       { return p }
+func (p *pgStore) passkeys() passkeyStore { return p }
+
+func (p *pgStore) putFlow(ctx context.Context, kind, key string, value []byte, expires time.Time, limit int) error {
+	return p.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM mcpsafe_approvals_flows WHERE kind = $1 AND expires < clock_timestamp()`, kind); err != nil {
+			return err
+		}
+		if limit > 0 {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM mcpsafe_approvals_flows WHERE kind = $1 AND key <> $2`, kind, key).Scan(&n); err != nil {
+				return err
+			}
+			if n >= limit {
+				return fail(503, "%v", errTooManyFlows)
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO mcpsafe_approvals_flows (kind, key, value, expires) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (kind, key) DO UPDATE SET value = EXCLUDED.value, expires = EXCLUDED.expires`, kind, key, value, expires)
+		return err
+	})
+}
+
+// takeFlow is one DELETE … RETURNING: of replicas finishing the same
+// ceremony at once, one gets it.
+func (p *pgStore) takeFlow(ctx context.Context, kind, key string) ([]byte, bool, error) {
+	var v []byte
+	ok := false
+	err := p.tx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `DELETE FROM mcpsafe_approvals_flows WHERE kind = $1 AND key = $2 RETURNING value, expires > clock_timestamp()`, kind, key).Scan(&v, &ok)
+		if errors.Is(err, pgx.ErrNoRows) {
+			ok = false
+			return nil
+		}
+		return err
+	})
+	return v, ok, err
+}
+
+func (p *pgStore) addPasskey(ctx context.Context, k channel.RegisteredPasskey, flags webauthn.CredentialFlags) error {
+	data, err := json.Marshal(k)
+	if err != nil {
+		return err
+	}
+	fl, err := json.Marshal(flags)
+	if err != nil {
+		return err
+	}
+	return p.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO mcpsafe_approvals_passkeys (credential_id, approver, data, flags) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (credential_id) DO NOTHING`, k.CredentialID, k.Approver, string(data), string(fl))
+		return err
+	})
+}
+
+func (p *pgStore) listPasskeys(ctx context.Context) ([]channel.RegisteredPasskey, map[string]webauthn.CredentialFlags, error) {
+	var keys []channel.RegisteredPasskey
+	flags := map[string]webauthn.CredentialFlags{}
+	err := p.read(ctx, func() error {
+		keys, flags = nil, map[string]webauthn.CredentialFlags{}
+		rows, err := p.pool.Query(ctx, `SELECT data, flags FROM mcpsafe_approvals_passkeys ORDER BY registered, credential_id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var data, fl string
+			if err := rows.Scan(&data, &fl); err != nil {
+				return err
+			}
+			var k channel.RegisteredPasskey
+			var f webauthn.CredentialFlags
+			if err := json.Unmarshal([]byte(data), &k); err != nil {
+				return err
+			}
+			if err := json.Unmarshal([]byte(fl), &f); err != nil {
+				return err
+			}
+			keys = append(keys, k)
+			flags[k.CredentialID] = f
+		}
+		return rows.Err()
+	})
+	return keys, flags, err
+}
 func (p *pgStore) shared() bool           { return true }
 
 func (p *pgStore) ping(ctx context.Context) error {

@@ -44,6 +44,22 @@ var pgMigrations = []string{
 		csrf    text NOT NULL,
 		expires timestamptz NOT NULL
 	);`,
+	// 2: ceremonies in progress (sign-on, passkey registration and
+	// approval), taken once by whichever replica finishes them; passkeys.
+	`CREATE TABLE mcpsafe_approvals_flows (
+		kind    text NOT NULL,
+		key     text NOT NULL,
+		value   bytea NOT NULL,
+		expires timestamptz NOT NULL,
+		PRIMARY KEY (kind, key)
+	);
+	CREATE TABLE mcpsafe_approvals_passkeys (
+		credential_id text PRIMARY KEY,
+		approver      text NOT NULL,
+		data          text NOT NULL,
+		flags         text NOT NULL,
+		registered    timestamptz NOT NULL DEFAULT now()
+	);`,
 }
 
 // pgSchemaLock is the advisory lock replicas take to migrate: N replicas

@@ -220,6 +220,12 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if ls, ok := st.(*localStore); ok && ls.db == nil {
 		s.replayFloor = time.Now().Unix()
 	}
+	if pk != nil {
+		if err := pk.attach(st); err != nil {
+			st.close()
+			return nil, err
+		}
+	}
 	if ps, ok := st.(*pgStore); ok {
 		ps.startListening(s.touch)
 	}

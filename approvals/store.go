@@ -88,6 +88,9 @@ type store interface {
 	// false when it was recorded already (a replay).
 	sawSignature(ctx context.Context, sig string, until time.Time) (fresh bool, err error)
 	sessions() sessionStore
+	flows() flowStore
+	// passkeys is nil when passkeys live in --passkeys-file.
+	passkeys() passkeyStore
 	// shared reports whether other processes may use the store at once
 	// (replicas): a stopping replica then hands its waiting gates over
 	// instead of withdrawing their requests.

@@ -355,6 +355,51 @@ func storeConformance(t *testing.T, open func(t *testing.T) (store, store)) {
 		}
 	})
 
+	t.Run("CeremonyTakenOnce", func(t *testing.T) {
+		a, b := open(t)
+		if err := a.flows().putFlow(ctx, flowOIDC, "state-1", []byte("v1"), time.Now().Add(time.Minute), 0); err != nil {
+			t.Fatal(err)
+		}
+		var got atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 6 {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, ok, err := s.flows().takeFlow(ctx, flowOIDC, "state-1")
+				if err != nil {
+					t.Error(err)
+				}
+				if ok && string(v) == "v1" {
+					got.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if got.Load() != 1 {
+			t.Fatalf("a ceremony in progress was finished %d times", got.Load())
+		}
+		if _, ok, _ := b.flows().takeFlow(ctx, flowPasskeyRegister, "state-1"); ok {
+			t.Fatal("a ceremony of another kind was found under the same key")
+		}
+		a.flows().putFlow(ctx, flowOIDC, "old", []byte("x"), time.Now().Add(-time.Second), 0)
+		if _, ok, _ := b.flows().takeFlow(ctx, flowOIDC, "old"); ok {
+			t.Fatal("an expired ceremony was finished")
+		}
+		for i := range 3 {
+			if err := a.flows().putFlow(ctx, flowPasskeyApprove, fmt.Sprint(i), []byte("x"), time.Now().Add(time.Minute), 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.flows().putFlow(ctx, flowPasskeyApprove, "3", []byte("x"), time.Now().Add(time.Minute), 3); err == nil {
+			t.Fatal("the cap on ceremonies in progress was not kept")
+		}
+	})
+
 	t.Run("SessionsShared", func(t *testing.T) {
 		a, b := open(t)
 		s := session{name: "alice", csrf: "c", expires: time.Now().Add(time.Hour)}

@@ -19,11 +19,12 @@ type localStore struct {
 	recs map[string]*record // each stored record is never changed in place
 	sigs map[string]time.Time
 	sess *memSessions
+	flow *memFlows
 	now  func() time.Time
 }
 
 func newLocalStore(db *sqliteStore) (*localStore, error) {
-	l := &localStore{db: db, recs: map[string]*record{}, sigs: map[string]time.Time{}, sess: newMemSessions(), now: time.Now}
+	l := &localStore{db: db, recs: map[string]*record{}, sigs: map[string]time.Time{}, sess: newMemSessions(), flow: newMemFlows(), now: time.Now}
 	if db != nil {
 		recs, err := db.load()
 		if err != nil {
@@ -239,6 +240,8 @@ func (l *localStore) sawSignature(_ context.Context, sig string, until time.Time
 }
 
 func (l *localStore) sessions() sessionStore { return l.sess }
+func (l *localStore) flows() flowStore       { return l.flow }
+func (l *localStore) passkeys() passkeyStore { return nil }
 func (l *localStore) shared() bool           { return false }
 func (l *localStore) ping(context.Context) error {
 	if l.db != nil {
