@@ -2,8 +2,8 @@ package approvals
 
 import (
 	"context"
-	"encoding/json"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -54,7 +54,6 @@ type oidcLogin struct {
 	cfg      OIDCConfig
 	oauth    oauth2.Config
 	verifier *oidc.IDTokenVerifier
-
 }
 
 // oidcFlow is a sign-in in progress, kept in the store under the SHA-256

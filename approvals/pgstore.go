@@ -527,7 +527,7 @@ func (p *pgStore) listPasskeys(ctx context.Context) ([]channel.RegisteredPasskey
 	})
 	return keys, flags, err
 }
-func (p *pgStore) shared() bool           { return true }
+func (p *pgStore) shared() bool { return true }
 
 func (p *pgStore) ping(ctx context.Context) error {
 	return p.read(ctx, func() error {
