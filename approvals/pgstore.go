@@ -152,8 +152,20 @@ func nullTime(t time.Time) any {
 	return t
 }
 
-// write stores r (insert or update) and notifies the replicas.
-func (p *pgStore) write(ctx context.Context, tx pgx.Tx, r *record, insert bool) error {
+// leaseOnly reports whether next differs from cur only in who holds the
+// request for a long poll: nobody is told of such a change (the pages
+// show nothing of it, and each renewal would refresh every open page).
+func leaseOnly(cur, next *record) bool {
+	a, b := *cur, *next
+	a.PollBy, a.PollUntil, b.PollBy, b.PollUntil = "", time.Time{}, "", time.Time{}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// write stores r (insert or update) and, unless quiet, notifies the
+// replicas.
+func (p *pgStore) write(ctx context.Context, tx pgx.Tx, r *record, insert bool, quiet ...bool) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -175,6 +187,9 @@ func (p *pgStore) write(ctx context.Context, tx pgx.Tx, r *record, insert bool) 
 	} else if _, err := tx.Exec(ctx, `UPDATE mcpsafe_approvals_requests SET status = $2, decided_at = $3, poll_until = $4, data = $5 WHERE id = $1`,
 		r.Req.ID, r.Status, nullTime(r.DecidedAt), pollUntil, string(data)); err != nil {
 		return err
+	}
+	if len(quiet) > 0 && quiet[0] {
+		return nil
 	}
 	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, pgNotifyChannel, r.Req.ID)
 	return err
@@ -236,7 +251,7 @@ func (p *pgStore) admit(ctx context.Context, id string, create func(time.Time, i
 			if err != nil || next == nil {
 				return err
 			}
-			if err := p.write(ctx, tx, next, false); err != nil {
+			if err := p.write(ctx, tx, next, false, leaseOnly(&cur, next)); err != nil {
 				return err
 			}
 			out = *next
@@ -281,7 +296,7 @@ func (p *pgStore) update(ctx context.Context, id string, fn func(record, time.Ti
 		if err := addVotes(ctx, tx, &cur, next); err != nil {
 			return err
 		}
-		if err := p.write(ctx, tx, next, false); err != nil {
+		if err := p.write(ctx, tx, next, false, leaseOnly(&cur, next)); err != nil {
 			return err
 		}
 		out = *next

@@ -292,3 +292,48 @@ func httpGet(t *testing.T, u string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// Renewing a long poll's hold tells no replica anything (each renewal
+// would otherwise refresh every open page); a real change does.
+// Notifications arrive in commit order, so the first one heard after a
+// renewal and a change of another request names that other request.
+func TestPGLeaseRenewalIsQuiet(t *testing.T) {
+	u := pgTestDB(t)
+	st, err := openStore(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	ctx := context.Background()
+	mustAdmit(t, st, "held", time.Hour)
+	mustAdmit(t, st, "marker", time.Hour)
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `LISTEN `+pgNotifyChannel); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		id   string
+		loud bool
+	}{{"held", false}, {"marker", true}} {
+		if _, err := st.update(ctx, step.id, func(cur record, now time.Time) (*record, error) {
+			next := cur
+			next.PollBy, next.PollUntil = "tok", now.Add(time.Minute)
+			if step.loud {
+				next.Status, next.DecidedAt = channel.StatusDenied, now
+			}
+			return &next, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := c.WaitForNotification(wctx)
+	if err != nil || n.Payload != "marker" {
+		t.Fatalf("first notification: %+v %v; want the denial of marker, not the renewal of held", n, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -196,5 +197,69 @@ func TestReplicasGateEndToEnd(t *testing.T) {
 	}
 	if st := b.status(id, channel.StatusApproved); st["approvals"] == nil {
 		t.Fatalf("replica B: %v", st)
+	}
+}
+
+// The page's live updates behave the same on every replica: a tab open on
+// replica A hears of a request arriving at B and of its decision on B,
+// and a login made on A is a login on B.
+func TestReplicasLiveUpdates(t *testing.T) {
+	rs := replicas(t, 2, ServiceOptions{})
+	a, b := rs[0], rs[1]
+	br := a.login("alice")
+	req, _ := http.NewRequest("GET", a.srv.URL+"/ui/events", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := br.Client.Do(req.WithContext(ctx))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("events on A: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				events <- string(buf[:n])
+			}
+			if err != nil {
+				close(events)
+				return
+			}
+		}
+	}()
+	next := func(what string) {
+		t.Helper()
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatalf("the stream ended before %s", what)
+				}
+				if strings.Contains(ev, "data:") {
+					return
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("replica A's page heard nothing of %s on replica B", what)
+			}
+		}
+	}
+	next("the stream's start")
+	ch := b.ask(testRequest("req-live"))
+	next("a request arriving")
+	b.decide("req-live", "deny", "bob", 200)
+	next("the decision")
+	wait(t, ch)
+
+	// The session cookie made on A opens the page on B.
+	u, _ := url.Parse(a.srv.URL)
+	bu, _ := url.Parse(b.srv.URL)
+	for _, c := range br.Client.Jar.Cookies(u) {
+		br.Client.Jar.SetCookies(bu, []*http.Cookie{c})
+	}
+	br.base = b.srv.URL
+	if code, page := br.get("/"); code != 200 || !strings.Contains(page, "alice") {
+		t.Fatalf("the page on B with A's login: HTTP %d", code)
 	}
 }

@@ -41,8 +41,10 @@ type ServiceOptions struct {
 	// needs (default 1). A request's own min_approvers can raise it, never
 	// lower it.
 	Require map[string]int
-	// Store is "" or "memory" (state lost on restart) or "file:PATH" (an
-	// SQLite database; pending requests survive a restart).
+	// Store is "" or "memory" (state lost on restart), "file:PATH" (an
+	// SQLite database; pending requests survive a restart), or
+	// "postgres://…" (a PostgreSQL database that any number of replicas
+	// share: see USAGE, "Run it for a team").
 	Store string
 	// Tolerance is the signature timestamp window (default 5 minutes).
 	Tolerance time.Duration
@@ -71,8 +73,9 @@ type ServiceOptions struct {
 	// and the API list its live standing grants and revoke them.
 	Grants ledger.StandingStore
 	// OnDecided, if set, is called when a request leaves pending (status
-	// approved, denied or expired) with how long it waited: for metrics.
-	// It runs under the service's lock and must return quickly.
+	// approved, denied, expired or withdrawn) with how long it waited: for
+	// metrics. With replicas, the replica that made the step calls it,
+	// once per request. It must return quickly.
 	OnDecided func(status string, waited time.Duration)
 	// SigningKey, when set, signs every approval the service answers with
 	// (an attestation, see VerifyAttestation); gates configured with the
