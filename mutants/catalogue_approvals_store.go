@@ -73,4 +73,30 @@ var approvalStoreMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "approvals-pg-lease-loud",
+		Packages: []string{"./approvals"},
+		Run:      "TestPGLeaseRenewalIsQuiet",
+		Why:      "every renewal of a long poll's hold notifies every replica, and each open page refreshes at each one",
+		Edits: []Edit{
+			{
+				File: "approvals/pgstore.go",
+				Old:  "\tif len(quiet) > 0 && quiet[0] {\n\t\treturn nil\n\t}",
+				New:  "\tif false {\n\t\treturn nil\n\t}",
+			},
+		},
+	},
+	{
+		Name:     "approvals-sessions-per-replica",
+		Packages: []string{"./approvals"},
+		Run:      "TestReplicasLiveUpdates|TestStoreConformance/postgres",
+		Why:      "login sessions stay in each replica's memory: a login on one replica is unknown to the next one the load balancer picks",
+		Edits: []Edit{
+			{
+				File: "approvals/pgstore.go",
+				Old:  "func (p *pgStore) sessions() sessionStore { return p.sess }",
+				New:  "func (p *pgStore) sessions() sessionStore { return newMemSessions() }",
+			},
+		},
+	},
 }

@@ -338,7 +338,7 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approvals/oidc.go",
-				Old:  "if wire.CTCompare([]byte(id.Nonce), []byte(flow.nonce)) != 1 {",
+				Old:  "if wire.CTCompare([]byte(id.Nonce), []byte(flow.Nonce)) != 1 {",
 				New:  "if false {",
 			},
 		},
