@@ -81,7 +81,7 @@ func pct(ds []time.Duration, p int) time.Duration {
 func BenchmarkDecisionWakesOtherReplica(b *testing.B) {
 	rs := benchReplicas(b, pgTestDB(b), 2)
 	for _, r := range rs {
-		r.svc.pollEvery = time.Hour
+		r.svc.pollEvery.Store(int64(time.Hour))
 	}
 	var cross, one []time.Duration
 	for i := 0; b.Loop(); i++ {

@@ -151,7 +151,7 @@ func killBackends(t *testing.T, dbURL string) int {
 func TestPGKilledConnectionsRecover(t *testing.T) {
 	rs := replicas(t, 2, ServiceOptions{})
 	a, b := rs[0], rs[1]
-	a.svc.pollEvery = time.Hour
+	a.svc.pollEvery.Store(int64(time.Hour))
 	ch := a.ask(testRequest("req-kill"))
 	b.waitPending("req-kill")
 	u := a.svc.opts.Store

@@ -66,7 +66,7 @@ func TestReplicasDecideOnce(t *testing.T) {
 	_, key, _ := ed25519.GenerateKey(nil)
 	rs := replicas(t, 3, ServiceOptions{SigningKey: key})
 	a, b, c := rs[0], rs[1], rs[2]
-	a.svc.pollEvery = time.Hour
+	a.svc.pollEvery.Store(int64(time.Hour))
 	var firstReq approver.Request
 	for round := range 5 {
 		id := fmt.Sprintf("req-race-%d", round)

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -130,7 +131,7 @@ type Service struct {
 	// pollEvery is how often a long poll re-reads its request whatever
 	// the notifications say (the fallback after a lost LISTEN connection)
 	// and checks its lease; tests shorten it.
-	pollEvery time.Duration
+	pollEvery atomic.Int64 // a time.Duration
 	// replayFloor: signatures older than this (unix seconds) are refused,
 	// because the replay cache does not reach back that far.
 	replayFloor int64
@@ -204,25 +205,25 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		opts:      opts,
-		st:        st,
-		hosts:     hosts,
-		throttle:  newThrottle(failBurst, failRefill, failDelay),
-		auth:      newAuthenticator(opts.Approvers, opts.SessionTTL, st.sessions()),
-		oidc:      sso,
-		pk:        pk,
-		changed:   make(chan struct{}),
-		wake:      map[string]chan struct{}{},
-		attached:  map[string]string{},
-		done:      make(chan struct{}),
-		draining:  make(chan struct{}),
-		pollEvery: 10 * time.Second,
+		opts:     opts,
+		st:       st,
+		hosts:    hosts,
+		throttle: newThrottle(failBurst, failRefill, failDelay),
+		auth:     newAuthenticator(opts.Approvers, opts.SessionTTL, st.sessions()),
+		oidc:     sso,
+		pk:       pk,
+		changed:  make(chan struct{}),
+		wake:     map[string]chan struct{}{},
+		attached: map[string]string{},
+		done:     make(chan struct{}),
+		draining: make(chan struct{}),
 
 		bodyTimeout: 30 * time.Second,
 	}
 	if ls, ok := st.(*localStore); ok && ls.db == nil {
 		s.replayFloor = time.Now().Unix()
 	}
+	s.pollEvery.Store(int64(10 * time.Second))
 	if pk != nil {
 		if err := pk.attach(st); err != nil {
 			st.close()
@@ -453,7 +454,7 @@ func (s *Service) longPoll(w http.ResponseWriter, r *http.Request, rec record, t
 	}()
 	timer := time.NewTimer(time.Until(rec.Deadline))
 	defer timer.Stop()
-	tick := time.NewTicker(s.pollEvery)
+	tick := time.NewTicker(time.Duration(s.pollEvery.Load()))
 	defer tick.Stop()
 	stillPending := preferredWait(r, rec.Deadline)
 	renewed := time.Now()
