@@ -128,6 +128,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
 		web.Wrap = func(next http.Handler) http.Handler { return srv.HTTPFastLane(next, web) }
+		web.Ready = stop.ready
 		err = web.Serve(ctx, srv.MCP, stderr)
 	}
 	if errors.Is(context.Cause(ctx), errUpstreamGone) {
@@ -270,6 +271,7 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 		err = gw.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
 		web.Wrap = func(next http.Handler) http.Handler { return gw.HTTPFastLane(next, web) }
+		web.Ready = stop.ready
 		err = web.Serve(ctx, gw.MCP, stderr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
