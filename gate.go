@@ -171,6 +171,9 @@ type gatedTool struct {
 	// grantsNamed: Grants may be offered (reversible, or irreversible and
 	// named in AllowGrantsFor).
 	grantsNamed bool
+	// outSchema: the tool advertises its OutputSchema, so its refusals
+	// carry no structured content (see refused).
+	outSchema bool
 }
 
 // New returns a Gate.

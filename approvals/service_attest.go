@@ -4,13 +4,10 @@ import (
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
-// attest adds the signed statement to an approval answer when the service
-// has a signing key. Denials and other outcomes are not signed: they never
-// let anything run.
-func (s *Service) attest(r *record, ans map[string]any) error {
-	if s.opts.SigningKey == nil || r.Status != channel.StatusApproved {
-		return nil
-	}
+// attestation is the signed statement of an approval (the service has a
+// signing key; deliver keeps it with the decision). Denials and other
+// outcomes are not signed: they never let anything run.
+func (s *Service) attestation(r *record) (channel.Attestation, error) {
 	names := []string{}
 	var proofs []channel.PasskeyProof
 	for _, v := range r.Approvals {
@@ -29,9 +26,5 @@ func (s *Service) attest(r *record, ans map[string]any) error {
 		Approved: true, Approvers: names, Assurance: assurance, DecidedAt: r.DecidedAt.UTC(),
 		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant,
 	})
-	if err != nil {
-		return err
-	}
-	ans["attestation"] = a
-	return nil
+	return a, err
 }
