@@ -127,15 +127,18 @@ type summary struct {
 	// executedUnconfirmed: ran for the client, approval journaled, outcome
 	// lost with the gate (counted in ambiguous).
 	executedUnconfirmed int
-	f                   *faults
-	elapsed             time.Duration
+	// ambiguousApproved: approved, journaled, the gate killed before the
+	// outcome; the client's retry finds the grant spent.
+	ambiguousApproved int
+	f                 *faults
+	elapsed           time.Duration
 }
 
 func (s *summary) line() string {
 	return fmt.Sprintf("chaos: seed=%d sessions=%d minutes=%.1f approval-replicas=%d gate-replicas=%d | calls=%d files=%d approved=%d denied=%d executed=%d "+
-		"executions-per-approval<=%d decisions-lost=%d journals-verified=%d/%d ambiguous=%d | kills: gate=%d approvals=%d; redis-restarts=%d pg-terminations=%d disk-full=%d | orphaned-by-kills=%d elapsed=%s",
+		"executions-per-approval<=%d decisions-lost=%d journals-verified=%d/%d ambiguous=%d (approved then cut by a kill: %d) | kills: gate=%d approvals=%d; redis-restarts=%d pg-terminations=%d disk-full=%d | orphaned-by-kills=%d elapsed=%s",
 		s.seed, s.c.sessions, s.c.duration.Minutes(), s.c.approvals, s.c.gates, s.calls, s.paths, s.approved, s.denied, s.executed,
-		max(s.maxPerCall, s.maxPerPath), len(s.lost), s.verified, s.results, s.ambiguous,
+		max(s.maxPerCall, s.maxPerPath), len(s.lost), s.verified, s.results, s.ambiguous, s.ambiguousApproved,
 		s.f.gateKills.Load(), s.f.approvalKills.Load(), s.f.redisRestarts.Load(), s.f.pgTerminations.Load(), s.f.diskFull.Load(),
 		s.orphans, s.elapsed.Round(time.Second))
 }
@@ -234,6 +237,7 @@ func (s *summary) account(sys *system, w *workload) {
 	approvedCall := map[string]string{} // call -> path, from approval records
 	outcomeOf := map[string]bool{}      // calls with an outcome record
 	journaledPath := map[string]bool{}  // paths with an approval record
+	ambiguousPath := map[string]bool{}  // paths whose outcome the journal calls ambiguous
 	for _, j := range sys.journals {
 		s.results++
 		if err := sys.journalVerify(j); err != nil {
@@ -255,6 +259,7 @@ func (s *summary) account(sys *system, w *workload) {
 				outcomeOf[r.Call] = true
 				if r.Decision == journal.Ambiguous {
 					s.ambiguous++
+					ambiguousPath[pathOf(r)] = true
 				}
 			}
 		})
@@ -292,13 +297,20 @@ func (s *summary) account(sys *system, w *workload) {
 		case o.result == "abandoned":
 			s.abandon++
 		}
-		if o.handle && w.decisions[o.path] == "approve" && o.result != "executed" {
+		explained := unconfirmed[o.path] || ambiguousPath[o.path]
+		if o.handle && w.decisions[o.path] == "approve" && o.result != "executed" && explained {
+			// The gate journaled the approval and was killed before the
+			// outcome: the journal says ambiguous (check by hand), and
+			// the grant is spent. Counted, with the kills, not lost.
+			s.ambiguousApproved++
+		}
+		if o.handle && w.decisions[o.path] == "approve" && o.result != "executed" && !explained {
 			s.lost = append(s.lost, fmt.Sprintf("%s approved, client held the handle to the end, got %s (%d transport errors on the way, last answer %s)", o.path, o.result, o.transport, o.last))
 		}
 		if o.result == "executed" && perPath[o.path] == 0 && !journaledPath[o.path] {
 			s.verifyErrs = append(s.verifyErrs, fmt.Sprintf("%s ran for its client but no journal records its approval", o.path))
 		}
-		if o.result == "executed" && perPath[o.path] == 0 && unconfirmed[o.path] {
+		if o.result == "executed" && perPath[o.path] == 0 && (unconfirmed[o.path] || ambiguousPath[o.path]) {
 			s.executedUnconfirmed++
 		}
 	}
