@@ -230,6 +230,16 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 		return nil, refusal(ReasonTimeout, "no decision from %s in time", via.words)
 	case errors.Is(err, approver.ErrPlanTooLarge):
 		return nil, refusal(ReasonPlanTooLarge, "the plan and arguments are too large for the approval channel to show whole, and they are never cut; split the call into smaller ones")
+	case err != nil && k.token != nil && via.awaiter != nil && errors.Is(err, approver.ErrUnreachable) && g.park(gr.Nonce, via.mode, k, &req, gr.expires()):
+		// A call again with the handle, and the channel failed on the
+		// way (a replica of the service went away, its store is down):
+		// the person may have decided already, so the request stays
+		// open there and the handle stays good; nothing is withdrawn or
+		// spent. The handle is no approval: nothing runs without the
+		// decision, whenever it arrives.
+		settled = true
+		g.opts.Logger.Warn("out-of-band approval failed; the handle stays valid", "via", via.mode, "tool", k.t.Name, "request", gr.Nonce, "err", err)
+		return nil, refusal(ReasonChannelUnavailable, "%s could not be reached just now; nothing ran. The request stays open there: call %s again later with the same arguments and the same %s", via.words, k.t.Name, TokenField)
 	case err != nil:
 		g.withdraw(ctx, via, req, approver.WithdrawTimedOut)
 		// The error may name the approver's URL or carry what it answered:
@@ -262,7 +272,31 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 			return nil, r
 		}
 	}
-	return g.execute(ctx, k, gr.Resolved, a)
+	res, r := g.execute(ctx, k, gr.Resolved, a)
+	if r != nil && k.token != nil && (r.Reason == ReasonJournalUnavailable || r.Reason == ReasonShuttingDown) {
+		r = g.giveBack(ctx, k, gr, r)
+	}
+	return res, r
+}
+
+// giveBack returns a redeemed grant to the ledger when nothing ran after
+// all (the journal could not record the approval, or shutdown began before
+// Execute): the person's decision is not lost with this process, and the
+// client's handle runs the call on its next try, here or on another
+// replica. It cannot make the call run twice: this process redeemed the
+// grant, so nobody else could have, and it runs nothing now. If the ledger
+// will not take it back, the grant stays spent (nothing runs).
+func (g *Gate) giveBack(ctx context.Context, k *call, gr *grant, r *Refusal) *Refusal {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalGrace)
+	defer cancel()
+	if !g.opts.Clock().Before(gr.expires()) {
+		return r
+	}
+	if err := g.ledger.Issue(ictx, gr.Nonce, gr.expires()); err != nil {
+		g.opts.Logger.Warn("an approved call that did not run could not be given back to the ledger; its handle is spent", "tool", k.t.Name, "request", gr.Nonce, "err", err)
+		return r
+	}
+	return refusal(r.Reason, "%s; the approval is kept: call %s again later with the same arguments and the same %s", r.Message, k.t.Name, TokenField)
 }
 
 // decidedAt is what an approval from via proves. The page the gate was

@@ -514,10 +514,13 @@ func (s *Service) longPoll(w http.ResponseWriter, r *http.Request, rec record, t
 	writeJSON(w, http.StatusOK, ans)
 }
 
-// deliver hands a decision to its webhook caller: single use, across
-// replicas (the store's Delivered flag is set once). An approval is signed
-// here when the service has a signing key, and the attestation is kept
-// with the decision.
+// deliver hands a decision to its webhook caller, and to every re-attach
+// of the same request until it expires or the gate withdraws it: single
+// use is the gate's (it redeems the grant in its ledger, once across
+// replicas), so a gate that died after a delivery does not lose the
+// person's decision. An approval is signed here, once, when the service
+// has a signing key, and the attestation is kept with the decision and
+// delivered each time.
 func (s *Service) deliver(id string) (map[string]any, *httpError) {
 	var signErr error
 	ctx, cancel := storeCtx()
@@ -526,13 +529,13 @@ func (s *Service) deliver(id string) (map[string]any, *httpError) {
 		switch {
 		case cur.Status == channel.StatusPending:
 			return nil, fail(http.StatusServiceUnavailable, "store unavailable") // a failing store kept it pending
-		case cur.Delivered:
-			return nil, fail(http.StatusConflict, "decision already delivered")
+		case cur.Withdrawn != "":
+			return nil, fail(http.StatusConflict, "decision withdrawn by the gated server (%s)", cur.Withdrawn)
 		}
 		next := cur
 		next.Delivered = true
 		next.PollBy, next.PollUntil = "", time.Time{}
-		if next.Status == channel.StatusApproved && s.opts.SigningKey != nil {
+		if next.Status == channel.StatusApproved && s.opts.SigningKey != nil && next.Attestation == nil {
 			a, err := s.attestation(&next)
 			if err != nil {
 				signErr = err
@@ -677,11 +680,19 @@ func (s *Service) admit(sig string, body []byte) (record, string, *httpError) {
 		switch {
 		case subtle.ConstantTimeCompare([]byte(cur.BodyDigest), []byte(bodyDigest)) != 1:
 			return nil, fail(http.StatusConflict, "request id %s was already used for a different request", req.ID)
-		case cur.Delivered:
-			return nil, fail(http.StatusConflict, "request %s: decision already delivered (single use)", req.ID)
-		case cur.polled(now):
-			return nil, fail(http.StatusConflict, "request %s: another caller is already waiting for it", req.ID)
+		case cur.Withdrawn != "" || cur.Status == channel.StatusWithdrawn:
+			return nil, fail(http.StatusConflict, "request %s was withdrawn by the gated server (%s)", req.ID, cur.Withdrawn)
+		case cur.Status != channel.StatusPending:
+			// Decided: this caller gets the decision, again if need be.
+			// A gate that died after its first delivery (kill -9, a lost
+			// reply) must not take the person's decision with it; the
+			// call still runs at most once, because the gate redeems the
+			// grant in its ledger, once across replicas.
+			return nil, nil
 		}
+		// The newest caller holds the request: an earlier one that still
+		// waits is told another caller waits now (its gate died, or its
+		// client called again elsewhere).
 		next := cur
 		next.PollBy, next.PollUntil = token, now.Add(pollLease)
 		return &next, nil

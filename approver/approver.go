@@ -212,4 +212,10 @@ var (
 	// ErrPlanTooLarge: the channel cannot show the request whole; the gate
 	// reports plan_too_large.
 	ErrPlanTooLarge = errors.New("mcpsafe: the plan is too large for the approval channel to show whole")
+	// ErrUnreachable: the approver could not be reached just now (its
+	// connection dropped, no replica was up), and the request may still be
+	// open there. The gate reports channel_unavailable; a call that came
+	// back with its approval_pending handle keeps the handle, so the
+	// decision still reaches it later. It never approves.
+	ErrUnreachable = errors.New("mcpsafe: the approver could not be reached just now")
 )

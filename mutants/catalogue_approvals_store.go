@@ -43,23 +43,24 @@ var approvalStoreMutants = []Mutant{
 		},
 	},
 	{
-		Name:     "approvals-deliver-twice",
+		Name:     "approvals-withdrawn-redelivered",
 		Packages: []string{"./approvals"},
-		Run:      "TestReplicasDecideOnce",
-		Why:      "a delivered decision is delivered again (neither the re-attach nor the delivery checks it): the same approval reaches a second caller, on any replica",
+		Run:      "TestDecisionReachesEveryReattach",
+		Why:      "a decision the gate withdrew (it had the approval and did not run the call) still reaches a re-attach: a call the gate gave up on runs after all",
 		Edits: []Edit{
 			{
 				File: "approvals/service.go",
-				Old:  "\t\tcase cur.Delivered:\n\t\t\treturn nil, fail(http.StatusConflict, \"decision already delivered\")",
-				New:  "\t\tcase false:\n\t\t\treturn nil, fail(http.StatusConflict, \"decision already delivered\")",
+				Old:  "\t\tcase cur.Withdrawn != \"\" || cur.Status == channel.StatusWithdrawn:\n",
+				New:  "\t\tcase false:\n",
 			},
 			{
 				File: "approvals/service.go",
-				Old:  "\t\tcase cur.Delivered:\n\t\t\treturn nil, fail(http.StatusConflict, \"request %s: decision already delivered (single use)\", req.ID)",
-				New:  "\t\tcase false:\n\t\t\treturn nil, fail(http.StatusConflict, \"request %s: decision already delivered (single use)\", req.ID)",
+				Old:  "\t\tcase cur.Withdrawn != \"\":\n\t\t\treturn nil, fail(http.StatusConflict, \"decision withdrawn",
+				New:  "\t\tcase false:\n\t\t\treturn nil, fail(http.StatusConflict, \"decision withdrawn",
 			},
 		},
 	},
+
 	{
 		Name:     "approvals-pg-no-retry",
 		Packages: []string{"./approvals"},
