@@ -253,7 +253,6 @@ func (f *FS) resolve(p string) (target, error) {
 
 func fileMode(st *unix.Stat_t) fs.FileMode { return unixMode(uint32(st.Mode)) }
 
-
 func statTimes(st *unix.Stat_t) (mtime, ctime time.Time) {
 	return time.Unix(st.Mtim.Unix()), time.Unix(st.Ctim.Unix())
 }
@@ -355,9 +354,6 @@ func (fd fdReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 }
 
-
-
-
 // Inspect resolves path to an existing regular file inside a root, opens it
 // without following any symlink, and returns its identity, state and
 // content digest, all taken from the one open descriptor.
@@ -381,7 +377,6 @@ func (f *FS) Inspect(path string) (Info, error) {
 	defer unix.Close(fd)
 	return inspectOpen(&t, fd, &st)
 }
-
 
 // verify re-inspects the source of a Remove or Move and compares it with
 // want. On success the returned descriptor is open on the verified inode.
@@ -513,9 +508,6 @@ func (f *FS) Remove(path string, want Info) error {
 	}
 	return nil
 }
-
-
-
 
 // CheckDestination reports the resolved absolute path a Move to path
 // would create, or why it cannot: ErrExists when anything (even a dangling

@@ -22,13 +22,14 @@ import (
 type tree struct {
 	base, root, evil, outside string
 	secret                    string // base/outside/secret.txt
-	fs                        *FS
+	fs                        fsAPI
 }
 
 const secretContent = "OUTSIDE SECRET: must never be read, moved or removed\n"
 
 func newTree(t *testing.T) *tree {
 	t.Helper()
+	t.Logf("safefs implementation under test: %s", implName)
 	base := t.TempDir()
 	tr := &tree{base: base, root: filepath.Join(base, "root"), evil: filepath.Join(base, "root-evil"), outside: filepath.Join(base, "outside")}
 	for _, d := range []string{tr.root, tr.evil, tr.outside} {
@@ -37,7 +38,7 @@ func newTree(t *testing.T) *tree {
 	tr.secret = filepath.Join(tr.outside, "secret.txt")
 	mustWrite(t, tr.secret, secretContent)
 	mustWrite(t, filepath.Join(tr.evil, "file.txt"), "evil sibling\n")
-	f, err := New(tr.root)
+	f, err := newFS(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}

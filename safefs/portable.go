@@ -65,13 +65,13 @@ const (
 // an open directory handle, and no call follows a symlink or reparse
 // point, in any component.
 type sysOps interface {
-	openRoot(abs string) (handle, error)                // a directory, last component not a link
-	openDir(dir handle, name string) (handle, error)    // a directory, not a link
-	openFile(dir handle, name string) (handle, error)   // read (and, on Windows, delete/rename) access, not a link, non-blocking
-	statAt(dir handle, name string) (fileStat, error)   // the entry itself, not what it points to
-	fstat(h handle) (fileStat, error)                   // the open file
-	readAt(h handle, p []byte, off int64) (int, error)  // pread
-	readNames(dir handle) ([]string, error)             // entry names, without . and ..
+	openRoot(abs string) (handle, error)               // a directory, last component not a link
+	openDir(dir handle, name string) (handle, error)   // a directory, not a link
+	openFile(dir handle, name string) (handle, error)  // read (and, on Windows, delete/rename) access, not a link, non-blocking
+	statAt(dir handle, name string) (fileStat, error)  // the entry itself, not what it points to
+	fstat(h handle) (fileStat, error)                  // the open file
+	readAt(h handle, p []byte, off int64) (int, error) // pread
+	readNames(dir handle) ([]string, error)            // entry names, without . and ..
 	renameNoReplace(sdir handle, sname string, ddir handle, dname string) error
 	unlink(dir handle, name string) error // a non-directory entry of dir
 	close(h handle) error
