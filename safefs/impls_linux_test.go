@@ -8,21 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fsAPI is what the conformance and attack tests drive: the openat2 FS
-// and the portable implementation (the code macOS and Windows run) both
-// satisfy it.
-type fsAPI interface {
-	Close() error
-	Roots() []string
-	Inspect(string) (Info, error)
-	Remove(string, Info) error
-	Move(string, string, Info) error
-	CheckDestination(string) (string, error)
-	Stat(string) (Entry, Info, error)
-	List(string) ([]Entry, error)
-	Covers(string) bool
-}
-
 // implName is the implementation under test: "openat2" (New on Linux) or
 // "portable" (newPortable over unixSys, the per-component walk that macOS
 // runs over the same calls and Windows over its own).
@@ -66,37 +51,22 @@ func onlyOpenat2(t *testing.T) {
 	}
 }
 
-// lastLookAt resolves and verifies path against want as Remove does, and
-// returns the final check each implementation makes right before acting,
-// so a test can change the file system between the two.
-func lastLookAt(t *testing.T, f fsAPI, path string, want Info) func() error {
+// lastLookKernel is lastLookAt for the openat2 FS.
+func lastLookKernel(t *testing.T, fsys fsAPI, path string, want Info) func() error {
 	t.Helper()
-	switch f := f.(type) {
-	case *FS:
-		tg, err := f.resolve(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(tg.close)
-		fd, st, err := verify(&tg, want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { unix.Close(fd) })
-		return func() error { return lastLook(&tg, fd, &st) }
-	case *portable:
-		tg, err := f.resolve(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(tg.close)
-		h, st, err := tg.verify(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { f.sys.close(h) })
-		return func() error { return tg.lastLook(h, st) }
+	f, ok := fsys.(*FS)
+	if !ok {
+		t.Fatalf("unknown implementation %T", fsys)
 	}
-	t.Fatalf("unknown implementation %T", f)
-	return nil
+	tg, err := f.resolve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tg.close)
+	fd, st, err := verify(&tg, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return func() error { return lastLook(&tg, fd, &st) }
 }

@@ -1,5 +1,3 @@
-//go:build linux
-
 package safefs
 
 // lastLook is the final check between the content verification and the

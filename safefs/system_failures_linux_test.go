@@ -22,19 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// needEnv skips loudly when a kernel facility the test relies on is
-// missing, and fails in CI, where the environment is known.
-func needEnv(t *testing.T, err error, what string) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Skipf("LOUD SKIP: %s unavailable: %v", what, err)
-}
-
 func mustMount(t *testing.T, src, dst string, flags uintptr) {
 	t.Helper()
 	needEnv(t, unix.Mount(src, dst, "", unix.MS_BIND|flags, ""), "bind mount (needs CAP_SYS_ADMIN)")
