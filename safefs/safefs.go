@@ -50,8 +50,9 @@ var (
 	ErrInvalidPath = errors.New("invalid path")
 	// ErrClosed: the FS was closed.
 	ErrClosed = errors.New("safefs: closed")
-	// ErrUnsupported: the platform or kernel lacks the primitives this
-	// package relies on (Linux openat2 with RESOLVE_BENEATH).
+	// ErrUnsupported: the platform, kernel or file system lacks the
+	// primitives this package relies on (openat2 on Linux, a rename that
+	// never replaces, or any implementation at all on this system).
 	ErrUnsupported = errors.New("safefs: unsupported platform or kernel")
 )
 
