@@ -263,7 +263,6 @@ func limitFileSize(t *testing.T, size int64) {
 	})
 }
 
-
 // fsAppendFL is FS_APPEND_FL from linux/fs.h (chattr +a); x/sys/unix does
 // not export it.
 const fsAppendFL = 0x20
@@ -286,4 +285,3 @@ func setAppendOnly(path string, on bool) error {
 	}
 	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, flags)
 }
-
