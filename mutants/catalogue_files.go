@@ -117,6 +117,45 @@ var filesMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "safefs-windows-streams-allowed",
+		Packages: []string{"./safefs"},
+		Run:      "Trap",
+		Why:      "a colon in a Windows name is accepted, so a.txt:hidden (an alternate data stream) reaches the file system",
+		Edits: []Edit{
+			{
+				File: "safefs/names.go",
+				Old:  "\t\tcase b == ':':\n",
+				New:  "\t\tcase b == ':' && false:\n",
+			},
+		},
+	},
+	{
+		Name:     "safefs-windows-device-names-allowed",
+		Packages: []string{"./safefs"},
+		Run:      "Trap",
+		Why:      "reserved Windows device names (NUL.txt, COM1) are accepted as file names",
+		Edits: []Edit{
+			{
+				File: "safefs/names.go",
+				Old:  "\tif isDeviceName(base) {\n",
+				New:  "\tif isDeviceName(base) && false {\n",
+			},
+		},
+	},
+	{
+		Name:     "safefs-windows-short-names-allowed",
+		Packages: []string{"./safefs"},
+		Run:      "Trap",
+		Why:      "8.3 short names (PROGRA~1), which may alias a long name, are accepted",
+		Edits: []Edit{
+			{
+				File: "safefs/names.go",
+				Old:  "\tif isShortName(c) {\n",
+				New:  "\tif isShortName(c) && false {\n",
+			},
+		},
+	},
+	{
 		Name:     "files-delete-without-recheck",
 		Packages: []string{"./files"},
 		Why:      "delete_file removes by path (os.Remove) instead of safefs.Remove with the approved Info",
