@@ -128,5 +128,11 @@
 // system answers whether a destination exists, and identities are
 // compared on open handles.
 //
+// os.Root (Go 1.26) is used on no platform: it follows symlinks that stay
+// inside the root (the approved path could then name a different file than
+// the one shown), its Rename replaces an existing destination, and it
+// exposes neither the directory handle nor a way to delete the handle that
+// was verified.
+//
 // Other systems: New returns ErrUnsupported.
 package safefs
