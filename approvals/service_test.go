@@ -12,11 +12,9 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -836,25 +834,6 @@ func BenchmarkVerifySignature(b *testing.B) {
 	for b.Loop() {
 		if err := channel.VerifySignature(h, body, testSecret, now, time.Minute); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// A fresh machine has no state directory: the file store creates it and
-// its database private, as the USAGE setup expects.
-func TestFileStoreOnFreshMachine(t *testing.T) {
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
-	dir := filepath.Join(t.TempDir(), "state", "mcpsafe")
-	path := filepath.Join(dir, "approvals.db")
-	svc, err := NewService(ServiceOptions{Secret: testSecret, Approvers: testApprovers, Store: "file:" + path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	for p, mode := range map[string]os.FileMode{dir: 0o700, filepath.Dir(dir): 0o700, path: 0o600} {
-		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != mode {
-			t.Errorf("%s: %v, %v; want mode %v", p, fi, err, mode)
 		}
 	}
 }

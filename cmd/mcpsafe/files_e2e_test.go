@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -163,8 +162,7 @@ func TestFilesRefusalsBeforePrompt(t *testing.T) {
 	must(t, os.Symlink(filepath.Join(w.out, "secret.txt"), w.path("link-out")))
 	must(t, os.Symlink(w.path("cache.txt"), w.path("link-in")))
 	must(t, os.Symlink(w.path("d"), w.path("dirlink")))
-	must(t, syscall.Mkfifo(w.path("fifo"), 0o644))
-	must(t, syscall.Mknod(w.path("null"), syscall.S_IFCHR|0o666, int(1<<8|3)))
+	mustFIFOAndNullDevice(t, w.path("fifo"), w.path("null"))
 	ln, err := net.Listen("unix", w.path("sock"))
 	must(t, err)
 	defer ln.Close()

@@ -1,5 +1,3 @@
-//go:build linux
-
 package safefs
 
 import (
@@ -61,7 +59,7 @@ func BenchmarkInspect1MiB(b *testing.B) {
 	if err := os.WriteFile(dir+"/f", make([]byte, 1<<20), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	f, err := New(dir)
+	f, err := newFS(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +74,7 @@ func BenchmarkInspect1MiB(b *testing.B) {
 
 func BenchmarkInspectRemoveSmall(b *testing.B) {
 	dir := b.TempDir()
-	f, err := New(dir)
+	f, err := newFS(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

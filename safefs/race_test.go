@@ -1,5 +1,3 @@
-//go:build linux
-
 package safefs
 
 import (
@@ -11,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // raceTrials is how many Inspect+Remove attempts each race test makes
@@ -27,7 +23,8 @@ const (
 const outsideVictim = "OUTSIDE VICTIM: a file with the same name outside the root\n"
 
 // swapper flips two names as fast as it can until stopped: atomically with
-// renameat2(RENAME_EXCHANGE), or, where the file system lacks it, by a
+// exchange (renameat2 RENAME_EXCHANGE on Linux, renameatx_np RENAME_SWAP
+// on macOS), or, where the file system lacks it, by a
 // rename dance through a third name.
 type swapper struct {
 	a, b, spare string
@@ -43,7 +40,7 @@ func startSwapper(a, b, spare string) *swapper {
 	go func() {
 		defer s.wg.Done()
 		close(started)
-		exchange := true
+		atomicSwap := true
 		for {
 			select {
 			case <-s.stop:
@@ -57,10 +54,10 @@ func startSwapper(a, b, spare string) *swapper {
 				<-s.stop
 				return
 			}
-			if exchange {
-				err := unix.Renameat2(unix.AT_FDCWD, s.a, unix.AT_FDCWD, s.b, unix.RENAME_EXCHANGE)
-				if errors.Is(err, unix.EINVAL) {
-					exchange = false
+			if atomicSwap {
+				err := exchange(s.a, s.b)
+				if errors.Is(err, errNoExchange) {
+					atomicSwap = false
 					continue
 				}
 				if err == nil {

@@ -1,5 +1,3 @@
-//go:build linux
-
 package safefs
 
 import (
@@ -7,10 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 )
 
@@ -22,13 +18,14 @@ import (
 type tree struct {
 	base, root, evil, outside string
 	secret                    string // base/outside/secret.txt
-	fs                        *FS
+	fs                        fsAPI
 }
 
 const secretContent = "OUTSIDE SECRET: must never be read, moved or removed\n"
 
 func newTree(t *testing.T) *tree {
 	t.Helper()
+	t.Logf("safefs implementation under test: %s", implName)
 	base := t.TempDir()
 	tr := &tree{base: base, root: filepath.Join(base, "root"), evil: filepath.Join(base, "root-evil"), outside: filepath.Join(base, "outside")}
 	for _, d := range []string{tr.root, tr.evil, tr.outside} {
@@ -37,7 +34,7 @@ func newTree(t *testing.T) *tree {
 	tr.secret = filepath.Join(tr.outside, "secret.txt")
 	mustWrite(t, tr.secret, secretContent)
 	mustWrite(t, filepath.Join(tr.evil, "file.txt"), "evil sibling\n")
-	f, err := New(tr.root)
+	f, err := newFS(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,23 +75,6 @@ func mustSymlink(t *testing.T, target, link string) {
 	}
 }
 
-func mustFIFO(t *testing.T, p string) {
-	t.Helper()
-	if err := syscall.Mkfifo(p, 0o644); err != nil {
-		t.Fatalf("mkfifo: %v", err)
-	}
-}
-
-func mustSocket(t *testing.T, p string) {
-	t.Helper()
-	l, err := net.Listen("unix", p)
-	if err != nil {
-		t.Fatalf("unix socket: %v", err)
-	}
-	l.(*net.UnixListener).SetUnlinkOnClose(false)
-	t.Cleanup(func() { l.Close() })
-}
-
 func mustContent(t *testing.T, p, want string) {
 	t.Helper()
 	got, err := os.ReadFile(p)
@@ -128,4 +108,54 @@ func mustIs(t *testing.T, err error, targets ...error) {
 func sha(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
+}
+
+// fsAPI is what the conformance and attack tests drive: the openat2 FS
+// and the portable implementation (the code macOS and Windows run) both
+// satisfy it.
+type fsAPI interface {
+	Close() error
+	Roots() []string
+	Inspect(string) (Info, error)
+	Remove(string, Info) error
+	Move(string, string, Info) error
+	CheckDestination(string) (string, error)
+	Stat(string) (Entry, Info, error)
+	List(string) ([]Entry, error)
+	Covers(string) bool
+}
+
+// lastLookAt resolves and verifies path against want as Remove does, and
+// returns the final check each implementation makes right before acting,
+// so a test can change the file system between the two.
+func lastLookAt(t *testing.T, fsys fsAPI, path string, want Info) func() error {
+	t.Helper()
+	p, ok := fsys.(*portable)
+	if !ok {
+		return lastLookKernel(t, fsys, path, want)
+	}
+	tg, err := p.resolve(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tg.close)
+	h, st, err := tg.verify(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.sys.close(h) })
+	return func() error { return tg.lastLook(h, st) }
+}
+
+// needEnv skips loudly when a kernel facility the test relies on is
+// missing, and fails in CI, where the environment is known.
+func needEnv(t *testing.T, err error, what string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Skipf("LOUD SKIP: %s unavailable: %v", what, err)
 }

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package safefs
 
 import (
@@ -51,7 +53,7 @@ func TestFstatFailureRefuses(t *testing.T) {
 	}
 	ops := []op{
 		{"New", func(t *testing.T, root string) error {
-			f, err := New(root)
+			f, err := newFS(root)
 			if err == nil {
 				f.Close()
 			}
@@ -124,11 +126,11 @@ func TestFstatFailureRefuses(t *testing.T) {
 	}
 }
 
-func mustNew(t *testing.T, root string) *FS {
+func mustNew(t *testing.T, root string) fsAPI {
 	t.Helper()
 	orig := fstatFD
 	fstatFD = unix.Fstat
-	f, err := New(root)
+	f, err := newFS(root)
 	fstatFD = orig
 	if err != nil {
 		t.Fatal(err)

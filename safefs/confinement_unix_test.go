@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package safefs
 
@@ -89,7 +89,7 @@ func TestInspectRefusals(t *testing.T) {
 }
 
 func TestDeviceRefused(t *testing.T) {
-	f, err := New("/dev")
+	f, err := newFS("/dev")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +185,13 @@ func TestNew(t *testing.T) {
 		{"empty", []string{""}, "empty"},
 	}
 	for _, c := range cases {
-		f, err := New(c.roots...)
+		f, err := newFS(c.roots...)
 		if err == nil || f != nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: New = %v, %v; want error containing %q", c.name, f, err, c.msg)
 		}
 	}
 	// Control: a real directory, given with a trailing slash and a dot.
-	f, err := New(dir+"/.", base)
+	f, err := newFS(dir+"/.", base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestRootAncestorSymlink(t *testing.T) {
 	mustWrite(t, filepath.Join(realParent, "ws", "f.txt"), "via alias\n")
 	alias := filepath.Join(base, "alias")
 	mustSymlink(t, realParent, alias)
-	f, err := New(filepath.Join(alias, "ws"))
+	f, err := newFS(filepath.Join(alias, "ws"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestMultipleRoots(t *testing.T) {
 	mustMkdir(t, b)
 	mustWrite(t, filepath.Join(a, "f"), "in a\n")
 	mustWrite(t, filepath.Join(b, "f"), "in b\n")
-	f, err := New(a, b)
+	f, err := newFS(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestMoveCrossDevice(t *testing.T) {
 		t.Skipf("LOUD SKIP: %s and %s are on one file system", a, shm)
 	}
 	mustWrite(t, filepath.Join(a, "f"), "stay\n")
-	f, err := New(a, shm)
+	f, err := newFS(a, shm)
 	if err != nil {
 		t.Fatal(err)
 	}
