@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command chaos is mcpsafe's chaos suite (scripts/chaos): the team
 // deployment of docs/USAGE.md run on this machine, under faults, as the
 // referee of "nothing lost, nothing run twice".
