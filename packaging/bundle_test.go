@@ -297,10 +297,17 @@ func TestBundleServesAsAHostStartsIt(t *testing.T) {
 	if out := mcpbCLI(t, "validate", mpath); !strings.Contains(out, "validation passes") {
 		t.Fatalf("mcpb validate on the bundled manifest: %s", out)
 	}
-	for _, f := range []string{"LICENSE", "manifest.json"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Fatalf("the bundle has no %s: %v", f, err)
+	var files []string
+	must(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
 		}
+		return err
+	}))
+	exe := map[bool]string{true: "server/mcpsafe.exe", false: "server/mcpsafe"}[runtime.GOOS == "windows"]
+	if want := []string{"LICENSE", "manifest.json", exe}; !slices.Equal(files, want) {
+		t.Fatalf("the bundle holds %v, want %v", files, want)
 	}
 	m := readManifest(t, mpath)
 	if !slices.Equal(m.Compatibility.Platforms, []string{hostPlatform()}) {
