@@ -974,4 +974,15 @@ var gateMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "requires-user-interaction-dropped",
+		Packages: []string{"."},
+		Run:      "TestRequireUserInteractionMarksGatedToolsOnly",
+		Why:      "Options.RequireUserInteraction is accepted but tools/list never carries the key: the operator's second lock (Claude Code's own prompt) silently is not there",
+		Edits: []Edit{{
+			File: "gate_register.go",
+			Old:  "\tif g.opts.RequireUserInteraction {\n\t\tsdkTool.Meta",
+			New:  "\tif false && g.opts.RequireUserInteraction {\n\t\tsdkTool.Meta",
+		}},
+	},
 }

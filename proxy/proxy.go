@@ -186,6 +186,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// The policy's mode and opt-ins; in a gateway they name tools as
 	// clients see them, with the server's prefix.
 	opts.Mode, opts.AllowTokenFor, opts.AllowGrantsFor = pol.Mode, nil, nil
+	opts.RequireUserInteraction = opts.RequireUserInteraction || pol.RequireUserInteraction
 	for _, o := range pol.AllowTokenFor {
 		o.Tool = s.down(o.Tool)
 		opts.AllowTokenFor = append(opts.AllowTokenFor, o)

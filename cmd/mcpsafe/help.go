@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/files"
 	"github.com/mcpsafe/mcpsafe/internal/optincheck"
+	mver "github.com/mcpsafe/mcpsafe/internal/version"
 	"github.com/mcpsafe/mcpsafe/proxy"
 	"golang.org/x/mod/module"
 )
@@ -123,9 +124,13 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// version is the module version of this build with the commit it was
-// built from, both read from the build info (see versionOf).
+// version is the release tag of a release build (scripts/release sets
+// version.Tag), else the module version of this build with the commit it
+// was built from, both read from the build info (see versionOf).
 func version() string {
+	if mver.Tag != "" {
+		return mver.Tag
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

@@ -108,9 +108,12 @@ type Config struct {
 	// to clients that declare the extension: mode card's only path, and
 	// mode auto's when no page or channel is configured and the client
 	// cannot elicit. The flag --approval-card defaults to on.
-	ApprovalCard     bool
-	ChannelWait      time.Duration // 0: the gate's default (45s)
-	ProgressInterval time.Duration // 0: the gate's default (10s)
+	ApprovalCard bool
+	// RequireUserInteraction marks the gated tools for Claude Code's own
+	// prompt before every call (mcpsafe.Options.RequireUserInteraction).
+	RequireUserInteraction bool
+	ChannelWait            time.Duration // 0: the gate's default (45s)
+	ProgressInterval       time.Duration // 0: the gate's default (10s)
 
 	// CheckJournalPath, when set, vets the journal's absolute path (for
 	// example: not inside a directory the agent can write).
@@ -162,6 +165,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.ApprovalPagePasskeys, "approval-page-passkeys", "", "the passkeys `FILE` of the approval page (mcpsafe approval-page enroll writes it): Approve then takes your passkey, user verified, over that call, and the journal says passkey")
 	fl.StringVar(&c.ApprovalPage, "approval-page", "", "serve the local approval page on this loopback `ADDR` (127.0.0.1:0 picks a port): a person approves each call there, reached by URL elicitation when the client offers it, else in the browser this server opens ($BROWSER); first in mode auto, the only path in mode page")
 	fl.BoolVar(&c.ApprovalCard, "approval-card", true, "offer the MCP Apps approval card (Approve/Deny in the chat) to clients that declare the MCP Apps extension and cannot elicit, before tokens; client-relayed assurance; --approval-card=false turns it off")
+	fl.BoolVar(&c.RequireUserInteraction, "require-user-interaction", false, "mark the gated tools _meta[\"anthropic/requiresUserInteraction\"]: Claude Code then asks before every call of them too, even in its bypass mode, and denies them in non-interactive runs (a second prompt, the host's, before the gate's)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
 	fl.StringVar(&c.ApproverPage, "approver-page", "", "the approval service's `ORIGIN` (https://approvals.example.com, its --origin): a client that declares URL-mode elicitation sends the person straight to the request there; the decision still comes signed through the webhook")
@@ -319,7 +323,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		TTL:            cfg.TTL,
 		ElicitTimeout:  cfg.ElicitTimeout,
 		GrantEndSweep:  cfg.GrantEndSweep,
-		Logger:         cfg.Logger,
+
+		RequireUserInteraction: cfg.RequireUserInteraction,
+		Logger:                 cfg.Logger,
 		// Every ready server may offer grants with scopes of its own
 		// (files --grants, a proxy policy's grants).
 		GrantCEL: celscope.New(),
