@@ -62,6 +62,9 @@ func (s *Service) routes() {
 	if s.pk != nil {
 		s.passkeyRoutes(m)
 	}
+	if s.slack != nil {
+		m.HandleFunc("POST "+slackInteractionsPath, s.slack.handleInteraction)
+	}
 	if s.oidc != nil {
 		m.HandleFunc("GET /oidc/login", s.oidcStart)
 		m.HandleFunc("GET /oidc/callback", s.oidcCallback)
@@ -104,6 +107,8 @@ type item struct {
 	// Outcome says what became of the call, from the gates' journals
 	// (ServiceOptions.Journals); empty when there is nothing to say.
 	Outcome string `json:"outcome,omitempty"`
+	// Slack says when Slack was not reached for this request (slack.go).
+	Slack string `json:"slack,omitempty"`
 
 	// For the viewer.
 	Mine        bool            `json:"-"` // the viewer asked for this call
@@ -243,7 +248,9 @@ func (s *Service) view(viewer, csrf string) pageData {
 	p, h, _, _ := s.snapshot()
 	d := pageData{User: viewer, CSRF: csrf, Pending: []item{}, History: []item{}}
 	for _, r := range p {
-		d.Pending = append(d.Pending, itemOf(r, viewer))
+		it := itemOf(r, viewer)
+		it.Slack = s.slackNote(r.Req.ID)
+		d.Pending = append(d.Pending, it)
 	}
 	for _, r := range h {
 		d.History = append(d.History, itemOf(r, viewer))

@@ -52,6 +52,7 @@ func (s *Service) pageView(viewer, csrf string, page int, have url.Values) pageD
 	}
 	for _, r := range p {
 		it := itemOf(r, viewer)
+		it.Slack = s.slackNote(r.Req.ID)
 		it.Rev = revOf(it, it.Mine, it.Voted)
 		it.Same = shown[it.ID+"."+it.Rev]
 		d.Pending = append(d.Pending, it)

@@ -95,6 +95,10 @@ type ServiceOptions struct {
 	// calls to a path that is not the webhook, gates' start-up probes.
 	// Default: nothing is logged.
 	Logger *slog.Logger
+	// Slack, when set, posts every request to a Slack channel with Approve
+	// and Deny buttons and takes the clicks at /slack/interactions
+	// (slack.go).
+	Slack *SlackOptions
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -106,8 +110,9 @@ type Service struct {
 	mux      *http.ServeMux
 	hosts    map[string]bool
 	throttle *throttle
-	oidc     *oidcLogin // nil without single sign-on
-	pk       *passkeys  // nil without passkeys
+	oidc     *oidcLogin   // nil without single sign-on
+	pk       *passkeys    // nil without passkeys
+	slack    *slackBridge // nil without Slack
 
 	mu       sync.Mutex
 	entries  map[string]*entry
@@ -213,9 +218,19 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		}
 		s.entries[r.Req.ID] = e
 	}
+	if opts.Slack != nil {
+		if s.slack, err = newSlackBridge(s, *opts.Slack); err != nil {
+			st.close()
+			return nil, err
+		}
+	}
 	s.routes()
 	s.wg.Add(1)
 	go s.expireLoop()
+	if s.slack != nil {
+		s.wg.Add(1)
+		go s.slack.run()
+	}
 	return s, nil
 }
 
@@ -751,7 +766,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 		}
 	} else {
 		next.Status, next.DecidedAt = channel.StatusDenied, now
-		next.DeniedBy = &vote{By: by, At: now}
+		next.DeniedBy = &vote{By: by, At: now, Via: v.Via}
 	}
 	if err := s.st.save(&next); err != nil {
 		return cur, fail(http.StatusServiceUnavailable, "store unavailable; nothing recorded")

@@ -1,6 +1,8 @@
 package approvals
 
 import (
+	"cmp"
+
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -13,7 +15,17 @@ func (s *Service) attest(r *record, ans map[string]any) error {
 	}
 	names := []string{}
 	var proofs []channel.PasskeyProof
-	for _, v := range r.Approvals {
+	var via []string // only when a vote came by another path than the service's own
+	for i, v := range r.Approvals {
+		if v.Via != "" && via == nil {
+			via = make([]string, len(r.Approvals))
+			for j := range i {
+				via[j] = "web"
+			}
+		}
+		if via != nil {
+			via[i] = cmp.Or(v.Via, "web")
+		}
 		names = append(names, v.By)
 		if v.Passkey != nil {
 			proofs = append(proofs, *v.Passkey)
@@ -27,7 +39,7 @@ func (s *Service) attest(r *record, ans map[string]any) error {
 		Version: 1, ID: r.Req.ID, Tool: r.Req.Tool, ArgsDigest: r.Req.ArgsDigest,
 		Principal: r.Req.Principal, Audience: r.Req.Audience, ExpiresAt: r.Req.ExpiresAt.UTC(),
 		Approved: true, Approvers: names, Assurance: assurance, DecidedAt: r.DecidedAt.UTC(),
-		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant,
+		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant, Via: via,
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver for the file store
@@ -43,6 +44,9 @@ type vote struct {
 	// Passkey is the approver's verified assertion for this call, when the
 	// approval was made with one.
 	Passkey *channel.PasskeyProof `json:"passkey,omitempty"`
+	// Via names the path the vote came by when it was not the service's
+	// own page or API: "slack" (a click in Slack, slack_interactions.go).
+	Via string `json:"via,omitempty"`
 }
 
 // store persists records and seen signatures. Every change to a record is
@@ -75,6 +79,9 @@ func openStore(spec string) (store, error) {
 
 type memStore struct {
 	sigs map[string]time.Time
+	// Slack message state (slack_store.go), made on first use.
+	slackOnce sync.Once
+	slack     *memSlack
 }
 
 func (m *memStore) save(*record) error       { return nil }
