@@ -1,8 +1,6 @@
 package approvals
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -84,12 +82,12 @@ func clipRunes(s string, n int) string {
 func (b *slackBridge) message(r *record) []slack.MsgOption {
 	return []slack.MsgOption{
 		slack.MsgOptionText(slackMrkdwnEscape(clipRunes("Approval requested: "+prompt.Visible(r.Req.Tool), 200)), false),
-		slack.MsgOptionBlocks(slackBlocks(r, b.requestLink(r.Req.ID), time.Now())...),
+		slack.MsgOptionBlocks(slackBlocks(r, b.s.needsPasskey(r), b.requestLink(r.Req.ID), time.Now())...),
 	}
 }
 
 // slackBlocks renders r: what it asks, then its outcome or the buttons.
-func slackBlocks(r *record, link string, now time.Time) []slack.Block {
+func slackBlocks(r *record, passkey bool, link string, now time.Time) []slack.Block {
 	q := r.Req
 	vis := prompt.Visible
 	head := "Approve " + vis(q.Tool) + "?"
@@ -142,13 +140,18 @@ func slackBlocks(r *record, link string, now time.Time) []slack.Block {
 		}
 		blocks = append(blocks, slackPart(p.Kind, p.Title, p.Path, partLines(p.Kind, p.Lines, p.Columns, p.Rows), link)...)
 	}
-	if len(q.Arguments) > 0 {
-		var c bytes.Buffer
-		if json.Indent(&c, q.Arguments, "", "  ") != nil {
-			c.Reset()
-			c.Write(q.Arguments)
+	if rows := argRows(q.Arguments); len(rows) > 0 {
+		// As the page's card lists them: a string as it is, in quotes;
+		// anything else as compact JSON.
+		var lines []string
+		for _, a := range rows {
+			v := a.Value
+			if a.String {
+				v = `"` + v + `"`
+			}
+			lines = append(lines, a.Key+": "+v)
 		}
-		blocks = append(blocks, slackPart("arguments", "Arguments (in full on the service)", "", strings.Split(c.String(), "\n"), link)...)
+		blocks = append(blocks, slackPart("arguments", fmt.Sprintf("Arguments (%d)", len(rows)), "", lines, link)...)
 	}
 	if len(q.Grants) > 0 && r.Status == channel.StatusPending {
 		blocks = append(blocks, slack.NewContextBlock("", slackPlain("Standing grants are offered; a click here approves this call alone. Choose a grant on the service.")))
@@ -159,15 +162,14 @@ func slackBlocks(r *record, link string, now time.Time) []slack.Block {
 	if len(r.Approvals) > 0 {
 		blocks = append(blocks, slack.NewContextBlock("", slackPlain("Approved so far by "+slackVoters(r.Approvals)+".")))
 	}
-	return append(blocks, slackButtons(r, link))
+	return append(blocks, slackButtons(r.Req.ID, passkey, link))
 }
 
 // slackButtons: Approve (or, where each approver's passkey is required,
 // a link to the request's page), Deny, and a link to the page.
-func slackButtons(r *record, link string) *slack.ActionBlock {
-	id := r.Req.ID
+func slackButtons(id string, passkey bool, link string) *slack.ActionBlock {
 	var approve *slack.ButtonBlockElement
-	if r.Req.MinAssurance == channel.AssurancePasskeyName {
+	if passkey {
 		approve = slack.NewButtonBlockElement(slackActPasskey, id, slackPlain("Approve with passkey")).WithURL(link)
 	} else {
 		approve = slack.NewButtonBlockElement(slackActApprove, id, slackPlain("Approve")).WithStyle(slack.StylePrimary)

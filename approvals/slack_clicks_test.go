@@ -1,9 +1,14 @@
 package approvals
 
 import (
+	"errors"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -34,5 +39,206 @@ func TestSlackClickApproves(t *testing.T) {
 	}
 	if st, _ := e.status("s-ok"); st != channel.StatusApproved {
 		t.Fatalf("status %s", st)
+	}
+}
+
+// nothingRecorded fails unless id is still pending with no approvals.
+func (e *slackEnv) nothingRecorded(id string) {
+	e.t.Helper()
+	if st, names := e.status(id); st != channel.StatusPending || len(names) != 0 {
+		e.t.Fatalf("%s: status %s, approvals %v; want pending with none", id, st, names)
+	}
+}
+
+// TestSlackSignatureRefused: a click that is unsigned, signed with another
+// secret, signed over another body, old, or replayed is refused with 401
+// and records nothing. The control, signed right and fresh, is taken.
+func TestSlackSignatureRefused(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{Require: map[string]int{"delete_file": 2}}, SlackOptions{})
+	e.ask(testRequest("s-sig"))
+	e.slack.posted("s-sig")
+	body := clickPayload(slackAlice, slackActApprove, "s-sig", "1765130000.000001")
+	now := strconv.FormatInt(time.Now().Unix(), 10)
+	old := strconv.FormatInt(time.Now().Add(-6*time.Minute).Unix(), 10)
+	other := clickPayload(slackBob, slackActApprove, "s-sig", "1765130000.000001")
+	for _, c := range []struct{ name, body, ts, sig string }{
+		{"unsigned", body, "", ""},
+		{"no timestamp", body, "", slackSign(slackTestSecret, now, body)},
+		{"wrong secret", body, now, slackSign("another-signing-secret-0123456789", now, body)},
+		{"signature of another body", body, now, slackSign(slackTestSecret, now, other)},
+		{"signature for another timestamp", body, now, slackSign(slackTestSecret, old, body)},
+		{"old timestamp, signed right", body, old, slackSign(slackTestSecret, old, body)},
+		{"not v0", body, now, strings.Replace(slackSign(slackTestSecret, now, body), "v0=", "v1=", 1)},
+	} {
+		if code := e.deliver(c.body, c.ts, c.sig); code != http.StatusUnauthorized {
+			t.Errorf("%s: HTTP %d, want 401", c.name, code)
+		}
+	}
+	e.nothingRecorded("s-sig")
+	if n := len(e.slack.recorded("chat.postEphemeral")); n != 0 {
+		t.Fatalf("refused clicks were answered in Slack (%d ephemerals)", n)
+	}
+
+	// Control, then its replay: the first is taken, the second refused.
+	sig := slackSign(slackTestSecret, now, body)
+	if code := e.deliver(body, now, sig); code != 200 {
+		t.Fatalf("control: HTTP %d", code)
+	}
+	if code := e.deliver(body, now, sig); code != http.StatusUnauthorized {
+		t.Fatalf("replay: HTTP %d, want 401", code)
+	}
+	if st, names := e.status("s-sig"); st != channel.StatusPending || strings.Join(names, ",") != "alice" {
+		t.Fatalf("after the click and its replay: %s %v, want pending with alice alone", st, names)
+	}
+}
+
+// TestSlackUnmappedUserRefused: a Slack user in no approvers-file line and
+// no group is told so and changes nothing; a mapped one (control) decides.
+func TestSlackUnmappedUserRefused(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{})
+	ch := e.ask(testRequest("s-map"))
+	e.slack.posted("s-map")
+	for _, user := range []string{slackMallory, "not-a-user-id", ""} {
+		if code := e.click(user, slackActApprove, "s-map"); code != 200 {
+			t.Fatalf("click by %q: HTTP %d", user, code)
+		}
+	}
+	if got := e.slack.waitEphemeral(slackMallory, 1); !strings.Contains(got, "not an approver for this tool") {
+		t.Fatalf("mallory was told %q", got)
+	}
+	e.nothingRecorded("s-map")
+	e.click(slackBob, slackActDeny, "s-map")
+	if r := wait(t, ch); r.d.Approved || !errors.Is(r.err, channel.ErrDenied) || strings.Join(r.d.Approvers, ",") != "bob" {
+		t.Fatalf("bob's deny: %+v %v", r.d, r.err)
+	}
+}
+
+// TestSlackSelfApprovalRefused: the requester (ci-bot, mapped to a Slack
+// id) cannot approve their own request from Slack either.
+func TestSlackSelfApprovalRefused(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{})
+	ch := e.ask(testRequest("s-self"))
+	e.slack.posted("s-self")
+	e.click(slackCIBot, slackActApprove, "s-self")
+	if got := e.slack.waitEphemeral(slackCIBot, 1); !strings.Contains(got, "cannot approve it") {
+		t.Fatalf("ci-bot was told %q", got)
+	}
+	e.nothingRecorded("s-self")
+	e.click(slackCarol, slackActApprove, "s-self") // control
+	if r := wait(t, ch); !r.d.Approved || strings.Join(r.d.Approvers, ",") != "carol" {
+		t.Fatalf("carol's approval: %+v %v", r.d, r.err)
+	}
+}
+
+// TestSlackTwoOfM: two clicks of one approver count once; a second
+// approver completes it; a later click changes nothing. Web and Slack
+// count together.
+func TestSlackTwoOfM(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{Require: map[string]int{"delete_file": 2}}, SlackOptions{})
+	ch := e.ask(testRequest("s-2m"))
+	ts := e.slack.posted("s-2m")
+	e.click(slackAlice, slackActApprove, "s-2m")
+	e.click(slackAlice, slackActApprove, "s-2m")
+	if got := e.slack.waitEphemeral(slackAlice, 2); !strings.Contains(got, "already approved") {
+		t.Fatalf("alice's second click was told %q", got)
+	}
+	if st, names := e.status("s-2m"); st != channel.StatusPending || strings.Join(names, ",") != "alice" {
+		t.Fatalf("after alice twice: %s %v", st, names)
+	}
+	e.slack.waitFor("the message shows alice's vote", func() bool {
+		return strings.Contains(e.slack.message(ts), "Approved so far by alice (in Slack)")
+	})
+	e.decide("s-2m", "approve", "bob", 200) // on the web
+	r := wait(t, ch)
+	if !r.d.Approved || strings.Join(r.d.Approvers, ",") != "alice,bob" {
+		t.Fatalf("decision %+v %v", r.d, r.err)
+	}
+	e.slack.waitFor("the message shows both paths", func() bool {
+		m := e.slack.message(ts)
+		return strings.Contains(m, "Approved by alice (in Slack), bob (on the web)") && !strings.Contains(m, slackActApprove)
+	})
+	e.click(slackCarol, slackActDeny, "s-2m")
+	if got := e.slack.waitEphemeral(slackCarol, 1); !hasAll(got, "Nothing changed", "Approved by alice") {
+		t.Fatalf("carol's late deny was told %q", got)
+	}
+	if st, _ := e.status("s-2m"); st != channel.StatusApproved {
+		t.Fatalf("a late deny changed %s", st)
+	}
+}
+
+// TestSlackStaleClicks: after an approval (1-of-M), a web decision, an
+// expiry or a withdrawal, a click gets the current state and changes
+// nothing; the message shows the outcome without buttons.
+func TestSlackStaleClicks(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{})
+
+	// A second click on a 1-of-M.
+	ch := e.ask(testRequest("s-1m"))
+	e.slack.posted("s-1m")
+	e.click(slackAlice, slackActApprove, "s-1m")
+	wait(t, ch)
+	e.click(slackBob, slackActDeny, "s-1m")
+	if got := e.slack.waitEphemeral(slackBob, 1); !hasAll(got, "Nothing changed", "Approved by alice (in Slack)") {
+		t.Fatalf("bob was told %q", got)
+	}
+	if st, names := e.status("s-1m"); st != channel.StatusApproved || strings.Join(names, ",") != "alice" {
+		t.Fatalf("after bob's late click: %s %v", st, names)
+	}
+
+	// Decided on the web first.
+	ch = e.ask(testRequest("s-web"))
+	ts := e.slack.posted("s-web")
+	e.decide("s-web", "deny", "carol", 200)
+	wait(t, ch)
+	e.slack.waitFor("the message says carol denied on the web", func() bool {
+		m := e.slack.message(ts)
+		return strings.Contains(m, "Denied by carol (on the web)") && !strings.Contains(m, slackActApprove)
+	})
+	e.click(slackAlice, slackActApprove, "s-web")
+	if got := e.slack.waitEphemeral(slackAlice, 2); !hasAll(got, "Nothing changed", "Denied by carol") {
+		t.Fatalf("alice was told %q", got)
+	}
+	if st, _ := e.status("s-web"); st != channel.StatusDenied {
+		t.Fatalf("status %s", st)
+	}
+
+	// Expired.
+	req := testRequest("s-exp")
+	req.ExpiresAt = time.Now().Add(1500 * time.Millisecond)
+	ch = e.ask(req)
+	ts = e.slack.posted("s-exp")
+	wait(t, ch)
+	e.slack.waitFor("the message says expired", func() bool {
+		m := e.slack.message(ts)
+		return strings.Contains(m, "Expired at") && !strings.Contains(m, slackActApprove)
+	})
+	e.click(slackAlice, slackActApprove, "s-exp")
+	if got := e.slack.waitEphemeral(slackAlice, 3); !hasAll(got, "Nothing changed", "Expired") {
+		t.Fatalf("alice was told %q", got)
+	}
+	if st, names := e.status("s-exp"); st != channel.StatusExpired || len(names) != 0 {
+		t.Fatalf("after a click on an expired request: %s %v", st, names)
+	}
+
+	// Withdrawn by the gate (its caller went away).
+	wreq := testRequest("s-wd")
+	ch = e.ask(wreq)
+	ts = e.slack.posted("s-wd")
+	wbody := withdrawalBody(t, channel.WireWithdrawal{Version: 1, Type: "withdraw", ID: wreq.ID, Audience: wreq.Audience,
+		ArgsDigest: wreq.ArgsDigest, Reason: approver.WithdrawCallerGone, Nonce: "w1"})
+	if code, out := e.postSigned(wbody, channel.Sign(testSecret, wbody, time.Now())); code != 200 {
+		t.Fatalf("withdrawal: %d %s", code, out)
+	}
+	wait(t, ch)
+	e.slack.waitFor("the message says withdrawn", func() bool {
+		m := e.slack.message(ts)
+		return strings.Contains(m, "Withdrawn by the gate") && !strings.Contains(m, slackActApprove)
+	})
+	e.click(slackAlice, slackActApprove, "s-wd")
+	if got := e.slack.waitEphemeral(slackAlice, 4); !hasAll(got, "Nothing changed", "Withdrawn") {
+		t.Fatalf("alice was told %q", got)
+	}
+	if st, names := e.status("s-wd"); st != channel.StatusWithdrawn || len(names) != 0 {
+		t.Fatalf("after a click on a withdrawn request: %s %v", st, names)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -145,7 +146,7 @@ func (s *slackStandIn) recorded(method string) []slackCall {
 	defer s.mu.Unlock()
 	var out []slackCall
 	for _, c := range s.calls {
-		if c.Method == method {
+		if method == "" || c.Method == method {
 			out = append(out, c)
 		}
 	}
@@ -242,7 +243,8 @@ func newSlackEnv(t *testing.T, opts ServiceOptions, so SlackOptions) *slackEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Origin = "http://" + l.Addr().String()
+	// localhost: a passkey relying party must be a name, not an address.
+	opts.Origin = "http://localhost:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	if opts.Approvers == nil {
 		opts.Approvers = slackApprovers()
 	}
@@ -267,20 +269,22 @@ func newSlackEnv(t *testing.T, opts ServiceOptions, so SlackOptions) *slackEnv {
 	return &slackEnv{env: e, slack: st}
 }
 
+var clickSeq atomic.Int64
+
 // clickPayload is a block_actions payload shaped as Slack sends it for a
 // click on one of the message's buttons.
 func clickPayload(user, action, id, ts string) string {
 	p := map[string]any{
-		"type":       "block_actions",
-		"user":       map[string]any{"id": user, "username": strings.ToLower(user), "name": strings.ToLower(user), "team_id": "T0TEAM"},
-		"api_app_id": "A0MCPSAFE",
-		"token":      "verification-token-deprecated",
-		"container":  map[string]any{"type": "message", "message_ts": ts, "channel_id": slackTestChannel, "is_ephemeral": false},
-		"trigger_id": "1111.2222.abcd",
-		"team":       map[string]any{"id": "T0TEAM", "domain": "example"},
-		"channel":    map[string]any{"id": slackTestChannel, "name": "approvals"},
-		"message":    map[string]any{"type": "message", "ts": ts, "text": "Approval requested"},
-		"state":      map[string]any{"values": map[string]any{}},
+		"type":         "block_actions",
+		"user":         map[string]any{"id": user, "username": strings.ToLower(user), "name": strings.ToLower(user), "team_id": "T0TEAM"},
+		"api_app_id":   "A0MCPSAFE",
+		"token":        "verification-token-deprecated",
+		"container":    map[string]any{"type": "message", "message_ts": ts, "channel_id": slackTestChannel, "is_ephemeral": false},
+		"trigger_id":   fmt.Sprintf("1111.%d.abcd", clickSeq.Add(1)),
+		"team":         map[string]any{"id": "T0TEAM", "domain": "example"},
+		"channel":      map[string]any{"id": slackTestChannel, "name": "approvals"},
+		"message":      map[string]any{"type": "message", "ts": ts, "text": "Approval requested"},
+		"state":        map[string]any{"values": map[string]any{}},
 		"response_url": "https://hooks.slack.com/actions/T0TEAM/1/abc",
 		"actions": []any{map[string]any{
 			"action_id": action, "block_id": "mcpsafe_actions", "value": id, "type": "button",
