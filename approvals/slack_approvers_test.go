@@ -1,6 +1,8 @@
 package approvals
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,4 +142,53 @@ func TestSlackSetupRefused(t *testing.T) {
 		t.Fatalf("control: %v", err)
 	}
 	svc.Close()
+}
+
+// TestApproversFileSlackIDs: an approvers-file line may end in
+// slack=USERID; a malformed or shared id refuses the file; setting a
+// password or converting a plain one keeps the id and never hashes it.
+func TestApproversFileSlackIDs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "approvers")
+	if err := SetPassword(path, "alice", "alice-password-0123"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	line := strings.TrimSpace(string(data))
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(line + " slack=U0ALICE\n")
+	list, err := LoadApproversFile(path)
+	if err != nil || len(list) != 1 || list[0].Slack != "U0ALICE" {
+		t.Fatalf("control: %+v %v", list, err)
+	}
+	if err := SetPassword(path, "alice", "another-password-0123"); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := LoadApproversFile(path); err != nil || list[0].Slack != "U0ALICE" {
+		t.Fatalf("after passwd: %+v %v", list, err)
+	}
+	write("bob:plain-password-0123456 slack=U0BOB\n")
+	if _, err := ConvertApproversFile(path); err != nil {
+		t.Fatal(err)
+	}
+	list, err = LoadApproversFile(path)
+	if err != nil || list[0].Slack != "U0BOB" {
+		t.Fatalf("after convert: %+v %v", list, err)
+	}
+	if _, ok := newAuthenticator(list, time.Hour).byToken("bob", "plain-password-0123456"); !ok {
+		t.Fatal("convert hashed the slack id into the password")
+	}
+	for _, bad := range []string{
+		line + " slack=alice\n",
+		line + " slack=U0X\n" + strings.Replace(line, "alice:", "bob:", 1) + " slack=U0X\n",
+	} {
+		write(bad)
+		if _, err := LoadApproversFile(path); err == nil || !strings.Contains(err.Error(), "Slack user") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
 }

@@ -42,6 +42,19 @@ func slackState(r *record) string {
 	return b.String()
 }
 
+// slackNewer reports whether state is later than shown: a decided message
+// is final, and a pending one moves only to more votes or to an outcome.
+func slackNewer(shown, state string) bool {
+	pending := channel.StatusPending
+	switch {
+	case !strings.HasPrefix(shown, pending+"|") && shown != pending:
+		return false
+	case !strings.HasPrefix(state, pending+"|") && state != pending:
+		return true
+	}
+	return len(state) > len(shown) && strings.HasPrefix(state, shown)
+}
+
 func (b *slackBridge) run() {
 	defer b.s.wg.Done()
 	for {
@@ -129,7 +142,9 @@ func (b *slackBridge) step(r *record) (time.Duration, bool) {
 		}
 		return b.post(r, state, m.Tries)
 	}
-	if m.Shown == state {
+	if m.Shown == state || !slackNewer(m.Shown, state) {
+		// Current, or this replica is behind the one that wrote it: a
+		// message never goes back to buttons or to fewer votes.
 		b.markSeen(id, state)
 		return 0, false
 	}

@@ -238,7 +238,12 @@ type slackEnv struct {
 
 func newSlackEnv(t *testing.T, opts ServiceOptions, so SlackOptions) *slackEnv {
 	t.Helper()
-	st := newSlackStandIn(t)
+	return newSlackEnvOn(t, newSlackStandIn(t), opts, so)
+}
+
+// newSlackEnvOn is newSlackEnv in the workspace of an existing stand-in.
+func newSlackEnvOn(t *testing.T, st *slackStandIn, opts ServiceOptions, so SlackOptions) *slackEnv {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -347,3 +352,5 @@ func (e *slackEnv) status(id string) (string, []string) {
 func hasAll(s string, subs ...string) bool {
 	return !slices.ContainsFunc(subs, func(x string) bool { return !strings.Contains(s, x) })
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

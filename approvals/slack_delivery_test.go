@@ -1,0 +1,228 @@
+package approvals
+
+import (
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpsafe/mcpsafe/channel"
+)
+
+// TestSlackDownNothingApproved: Slack down (503) and then rate limiting
+// (429, Retry-After: 1) keep the request pending on the web, whose card
+// says Slack was not reached; the post is retried with backoff, no sooner
+// than Retry-After, and goes out once when Slack is back. Nothing is
+// approved by a failure.
+func TestSlackDownNothingApproved(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{})
+	var mu sync.Mutex
+	n := 0
+	e.slack.setFault(func(m string) (int, int) {
+		if m != "chat.postMessage" {
+			return 0, 0
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		switch {
+		case n <= 2:
+			return http.StatusServiceUnavailable, 0
+		case n == 3:
+			return http.StatusTooManyRequests, 1
+		}
+		return 0, 0
+	})
+	ch := e.ask(testRequest("s-down"))
+	e.slack.waitFor("three refused posts", func() bool { return len(e.slack.recorded("chat.postMessage")) >= 3 })
+
+	_, out := e.api("GET", "/api/requests/s-down", "alice")
+	if out["status"] != channel.StatusPending || !strings.Contains(out["slack"].(string), "Slack was not reached") {
+		t.Fatalf("while Slack is down: %v", out)
+	}
+	jar, _ := cookiejar.New(nil)
+	b := &browser{Client: &http.Client{Jar: jar}, base: e.srv.URL}
+	if code, _ := b.post("/login", url.Values{"name": {"bob"}, "password": {tokenOf("bob")}}, e.svc.opts.Origin); code != 200 {
+		t.Fatalf("login: %d", code)
+	}
+	if _, page := b.get("/"); !hasAll(page, `class="slack-note"`, "Slack was not reached", "rate limited by Slack (429, retry after 1s)") {
+		t.Fatalf("the page does not say Slack was not reached:\n%s", page)
+	}
+	select {
+	case r := <-ch:
+		t.Fatalf("the gate was answered while Slack was down: %+v %v", r.d, r.err)
+	default:
+	}
+
+	e.slack.posted("s-down")
+	calls := e.slack.recorded("chat.postMessage")
+	ok := 0
+	for _, c := range calls {
+		if !c.Refused {
+			ok++
+		}
+	}
+	if ok != 1 || len(calls) != 4 {
+		t.Fatalf("posts: %d taken of %d, want 1 of 4", ok, len(calls))
+	}
+	e.slack.waitFor("the card's note goes", func() bool {
+		_, out := e.api("GET", "/api/requests/s-down", "alice")
+		return out["slack"] == nil
+	})
+	e.click(slackAlice, slackActApprove, "s-down")
+	if r := wait(t, ch); !r.d.Approved {
+		t.Fatalf("after Slack came back: %+v %v", r.d, r.err)
+	}
+}
+
+// TestSlackRetryAfterHonoured: after a 429 the next post waits for
+// Retry-After, though the backoff alone would retry much sooner.
+func TestSlackRetryAfterHonoured(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{RetryBase: 10 * time.Millisecond})
+	var mu sync.Mutex
+	var at []time.Time
+	e.slack.setFault(func(m string) (int, int) {
+		if m != "chat.postMessage" {
+			return 0, 0
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		at = append(at, time.Now())
+		if len(at) == 1 {
+			return http.StatusTooManyRequests, 1
+		}
+		return 0, 0
+	})
+	e.ask(testRequest("s-429"))
+	e.slack.posted("s-429")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 2 || at[1].Sub(at[0]) < 900*time.Millisecond {
+		t.Fatalf("post times %v: the retry came before Retry-After", at)
+	}
+}
+
+// TestSlackUpdateRetried: a chat.update Slack refuses is tried again until
+// the message shows the outcome.
+func TestSlackUpdateRetried(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{})
+	ch := e.ask(testRequest("s-upd"))
+	ts := e.slack.posted("s-upd")
+	var mu sync.Mutex
+	n := 0
+	e.slack.setFault(func(m string) (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if m == "chat.update" && n < 2 {
+			n++
+			return http.StatusBadGateway, 0
+		}
+		return 0, 0
+	})
+	e.decide("s-upd", "approve", "bob", 200)
+	wait(t, ch)
+	e.slack.waitFor("the message shows the web approval", func() bool {
+		return strings.Contains(e.slack.message(ts), "Approved by bob (on the web)")
+	})
+	if got := len(e.slack.recorded("chat.update")); got != 3 {
+		t.Fatalf("%d updates, want 2 refused and 1 taken", got)
+	}
+}
+
+// TestSlackOneMessageAcrossReplicas: two services on one store. The one
+// that took the request posts it; the other, reading the same store, does
+// not post again, takes a click Slack delivers to it, and updates the one
+// message; a replay of that click to the first is refused by the shared
+// signature memory.
+func TestSlackOneMessageAcrossReplicas(t *testing.T) {
+	store := "file:" + filepath.Join(t.TempDir(), "approvals.db")
+	a := newSlackEnv(t, ServiceOptions{Store: store}, SlackOptions{})
+	a.ask(testRequest("s-rep"))
+	ts := a.slack.posted("s-rep")
+
+	b := newSlackEnvOn(t, a.slack, ServiceOptions{Store: store}, SlackOptions{}) // one Slack workspace
+	body := clickPayload(slackAlice, slackActApprove, "s-rep", ts)
+	now := time.Now().Unix()
+	sig := slackSign(slackTestSecret, itoa(now), body)
+	if code := b.deliver(body, itoa(now), sig); code != 200 {
+		t.Fatalf("click to b: %d", code)
+	}
+	a.slack.waitFor("b updates the message", func() bool {
+		return strings.Contains(a.slack.message(ts), "Approved by alice (in Slack)")
+	})
+	if code := a.deliver(body, itoa(now), sig); code != http.StatusUnauthorized {
+		t.Fatalf("the replay to a: HTTP %d, want 401", code)
+	}
+	// a has not heard of the decision (this store does not tell other
+	// replicas; a shared database does): it must not put the buttons back.
+	a.svc.slack.reconcile()
+	if m := a.slack.message(ts); !strings.Contains(m, "Approved by alice (in Slack)") || strings.Contains(m, slackActApprove) {
+		t.Fatalf("a replica behind the decision rewrote the message: %s", m)
+	}
+	if n, u := len(a.slack.recorded("chat.postMessage")), len(a.slack.recorded("chat.update")); n != 1 || u != 1 {
+		t.Fatalf("%d posts and %d updates for one request and one decision", n, u)
+	}
+}
+
+// TestSlackStoreClaimsOnce: of many claimers racing for one request's
+// post, or for one move of what its message shows, exactly one wins, in
+// the memory store and in SQLite; a claim lapses after its lease, and a
+// posted message is never claimed for posting again.
+func TestSlackStoreClaimsOnce(t *testing.T) {
+	sq, err := openStore("file:" + filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.close()
+	if err := sq.(*sqliteStore).slackInit(); err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := openStore("memory")
+	for name, st := range map[string]slackStore{"memory": mem.(slackStore), "sqlite": sq.(slackStore)} {
+		t.Run(name, func(t *testing.T) {
+			now := time.Now()
+			race := func(claim func() (bool, error)) int {
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				won := 0
+				for range 16 {
+					wg.Go(func() {
+						ok, err := claim()
+						if err != nil {
+							t.Error(err)
+						}
+						if ok {
+							mu.Lock()
+							won++
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+				return won
+			}
+			if n := race(func() (bool, error) { return st.slackClaimPost("r1", now, time.Minute) }); n != 1 {
+				t.Fatalf("%d post claims won", n)
+			}
+			if ok, _ := st.slackClaimPost("r1", now.Add(2*time.Minute), time.Minute); !ok {
+				t.Fatal("a lapsed claim was not taken over")
+			}
+			if err := st.slackPosted("r1", "C1", "1.1", "pending"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := st.slackClaimPost("r1", now.Add(time.Hour), time.Minute); ok {
+				t.Fatal("a posted message was claimed for posting again")
+			}
+			if n := race(func() (bool, error) { return st.slackClaimShown("r1", "pending", "approved|+alice/slack") }); n != 1 {
+				t.Fatalf("%d update claims won", n)
+			}
+			if m, _, _ := st.slackGet("r1"); m.Shown != "approved|+alice/slack" || m.TS != "1.1" {
+				t.Fatalf("row %+v", m)
+			}
+		})
+	}
+}
