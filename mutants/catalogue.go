@@ -20,4 +20,5 @@ var catalogue = [][]Mutant{
 	pageMutants,
 	cardMutants,
 	cliMutants,
+	slackMutants,
 }
