@@ -34,9 +34,7 @@ func TestSlackClickApproves(t *testing.T) {
 		m := e.slack.message(ts)
 		return strings.Contains(m, "Approved by alice (in Slack)") && !strings.Contains(m, slackActApprove)
 	})
-	if got := e.slack.waitEphemeral(slackAlice, 1); !strings.Contains(got, "it is approved") {
-		t.Fatalf("alice was told %q", got)
-	}
+	e.slack.told(slackAlice, "it is approved")
 	if st, _ := e.status("s-ok"); st != channel.StatusApproved {
 		t.Fatalf("status %s", st)
 	}
@@ -103,9 +101,7 @@ func TestSlackUnmappedUserRefused(t *testing.T) {
 			t.Fatalf("click by %q: HTTP %d", user, code)
 		}
 	}
-	if got := e.slack.waitEphemeral(slackMallory, 1); !strings.Contains(got, "not an approver for this tool") {
-		t.Fatalf("mallory was told %q", got)
-	}
+	e.slack.told(slackMallory, "not an approver for this tool")
 	e.nothingRecorded("s-map")
 	e.click(slackBob, slackActDeny, "s-map")
 	if r := wait(t, ch); r.d.Approved || !errors.Is(r.err, channel.ErrDenied) || strings.Join(r.d.Approvers, ",") != "bob" {
@@ -120,9 +116,7 @@ func TestSlackSelfApprovalRefused(t *testing.T) {
 	ch := e.ask(testRequest("s-self"))
 	e.slack.posted("s-self")
 	e.click(slackCIBot, slackActApprove, "s-self")
-	if got := e.slack.waitEphemeral(slackCIBot, 1); !strings.Contains(got, "cannot approve it") {
-		t.Fatalf("ci-bot was told %q", got)
-	}
+	e.slack.told(slackCIBot, "cannot approve it")
 	e.nothingRecorded("s-self")
 	e.click(slackCarol, slackActApprove, "s-self") // control
 	if r := wait(t, ch); !r.d.Approved || strings.Join(r.d.Approvers, ",") != "carol" {
@@ -139,9 +133,7 @@ func TestSlackTwoOfM(t *testing.T) {
 	ts := e.slack.posted("s-2m")
 	e.click(slackAlice, slackActApprove, "s-2m")
 	e.click(slackAlice, slackActApprove, "s-2m")
-	if got := e.slack.waitEphemeral(slackAlice, 2); !strings.Contains(got, "already approved") {
-		t.Fatalf("alice's second click was told %q", got)
-	}
+	e.slack.told(slackAlice, "already approved")
 	if st, names := e.status("s-2m"); st != channel.StatusPending || strings.Join(names, ",") != "alice" {
 		t.Fatalf("after alice twice: %s %v", st, names)
 	}
@@ -158,9 +150,7 @@ func TestSlackTwoOfM(t *testing.T) {
 		return strings.Contains(m, "Approved by alice (in Slack), bob (on the web)") && !strings.Contains(m, slackActApprove)
 	})
 	e.click(slackCarol, slackActDeny, "s-2m")
-	if got := e.slack.waitEphemeral(slackCarol, 1); !hasAll(got, "Nothing changed", "Approved by alice") {
-		t.Fatalf("carol's late deny was told %q", got)
-	}
+	e.slack.told(slackCarol, "Nothing changed", "Approved by alice")
 	if st, _ := e.status("s-2m"); st != channel.StatusApproved {
 		t.Fatalf("a late deny changed %s", st)
 	}
@@ -178,9 +168,7 @@ func TestSlackStaleClicks(t *testing.T) {
 	e.click(slackAlice, slackActApprove, "s-1m")
 	wait(t, ch)
 	e.click(slackBob, slackActDeny, "s-1m")
-	if got := e.slack.waitEphemeral(slackBob, 1); !hasAll(got, "Nothing changed", "Approved by alice (in Slack)") {
-		t.Fatalf("bob was told %q", got)
-	}
+	e.slack.told(slackBob, "Nothing changed", "Approved by alice (in Slack)")
 	if st, names := e.status("s-1m"); st != channel.StatusApproved || strings.Join(names, ",") != "alice" {
 		t.Fatalf("after bob's late click: %s %v", st, names)
 	}
@@ -195,9 +183,7 @@ func TestSlackStaleClicks(t *testing.T) {
 		return strings.Contains(m, "Denied by carol (on the web)") && !strings.Contains(m, slackActApprove)
 	})
 	e.click(slackAlice, slackActApprove, "s-web")
-	if got := e.slack.waitEphemeral(slackAlice, 2); !hasAll(got, "Nothing changed", "Denied by carol") {
-		t.Fatalf("alice was told %q", got)
-	}
+	e.slack.told(slackAlice, "Nothing changed", "Denied by carol")
 	if st, _ := e.status("s-web"); st != channel.StatusDenied {
 		t.Fatalf("status %s", st)
 	}
@@ -213,9 +199,7 @@ func TestSlackStaleClicks(t *testing.T) {
 		return strings.Contains(m, "Expired at") && !strings.Contains(m, slackActApprove)
 	})
 	e.click(slackAlice, slackActApprove, "s-exp")
-	if got := e.slack.waitEphemeral(slackAlice, 3); !hasAll(got, "Nothing changed", "Expired") {
-		t.Fatalf("alice was told %q", got)
-	}
+	e.slack.told(slackAlice, "Nothing changed", "Expired")
 	if st, names := e.status("s-exp"); st != channel.StatusExpired || len(names) != 0 {
 		t.Fatalf("after a click on an expired request: %s %v", st, names)
 	}
@@ -235,9 +219,7 @@ func TestSlackStaleClicks(t *testing.T) {
 		return strings.Contains(m, "Withdrawn by the gate") && !strings.Contains(m, slackActApprove)
 	})
 	e.click(slackAlice, slackActApprove, "s-wd")
-	if got := e.slack.waitEphemeral(slackAlice, 4); !hasAll(got, "Nothing changed", "Withdrawn") {
-		t.Fatalf("alice was told %q", got)
-	}
+	e.slack.told(slackAlice, "Nothing changed", "Withdrawn")
 	if st, names := e.status("s-wd"); st != channel.StatusWithdrawn || len(names) != 0 {
 		t.Fatalf("after a click on a withdrawn request: %s %v", st, names)
 	}

@@ -147,7 +147,10 @@ func (b *slackBridge) tell(channelID, user, text string) {
 		defer b.s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := b.api.PostEphemeralContext(ctx, channelID, user, slack.MsgOptionText(slackMrkdwnEscape(text), false)); err != nil {
+		// The words may quote agent text (a tool name): plain_text, and an
+		// escaped notification text.
+		if _, err := b.api.PostEphemeralContext(ctx, channelID, user, slack.MsgOptionText(slackMrkdwnEscape(text), false),
+			slack.MsgOptionBlocks(slack.NewSectionBlock(slackPlain(text), nil, nil))); err != nil {
 			b.s.log().Warn("slack: telling a clicker what happened failed", "error", slackErrorWords(err))
 		}
 	}()

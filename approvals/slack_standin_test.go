@@ -201,11 +201,13 @@ func (s *slackStandIn) ephemerals(user string) []string {
 	return out
 }
 
-// waitEphemeral waits for the n-th ephemeral to user and returns it.
-func (s *slackStandIn) waitEphemeral(user string, n int) string {
+// told waits until an ephemeral message to user says all of subs (the
+// service sends them in the background, so their order is not fixed).
+func (s *slackStandIn) told(user string, subs ...string) {
 	s.t.Helper()
-	s.waitFor(fmt.Sprintf("ephemeral #%d to %s", n, user), func() bool { return len(s.ephemerals(user)) >= n })
-	return s.ephemerals(user)[n-1]
+	s.waitFor(fmt.Sprintf("telling %s %q", user, subs), func() bool {
+		return slices.ContainsFunc(s.ephemerals(user), func(text string) bool { return hasAll(text, subs...) })
+	})
 }
 
 const (
