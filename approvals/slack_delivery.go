@@ -57,11 +57,21 @@ func slackNewer(shown, state string) bool {
 
 func (b *slackBridge) run() {
 	defer b.s.wg.Done()
+	// A post under way when the service closes is cut short.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		b.s.mu.Lock()
 		changed := b.s.changed
 		b.s.mu.Unlock()
-		wait := b.reconcile()
+		wait := b.reconcile(ctx)
 		t := time.NewTimer(wait)
 		select {
 		case <-b.s.done:
@@ -78,7 +88,7 @@ func (b *slackBridge) run() {
 // reconcile brings every message in step once and returns how long until a
 // retry is due (at most a few seconds, so that a claim another replica
 // dropped is picked up).
-func (b *slackBridge) reconcile() time.Duration {
+func (b *slackBridge) reconcile(ctx context.Context) time.Duration {
 	b.s.mu.Lock()
 	recs := make([]record, 0, len(b.s.entries))
 	for _, e := range b.s.entries {
@@ -90,7 +100,10 @@ func (b *slackBridge) reconcile() time.Duration {
 	for i := range recs {
 		r := &recs[i]
 		live[r.Req.ID] = true
-		if d, ok := b.step(r); ok && d < wait {
+		if ctx.Err() != nil {
+			return wait
+		}
+		if d, ok := b.step(ctx, r); ok && d < wait {
 			wait = max(d, 10*time.Millisecond)
 		}
 	}
@@ -114,7 +127,7 @@ func (b *slackBridge) reconcile() time.Duration {
 
 // step brings one request's message in step; it returns when to look again
 // if something is left to do.
-func (b *slackBridge) step(r *record) (time.Duration, bool) {
+func (b *slackBridge) step(ctx context.Context, r *record) (time.Duration, bool) {
 	id, state := r.Req.ID, slackState(r)
 	b.mu.Lock()
 	done := b.seen[id] == state
@@ -140,7 +153,7 @@ func (b *slackBridge) step(r *record) (time.Duration, bool) {
 		if err != nil || !claimed {
 			return time.Second, true // another replica is posting, or a retry waits
 		}
-		return b.post(r, state, m.Tries)
+		return b.post(ctx, r, state, m.Tries)
 	}
 	if m.Shown == state || !slackNewer(m.Shown, state) {
 		// Current, or this replica is behind the one that wrote it: a
@@ -155,7 +168,7 @@ func (b *slackBridge) step(r *record) (time.Duration, bool) {
 	if err != nil || !claimed {
 		return time.Second, true
 	}
-	return b.update(r, m, state)
+	return b.update(ctx, r, m, state)
 }
 
 func (b *slackBridge) markSeen(id, state string) {
@@ -164,8 +177,8 @@ func (b *slackBridge) markSeen(id, state string) {
 	b.mu.Unlock()
 }
 
-func (b *slackBridge) post(r *record, state string, tries int) (time.Duration, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+func (b *slackBridge) post(ctx context.Context, r *record, state string, tries int) (time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	ch, ts, err := b.api.PostMessageContext(ctx, b.opts.Channel, b.message(r)...)
 	if err == nil && ts == "" {
@@ -184,8 +197,8 @@ func (b *slackBridge) post(r *record, state string, tries int) (time.Duration, b
 	return 0, false
 }
 
-func (b *slackBridge) update(r *record, m slackMsg, state string) (time.Duration, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+func (b *slackBridge) update(ctx context.Context, r *record, m slackMsg, state string) (time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	_, _, _, err := b.api.UpdateMessageContext(ctx, m.Channel, m.TS, b.message(r)...)
 	if err != nil {

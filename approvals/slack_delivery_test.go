@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"context"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -165,7 +166,7 @@ func TestSlackOneMessageAcrossReplicas(t *testing.T) {
 	a.svc.slack.mu.Lock()
 	clear(a.svc.slack.seen)
 	a.svc.slack.mu.Unlock()
-	a.svc.slack.reconcile()
+	a.svc.slack.reconcile(context.Background())
 	if m := a.slack.message(ts); !strings.Contains(m, "Approved by alice (in Slack)") || strings.Contains(m, slackActApprove) {
 		t.Fatalf("a replica behind the decision rewrote the message: %s", m)
 	}
@@ -230,5 +231,28 @@ func TestSlackStoreClaimsOnce(t *testing.T) {
 				t.Fatalf("row %+v", m)
 			}
 		})
+	}
+}
+
+// TestSlackHangingDoesNotHoldClose: a Slack that never answers does not
+// keep the service from closing (the post in flight is cut short), and
+// the gate waiting on the request is answered, not approved.
+func TestSlackHangingDoesNotHoldClose(t *testing.T) {
+	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{})
+	e.slack.hanging.Store(true)
+	ch := e.ask(testRequest("s-hang"))
+	e.slack.waitFor("a hanging post", func() bool { return e.slack.hung.Load() > 0 })
+	closed := make(chan struct{})
+	go func() {
+		e.svc.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second): // the post's own timeout is 15 s
+		t.Fatal("Close waited for a hanging Slack")
+	}
+	if r := wait(t, ch); r.d.Approved || r.err == nil {
+		t.Fatalf("the waiting gate got %+v %v", r.d, r.err)
 	}
 }

@@ -37,6 +37,10 @@ type slackStandIn struct {
 	// fault, when set, answers a method instead: HTTP status (429 or 5xx)
 	// and Retry-After seconds (429 only).
 	fault func(method string) (status, retryAfter int)
+	// hanging, when set, makes every call hang until its client gives up;
+	// hung counts such calls.
+	hanging atomic.Bool
+	hung    atomic.Int32
 }
 
 type slackCall struct {
@@ -68,6 +72,11 @@ func (s *slackStandIn) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	if s.hanging.Load() { // the body is read: the server sees the client leave
+		s.hung.Add(1)
+		<-r.Context().Done()
 		return
 	}
 	answer := func(v map[string]any) {
