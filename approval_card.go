@@ -8,7 +8,6 @@ import (
 	"github.com/mcpsafe/mcpsafe/plan"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/internal/frame"
@@ -96,6 +95,7 @@ func (g *Gate) cardChosen(t *gatedTool, caps *mcp.ClientCapabilities) bool {
 // prompt (the card sets it as text, never as markup).
 type cardView struct {
 	Tool      string          `json:"tool"`
+	Server    string          `json:"server,omitempty"` // the audience, sanitized: the card's title names it
 	Summary   string          `json:"summary"`
 	Details   []string        `json:"details"`
 	Targets   []Target        `json:"targets,omitempty"`
@@ -114,7 +114,7 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	ctx, span := g.step(ctx, "mcpsafe.ask")
 	defer func() { endStep(span, r) }()
 	if !clientTakesCard(k.req.ClientCapabilities()) || g.opts.Card == nil {
-		return nil, elicitationUnsupported(k.t.Name, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
+		return nil, elicitationUnsupported(k.t.Name, k.t.mode, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
 	}
 	if r := checkPromptSize(shownPlan(k)); r != nil {
 		return nil, r
@@ -138,14 +138,14 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	var b strings.Builder
 	shown := renderParts(&b, k.plan.views)
 	cv := cardView{
-		Tool: k.t.Name, Summary: view.Summary, Details: view.Details, Parts: view.Parts,
+		Tool: k.t.Name, Server: prompt.Text(g.opts.Audience), Summary: view.Summary, Details: view.Details, Parts: view.Parts,
 		Arguments: argumentLines(k.c.Arguments, k.t.SecretFields, shown),
 		ExpiresAt: gr.expires().UTC().Format(time.RFC3339Nano), Decision: capability, DecisionTool: approver.CardDecisionTool,
 	}
 	for _, t := range k.plan.Targets {
 		cv.Targets = append(cv.Targets, Target{Name: prompt.QuoteWhole(t.Name), State: displayLine(t.State)})
 	}
-	res := g.pendingResult(k, gr, handle)
+	res := g.pendingResult(k, gr, handle, "")
 	text := fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
 		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(view))
 	if !k.t.OwnsTokenField { // (else approval_token is the tool's own argument)
@@ -155,40 +155,6 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 	res.Meta = mcp.Meta{cardMetaKey: cv}
 	return res, nil
-}
-
-// cardOutcomes keeps what a card decided, for the model's handle to pick
-// up until the grant expires.
-type cardOutcomes struct {
-	mu sync.Mutex
-	m  map[string]cardOutcome
-}
-
-type cardOutcome struct {
-	res     *mcp.CallToolResult
-	r       *Refusal
-	expires time.Time
-}
-
-func (c *cardOutcomes) put(nonce string, o cardOutcome, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]cardOutcome{}
-	}
-	for n, old := range c.m {
-		if !now.Before(old.expires) {
-			delete(c.m, n)
-		}
-	}
-	c.m[nonce] = o
-}
-
-func (c *cardOutcomes) get(nonce string) (cardOutcome, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	o, ok := c.m[nonce]
-	return o, ok
 }
 
 // isCardHandle reports whether sealed is a card handle this gate issued
@@ -211,16 +177,29 @@ func (g *Gate) cardLookup(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 		g.journalRefusal(ctx, k, k.t.Name, r)
 		return nil, r, true
 	}
-	res, r := g.cardOutcome(k, gr, *k.token)
+	res, r := g.cardOutcome(ctx, k, gr, *k.token)
 	return res, r, true
 }
 
-func (g *Gate) cardOutcome(k *call, gr *grant, handle string) (*mcp.CallToolResult, *Refusal) {
-	o, ok := g.cards.get(gr.Nonce)
+func (g *Gate) cardOutcome(ctx context.Context, k *call, gr *grant, handle string) (*mcp.CallToolResult, *Refusal) {
+	o, ok, err := g.cards.get(ctx, gr.Nonce)
 	switch {
+	case err != nil:
+		g.opts.Logger.Warn("approval card: could not read a decided outcome", "tool", k.t.Name, "call", gr.Nonce, "err", err)
+		return nil, refusal(ReasonLedgerUnavailable, "the store that keeps the card's decision could not be read; nothing new ran. Call again in a moment")
 	case !ok:
-		res := g.pendingResult(k, gr, handle)
-		res.Content = []mcp.Content{&mcp.TextContent{Text: "The user has not decided in the approval card yet; nothing has run. Wait for their decision."}}
+		text := "The user has not decided in the approval card yet; nothing has run. Wait for their decision in the card."
+		// The plan again, previewed now (read only; nothing is bound to
+		// it): the model, and a person reading the transcript, see what
+		// is still waiting. A call that no longer previews gets none.
+		if st, r := g.resolve(ctx, k); r == nil {
+			if p, _, r := g.preview(ctx, k, st); r == nil {
+				k.plan = p
+				text += " The card shows this plan:\n\n" + renderPlan(planView(p))
+			}
+		}
+		res := g.pendingResult(k, gr, handle, "")
+		res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 		return res, nil
 	case o.r != nil:
 		return nil, o.r
@@ -320,7 +299,7 @@ func (g *Gate) cardRun(ctx context.Context, t *gatedTool, req *mcp.CallToolReque
 	if k.protocolErr != nil { // (the proxy's upstream answered with a JSON-RPC error)
 		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s failed: %v", t.Name, k.protocolErr)}}}
 	}
-	g.cards.put(gr.Nonce, cardOutcome{res: res, r: r, expires: gr.expires()}, g.opts.Clock())
+	g.cards.put(ctx, g, t.Name, gr.Nonce, cardOutcome{res: res, r: r}, gr.expires())
 	return res, r
 }
 

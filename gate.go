@@ -171,6 +171,9 @@ type gatedTool struct {
 	// grantsNamed: Grants may be offered (reversible, or irreversible and
 	// named in AllowGrantsFor).
 	grantsNamed bool
+	// outSchema: the tool advertises its OutputSchema, so its refusals
+	// carry no structured content (see refused).
+	outSchema bool
 }
 
 // New returns a Gate.
@@ -248,6 +251,7 @@ func New(opts Options) (*Gate, error) {
 		opts:      opts,
 		ring:      ring,
 		ledger:    l,
+		cards:     cardOutcomes{store: l.Outcomes()},
 		pending:   newPending(opts.MaxPending, opts.MaxPendingPerPrincipal),
 		tools:     map[string]*gatedTool{},
 		tracer:    newTracer(opts.Tracer),

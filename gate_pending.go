@@ -64,6 +64,14 @@ func (p *pending) removeLocked(nonce string) {
 	}
 }
 
+// live sweeps the expired entries and counts the rest.
+func (p *pending) live(now time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sweep(now)
+	return len(p.byNonce)
+}
+
 func (p *pending) sweep(now time.Time) {
 	var expired []string
 	for n, e := range p.byNonce {

@@ -219,6 +219,7 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 	// structured content would reject it.
 	if mode == ModeElicit || (mode == ModeChannel && !g.resumable()) || (mode == ModePage && g.page.awaiter == nil) {
 		sdkTool.OutputSchema = t.OutputSchema
+		gt.outSchema = t.OutputSchema != nil
 	}
 	return gt, sdkTool, nil
 }

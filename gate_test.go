@@ -654,6 +654,7 @@ func (brokenLedger) Issue(context.Context, string, time.Time) error {
 	return errors.New("connection refused")
 }
 func (brokenLedger) Standing() ledger.StandingStore { return nil }
+func (brokenLedger) Outcomes() ledger.OutcomeStore  { return nil }
 
 func (brokenLedger) Redeem(context.Context, string) (bool, error) {
 	return false, errors.New("connection refused")

@@ -84,6 +84,12 @@ func redactPlan(p Plan, s journal.Secrets) Plan {
 		}
 		out.Parts = append(out.Parts, r)
 	}
+	if po := p.PageOnly; po != nil {
+		out.PageOnly = &plan.PageOnly{Title: s.Text(po.Title)}
+		for _, l := range po.Lines {
+			out.PageOnly.Lines = append(out.PageOnly.Lines, s.Text(l))
+		}
+	}
 	return out
 }
 
@@ -101,7 +107,9 @@ func planView(p Plan) result.PlanView {
 // its parts (a part over its short form abbreviated, saying so) and every
 // argument once, an argument a part shows whole named rather than
 // repeated.
-func shownPlan(k *call) string {
+func shownPlan(k *call) string { return shownPlanWithin(k, wholeLimits) }
+
+func shownPlanWithin(k *call, lim shownLimits) string {
 	var b strings.Builder
 	b.WriteString("Plan: ")
 	b.WriteString(renderPlan(planView(k.plan)))
@@ -114,9 +122,9 @@ func shownPlan(k *call) string {
 			}
 		}
 	}
-	shown := renderParts(&b, k.plan.views)
+	shown := renderPartsWithin(&b, k.plan.views, lim)
 	b.WriteString("\n")
-	b.WriteString(renderArguments(argumentLines(k.c.Arguments, k.t.SecretFields, shown)))
+	b.WriteString(renderArguments(argumentLinesWithin(k.c.Arguments, k.t.SecretFields, shown, lim), lim))
 	return b.String()
 }
 
@@ -137,6 +145,10 @@ func renderPlan(v result.PlanView) string {
 // shown names the arguments a part of the plan showed whole, with the words
 // that say where; they are not repeated.
 func argumentLines(args json.RawMessage, secretFields []string, shown map[string]string) []string {
+	return argumentLinesWithin(args, secretFields, shown, wholeLimits)
+}
+
+func argumentLinesWithin(args json.RawMessage, secretFields []string, shown map[string]string, lim shownLimits) []string {
 	red := journal.Redact(args, secretFields)
 	dec := json.NewDecoder(bytes.NewReader(red))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -157,8 +169,12 @@ func argumentLines(args json.RawMessage, secretFields []string, shown map[string
 			out = append(out, prompt.QuoteWhole(key)+": "+where)
 			continue
 		}
-		if block := argumentBlock(raw); block != "" {
+		if block := argumentBlock(raw, lim); block != "" {
 			out = append(out, prompt.QuoteWhole(key)+": "+block)
+			continue
+		}
+		if v, ok := lim.longValue(raw); ok {
+			out = append(out, prompt.QuoteWhole(key)+": "+v)
 			continue
 		}
 		out = append(out, prompt.QuoteWhole(key)+": "+argumentValue(raw))
@@ -182,12 +198,16 @@ func argumentValue(raw json.RawMessage) string {
 }
 
 // renderArguments is the arguments section of a prompt.
-func renderArguments(lines []string) string {
+func renderArguments(lines []string, lim shownLimits) string {
 	if len(lines) == 0 {
 		return "Arguments: none"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Arguments (all %d, in full; sensitive values redacted):", len(lines))
+	if lim.bounded {
+		fmt.Fprintf(&b, "Arguments (all %d; long values abbreviated, each saying what it leaves out; sensitive values redacted):", len(lines))
+	} else {
+		fmt.Fprintf(&b, "Arguments (all %d, in full; sensitive values redacted):", len(lines))
+	}
 	for _, l := range lines {
 		b.WriteString("\n  - ")
 		b.WriteString(l)
@@ -235,16 +255,29 @@ func grantHolder(principal string) string {
 // fixed here; everything that came from the agent or the world is a
 // rendered line inside it. It shows the whole plan and every argument, or
 // the call is refused.
+//
+// A message over the limits is shown bounded instead (boundedMessage).
 func (g *Gate) approvalMessage(k *call, offers []approver.GrantOffer) (string, *Refusal) {
+	msg := approvalText(k, offers, wholeLimits, "")
+	if r := checkPromptSize(msg); r != nil {
+		return g.boundedMessage(k, offers, msg)
+	}
+	return msg, nil
+}
+
+// approvalText is the approval message with lim, and the note of a
+// bounded form after its first line.
+func approvalText(k *call, offers []approver.GrantOffer, lim shownLimits, note string) string {
 	var b strings.Builder
 	b.WriteString("Approve this action?\n\n")
+	b.WriteString(note)
 	fmt.Fprintf(&b, "Tool: %s", k.t.Name)
 	if k.t.Irreversible {
 		b.WriteString(" (irreversible: it cannot be undone)")
 	}
 	b.WriteString("\n")
 	b.WriteString(requestedBy(k.c.Principal))
-	b.WriteString(shownPlan(k))
+	b.WriteString(shownPlanWithin(k, lim))
 	b.WriteString("\n\nThe approval covers exactly these arguments and this state, once.")
 	if len(offers) > 0 {
 		fmt.Fprintf(&b, "\n\nInstead, you may approve a standing grant: this call and later calls of %s by %s that fit a scope, without asking again, until it expires or its uses are taken:", k.t.Name, grantHolder(k.c.Principal))
@@ -252,9 +285,5 @@ func (g *Gate) approvalMessage(k *call, offers []approver.GrantOffer) (string, *
 			fmt.Fprintf(&b, "\n  - %s (as CEL: %s)", o.Label, prompt.Quote(o.CEL))
 		}
 	}
-	msg := b.String()
-	if r := checkPromptSize(msg); r != nil {
-		return "", r
-	}
-	return msg, nil
+	return b.String()
 }

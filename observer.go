@@ -7,11 +7,11 @@ import (
 )
 
 // Pending is the number of approvals issued by this gate and not yet
-// redeemed, expired or abandoned.
+// redeemed, expired or abandoned. An expired approval stops counting when
+// it expires, not when a later call sweeps it: the gauge an alert watches
+// (mcpsafe_pending_approvals) reads 0 on a server nobody is waiting on.
 func (g *Gate) Pending() int {
-	g.pending.mu.Lock()
-	defer g.pending.mu.Unlock()
-	return len(g.pending.byNonce)
+	return g.pending.live(g.opts.Clock())
 }
 
 // observe classifies one answered call for the Observer.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
@@ -44,7 +45,10 @@ func partView(p plan.Part) (plan.PartView, error) {
 	case p.Diff != nil && p.Table == nil:
 		d := p.Diff
 		if n := len(d.Old) + len(d.New) + len(d.Unified); n > plan.MaxPartBytes {
-			return v, tooLarge("a diff of %d bytes", n)
+			return summarizedDiff(v, d, fmt.Sprintf("%d bytes", n)), nil
+		}
+		if n := strings.Count(d.Unified, "\n"); n > plan.MaxPartLines {
+			return summarizedDiff(v, d, fmt.Sprintf("%d lines", n)), nil
 		}
 		v.Kind, v.Path = "diff", prompt.QuoteWhole(d.Path)
 		if d.Path == "" {
@@ -64,7 +68,7 @@ func partView(p plan.Part) (plan.PartView, error) {
 			return v, err
 		}
 		if len(lines) > plan.MaxPartLines {
-			return v, tooLarge("a diff of %d lines", len(lines))
+			return summarizedDiff(v, d, fmt.Sprintf("%d lines", len(lines))), nil
 		}
 		for i, l := range lines {
 			switch l.Op {
@@ -107,6 +111,53 @@ func partView(p plan.Part) (plan.PartView, error) {
 		return v, errors.New("a part must have exactly one of Diff and Table")
 	}
 	return v, nil
+}
+
+// summarizedDiff is a diff over the limits of a part, shown as what it is
+// instead of refused: a table of its texts with their sizes and SHA-256,
+// under a title that says the diff is too long to show and that the
+// arguments it stands for are listed instead (Shows is dropped, so every
+// surface lists them). The digests bind the texts as the diff would have:
+// a current text that changes before Execute voids the approval. The
+// texts were redacted before (redactPlan).
+func summarizedDiff(v plan.PartView, d *plan.Diff, size string) plan.PartView {
+	what := v.Title
+	switch {
+	case what != "":
+	case d.Path != "":
+		what = "Change to " + prompt.QuoteWhole(d.Path)
+	default:
+		what = "Change"
+	}
+	out := plan.PartView{
+		Kind: "table",
+		Title: fmt.Sprintf("%s: too long to show as a diff (a diff of %s; a part shows at most %d lines and %d KiB), so each text is counted here, and every argument it stands for is listed with the arguments",
+			what, size, plan.MaxPartLines, plan.MaxPartBytes>>10),
+		Columns: []string{"text", "lines", "characters", "SHA-256"},
+	}
+	row := func(name, text string) {
+		sum := sha256.Sum256([]byte(text))
+		out.Rows = append(out.Rows, []string{name, strconv.Itoa(lineCount(text)), strconv.Itoa(utf8.RuneCountInString(text)), "sha256:" + hex.EncodeToString(sum[:])})
+	}
+	if d.Unified != "" {
+		row("the diff", d.Unified)
+		return out
+	}
+	if d.Old != "" {
+		row("current", d.Old)
+	}
+	row("new", d.New)
+	return out
+}
+
+// lineCount is the number of lines of text: a last line without a
+// newline counts, an empty text has none.
+func lineCount(text string) int {
+	n := strings.Count(text, "\n")
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		n++
+	}
+	return n
 }
 
 func tooLarge(format string, a ...any) *Refusal {

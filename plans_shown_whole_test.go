@@ -43,7 +43,9 @@ func padded(n, filler int) map[string]any {
 
 // Padding cannot push the dangerous argument out of the approver's view:
 // the prompt shows every argument whole, or the call is refused
-// (plan_too_large) before anyone is asked. Never a cut.
+// (plan_too_large) before anyone is asked. Never a cut. The form of a
+// client that elicits may abbreviate a long value (bounded), saying so in
+// counts, but every other argument stays whole in it.
 func TestPaddedCallShownWholeOrRefused(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -52,7 +54,6 @@ func TestPaddedCallShownWholeOrRefused(t *testing.T) {
 		reason string // "" = shown whole and approved
 	}{
 		{"elicit: 500 harmless keys before the recipient", mcpsafe.ModeElicit, padded(500, 0), mcpsafe.ReasonPlanTooLarge},
-		{"elicit: a 100 KB string before the recipient", mcpsafe.ModeElicit, padded(0, 100<<10), mcpsafe.ReasonPlanTooLarge},
 		{"token: 500 harmless keys before the recipient", mcpsafe.ModeToken, padded(500, 0), mcpsafe.ReasonPlanTooLarge},
 		{"token: a 100 KB string before the recipient", mcpsafe.ModeToken, padded(0, 100<<10), mcpsafe.ReasonPlanTooLarge},
 		// Controls: the same shape within the limits is shown whole.
@@ -106,5 +107,36 @@ func TestPaddedCallShownWholeOrRefused(t *testing.T) {
 				t.Fatal("the prompt cut an argument")
 			}
 		})
+	}
+}
+
+// A 100 KB string before the recipient, in a form: the form is bounded,
+// the long string shown by its start and end with its length, and the
+// recipient, after it, whole. The token's text (relayed by the model) is
+// never bounded: it is refused, as before.
+func TestPaddedStringBoundedInFormRecipientWhole(t *testing.T) {
+	var runs atomic.Int32
+	var msg string
+	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+		o.Mode = mcpsafe.ModeElicit
+		*tools = append(*tools, sendTool(&runs))
+	})
+	cs := e.connect(client{elicit: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		msg = r.Params.Message
+		return accept(ctx, r)
+	}})
+	wantExecuted(t, callTool(t, cs, "send_report", padded(0, 100<<10)))
+	wantFormFits(t, msg)
+	for _, want := range []string{
+		"too long for this form to show whole",
+		`"recipient": "attacker@evil.example"`,
+		`(102400 chars, sha256:`, "(abbreviated: only its start and end are shown)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the bounded form lacks %q:\n%.3000s", want, msg)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("runs = %d", runs.Load())
 	}
 }

@@ -33,6 +33,9 @@ const (
 	ReasonChannelDenied          = "channel_denied"
 	ReasonChannelUnavailable     = "channel_unavailable"
 	ReasonAssuranceTooLow        = "assurance_too_low"
+	// ReasonPageDenied: the person clicked Deny on the approval page
+	// (Options.Page); the journal names the page, not the channel.
+	ReasonPageDenied = "page_denied"
 	// ReasonPlanTooLarge: the plan and arguments cannot be shown to the
 	// approver whole within the display limits, and are never cut.
 	ReasonPlanTooLarge = "plan_too_large"
@@ -41,6 +44,12 @@ const (
 	// (the approval is withdrawn and can no longer be redeemed), or it was
 	// approved but had not started. Nothing ran.
 	ReasonShuttingDown = "shutting_down"
+	// ReasonInvalidPath: a path argument is not one the tool can show
+	// honestly (mcpsafe files: empty, a NUL byte, not UTF-8; mcpsafe proxy:
+	// an effect's path with a "." or ".." element, "//" or a trailing
+	// separator, which the read tool and the gated tool may resolve
+	// differently). Nothing was asked and nothing ran.
+	ReasonInvalidPath = "invalid_path"
 )
 
 // Refusal is an error that refuses a call with a reason code. Tools return
@@ -66,11 +75,18 @@ func refusal(reason, format string, args ...any) *Refusal {
 // through a client that cannot ask for it. The message says why (for the
 // model), what the model should tell its user, and what the operator may
 // change; nothing here changes it: the default stays a refusal. tokens
-// says whether a one-time token opt-in could serve this tool at all.
-func elicitationUnsupported(tool string, tokens bool, format string, args ...any) *Refusal {
+// says whether a one-time token opt-in could serve this tool at all. A
+// tool whose mode pins one path (elicit, card) is told only what would
+// change that: another path's setup (an approval page, a channel, tokens)
+// is never used for it, so it is not named.
+func elicitationUnsupported(tool string, mode Mode, tokens bool, format string, args ...any) *Refusal {
 	var b strings.Builder
 	b.WriteString(fmt.Sprintf(format, args...))
 	b.WriteString(". Nothing ran. Tell the user: this action needs their approval, and this client cannot show an approval prompt (MCP elicitation). ")
+	if mode != ModeAuto {
+		fmt.Fprintf(&b, "This tool's approval mode is %s, so only a client that supports it can approve it; or the operator of this server can change the tool's mode (mode: in a proxy policy, --mode, Tool.Mode in the library; see docs/USAGE.md, approval paths and modes).", mode)
+		return &Refusal{Reason: ReasonElicitationUnsupported, Message: b.String()}
+	}
 	b.WriteString("They can use a client that supports elicitation, or ask the operator of this server to set up an approval page: ")
 	b.WriteString("for a server on the user's own machine, start it with --approval-page 127.0.0.1:0 (the page opens in the browser for each call; Options.Page in the library); ")
 	b.WriteString("for approvers elsewhere, run `mcpsafe approvals serve` and start this server with --approver-url URL --approver-secret-file FILE (see docs/USAGE.md, channel approvals)")

@@ -67,7 +67,7 @@ func sharedLedgerURL(t *testing.T, kind string) string {
 		}
 		table := "grants_test_" + uniqueName()
 		t.Cleanup(func() {
-			conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`, `+postgres.StandingTable(table))
+			conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table+`, `+postgres.StandingTable(table)+`, `+postgres.OutcomesTable(table))
 			conn.Close(context.Background())
 		})
 		return dsn + "&ledger_table=" + table

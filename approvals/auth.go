@@ -165,8 +165,7 @@ type authenticator struct {
 	pwMu     sync.Mutex
 	digests  [][sha256.Size]byte
 	known    []bool
-	mu       sync.Mutex
-	sessions map[string]*session // key: SHA-256 of the cookie value
+	sessions sessionStore // the store's: replicas share logins
 	ttl      time.Duration
 }
 
@@ -215,8 +214,8 @@ func (a *authenticator) byToken(name, token string) (string, bool) {
 	return "", false
 }
 
-func newAuthenticator(approvers []Approver, ttl time.Duration) *authenticator {
-	a := &authenticator{approvers: approvers, sessions: map[string]*session{}, ttl: ttl}
+func newAuthenticator(approvers []Approver, ttl time.Duration, sessions sessionStore) *authenticator {
+	a := &authenticator{approvers: approvers, sessions: sessions, ttl: ttl}
 	for _, ap := range approvers {
 		if ap.Hash != "" {
 			h, _ := parseHash(ap.Hash) // checked by checkApprovers
@@ -245,40 +244,40 @@ func sessionKey(cookie string) string {
 	return string(h[:])
 }
 
-func (a *authenticator) newSession(name string) (cookie string, s *session) {
+// newSession starts a login session for name; ok is false when the store
+// could not keep it (then nobody is logged in).
+func (a *authenticator) newSession(name string) (cookie string, s *session, ok bool) {
 	cookie = randomToken()
 	s = &session{name: name, csrf: randomToken(), expires: time.Now().Add(a.ttl)}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := time.Now()
-	for k, v := range a.sessions {
-		if now.After(v.expires) {
-			delete(a.sessions, k)
-		}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := a.sessions.putSession(ctx, sessionKey(cookie), *s); err != nil {
+		return "", nil, false
 	}
-	a.sessions[sessionKey(cookie)] = s
-	return cookie, s
+	return cookie, s, true
 }
 
+// session is the request's login session. A store that cannot be read
+// means no session: the page asks for a login, nothing is decided.
 func (a *authenticator) session(r *http.Request) (*session, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
 		return nil, false
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sessions[sessionKey(c.Value)]
-	if !ok || time.Now().After(s.expires) {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	s, ok, err := a.sessions.getSession(ctx, sessionKey(c.Value))
+	if err != nil || !ok || time.Now().After(s.expires) {
 		return nil, false
 	}
-	return s, true
+	return &s, true
 }
 
 func (a *authenticator) endSession(r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		a.mu.Lock()
-		delete(a.sessions, sessionKey(c.Value))
-		a.mu.Unlock()
+		ctx, cancel := storeCtx()
+		defer cancel()
+		_ = a.sessions.endSession(ctx, sessionKey(c.Value))
 	}
 }
 

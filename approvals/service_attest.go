@@ -6,13 +6,10 @@ import (
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
-// attest adds the signed statement to an approval answer when the service
-// has a signing key. Denials and other outcomes are not signed: they never
-// let anything run.
-func (s *Service) attest(r *record, ans map[string]any) error {
-	if s.opts.SigningKey == nil || r.Status != channel.StatusApproved {
-		return nil
-	}
+// attestation is the signed statement of an approval (the service has a
+// signing key; deliver keeps it with the decision). Denials and other
+// outcomes are not signed: they never let anything run.
+func (s *Service) attestation(r *record) (channel.Attestation, error) {
 	names := []string{}
 	var proofs []channel.PasskeyProof
 	var via []string // only when a vote came by another path than the service's own
@@ -41,9 +38,5 @@ func (s *Service) attest(r *record, ans map[string]any) error {
 		Approved: true, Approvers: names, Assurance: assurance, DecidedAt: r.DecidedAt.UTC(),
 		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant, Via: via,
 	})
-	if err != nil {
-		return err
-	}
-	ans["attestation"] = a
-	return nil
+	return a, err
 }

@@ -60,7 +60,6 @@ const (
 	slackInteractionsPath = "/slack/interactions"
 	slackMaxGroupTTL      = time.Minute
 	slackMaxRetry         = 5 * time.Minute
-	slackPostLease        = 30 * time.Second
 	// slackGroupPrefix names an approver known only from the Slack group.
 	slackGroupPrefix = "slack-"
 )
@@ -90,11 +89,13 @@ func LoadSlackSecretFile(what, path string) (string, error) {
 // slackBridge is the service's Slack side: it announces requests and their
 // outcomes (slack_delivery.go) and takes clicks (slack_interactions.go).
 // It decides nothing itself: a click is one call of Service.decideVote.
+// What each request's message is and shows lives in the request's record
+// (record.Slack), so replicas sharing a store share it; the bridge keeps
+// only a schedule of which requests to look at next.
 type slackBridge struct {
 	s    *Service
 	opts SlackOptions
 	api  *slack.Client
-	ss   slackStore
 	// users maps a Slack user id to the approver it is (approvers file).
 	users map[string]string
 	kick  chan struct{}
@@ -103,10 +104,11 @@ type slackBridge struct {
 	mu      sync.Mutex
 	group   []string // members of opts.Group as last read
 	groupAt time.Time
-	// seen is the state this replica last saw a request's message show
-	// (or, never posted, decided before it could be): the store is read
-	// only when a record's state differs.
-	seen map[string]string
+	// due is when to look at a request's message next (a change here: at
+	// once; one heard from another replica: after slackTakeOver; a retry:
+	// when it is due). sweepAt is when to look at every request.
+	due     map[string]time.Time
+	sweepAt time.Time
 }
 
 func newSlackBridge(s *Service, o SlackOptions) (*slackBridge, error) {
@@ -134,15 +136,6 @@ func newSlackBridge(s *Service, o SlackOptions) (*slackBridge, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
-	ss, ok := s.st.(slackStore)
-	if !ok {
-		return nil, errors.New("channel: this store keeps no Slack messages; use the memory or file: store")
-	}
-	if sq, ok := s.st.(*sqliteStore); ok {
-		if err := sq.slackInit(); err != nil {
-			return nil, err
-		}
-	}
 	users := map[string]string{}
 	for _, a := range s.opts.Approvers {
 		if o.Group != "" {
@@ -158,11 +151,11 @@ func newSlackBridge(s *Service, o SlackOptions) (*slackBridge, error) {
 		return nil, errors.New("channel: Slack has no approvers: give approvers a slack id in the approvers file (name:hash slack=U0123ABCD), or a user group (--slack-group)")
 	}
 	return &slackBridge{
-		s: s, opts: o, ss: ss, users: users,
+		s: s, opts: o, users: users,
 		api:  slack.New(o.BotToken, slack.OptionAPIURL(o.APIURL), slack.OptionHTTPClient(o.HTTPClient)),
 		kick: make(chan struct{}, 1),
 		now:  time.Now,
-		seen: map[string]string{},
+		due:  map[string]time.Time{},
 	}, nil
 }
 
@@ -218,19 +211,10 @@ func (b *slackBridge) requestLink(id string) string {
 	return b.s.opts.Origin + "/#req-" + url.PathEscape(id)
 }
 
-// poke wakes the delivery loop (it also wakes on every change).
+// poke wakes the delivery loop.
 func (b *slackBridge) poke() {
 	select {
 	case b.kick <- struct{}{}:
 	default:
 	}
-}
-
-// slackNote is what a pending request's card says about Slack ("" without
-// Slack, or when its message is posted and current).
-func (s *Service) slackNote(id string) string {
-	if s.slack == nil {
-		return ""
-	}
-	return s.slack.slackNote(id)
 }

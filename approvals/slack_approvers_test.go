@@ -173,7 +173,7 @@ func TestApproversFileSlackIDs(t *testing.T) {
 	if err != nil || list[0].Slack != "U0BOB" {
 		t.Fatalf("after convert: %+v %v", list, err)
 	}
-	if _, ok := newAuthenticator(list, time.Hour).byToken("bob", "plain-password-0123456"); !ok {
+	if _, ok := newAuthenticator(list, time.Hour, newMemSessions()).byToken("bob", "plain-password-0123456"); !ok {
 		t.Fatal("convert hashed the slack id into the password")
 	}
 	for _, bad := range []string{

@@ -16,14 +16,58 @@ import (
 
 // The delivery loop: one message per request, kept in step with it.
 //
-// It wakes on every change of the service's records (and on retries due),
-// and for each request whose state differs from what its message shows it
-// either posts the message (a pending request not yet posted: claimed in
-// the store first, so one replica posts it) or updates it (claimed the same
-// way, from the state it showed to the new one). A post or update Slack
-// does not take is tried again with backoff, honouring a 429's
-// Retry-After; the request stays pending on the web meanwhile, and its card
-// says Slack was not reached. Delivery never decides anything.
+// What a request's message is (channel, ts), what it shows and how its
+// delivery fares live in the request's record (slackRef), written only by
+// the store's update, with the request locked: replicas sharing the store
+// share them, and nothing of them is kept in a process.
+//
+// The replica that changes a request (takes it, decides it, expires it,
+// sees it withdrawn) looks at its message at once: a pending request not
+// yet posted is posted, a message showing an earlier state is updated.
+// Each post or update is claimed first (slackRef.Claim, with a lease), so
+// of replicas looking at once one does it; the claim is taken only when
+// the record's state is later than what the message shows, so a message
+// never goes back, and its words are rendered from the record as it was
+// when claimed. The other replicas hear of the change (NOTIFY) and look a
+// little later (slackTakeOver), taking over only what was left undone (a
+// replica that died mid-way, or whose claim lapsed); a sweep every
+// slackSweepEvery catches anything missed. A post or update Slack does not
+// take is tried again with backoff, honouring a 429's Retry-After; the
+// request stays pending on the web meanwhile, and its card says Slack was
+// not reached. Delivery never decides anything.
+
+// slackRef is a request's Slack message as its record keeps it.
+type slackRef struct {
+	Channel string `json:"channel,omitempty"` // where the message is; "" until posted
+	TS      string `json:"ts,omitempty"`      // its timestamp (Slack's message id); "" until posted
+	// Shown is the state the message shows (slackState of the record it
+	// was last written from).
+	Shown string `json:"shown,omitempty"`
+	// Claim is the token of the replica posting or updating the message
+	// now, until ClaimUntil (the store's clock); "" when nobody is.
+	Claim      string    `json:"claim,omitempty"`
+	ClaimUntil time.Time `json:"claim_until,omitzero"`
+	// Tries counts failed posts or updates in a row; NextTry is when the
+	// next may start (the store's clock); LastError says why the last one
+	// failed.
+	Tries     int       `json:"tries,omitempty"`
+	NextTry   time.Time `json:"next_try,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
+}
+
+const (
+	// slackClaimLease bounds a claim: a replica that died while posting
+	// or updating leaves a claim that runs out. Longer than a call to
+	// Slack may take (slackCallTimeout), so a live claim's call has ended
+	// before another replica can claim the message.
+	slackClaimLease  = 30 * time.Second
+	slackCallTimeout = 15 * time.Second
+	// slackTakeOver is how long a replica that heard of another's change
+	// leaves the message to that replica.
+	slackTakeOver = 2 * time.Second
+	// slackSweepEvery is how often every request's message is checked.
+	slackSweepEvery = 15 * time.Second
+)
 
 // slackState is what a request's message must show: its status, the votes
 // so far (who and by which path) and why it was withdrawn.
@@ -55,6 +99,46 @@ func slackNewer(shown, state string) bool {
 	return len(state) > len(shown) && strings.HasPrefix(state, shown)
 }
 
+// slackWork says what r's message needs at now: "post", "update" or ""
+// (nothing, or another replica's claim or a retry's wait holds it; wait
+// is then how long).
+func slackWork(r *record, now time.Time) (work string, wait time.Duration) {
+	var ref slackRef
+	if r.Slack != nil {
+		ref = *r.Slack
+	}
+	state := slackState(r)
+	switch {
+	case ref.TS == "" && r.Status != channel.StatusPending:
+		return "", 0 // decided before any message went out: nobody needs buttons
+	case ref.TS != "" && (ref.Shown == state || !slackNewer(ref.Shown, state)):
+		return "", 0 // current, or the message is ahead of a stale read
+	case ref.Claim != "" && now.Before(ref.ClaimUntil):
+		return "", ref.ClaimUntil.Sub(now)
+	case now.Before(ref.NextTry):
+		return "", ref.NextTry.Sub(now)
+	case ref.TS == "":
+		return "post", 0
+	}
+	return "update", 0
+}
+
+// notice schedules a look at request id's message after delay ("": at
+// every request's).
+func (b *slackBridge) notice(id string, delay time.Duration) {
+	at := time.Now().Add(delay)
+	b.mu.Lock()
+	if id == "" {
+		if at.Before(b.sweepAt) {
+			b.sweepAt = at
+		}
+	} else if cur, ok := b.due[id]; !ok || at.Before(cur) {
+		b.due[id] = at
+	}
+	b.mu.Unlock()
+	b.poke()
+}
+
 func (b *slackBridge) run() {
 	defer b.s.wg.Done()
 	// A post under way when the service closes is cut short.
@@ -68,16 +152,11 @@ func (b *slackBridge) run() {
 		}
 	}()
 	for {
-		b.s.mu.Lock()
-		changed := b.s.changed
-		b.s.mu.Unlock()
-		wait := b.reconcile(ctx)
-		t := time.NewTimer(wait)
+		t := time.NewTimer(b.work(ctx))
 		select {
 		case <-b.s.done:
 			t.Stop()
 			return
-		case <-changed:
 		case <-b.kick:
 		case <-t.C:
 		}
@@ -85,137 +164,187 @@ func (b *slackBridge) run() {
 	}
 }
 
-// reconcile brings every message in step once and returns how long until a
-// retry is due (at most a few seconds, so that a claim another replica
-// dropped is picked up).
-func (b *slackBridge) reconcile(ctx context.Context) time.Duration {
-	b.s.mu.Lock()
-	recs := make([]record, 0, len(b.s.entries))
-	for _, e := range b.s.entries {
-		recs = append(recs, *e.rec)
-	}
-	b.s.mu.Unlock()
-	wait := 5 * time.Second
-	live := make(map[string]bool, len(recs))
-	for i := range recs {
-		r := &recs[i]
-		live[r.Req.ID] = true
-		if ctx.Err() != nil {
-			return wait
-		}
-		if d, ok := b.step(ctx, r); ok && d < wait {
-			wait = max(d, 10*time.Millisecond)
-		}
-	}
-	b.mu.Lock()
-	var gone []string
-	for id := range b.seen {
-		if !live[id] {
-			gone = append(gone, id)
-		}
-	}
-	b.mu.Unlock()
-	for _, id := range gone { // pruned from the service's store
-		if b.ss.slackForget(id) == nil {
-			b.mu.Lock()
-			delete(b.seen, id)
-			b.mu.Unlock()
-		}
-	}
-	return wait
-}
-
-// step brings one request's message in step; it returns when to look again
-// if something is left to do.
-func (b *slackBridge) step(ctx context.Context, r *record) (time.Duration, bool) {
-	id, state := r.Req.ID, slackState(r)
-	b.mu.Lock()
-	done := b.seen[id] == state
-	b.mu.Unlock()
-	if done {
-		return 0, false
-	}
-	m, _, err := b.ss.slackGet(id)
-	if err != nil {
-		return time.Second, true
-	}
+// work looks at the messages that are due and returns how long until the
+// next is.
+func (b *slackBridge) work(ctx context.Context) time.Duration {
 	now := time.Now()
-	if m.TS == "" {
-		if r.Status != channel.StatusPending {
-			// Decided before any message went out: nobody needs buttons.
-			b.markSeen(id, state)
-			return 0, false
-		}
-		if now.Before(m.NextTry) {
-			return m.NextTry.Sub(now), true
-		}
-		claimed, err := b.ss.slackClaimPost(id, now, slackPostLease)
-		if err != nil || !claimed {
-			return time.Second, true // another replica is posting, or a retry waits
-		}
-		return b.post(ctx, r, state, m.Tries)
+	b.mu.Lock()
+	sweep := !now.Before(b.sweepAt)
+	if sweep {
+		b.sweepAt = now.Add(slackSweepEvery)
 	}
-	if m.Shown == state || !slackNewer(m.Shown, state) {
-		// Current, or this replica is behind the one that wrote it: a
-		// message never goes back to buttons or to fewer votes.
-		b.markSeen(id, state)
-		return 0, false
+	var ready []string
+	for id, at := range b.due {
+		if !now.Before(at) {
+			ready = append(ready, id)
+			delete(b.due, id)
+		}
 	}
-	if now.Before(m.NextTry) {
-		return m.NextTry.Sub(now), true
+	b.mu.Unlock()
+	if sweep {
+		ready = append(ready, b.sweep()...)
 	}
-	claimed, err := b.ss.slackClaimShown(id, m.Shown, state)
-	if err != nil || !claimed {
+	seen := map[string]bool{}
+	for _, id := range ready {
+		if seen[id] || ctx.Err() != nil {
+			continue
+		}
+		seen[id] = true
+		if wait, again := b.step(ctx, id); again {
+			b.notice(id, wait)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	next := b.sweepAt
+	for _, at := range b.due {
+		if at.Before(next) {
+			next = at
+		}
+	}
+	return max(time.Until(next), 10*time.Millisecond)
+}
+
+// sweep lists the requests whose messages need something now: every
+// pending one and the latest decided ones.
+func (b *slackBridge) sweep() []string {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	pending, _, err := b.s.st.pending(ctx, 0, -1)
+	if err != nil {
+		return nil
+	}
+	history, err := b.s.st.history(ctx, historyRows)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	now := time.Now()
+	for _, r := range append(pending, history...) {
+		if w, _ := slackWork(&r, now); w != "" {
+			out = append(out, r.Req.ID)
+		}
+	}
+	return out
+}
+
+// step brings one request's message in step: it claims the post or the
+// update in the store, makes it, and records how it went. It returns when
+// to look again if something is left to do. The store's callbacks only
+// compute (they may run twice); Slack is called between them.
+func (b *slackBridge) step(ctx context.Context, id string) (time.Duration, bool) {
+	sctx, cancel := storeCtx()
+	cur, err := b.s.st.get(sctx, id)
+	cancel()
+	switch {
+	case errors.Is(err, errNotFound):
+		return 0, false // pruned
+	case err != nil:
 		return time.Second, true
 	}
-	return b.update(ctx, r, m, state)
+	if w, wait := slackWork(&cur, time.Now()); w == "" {
+		// Nothing, or a claim or a retry holds it: look again when that
+		// ends (the holder's write wakes everyone sooner).
+		return wait, wait > 0
+	}
+	token := randomToken()
+	var work string
+	var wait time.Duration
+	sctx, cancel = storeCtx()
+	rec, err := b.s.st.update(sctx, id, slackClaim(token, &work, &wait))
+	cancel()
+	switch {
+	case errors.Is(err, errNotFound):
+		return 0, false
+	case err != nil:
+		return time.Second, true
+	case work == "":
+		return wait, wait > 0
+	}
+	cctx, ccancel := context.WithTimeout(ctx, slackCallTimeout)
+	var chID, ts string
+	if work == "post" {
+		chID, ts, err = b.api.PostMessageContext(cctx, b.opts.Channel, b.message(&rec)...)
+		if err == nil && ts == "" {
+			err = errors.New("chat.postMessage answered without a message ts")
+		}
+	} else {
+		_, _, _, err = b.api.UpdateMessageContext(cctx, rec.Slack.Channel, rec.Slack.TS, b.message(&rec)...)
+	}
+	ccancel()
+	return b.record(id, token, work, slackState(&rec), chID, ts, err)
 }
 
-func (b *slackBridge) markSeen(id, state string) {
-	b.mu.Lock()
-	b.seen[id] = state
-	b.mu.Unlock()
+// slackClaim is the store step that claims a request's message for token
+// when it needs a post or an update and no claim or retry holds it; work
+// says which ("" when not claimed, and wait how long the hold lasts).
+func slackClaim(token string, work *string, wait *time.Duration) func(record, time.Time) (*record, error) {
+	return func(cur record, now time.Time) (*record, error) {
+		if *work, *wait = slackWork(&cur, now); *work == "" {
+			return nil, nil
+		}
+		ref := slackRef{}
+		if cur.Slack != nil {
+			ref = *cur.Slack
+		}
+		ref.Claim, ref.ClaimUntil = token, now.Add(slackClaimLease)
+		next := cur
+		next.Slack = &ref
+		return &next, nil
+	}
 }
 
-func (b *slackBridge) post(ctx context.Context, r *record, state string, tries int) (time.Duration, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	ch, ts, err := b.api.PostMessageContext(ctx, b.opts.Channel, b.message(r)...)
-	if err == nil && ts == "" {
-		err = errors.New("chat.postMessage answered without a message ts")
-	}
-	if err != nil {
-		return b.failed(r.Req.ID, "posting", tries, err, "")
-	}
-	if err := b.ss.slackPosted(r.Req.ID, ch, ts, state); err != nil {
+// record writes how a claimed post or update went, if the claim is still
+// this replica's, and tells every waiter (the page's card shows a failure;
+// another replica held off by the claim looks again).
+func (b *slackBridge) record(id, token, work, state, chID, ts string, callErr error) (time.Duration, bool) {
+	var retry time.Duration
+	lost := false
+	ctx, cancel := storeCtx()
+	_, err := b.s.st.update(ctx, id, func(cur record, now time.Time) (*record, error) {
+		retry, lost = 0, false
+		if cur.Slack == nil || cur.Slack.Claim != token {
+			lost = true
+			return nil, nil
+		}
+		ref := *cur.Slack
+		ref.Claim, ref.ClaimUntil = "", time.Time{}
+		if callErr == nil {
+			if work == "post" {
+				ref.Channel, ref.TS = chID, ts
+			}
+			ref.Shown, ref.Tries, ref.NextTry, ref.LastError = state, 0, time.Time{}, ""
+		} else {
+			ref.Tries++
+			retry = b.backoff(ref.Tries, callErr)
+			ref.NextTry, ref.LastError = now.Add(retry), slackErrorWords(callErr)
+		}
+		next := cur
+		next.Slack = &ref
+		return &next, nil
+	})
+	cancel()
+	switch {
+	case err != nil && callErr == nil && work == "post":
 		// Posted, but not recorded: the claim lapses and the message may
 		// be posted twice; never the other way round (one that was not).
-		b.s.log().Warn("slack: a message was posted but the store did not record it", "request", r.Req.ID, "error", err)
+		b.s.log().Warn("slack: a message was posted but the store did not record it", "request", id, "error", err)
+		return slackClaimLease, true
+	case err != nil:
 		return time.Second, true
+	case lost && callErr == nil:
+		b.s.log().Warn("slack: a claim ran out while Slack was called; the message may have been written twice", "request", id)
+	case callErr != nil:
+		b.s.log().Warn("slack: "+strings.TrimSuffix(work, "e")+"ing a message failed; trying again", "request", id, "retry_in", retry, "error", slackErrorWords(callErr))
 	}
-	b.markSeen(r.Req.ID, state)
+	b.s.touch(id)
 	return 0, false
 }
 
-func (b *slackBridge) update(ctx context.Context, r *record, m slackMsg, state string) (time.Duration, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	_, _, _, err := b.api.UpdateMessageContext(ctx, m.Channel, m.TS, b.message(r)...)
-	if err != nil {
-		return b.failed(r.Req.ID, "updating", m.Tries, err, m.Shown)
-	}
-	if err := b.ss.slackPosted(r.Req.ID, m.Channel, m.TS, state); err != nil {
-		return time.Second, true
-	}
-	b.markSeen(r.Req.ID, state)
-	return 0, false
-}
-
-// failed records a post or update Slack did not take and when to try
-// again: RetryBase doubled per failure in a row, at most 5 minutes, and
-// never sooner than a 429's Retry-After.
-func (b *slackBridge) failed(id, doing string, tries int, err error, shown string) (time.Duration, bool) {
-	tries++
+// backoff is the wait before the next try after the tries-th failure in
+// a row: RetryBase doubled per failure, at most 5 minutes, and never
+// sooner than a 429's Retry-After.
+func (b *slackBridge) backoff(tries int, err error) time.Duration {
 	wait := b.opts.RetryBase
 	for i := 1; i < tries && wait < slackMaxRetry; i++ {
 		wait *= 2
@@ -225,15 +354,7 @@ func (b *slackBridge) failed(id, doing string, tries int, err error, shown strin
 	if errors.As(err, &rl) && rl.RetryAfter > wait {
 		wait = rl.RetryAfter
 	}
-	msg := slackErrorWords(err)
-	if serr := b.ss.slackFailed(id, tries, time.Now().Add(wait), msg, shown); serr != nil {
-		return time.Second, true
-	}
-	b.s.log().Warn("slack: "+doing+" a message failed; trying again", "request", id, "tries", tries, "retry_in", wait, "error", msg)
-	b.s.mu.Lock()
-	b.s.notifyLocked() // the card says so
-	b.s.mu.Unlock()
-	return wait, true
+	return wait
 }
 
 // slackErrorWords says why Slack was not reached, short and printable. The
@@ -257,14 +378,12 @@ func slackErrorWords(err error) string {
 	return prompt.Visible(wire.Clip(err.Error()))
 }
 
-// slackNote is what the request's card on the web says about Slack: ""
-// when the message is posted and current.
-func (b *slackBridge) slackNote(id string) string {
-	m, ok, err := b.ss.slackGet(id)
+// slackNote is what a pending request's card on the web says about
+// Slack: "" without Slack, or when its message is posted and current.
+func slackNote(r *record) string {
+	m := r.Slack
 	switch {
-	case err != nil:
-		return "Slack: the delivery state could not be read"
-	case !ok || m.Tries == 0:
+	case r.Status != channel.StatusPending || m == nil || m.Tries == 0:
 		return ""
 	case m.TS == "":
 		return fmt.Sprintf("Slack was not reached (%d tries, trying again): %s. Decide here.", m.Tries, m.LastError)

@@ -1,11 +1,9 @@
 package approvals
 
 import (
-	"context"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -131,106 +129,6 @@ func TestSlackUpdateRetried(t *testing.T) {
 	})
 	if got := len(e.slack.recorded("chat.update")); got != 3 {
 		t.Fatalf("%d updates, want 2 refused and 1 taken", got)
-	}
-}
-
-// TestSlackOneMessageAcrossReplicas: two services on one store. The one
-// that took the request posts it; the other, reading the same store, does
-// not post again, takes a click Slack delivers to it, and updates the one
-// message; a replay of that click to the first is refused by the shared
-// signature memory.
-func TestSlackOneMessageAcrossReplicas(t *testing.T) {
-	store := "file:" + filepath.Join(t.TempDir(), "approvals.db")
-	a := newSlackEnv(t, ServiceOptions{Store: store}, SlackOptions{})
-	a.ask(testRequest("s-rep"))
-	ts := a.slack.posted("s-rep")
-
-	b := newSlackEnvOn(t, a.slack, ServiceOptions{Store: store}, SlackOptions{}) // one Slack workspace
-	body := clickPayload(slackAlice, slackActApprove, "s-rep", ts)
-	now := time.Now().Unix()
-	sig := slackSign(slackTestSecret, itoa(now), body)
-	if code := b.deliver(body, itoa(now), sig); code != 200 {
-		t.Fatalf("click to b: %d", code)
-	}
-	a.slack.waitFor("b updates the message", func() bool {
-		return strings.Contains(a.slack.message(ts), "Approved by alice (in Slack)")
-	})
-	if code := a.deliver(body, itoa(now), sig); code != http.StatusUnauthorized {
-		t.Fatalf("the replay to a: HTTP %d, want 401", code)
-	}
-	// a has not heard of the decision (this store does not tell other
-	// replicas; a shared database does, later). When a looks at the
-	// message again (here: its memory of what it showed is dropped, as
-	// when its own view of the request changes) it must not put the
-	// buttons back.
-	a.svc.slack.mu.Lock()
-	clear(a.svc.slack.seen)
-	a.svc.slack.mu.Unlock()
-	a.svc.slack.reconcile(context.Background())
-	if m := a.slack.message(ts); !strings.Contains(m, "Approved by alice (in Slack)") || strings.Contains(m, slackActApprove) {
-		t.Fatalf("a replica behind the decision rewrote the message: %s", m)
-	}
-	if n, u := len(a.slack.recorded("chat.postMessage")), len(a.slack.recorded("chat.update")); n != 1 || u != 1 {
-		t.Fatalf("%d posts and %d updates for one request and one decision", n, u)
-	}
-}
-
-// TestSlackStoreClaimsOnce: of many claimers racing for one request's
-// post, or for one move of what its message shows, exactly one wins, in
-// the memory store and in SQLite; a claim lapses after its lease, and a
-// posted message is never claimed for posting again.
-func TestSlackStoreClaimsOnce(t *testing.T) {
-	sq, err := openStore("file:" + filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sq.close()
-	if err := sq.(*sqliteStore).slackInit(); err != nil {
-		t.Fatal(err)
-	}
-	mem, _ := openStore("memory")
-	for name, st := range map[string]slackStore{"memory": mem.(slackStore), "sqlite": sq.(slackStore)} {
-		t.Run(name, func(t *testing.T) {
-			now := time.Now()
-			race := func(claim func() (bool, error)) int {
-				var wg sync.WaitGroup
-				var mu sync.Mutex
-				won := 0
-				for range 16 {
-					wg.Go(func() {
-						ok, err := claim()
-						if err != nil {
-							t.Error(err)
-						}
-						if ok {
-							mu.Lock()
-							won++
-							mu.Unlock()
-						}
-					})
-				}
-				wg.Wait()
-				return won
-			}
-			if n := race(func() (bool, error) { return st.slackClaimPost("r1", now, time.Minute) }); n != 1 {
-				t.Fatalf("%d post claims won", n)
-			}
-			if ok, _ := st.slackClaimPost("r1", now.Add(2*time.Minute), time.Minute); !ok {
-				t.Fatal("a lapsed claim was not taken over")
-			}
-			if err := st.slackPosted("r1", "C1", "1.1", "pending"); err != nil {
-				t.Fatal(err)
-			}
-			if ok, _ := st.slackClaimPost("r1", now.Add(time.Hour), time.Minute); ok {
-				t.Fatal("a posted message was claimed for posting again")
-			}
-			if n := race(func() (bool, error) { return st.slackClaimShown("r1", "pending", "approved|+alice/slack") }); n != 1 {
-				t.Fatalf("%d update claims won", n)
-			}
-			if m, _, _ := st.slackGet("r1"); m.Shown != "approved|+alice/slack" || m.TS != "1.1" {
-				t.Fatalf("row %+v", m)
-			}
-		})
 	}
 }
 

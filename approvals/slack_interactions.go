@@ -54,9 +54,9 @@ func (b *slackBridge) handleInteraction(w http.ResponseWriter, r *http.Request) 
 		b.refuse(w, r, http.StatusUnauthorized, "Slack signature older than this service (memory store): cannot tell it from a replay")
 		return
 	}
-	b.s.mu.Lock()
-	fresh, err := b.s.st.sawSignature("slack:"+ts+":"+r.Header.Get("X-Slack-Signature"), time.Now().Add(2*slackWindow))
-	b.s.mu.Unlock()
+	sctx, cancel := storeCtx()
+	fresh, err := b.s.st.sawSignature(sctx, "slack:"+ts+":"+r.Header.Get("X-Slack-Signature"), time.Now().Add(2*slackWindow))
+	cancel()
 	switch {
 	case err != nil:
 		b.refuse(w, r, http.StatusServiceUnavailable, "store unavailable")
@@ -110,10 +110,7 @@ func (b *slackBridge) click(ctx context.Context, user, id string, approve bool) 
 	rec, herr := b.s.decideVote(id, vote{By: name, Via: "slack"}, approve, "")
 	if herr != nil {
 		if herr.code == http.StatusConflict && rec.Status != channel.StatusPending && rec.Req.ID != "" {
-			b.mu.Lock()
-			delete(b.seen, id) // a message still showing buttons is brought up to date
-			b.mu.Unlock()
-			b.poke()
+			b.notice(id, 0) // a message still showing buttons is brought up to date
 			return "Nothing changed: " + slackOutcome(&rec)
 		}
 		return "Nothing changed: " + herr.msg

@@ -41,6 +41,10 @@ type slackStandIn struct {
 	// hung counts such calls.
 	hanging atomic.Bool
 	hung    atomic.Int32
+	// slow, when set, is how long each call takes (Slack's latency);
+	// arrived counts calls received, before that wait.
+	slow    atomic.Int64
+	arrived atomic.Int32
 }
 
 type slackCall struct {
@@ -78,6 +82,10 @@ func (s *slackStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		s.hung.Add(1)
 		<-r.Context().Done()
 		return
+	}
+	s.arrived.Add(1)
+	if d := time.Duration(s.slow.Load()); d > 0 {
+		time.Sleep(d)
 	}
 	answer := func(v map[string]any) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")

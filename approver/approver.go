@@ -82,6 +82,9 @@ type Request struct {
 	// MinAssurance is the tool's: an approver that cannot meet it must not
 	// answer yes.
 	MinAssurance Assurance `json:"min_assurance,omitempty"`
+	// PageOnly is set for the local approval page only (Plan.PageOnly):
+	// it never leaves the server's process (no JSON form).
+	PageOnly *plan.PageOnly `json:"-"`
 }
 
 // Decision is an Approver's answer.
@@ -151,6 +154,12 @@ const CardDecisionTool = "mcpsafe_card_decision"
 // and the request stays open: asking again with the same request picks the
 // decision up. It never approves.
 var ErrPending = errors.New("mcpsafe: no decision yet; the request stays open")
+
+// ErrNotShown joins ErrPending when the approver could not show the request
+// to anyone (an approval page whose browser did not open): the gate's
+// pending answer then says so, for the model to tell the person where to
+// look. It never approves.
+var ErrNotShown = errors.New("mcpsafe: the request could not be shown to the person")
 
 // Withdraw reasons an approver is told when the gate stops waiting.
 const (

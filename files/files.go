@@ -11,16 +11,13 @@
 //
 // Plans travel through the model, which has no tool to read a file's
 // content, so they never carry the content digest: they show a short
-// fingerprint keyed per process (see fingerprint), and only the resolved
+// fingerprint keyed by the gate's key file (see fingerprint), and only the resolved
 // state the approval binds (fileState) holds the full digest.
 package files
 
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -41,7 +38,7 @@ const (
 	ReasonNotARegularFile   = "not_a_regular_file"
 	ReasonNotFound          = "not_found"
 	ReasonDestinationExists = "destination_exists"
-	ReasonInvalidPath       = "invalid_path"
+	ReasonInvalidPath       = mcpsafe.ReasonInvalidPath
 )
 
 // Tool names.
@@ -59,8 +56,7 @@ func Register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS) error {
 }
 
 func register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS, grants Grants) error {
-	t := &tools{fs: fsys}
-	rand.Read(t.printKey[:]) // never fails (crypto/rand crashes the program instead)
+	t := &tools{fs: fsys, gate: gate}
 	del, move := t.deleteTool(), t.moveTool()
 	del.Grants, move.Grants = grants.policy(DeleteFile), grants.policy(MoveFile)
 	if err := mcpsafe.Register(gate, server, del); err != nil {
@@ -93,9 +89,9 @@ func register(server *mcp.Server, gate *mcpsafe.Gate, fsys *safefs.FS, grants Gr
 
 type tools struct {
 	fs *safefs.FS
-	// printKey keys the content fingerprints plans show. Random per
-	// process: see fingerprint.
-	printKey [32]byte
+	// gate keys the content fingerprints plans show (Gate.Mark): see
+	// fingerprint.
+	gate *mcpsafe.Gate
 }
 
 type pathArgs struct {
@@ -176,28 +172,63 @@ func (t *tools) describe(i safefs.Info) []string {
 	if i.HashScheme == safefs.HashSampled {
 		covers = "the size and the first and last 4 MiB"
 	}
+	// What a person checks first (which file, how big, how recent), the
+	// fingerprint last.
 	d := []string{
 		fmt.Sprintf("Resolved path: %s", prompt.Quote(i.Path)),
-		fmt.Sprintf("Size: %d bytes, modified %s", i.Size, i.ModTime.UTC().Format(time.RFC3339)),
-		fmt.Sprintf("Content fingerprint: %s (of %s; keyed for this server run, not a SHA-256)", t.fingerprint(i), covers),
+		fmt.Sprintf("Size: %s; modified %s", sizeWords(i.Size), localTime(i.ModTime, "2006-01-02 15:04:05 MST")),
 	}
 	if i.Nlink > 1 {
 		d = append(d, fmt.Sprintf("This file has %d hard links: removing this name does not free the data, which stays reachable under the other names.", i.Nlink))
 	}
-	return d
+	return append(d, fmt.Sprintf("Content fingerprint: %s (of %s; keyed by this server's key, not a SHA-256)", t.fingerprint(i), covers))
 }
 
+// sizeWords is a size a person reads at a glance, with the exact count.
+func sizeWords(n int64) string {
+	if n < 1024 {
+		return sizeShort(n)
+	}
+	return fmt.Sprintf("%s (%d bytes)", sizeShort(n), n)
+}
+
+// sizeShort is a size in the largest unit that keeps it readable.
+func sizeShort(n int64) string {
+	const k = 1024
+	switch {
+	case n == 1:
+		return "1 byte"
+	case n < k:
+		return fmt.Sprintf("%d bytes", n)
+	case n < k*k:
+		return fmt.Sprintf("%.1f KB", float64(n)/k)
+	case n < k*k*k:
+		return fmt.Sprintf("%.1f MB", float64(n)/(k*k))
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/(k*k*k))
+}
+
+// localTime is t in the server's time zone (the user's, for a server on
+// their machine). A plan holds no time relative to now: an approval
+// service compares a re-attached request byte for byte, so the plan must
+// read the same on every call (and every replica: replicas that share an
+// approval service share a time zone). The local page says how long ago
+// (plan.PageOnly.Modified).
+func localTime(t time.Time, layout string) string { return t.Local().Format(layout) }
+
 // fingerprint is what a plan shows of a file's content: 48 bits of an HMAC
-// of its digest under a per-process random key. The plan travels through
+// of its digest under a key derived from the gate's key file (Gate.Mark),
+// so every replica sharing that file shows the same plan: an approval
+// service compares a re-attached request byte for byte, and a per-process
+// key made an approved handle useless on any other process (random per
+// process only with the zero Keys, like the grants). The plan travels through
 // the model (approval_required, refusals), and the model cannot read the
 // file; a plain digest, or a prefix of one, would let it confirm guesses
 // of the content offline (is this file "hunter2\n"?). The human gets a
 // short mark that changes with the content; the approval binds the full
 // digest through the resolved fileState, which the model never sees.
 func (t *tools) fingerprint(i safefs.Info) string {
-	m := hmac.New(sha256.New, t.printKey[:])
-	m.Write([]byte("mcpsafe files content fingerprint v1\x00" + i.HashScheme + "\x00" + i.SHA256))
-	return hex.EncodeToString(m.Sum(nil)[:6])
+	return hex.EncodeToString(t.gate.Mark("files content fingerprint v1", []byte(i.HashScheme+"\x00"+i.SHA256))[:6])
 }
 
 // targetState describes a target without its content: Targets are shown
@@ -226,9 +257,11 @@ func (t *tools) deleteTool() mcpsafe.ToolFor[pathArgs, fileState] {
 		Preview: func(ctx context.Context, _ mcpsafe.Call, _ pathArgs, s fileState) (mcpsafe.Plan, error) {
 			info := s.File
 			return mcpsafe.Plan{
-				Summary: fmt.Sprintf("Delete %s (%d bytes, content fingerprint %s)", prompt.Quote(info.Rel), info.Size, t.fingerprint(info)),
+				Summary: fmt.Sprintf("Delete %s (%s, modified %s)", prompt.Quote(info.Rel), sizeShort(info.Size), localTime(info.ModTime, "2006-01-02 15:04 MST")),
 				Details: t.describe(info),
 				Targets: []mcpsafe.Target{{Name: info.Path, State: targetState(info)}},
+				// For the local page alone: the model must not read it.
+				PageOnly: lostPreview(info),
 			}, nil
 		},
 		Execute: func(ctx context.Context, _ mcpsafe.Call, _ pathArgs, s fileState, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {

@@ -266,7 +266,9 @@ func TestLargeRefusalArgumentsByDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	big := json.RawMessage(`{"path":"` + strings.Repeat("z", MaxRefusalArgsBytes) + `"}`)
+	// Many short values: one long one would be kept as its digest
+	// (LongValueBytes), whatever the limit.
+	big := json.RawMessage(`{"paths":["` + strings.Repeat(strings.Repeat("z", 64)+`","`, MaxRefusalArgsBytes/64) + `"]}`)
 	small := json.RawMessage(`{"path":"/srv/ok"}`)
 	for _, r := range []Record{
 		{Tool: "t", Decision: Refused, ArgsDigest: "d1", Args: big, Summary: strings.Repeat("s", 5000)},

@@ -72,6 +72,12 @@
 //
 // # Size limits
 //
+// A string argument over LongValueBytes (1 KiB: a written file's content,
+// a document) is kept as {"sha256": "…", "bytes": N} of its UTF-8 bytes,
+// so that the journal is not a copy of every file a tool wrote;
+// WithKeepLongValues(true) keeps such values whole. Secret-named arguments
+// are redacted either way, never digested.
+//
 // Anyone who can reach the server can cause refusals, so what they add is
 // bounded. A refused, declined, cancelled or timed-out record keeps at most
 // MaxRefusalArgsBytes (4 KiB) of redacted arguments and 1 KiB of plan

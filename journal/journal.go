@@ -62,6 +62,9 @@ type options struct {
 	// fault hooks for tests: they stand in for the file's Write and Sync.
 	write func(f *os.File, b []byte) (int, error)
 	sync  func(f *os.File) error
+	// keepLong keeps string arguments over LongValueBytes whole
+	// (WithKeepLongValues); by default they are digested.
+	keepLong bool
 	// syncOutcome: outcome records are fsync'd before Append returns
 	// (WithSyncOutcome); by default their fsync joins the next commit.
 	syncOutcome bool
@@ -408,7 +411,9 @@ func (j *Journal) failure() error {
 // Append writes r and returns once it is on disk (write and fsync); an
 // outcome record (executed, failed) returns once written, its fsync joining
 // the next commit, unless WithSyncOutcome(true). It fills in Seq, Prev and
-// Time, redacts Args (see Redact) and cuts the values of Args' sensitive
+// Time, redacts Args (see Redact), replaces string arguments over
+// LongValueBytes by their SHA-256 and size unless WithKeepLongValues(true),
+// and cuts the values of Args' sensitive
 // fields out of Summary, Error and Reason wherever they appear (see
 // FindSecrets); arguments
 // longer than MaxArgsBytes (MaxRefusalArgsBytes for refusal-class records)
@@ -439,6 +444,9 @@ func (j *Journal) Append(ctx context.Context, r Record) error {
 	secrets := FindSecrets(r.Args, r.SecretFields)
 	r.Summary, r.Error, r.Reason = secrets.Text(r.Summary), secrets.Text(r.Error), secrets.Text(r.Reason)
 	r.Args = Redact(r.Args, r.SecretFields)
+	if !j.opts.keepLong {
+		r.Args = digestLongValues(r.Args, LongValueBytes)
+	}
 	r.SecretFields = nil
 	limit, summary := MaxArgsBytes, maxSummary
 	if refusalClass(r.Decision) {

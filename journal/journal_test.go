@@ -488,7 +488,9 @@ func TestOversizedArgsAndRecords(t *testing.T) {
 	}
 	defer j.Close()
 	ctx := context.Background()
-	big := json.RawMessage(`{"data":"` + strings.Repeat("x", MaxArgsBytes) + `"}`)
+	// Many values under LongValueBytes: one long one would be kept as its
+	// digest, whatever the limit.
+	big := json.RawMessage(`{"data":["` + strings.Repeat(strings.Repeat("x", 1000)+`","`, MaxArgsBytes/1000+2) + `"]}`)
 	if err := j.Append(ctx, Record{Call: "a", Tool: "t", Decision: Executed, Args: big}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,10 +21,17 @@ import (
 // tracing, fault injection) must forward it explicitly: the capability is
 // part of the type, never found by a type assertion that a wrapper would
 // silently defeat.
+//
+// Outcomes returns the store that keeps decisions' outcomes for a later
+// look-up (the approval card's, for the model's handle), or nil when the
+// ledger keeps none: the gate then keeps them in its own process, and a
+// handle finds its outcome only there. Every store of this module returns
+// itself; a wrapper forwards it explicitly, like Standing.
 type Ledger interface {
 	Issue(ctx context.Context, nonce string, expires time.Time) error
 	Redeem(ctx context.Context, nonce string) (bool, error)
 	Standing() StandingStore
+	Outcomes() OutcomeStore
 }
 
 // Store records outstanding grants and redeems each at most once: a

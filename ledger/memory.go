@@ -18,6 +18,7 @@ type Memory struct {
 	mu        sync.Mutex
 	grants    map[string]time.Time
 	standing  map[string]*memStanding
+	outcomes  map[string]memOutcome
 	capacity  int
 	closed    bool
 	lastSweep time.Time
@@ -114,6 +115,7 @@ func (m *Memory) Close() error {
 	m.closed = true
 	m.grants = nil
 	m.standing = nil
+	m.outcomes = nil
 	return nil
 }
 

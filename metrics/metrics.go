@@ -78,7 +78,7 @@ func New() *Metrics {
 	}, []string{"result"})
 	m.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mcpsafe_component_up",
-		Help: "1 when the component's last operation worked, 0 when it failed (component: journal, ledger, checkpoints).",
+		Help: "1 when the component's last operation worked, 0 when it failed (component: journal, ledger, checkpoints, witness; server:NAME for a gateway server).",
 	}, []string{"component"})
 	m.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpsafe_approvals_total",
@@ -248,6 +248,37 @@ func (t *timedLedger) Standing() ledger.StandingStore {
 		return nil
 	}
 	return &timedStanding{m: t.m, s: s}
+}
+
+// Outcomes forwards the wrapped ledger's outcomes, timed like its other
+// operations; nil when it keeps none.
+func (t *timedLedger) Outcomes() ledger.OutcomeStore {
+	o := t.l.Outcomes()
+	if o == nil {
+		return nil
+	}
+	return &timedOutcomes{m: t.m, o: o}
+}
+
+type timedOutcomes struct {
+	m *Metrics
+	o ledger.OutcomeStore
+}
+
+func (t *timedOutcomes) PutOutcome(ctx context.Context, id string, data []byte, expires time.Time) error {
+	start := time.Now()
+	err := t.o.PutOutcome(ctx, id, data, expires)
+	t.m.ledger.WithLabelValues("outcome_put", result(err)).Observe(time.Since(start).Seconds())
+	t.m.Up("ledger", err)
+	return err
+}
+
+func (t *timedOutcomes) Outcome(ctx context.Context, id string) ([]byte, bool, error) {
+	start := time.Now()
+	data, ok, err := t.o.Outcome(ctx, id)
+	t.m.ledger.WithLabelValues("outcome_get", result(err)).Observe(time.Since(start).Seconds())
+	t.m.Up("ledger", err)
+	return data, ok, err
 }
 
 type timedStanding struct {

@@ -75,13 +75,13 @@ var canonMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "internal/seal/seal.go",
-				Old:  "type key struct {\n\tid   [idLen]byte\n\taead cipher.AEAD\n}",
-				New:  "type key struct {\n\tid    [idLen]byte\n\taead  cipher.AEAD\n\tblock cipher.Block\n}",
+				Old:  "type key struct {\n\tid     [idLen]byte\n\taead   cipher.AEAD\n",
+				New:  "type key struct {\n\tid     [idLen]byte\n\taead   cipher.AEAD\n\tblock  cipher.Block\n",
 			},
 			{
 				File: "internal/seal/seal.go",
-				Old:  "k.keys = append(k.keys, key{id: id, aead: aead})",
-				New:  "k.keys = append(k.keys, key{id: id, aead: aead, block: block})",
+				Old:  "kk := key{id: id, aead: aead}",
+				New:  "kk := key{id: id, aead: aead, block: block}",
 			},
 			{
 				File: "internal/seal/seal.go",

@@ -40,4 +40,15 @@ var cardMutants = []Mutant{
 			New:  "By: \"card\", Assurance: AssuranceLocalPage,",
 		}},
 	},
+	{
+		Name:     "card-outcome-in-process",
+		Packages: []string{"."},
+		Run:      "TestCardOutcomeOnAnyReplica",
+		Why:      "the card's outcome stays in the deciding process: a handle on another replica (or after a restart) never learns that the call ran",
+		Edits: []Edit{{
+			File: "gate.go",
+			Old:  "cards:     cardOutcomes{store: l.Outcomes()},",
+			New:  "cards:     cardOutcomes{},",
+		}},
+	},
 }

@@ -87,8 +87,8 @@ var filesMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "files/files.go",
-				Old:  "\treturn hex.EncodeToString(m.Sum(nil)[:6])\n",
-				New:  "\treturn hex.EncodeToString(m.Sum(nil)[:0]) + i.SHA256[:12]\n",
+				Old:  "\treturn hex.EncodeToString(t.gate.Mark(\"files content fingerprint v1\", []byte(i.HashScheme+\"\\x00\"+i.SHA256))[:6])\n",
+				New:  "\treturn i.SHA256[:12]\n",
 			},
 		},
 	},

@@ -626,6 +626,32 @@ var gateMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "form-bounded-block-unsaid",
+		Packages: []string{"."},
+		Run:      "TestLongWriteShownBoundedInForm",
+		Why:      "a bounded form stops a long argument's lines without saying how much it left out or naming the whole text's digest",
+		Edits: []Edit{
+			{
+				File: "plan_parts_text.go",
+				Old:  "\t\t\t\tb.WriteString(blockRest(lines, i, s))\n",
+				New:  "\t\t\t\t_ = i\n",
+			},
+		},
+	},
+	{
+		Name:     "form-summarized-diff-claims-shown",
+		Packages: []string{"."},
+		Run:      "TestLongWriteShownBoundedInForm",
+		Why:      "a diff too long to show, summarized as sizes and digests, still stands for its argument: the form says the content is shown in full and lists none of it",
+		Edits: []Edit{
+			{
+				File: "plan_parts.go",
+				Old:  "\t\tColumns: []string{\"text\", \"lines\", \"characters\", \"SHA-256\"},\n",
+				New:  "\t\tColumns: []string{\"text\", \"lines\", \"characters\", \"SHA-256\"}, Shows: v.Shows,\n",
+			},
+		},
+	},
+	{
 		Name:     "plan-backstop-off",
 		Packages: []string{"."},
 		Why:      "plan lines from the tool reach the human unescaped (newlines, bidi)",
@@ -932,6 +958,19 @@ var gateMutants = []Mutant{
 				File: "gate_channel_wait.go",
 				Old:  "awaiter: a.Awaiter(), withdrawer: a.Withdrawer()}",
 				New:  "awaiter: a.Awaiter()}",
+			},
+		},
+	},
+	{
+		Name:     "gate-refusal-keeps-structured-content-under-output-schema",
+		Packages: []string{"./proxy"},
+		Run:      "TestTypeScriptClientsReadEveryRefusal/ts1",
+		Why:      "a refusal of a tool that advertises an output schema carries structuredContent that does not follow it: TypeScript SDK 1.x clients throw -32602 and the model never reads \"declined\"",
+		Edits: []Edit{
+			{
+				File: "gate_call.go",
+				Old:  "\tif t.outSchema {\n\t\tres.StructuredContent = nil\n",
+				New:  "\tif false && t.outSchema {\n\t\tres.StructuredContent = nil\n",
 			},
 		},
 	},

@@ -30,6 +30,19 @@ var journalMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "journal-long-values-kept",
+		Packages: []string{".", "./journal"},
+		Run:      "TestLongValuesDigested|TestJournalKeepsNoLongContentByDefault",
+		Why:      "the journal keeps a whole write_file content (every long string argument) by default instead of its digest and size",
+		Edits: []Edit{
+			{
+				File: "journal/journal.go",
+				Old:  "\tif !j.opts.keepLong {\n",
+				New:  "\tif false {\n",
+			},
+		},
+	},
+	{
 		Name:     "journal-extra-secret-fields-ignored",
 		Packages: []string{"./journal"},
 		Why:      "a tool's SecretFields are not redacted",

@@ -93,14 +93,47 @@ var slackMutants = []Mutant{
 		}},
 	},
 	{
-		Name:     "slack-message-goes-back",
+		Name:     "slack-decided-message-rewritten",
 		Packages: []string{"./approvals"},
-		Run:      "TestSlackOneMessageAcrossReplicas",
-		Why:      "a replica behind a decision rewrites the decided message back to pending, buttons and all",
+		Run:      "TestSlackDecidedMessageFinal",
+		Why:      "a message that shows an outcome is written again whenever its record changes later",
 		Edits: []Edit{{
 			File: "approvals/slack_delivery.go",
-			Old:  "if m.Shown == state || !slackNewer(m.Shown, state) {",
-			New:  "if m.Shown == state {",
+			Old:  "case ref.TS != \"\" && (ref.Shown == state || !slackNewer(ref.Shown, state)):",
+			New:  "case ref.TS != \"\" && ref.Shown == state:",
+		}},
+	},
+	{
+		Name:     "slack-claim-ignored",
+		Packages: []string{"./approvals"},
+		Run:      "TestSlackReplicasOneMessage",
+		Why:      "a replica posts a request's message while another replica's post of it is under way: two messages",
+		Edits: []Edit{{
+			File: "approvals/slack_delivery.go",
+			Old:  "\tcase ref.Claim != \"\" && now.Before(ref.ClaimUntil):\n\t\treturn \"\", ref.ClaimUntil.Sub(now)\n",
+			New:  "",
+		}},
+	},
+	{
+		Name:     "slack-deaf-to-other-replicas",
+		Packages: []string{"./approvals"},
+		Run:      "TestSlackReplicaHearsChangeElsewhere",
+		Why:      "the Slack side ignores changes heard from other replicas: a request taken or decided there waits for the next sweep",
+		Edits: []Edit{{
+			File: "approvals/service.go",
+			Old:  "\t\ts.slack.notice(id, slackTakeOver)\n",
+			New:  "",
+		}},
+	},
+	{
+		Name:     "slack-stale-claim-recorded",
+		Packages: []string{"./approvals"},
+		Run:      "TestSlackLapsedClaimNotRecorded",
+		Why:      "a replica whose claim ran out records its post or update over the claim holder's",
+		Edits: []Edit{{
+			File: "approvals/slack_delivery.go",
+			Old:  "if cur.Slack == nil || cur.Slack.Claim != token {",
+			New:  "if cur.Slack == nil {",
 		}},
 	},
 	{

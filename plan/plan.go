@@ -17,7 +17,8 @@ package plan
 // data, PartView). A part is shown whole on the page and in the channel
 // request; the prompt shows at most ShortDiffLines lines of a diff and
 // ShortTableRows rows of a table, and says how many more there are and
-// where to see them, never cutting silently. The approval binds the whole
+// where to see them, never cutting silently (an elicitation form over its
+// size limit shows fewer, the same way). The approval binds the whole
 // arguments whatever a part shows, and the parts as rendered are bound
 // like the targets: a preview that renders differently right before
 // Execute (the file changed) voids the approval. A preview's parts must
@@ -53,8 +54,11 @@ type Table struct {
 	Rows    [][]string `json:"rows"`
 }
 
-// Limits on the parts of one  A plan over them is refused
-// (plan_too_large) rather than shown in part.
+// Limits on the parts of one plan. A diff over MaxPartLines or
+// MaxPartBytes is shown on every surface as a table of its texts' sizes
+// and SHA-256, titled as too long to show, standing for no argument (so
+// the arguments are listed); a table over them, or more than MaxParts
+// parts, is refused (plan_too_large) rather than shown in part.
 const (
 	MaxParts     = 8
 	MaxPartLines = 2000      // diff lines or table rows in one part

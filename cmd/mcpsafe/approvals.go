@@ -49,7 +49,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	listen := fl.String("listen", "127.0.0.1:8080", "address to listen on")
 	secretFile := fl.String("secret-file", "", "HMAC secret shared with the gated servers: one line, base64 of >= 32 bytes, mode 0600 (required)")
 	approversFile := fl.String("approvers-file", "", "approvers, one name:argon2id-hash per line (mcpsafe approvals passwd), mode 0600 (required)")
-	store := fl.String("store", "memory", "where pending requests live: memory, or file:PATH (survives a restart)")
+	store := fl.String("store", "memory", "where the service's state lives: memory, file:PATH (an SQLite file; survives a restart), or postgres://… (a PostgreSQL database any number of replicas share)")
 	var require requireList
 	fl.Var(&require, "require", "TOOL=N: TOOL needs N distinct approvers (repeatable)")
 	var hosts requireList
@@ -218,18 +218,27 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if *tlsCert != "" {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "mcpsafe approvals: listening on %s://%s (%d approvers, store %s)\n", scheme, l.Addr(), len(approvers), *store)
+	fmt.Fprintf(stdout, "mcpsafe approvals: listening on %s://%s (%d approvers, store %s)\n", scheme, l.Addr(), len(approvers), approvals.StoreName(*store))
 	if slackOpts != nil {
 		fmt.Fprintf(stdout, "mcpsafe approvals: posting requests to Slack channel %s; set the Slack app's interactivity request URL to %s/slack/interactions\n", slackOpts.Channel, *origin)
 	}
 
-	// Waiting webhook calls end first: their requests are withdrawn (their
-	// gates see no approval and refuse them), then the server stops.
+	// Waiting webhook calls end first. With a store no other replica
+	// shares, their requests are withdrawn (their gates see no approval
+	// and refuse them); with a shared one (PostgreSQL) the replica drains:
+	// /readyz fails, new requests are refused 503, and each waiting gate is
+	// answered "pending" and re-attaches through another replica.
 	kept := "lost with the memory store"
 	if *store != "memory" {
 		kept = "kept in the store (a gate holding an approval_pending handle re-attaches after a restart)"
 	}
 	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, stderr, func() {
+		if svc.Shared() {
+			svc.Drain()
+			fmt.Fprintf(stderr, "mcpsafe approvals: draining: waiting gates are handed over to the other replicas; %d pending request(s) stay in the shared store\n", svc.Pending())
+			svc.Close()
+			return
+		}
 		n := svc.WithdrawWaiting(approvals.WithdrawnServiceStopped)
 		fmt.Fprintf(stderr, "mcpsafe approvals: stopping: withdrew %d request(s) a gate was waiting on; %d other pending request(s) %s\n", n, svc.Pending(), kept)
 		svc.Close()

@@ -242,7 +242,7 @@ func TestFilesElicitation(t *testing.T) {
 	if content(t, w.path("cache.txt")) != "<missing>" || content(t, w.path("thesis.txt")) != "thesis" {
 		t.Fatal("accept did not delete exactly cache.txt")
 	}
-	if !strings.Contains(prompt, `"cache.txt"`) || !strings.Contains(prompt, "irreversible") || !strings.Contains(prompt, "content fingerprint") {
+	if !strings.Contains(prompt, `"cache.txt"`) || !strings.Contains(prompt, "irreversible") || !strings.Contains(prompt, "Content fingerprint: ") {
 		t.Fatalf("prompt lacks the plan: %q", prompt)
 	}
 	answer = "decline"

@@ -190,7 +190,12 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 // the package's own "proxy: " dropped from err so that it is not said twice.
 func errLine(name string, err error) string {
 	pkg := name[strings.LastIndexByte(name, ' ')+1:]
-	return name + ": " + strings.TrimPrefix(err.Error(), pkg+": ")
+	msg := strings.TrimPrefix(err.Error(), pkg+": ")
+	// A wrapped error of the same package says its name again
+	// ("proxy: server a: proxy: connecting upstream"): once is enough.
+	msg = strings.ReplaceAll(msg, ": "+pkg+": ", ": ")
+	msg = strings.ReplaceAll(msg, "\n"+pkg+": ", "\n")
+	return name + ": " + msg
 }
 
 // flagWords puts an option's Go name in err into the flag the operator

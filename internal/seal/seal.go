@@ -27,6 +27,7 @@ package seal
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -50,6 +51,8 @@ const (
 	tagLen    = 16
 	headerLen = 1 + idLen + nonceLen
 	idLabel   = "mcpsafe seal key id v1\x00"
+	// deriveLabel keys Derive: a sealing key itself never meets HMAC.
+	deriveLabel = "mcpsafe seal derive v1\x00"
 )
 
 var (
@@ -70,8 +73,9 @@ var (
 var b64 = base64.RawURLEncoding.Strict()
 
 type key struct {
-	id   [idLen]byte
-	aead cipher.AEAD
+	id     [idLen]byte
+	aead   cipher.AEAD
+	derive [sha256.Size]byte // HMAC-SHA256(raw key, deriveLabel): the root of Derive
 }
 
 // Keyring seals with its first key and opens with any of them. It is safe
@@ -108,7 +112,11 @@ func NewKeyring(keys ...[]byte) (*Keyring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("seal: key %d: %w", i+1, err)
 		}
-		k.keys = append(k.keys, key{id: id, aead: aead})
+		m := hmac.New(sha256.New, raw)
+		m.Write([]byte(deriveLabel))
+		kk := key{id: id, aead: aead}
+		m.Sum(kk.derive[:0])
+		k.keys = append(k.keys, kk)
 	}
 	return k, nil
 }
@@ -142,6 +150,20 @@ func (k *Keyring) KeyIDs() []string {
 		ids[i] = hex.EncodeToString(key.id[:])
 	}
 	return ids
+}
+
+// Derive returns a 32-byte key for purpose, derived from the sealing key
+// (the first): HMAC-SHA256 over purpose under a per-key root that is
+// itself an HMAC of the key, so no derived key reveals the sealing key or
+// another purpose's key. Every process holding the same key file derives
+// the same keys; a zero Keyring derives nothing (nil).
+func (k *Keyring) Derive(purpose string) []byte {
+	if k == nil || len(k.keys) == 0 {
+		return nil
+	}
+	m := hmac.New(sha256.New, k.keys[0].derive[:])
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 func associatedData(id [idLen]byte, audience string) []byte {

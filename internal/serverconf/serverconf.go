@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -61,6 +62,10 @@ type Config struct {
 	// JournalSyncOutcome fsyncs each outcome record before the call's
 	// answer (journal.WithSyncOutcome): two fsyncs per call instead of one.
 	JournalSyncOutcome bool
+	// JournalKeepLongValues keeps string arguments over
+	// journal.LongValueBytes whole in the journal
+	// (journal.WithKeepLongValues); by default each is its SHA-256 and size.
+	JournalKeepLongValues bool
 	// Checkpoints: signed checkpoints of the journal's head; off while
 	// Checkpoints.KeyFile is empty.
 	Checkpoints journal.Checkpoints
@@ -135,6 +140,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
 	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience and the roots, upstream or config; mcpsafe journal list shows them)")
 	fl.BoolVar(&c.JournalSyncOutcome, "journal-sync-outcome", false, "fsync each call's outcome record before answering the call (default: its fsync joins the next record's, within 50 ms; a machine crash in between leaves the call ambiguous in the journal)")
+	fl.BoolVar(&c.JournalKeepLongValues, "journal-keep-long-values", false, "keep string arguments over 1 KiB (a written file's content) whole in the journal, secrets still redacted (default: each is recorded as its SHA-256 and size)")
 	fl.StringVar(&c.Checkpoints.KeyFile, "journal-key", "", "checkpoint signer key `FILE` (from mcpsafe journal keygen), outside the journal's directory: the journal signs its head with it")
 	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
 	fl.DurationVar(&c.Checkpoints.Interval, "checkpoint-interval", journal.DefaultCheckpointInterval, "with --journal-key: sign new records at least this often")
@@ -220,7 +226,7 @@ func (c *Config) JournalName() string {
 // in use is an error, while the default one of a server whose twin already
 // runs (the same configuration in two MCP clients) is the next free slot
 // (journal.DefaultSlotPath), with a note beside it saying whose it is.
-func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, error) {
+func openJournal(cfg Config, jopts []journal.Option, created *bool) (*journal.Journal, string, error) {
 	open := func(path string) (*journal.Journal, string, error) {
 		path, err := filepath.Abs(path)
 		if err != nil {
@@ -231,6 +237,8 @@ func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, 
 				return nil, "", err
 			}
 		}
+		_, serr := os.Lstat(path)
+		*created = errors.Is(serr, fs.ErrNotExist)
 		j, err := journal.Open(path, jopts...)
 		if err != nil && !errors.Is(err, journal.ErrInUse) && cfg.JournalPath == "" {
 			err = defaultJournalError(path, err)
@@ -283,6 +291,8 @@ type Gate struct {
 	// PageURL is where the local approval page listens, when it does.
 	PageURL string
 	closers []func() error
+	// journalCreated: Build created the journal file (see Discard).
+	journalCreated bool
 }
 
 // Close releases the journal and the ledger, newest first.
@@ -362,7 +372,10 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if cfg.JournalSyncOutcome {
 			jopts = append(jopts, journal.WithSyncOutcome(true))
 		}
-		j, path, err := openJournal(cfg, jopts)
+		if cfg.JournalKeepLongValues {
+			jopts = append(jopts, journal.WithKeepLongValues(true))
+		}
+		j, path, err := openJournal(cfg, jopts, &g.journalCreated)
 		if err != nil {
 			return nil, err
 		}
@@ -380,6 +393,10 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.Card = appcard.New()
 	} else if cfg.Mode == mcpsafe.ModeCard {
 		return nil, errors.New("mode card needs the approval card (--approval-card)")
+	}
+	if cfg.ApprovalPage != "" && cfg.Mode == mcpsafe.ModeCard && cfg.Logger != nil {
+		// Not an error: a proxy policy may still pin a tool to mode page.
+		cfg.Logger.Warn("--approval-page is unused with --mode card: every call asks in the approval card (only a tool whose policy says mode page uses the page); drop --approval-page, or use --mode auto to take the page where the card cannot be shown")
 	}
 	if cfg.ApprovalPage != "" || cfg.Mode == mcpsafe.ModePage {
 		if cfg.ApprovalPage == "" {

@@ -52,6 +52,7 @@ func Conformance(t *testing.T, newBackend Backend) {
 	ctx := context.Background()
 	hour := func() time.Time { return time.Now().Add(time.Hour) }
 	t.Run("standing", func(t *testing.T) { standingConformance(t, newBackend) })
+	t.Run("outcomes", func(t *testing.T) { outcomeConformance(t, newBackend) })
 
 	t.Run("issue then redeem once", func(t *testing.T) {
 		s := newBackend(t)(t)

@@ -32,7 +32,9 @@ type Store struct {
 	sqlIss  string
 	sqlRed  string
 	sqlSwp  string
+	sqlMine string
 	st      standingSQL
+	oc      outcomeSQL
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -93,7 +95,9 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 		ON CONFLICT (nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE g.expires_at <= now()`
 	p.sqlRed = `DELETE FROM ` + t + ` WHERE nonce = $1 AND expires_at > now() RETURNING nonce`
 	p.sqlSwp = `DELETE FROM ` + t + ` WHERE expires_at <= now()`
+	p.sqlMine = `SELECT expires_at = $2 FROM ` + t + ` WHERE nonce = $1`
 	p.st = newStandingSQL(table)
+	p.oc = newOutcomeSQL(table)
 	if err := p.init(ctx, t); err != nil {
 		pool.Close()
 		return nil, err
@@ -124,7 +128,10 @@ func (p *Store) init(ctx context.Context, t string) error {
 		if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+t+` (expires_at)`); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, p.st.schema)
+		if _, err := tx.Exec(ctx, p.st.schema); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, p.oc.schema)
 		return err
 	})
 	if err != nil {
@@ -146,10 +153,22 @@ func (p *Store) Issue(ctx context.Context, nonce string, expires time.Time) erro
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	tag, err := p.pool.Exec(ctx, p.sqlIss, nonce, expires)
-	if err != nil {
+	if err != nil && lostConnection(err) && ctx.Err() == nil {
+		// The insert may have committed before the connection died. The
+		// retry then finds the row: it is this call's when it holds this
+		// exact expiry (nonces are 128-bit random, so nobody else issues
+		// one), and a retry can never make one grant redeemable twice.
+		if tag, err = p.pool.Exec(ctx, p.sqlIss, nonce, expires); err == nil && tag.RowsAffected() != 1 {
+			var ours bool
+			if err = p.pool.QueryRow(ctx, p.sqlMine, nonce, expires).Scan(&ours); err == nil && ours {
+				return nil
+			}
+		}
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Unavailable("postgres", "issue", err)
 	}
-	if tag.RowsAffected() != 1 {
+	if err != nil || tag.RowsAffected() != 1 {
 		return ledger.ErrExists
 	}
 	return nil
@@ -168,7 +187,7 @@ func (p *Store) Redeem(ctx context.Context, nonce string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	var got string
-	err := p.pool.QueryRow(ctx, p.sqlRed, nonce).Scan(&got)
+	err := retryLost(ctx, func() error { return p.pool.QueryRow(ctx, p.sqlRed, nonce).Scan(&got) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -195,6 +214,7 @@ func (p *Store) sweeper(every time.Duration) {
 			// itself, so an expired row is never honoured.
 			_, _ = p.pool.Exec(ctx, p.sqlSwp)
 			_ = p.sweepStanding(ctx, time.Now())
+			_, _ = p.pool.Exec(ctx, p.oc.sweep)
 			cancel()
 		}
 	}

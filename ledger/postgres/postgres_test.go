@@ -27,7 +27,7 @@ func postgresBackend(tb testing.TB) (string, *pgx.Conn, string) {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{table}.Sanitize()+`, `+pgx.Identifier{StandingTable(table)}.Sanitize()); err != nil {
+		if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{table}.Sanitize()+`, `+pgx.Identifier{StandingTable(table)}.Sanitize()+`, `+pgx.Identifier{OutcomesTable(table)}.Sanitize()); err != nil {
 			tb.Errorf("drop %s: %v", table, err)
 		}
 		conn.Close(ctx)

@@ -58,7 +58,12 @@ CREATE TABLE IF NOT EXISTS standing (
 	ended_at   INTEGER NOT NULL DEFAULT 0,
 	claimed_at INTEGER NOT NULL DEFAULT 0
 ) STRICT;
-CREATE INDEX IF NOT EXISTS standing_scope ON standing(scope)`
+CREATE INDEX IF NOT EXISTS standing_scope ON standing(scope);
+CREATE TABLE IF NOT EXISTS outcomes (
+	id         TEXT PRIMARY KEY NOT NULL,
+	expires_at INTEGER NOT NULL,
+	data       BLOB NOT NULL
+) STRICT`
 
 // fileStandingEndColumns are added to a standing table made before grants'
 // ends were kept.
@@ -326,6 +331,7 @@ func (f *Store) sweeper(every time.Duration) {
 			// expiry itself, so an expired row is never honoured.
 			_, _ = f.sweep.ExecContext(ctx, time.Now().UnixNano())
 			_ = f.sweepStanding(ctx, time.Now())
+			_, _ = f.db.ExecContext(ctx, `DELETE FROM outcomes WHERE expires_at <= ?`, time.Now().UnixNano())
 			cancel()
 		}
 	}
