@@ -186,6 +186,59 @@ func (b *slackBridge) approverFor(ctx context.Context, user string) (string, err
 	return slackGroupPrefix + user, nil
 }
 
+// Why a group member's approval is refused before it is decided.
+var (
+	errRequester   = errors.New("the requester")
+	errUnmatchable = errors.New("the requester is not matched to a Slack account")
+)
+
+// notRequester checks that a member known only by the user group is not
+// the requester of request id before their approval is counted: the
+// service's own separation-of-duties check compares approver names with
+// the principal, and "slack-<ID>" compares with no principal. It holds
+// when the principal is an approvers-file approver with a Slack id (the
+// requester's account is that one), or when the principal is an email
+// address and Slack gives the clicker's account email (users.info, scope
+// users:read.email) to compare with it. Anything else cannot tell the
+// requester from someone else, and is refused (errUnmatchable).
+func (b *slackBridge) notRequester(ctx context.Context, user, id string) error {
+	sctx, cancel := storeCtx()
+	rec, err := b.s.st.get(sctx, id)
+	cancel()
+	if errors.Is(err, errNotFound) {
+		return nil // decideVote says so
+	}
+	if err != nil {
+		return err
+	}
+	pk, err := identity.Key(rec.Req.Principal)
+	if err != nil {
+		return errUnmatchable
+	}
+	for sid, name := range b.users {
+		if k, _ := identity.Key(name); k == pk {
+			if sid == user {
+				return errRequester
+			}
+			return nil
+		}
+	}
+	if !strings.Contains(pk, "@") {
+		return errUnmatchable
+	}
+	u, err := b.api.GetUserInfoContext(ctx, user)
+	if err != nil {
+		return fmt.Errorf("reading the Slack account of %s: %w", user, err)
+	}
+	switch ek, kerr := identity.Key(u.Profile.Email); {
+	case u.ID != user || u.Profile.Email == "" || kerr != nil:
+		return errUnmatchable // no email without users:read.email
+	case ek == pk:
+		return errRequester
+	}
+	return nil
+}
+
 func (b *slackBridge) groupMembers(ctx context.Context) ([]string, error) {
 	b.mu.Lock()
 	if b.group != nil && b.now().Sub(b.groupAt) < b.opts.GroupCacheTTL {

@@ -107,6 +107,20 @@ func (b *slackBridge) click(ctx context.Context, user, id string, approve bool) 
 		b.s.log().Warn("slack: could not check an approver", "slack_user", prompt.Visible(wire.Clip(user)), "error", slackErrorWords(err))
 		return "Your approver group could not be checked just now; nothing was recorded. Try again, or decide on the service."
 	}
+	if _, mapped := b.users[user]; approve && !mapped {
+		switch err := b.notRequester(ctx, user, id); {
+		case errors.Is(err, errRequester):
+			b.s.log().Warn("slack: the requester tried to approve their own request as a group member", "slack_user", prompt.Visible(wire.Clip(user)), "request", prompt.Visible(wire.Clip(id)))
+			return "You asked for this call and cannot approve it; another approver must. Nothing was recorded."
+		case errors.Is(err, errUnmatchable):
+			b.s.log().Warn("slack: a group member's approval refused: the requester is not matched to a Slack account", "slack_user", prompt.Visible(wire.Clip(user)), "request", prompt.Visible(wire.Clip(id)),
+				"fix", "give the requester's approvers-file line slack=THEIR_ID, or use email principals with the users:read.email scope")
+			return "Nothing was recorded: the requester is not matched to a Slack account, so an approval by the approvers' user group cannot be told apart from the requester's own. An approver listed by Slack id can approve, or decide on the service."
+		case err != nil:
+			b.s.log().Warn("slack: could not check a group member against the requester", "slack_user", prompt.Visible(wire.Clip(user)), "error", slackErrorWords(err))
+			return "Whether you asked for this call could not be checked just now; nothing was recorded. Try again, or decide on the service."
+		}
+	}
 	rec, herr := b.s.decideVote(id, vote{By: name, Via: "slack"}, approve, "")
 	if herr != nil {
 		if herr.code == http.StatusConflict && rec.Status != channel.StatusPending && rec.Req.ID != "" {

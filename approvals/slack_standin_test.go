@@ -33,6 +33,7 @@ type slackStandIn struct {
 	calls  []slackCall
 	msgs   map[string]json.RawMessage // ts -> blocks as last posted or updated
 	groups map[string][]string
+	emails map[string]string // user id -> profile email (users.info)
 	nextTS int
 	// fault, when set, answers a method instead: HTTP status (429 or 5xx)
 	// and Retry-After seconds (429 only).
@@ -59,7 +60,7 @@ type slackCall struct {
 }
 
 func newSlackStandIn(t *testing.T) *slackStandIn {
-	s := &slackStandIn{t: t, token: "xoxb-test-token-0123456789", msgs: map[string]json.RawMessage{}, groups: map[string][]string{}}
+	s := &slackStandIn{t: t, token: "xoxb-test-token-0123456789", msgs: map[string]json.RawMessage{}, groups: map[string][]string{}, emails: map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -140,6 +141,13 @@ func (s *slackStandIn) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		answer(map[string]any{"ok": true, "users": users})
+	case "users.info":
+		// Without users:read.email Slack leaves the email out.
+		profile := map[string]any{"real_name": c.User}
+		if e, ok := s.emails[c.User]; ok {
+			profile["email"] = e
+		}
+		answer(map[string]any{"ok": true, "user": map[string]any{"id": c.User, "name": strings.ToLower(c.User), "profile": profile}})
 	default:
 		answer(map[string]any{"ok": false, "error": "unknown_method"})
 	}
@@ -149,6 +157,12 @@ func (s *slackStandIn) setGroup(id string, users ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.groups[id] = users
+}
+
+func (s *slackStandIn) setEmail(user, email string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emails[user] = email
 }
 
 func (s *slackStandIn) setFault(f func(method string) (int, int)) {
@@ -176,7 +190,11 @@ func (s *slackStandIn) waitFor(what string, cond func() bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("slack stand-in: %s never happened; calls: %+v", what, s.recorded(""))
+			var calls []string
+			for _, c := range s.recorded("") {
+				calls = append(calls, fmt.Sprintf("%s %s %q refused=%v", c.Method, c.User, c.Text, c.Refused))
+			}
+			s.t.Fatalf("slack stand-in: %s never happened; calls:\n%s", what, strings.Join(calls, "\n"))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -169,4 +169,37 @@ var slackMutants = []Mutant{
 			New:  "if false && errors.As(err, &rl) && rl.RetryAfter > wait {",
 		}},
 	},
+	{
+		Name:     "slack-group-requester-unchecked",
+		Packages: []string{"./approvals"},
+		Run:      "TestSlackGroupMemberCannotApproveOwnRequest",
+		Why:      "a member known only by the user group approves their own request (slack-<ID> compares with no principal)",
+		Edits: []Edit{{
+			File: "approvals/slack_interactions.go",
+			Old:  "if _, mapped := b.users[user]; approve && !mapped {",
+			New:  "if _, mapped := b.users[user]; false && approve && !mapped {",
+		}},
+	},
+	{
+		Name:     "slack-group-unmatched-trusted",
+		Packages: []string{"./approvals"},
+		Run:      "TestSlackGroupMemberCannotApproveOwnRequest",
+		Why:      "a group member approves a request whose requester is matched to no Slack account (it may be theirs)",
+		Edits: []Edit{{
+			File: "approvals/slack.go",
+			Old:  "\tif !strings.Contains(pk, \"@\") {\n\t\treturn errUnmatchable\n\t}",
+			New:  "\tif !strings.Contains(pk, \"@\") {\n\t\treturn nil\n\t}",
+		}},
+	},
+	{
+		Name:     "slack-group-no-email-trusted",
+		Packages: []string{"./approvals"},
+		Run:      "TestSlackGroupMemberCannotApproveOwnRequest",
+		Why:      "a group member whose account email Slack does not give approves an email principal's request",
+		Edits: []Edit{{
+			File: "approvals/slack.go",
+			Old:  "\t\treturn errUnmatchable // no email without users:read.email",
+			New:  "\t\treturn nil",
+		}},
+	},
 }
