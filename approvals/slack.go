@@ -41,6 +41,9 @@ type SlackOptions struct {
 	// approvers too, checked at click time (usergroups.users.list); they
 	// decide as "slack-<USER ID>". People in the approvers file with a slack
 	// id are approvers whatever the group says, under their own names.
+	// A member's approval counts only when the request's principal is
+	// matched to another Slack account (notRequester); with email
+	// principals the app needs users:read and users:read.email.
 	Group string
 	// GroupCacheTTL is how long one answer of usergroups.users.list is
 	// used (default and at most one minute): a person removed from the

@@ -3,6 +3,7 @@ package approvals
 import (
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,8 +16,13 @@ import (
 // TestSlackClickApproves is the control: a request is posted with Approve
 // and Deny buttons; a mapped approver's signed click approves it, the gate
 // gets the approval naming her, and the message loses its buttons.
+// It runs on each store (memory, SQLite, PostgreSQL).
 func TestSlackClickApproves(t *testing.T) {
-	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{})
+	forSlackStores(t, testSlackClickApproves)
+}
+
+func testSlackClickApproves(t *testing.T, store string) {
+	e := newSlackEnv(t, ServiceOptions{Store: store}, SlackOptions{})
 	ch := e.ask(testRequest("s-ok"))
 	ts := e.slack.posted("s-ok")
 	msg := e.slack.message(ts)
@@ -37,6 +43,22 @@ func TestSlackClickApproves(t *testing.T) {
 	e.slack.told(slackAlice, "it is approved")
 	if st, _ := e.status("s-ok"); st != channel.StatusApproved {
 		t.Fatalf("status %s", st)
+	}
+}
+
+// forSlackStores runs test on a memory, an SQLite and a PostgreSQL store.
+func forSlackStores(t *testing.T, test func(t *testing.T, store string)) {
+	for _, k := range []struct{ name, spec string }{{"memory", "memory"}, {"sqlite", "file:"}, {"postgres", ""}} {
+		t.Run(k.name, func(t *testing.T) {
+			spec := k.spec
+			switch spec {
+			case "file:":
+				spec += filepath.Join(t.TempDir(), "approvals.db")
+			case "":
+				spec = pgTestDB(t)
+			}
+			test(t, spec)
+		})
 	}
 }
 
@@ -159,8 +181,13 @@ func TestSlackTwoOfM(t *testing.T) {
 // TestSlackStaleClicks: after an approval (1-of-M), a web decision, an
 // expiry or a withdrawal, a click gets the current state and changes
 // nothing; the message shows the outcome without buttons.
+// It runs on each store.
 func TestSlackStaleClicks(t *testing.T) {
-	e := newSlackEnv(t, ServiceOptions{}, SlackOptions{})
+	forSlackStores(t, testSlackStaleClicks)
+}
+
+func testSlackStaleClicks(t *testing.T, store string) {
+	e := newSlackEnv(t, ServiceOptions{Store: store}, SlackOptions{})
 
 	// A second click on a 1-of-M.
 	ch := e.ask(testRequest("s-1m"))

@@ -76,7 +76,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	slackToken := fl.String("slack-bot-token-file", "", "Slack approvals: file holding the Slack app's bot token (xoxb-…; scopes chat:write, usergroups:read), one line, mode 0600 (needs --slack-signing-secret-file, --slack-channel, --origin)")
 	slackSecret := fl.String("slack-signing-secret-file", "", "Slack approvals: file holding the Slack app's signing secret, one line, mode 0600; Slack's clicks arrive at ORIGIN/slack/interactions")
 	slackChannel := fl.String("slack-channel", "", "Slack approvals: the id of the channel requests are posted to (C0123ABCD; invite the app to it)")
-	slackGroup := fl.String("slack-group", "", "Slack approvals: a user group id (S0123ABCD) whose members may approve too, checked at each click (approvers-file lines with slack=USERID always may)")
+	slackGroup := fl.String("slack-group", "", "Slack approvals: a user group id (S0123ABCD) whose members may approve too, checked at each click (approvers-file lines with slack=USERID always may); a member's approval counts only when the requester is matched to a Slack account (slack= line, or an email principal with scope users:read.email)")
 	slackAPI := fl.String("slack-api-url", "https://slack.com/api/", "Slack approvals: the Slack Web API base URL")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
