@@ -76,15 +76,15 @@ func TestSlackReplicasOneMessage(t *testing.T) {
 	lookEverywhere(rs[1:], "s-race")
 	slack.posted("s-race")
 	slack.slow.Store(0)
+	ctx, cancel := storeCtx()
+	defer cancel()
+	slack.waitFor("the post recorded in the database", func() bool {
+		rec, err := rs[2].svc.st.get(ctx, "s-race")
+		return err == nil && rec.Slack != nil && rec.Slack.TS != "" && rec.Slack.Claim == "" && rec.Slack.Shown == channel.StatusPending
+	})
 	lookEverywhere(rs, "s-race")
 	if n := slack.sent("chat.postMessage"); n != 4 {
 		t.Fatalf("%d posts for 4 requests", n)
-	}
-	ctx, cancel := storeCtx()
-	defer cancel()
-	rec, err := rs[2].svc.st.get(ctx, "s-race")
-	if err != nil || rec.Slack == nil || rec.Slack.TS == "" || rec.Slack.Claim != "" || rec.Slack.Shown != channel.StatusPending {
-		t.Fatalf("the stored message: %+v %v", rec.Slack, err)
 	}
 }
 
