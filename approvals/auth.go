@@ -28,6 +28,9 @@ type Approver struct {
 	Name  string
 	Token string
 	Hash  string
+	// Slack is the approver's Slack user id (U0123ABCD), when a click in
+	// Slack may decide as this approver (SlackOptions); "" otherwise.
+	Slack string
 }
 
 // MinTokenLen is the shortest approver token accepted.
@@ -36,7 +39,9 @@ const MinTokenLen = 16
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$`)
 
 // LoadApproversFile reads approvers, one "name:hash" per line, the hash an
-// argon2id PHC string (HashPassword, `mcpsafe approvals passwd`); blank
+// argon2id PHC string (HashPassword, `mcpsafe approvals passwd`),
+// optionally followed by " slack=U0123ABCD" (the approver's Slack user
+// id, for Slack approvals); blank
 // lines and lines starting with # are ignored. Like the secret file it
 // must not be readable by group or others. Names must be unique. A line
 // holding a plain-text password refuses the whole file (ErrPlainPassword):
@@ -69,11 +74,12 @@ func LoadApproversFile(path string) ([]Approver, error) {
 		if !ok {
 			return nil, fmt.Errorf("channel: approvers file %s line %d: want name:token", path, line)
 		}
+		token, slackID := splitSlackID(token)
 		if !IsPasswordHash(token) {
 			return nil, fmt.Errorf("%w: approvers file %s line %d (%s) holds a plain-text password; store argon2id hashes instead: run `mcpsafe approvals passwd --approvers-file %s --convert` to hash every plain-text entry in place, or `mcpsafe approvals passwd --approvers-file %s NAME` to set one (it reads the password on stdin)",
 				ErrPlainPassword, path, line, prompt.Visible(wire.Clip(name)), path, path)
 		}
-		out = append(out, Approver{Name: name, Hash: token})
+		out = append(out, Approver{Name: name, Hash: token, Slack: slackID})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("channel: approvers file %s: %w", path, err)
@@ -84,13 +90,41 @@ func LoadApproversFile(path string) ([]Approver, error) {
 	return out, nil
 }
 
+// splitSlackID splits an approvers-file secret from its optional
+// " slack=USERID" tail.
+func splitSlackID(secret string) (string, string) {
+	s, id, ok := strings.Cut(secret, " slack=")
+	if !ok {
+		return secret, ""
+	}
+	return strings.TrimRight(s, " \t"), strings.TrimSpace(id)
+}
+
+// slackTail is the " slack=USERID" tail of an approvers-file line, or "".
+func slackTail(line string) string {
+	if _, id := splitSlackID(strings.TrimSpace(line)); id != "" {
+		return " slack=" + id
+	}
+	return ""
+}
+
 func checkApprovers(list []Approver) error {
 	if len(list) == 0 {
 		return fmt.Errorf("channel: no approvers configured")
 	}
 	names := map[string]bool{}
 	tokens := map[string]bool{}
+	slackIDs := map[string]bool{}
 	for _, a := range list {
+		if a.Slack != "" {
+			if !slackUserRE.MatchString(a.Slack) {
+				return fmt.Errorf("channel: approver %s: slack=%q is not a Slack user id (U0123ABCD: in Slack, the person's profile, Copy member ID)", a.Name, a.Slack)
+			}
+			if slackIDs[a.Slack] {
+				return fmt.Errorf("channel: approver %s: Slack user %s is mapped to two approvers", a.Name, a.Slack)
+			}
+			slackIDs[a.Slack] = true
+		}
 		if !nameRE.MatchString(a.Name) {
 			return fmt.Errorf("channel: approver name %q: use letters, digits and ._@+- (at most 64)", a.Name)
 		}

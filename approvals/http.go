@@ -63,6 +63,9 @@ func (s *Service) routes() {
 	if s.pk != nil {
 		s.passkeyRoutes(m)
 	}
+	if s.slack != nil {
+		m.HandleFunc("POST "+slackInteractionsPath, s.slack.handleInteraction)
+	}
 	if s.oidc != nil {
 		m.HandleFunc("GET /oidc/login", s.oidcStart)
 		m.HandleFunc("GET /oidc/callback", s.oidcCallback)
@@ -106,6 +109,9 @@ type item struct {
 	// Outcome says what became of the call, from the gates' journals
 	// (ServiceOptions.Journals); empty when there is nothing to say.
 	Outcome string `json:"outcome,omitempty"`
+	// Slack says when Slack was not reached for this pending request
+	// (slackNote).
+	Slack string `json:"slack,omitempty"`
 
 	// For the viewer.
 	Mine        bool            `json:"-"` // the viewer asked for this call
@@ -200,6 +206,7 @@ func itemOf(r record, viewer string) item {
 		Arguments: r.Req.Arguments, Args: shownBy(argRows(r.Req.Arguments), r.Req.Parts), Parts: r.Req.Parts, Shown: planhtml.Cards(r.Req.Parts),
 		Grants: r.Req.Grants, Grant: r.Grant,
 		NeedsPasskey: r.Req.MinAssurance == channel.AssurancePasskeyName,
+		Slack:        slackNote(&r),
 	}
 	it.FirstDetail = it.Details
 	if len(it.Details) > cardDetails {

@@ -98,6 +98,10 @@ type ServiceOptions struct {
 	// calls to a path that is not the webhook, gates' start-up probes.
 	// Default: nothing is logged.
 	Logger *slog.Logger
+	// Slack, when set, posts every request to a Slack channel with Approve
+	// and Deny buttons and takes the clicks at /slack/interactions
+	// (slack.go).
+	Slack *SlackOptions
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -109,8 +113,9 @@ type Service struct {
 	mux      *http.ServeMux
 	hosts    map[string]bool
 	throttle *throttle
-	oidc     *oidcLogin // nil without single sign-on
-	pk       *passkeys  // nil without passkeys
+	oidc     *oidcLogin   // nil without single sign-on
+	pk       *passkeys    // nil without passkeys
+	slack    *slackBridge // nil without Slack
 
 	mu       sync.Mutex
 	version  uint64
@@ -230,12 +235,22 @@ func NewService(opts ServiceOptions) (*Service, error) {
 			return nil, err
 		}
 	}
+	if opts.Slack != nil {
+		if s.slack, err = newSlackBridge(s, *opts.Slack); err != nil {
+			st.close()
+			return nil, err
+		}
+	}
 	if ps, ok := st.(*pgStore); ok {
-		ps.startListening(s.touch)
+		ps.startListening(s.heard)
 	}
 	s.routes()
 	s.wg.Add(1)
 	go s.expireLoop()
+	if s.slack != nil {
+		s.wg.Add(1)
+		go s.slack.run()
+	}
 	return s, nil
 }
 
@@ -340,10 +355,30 @@ func (s *Service) expireNow() {
 	}
 }
 
-// touch tells this process's waiters that request id changed ("" for
-// any request: after a lost notification connection every long poll
-// re-reads its request).
+// touch tells this process's waiters that request id changed here ("" for
+// any request), and its Slack side that the message may have to follow
+// at once: the replica that made a change reports it.
 func (s *Service) touch(id string) {
+	s.wakeWaiters(id)
+	if s.slack != nil {
+		s.slack.notice(id, 0)
+	}
+}
+
+// heard is touch for a change another replica notified (LISTEN/NOTIFY; ""
+// after a lost notification connection: every long poll re-reads its
+// request). The Slack side looks a little later, taking over only a
+// message the replica that made the change did not bring in step.
+func (s *Service) heard(id string) {
+	s.wakeWaiters(id)
+	if s.slack != nil {
+		s.slack.notice(id, slackTakeOver)
+	}
+}
+
+// wakeWaiters wakes this process's long polls on request id ("" for all)
+// and its live pages.
+func (s *Service) wakeWaiters(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id == "" {
@@ -906,7 +941,7 @@ func (s *Service) decideVote(id string, v vote, approve bool, grant string) (rec
 			}
 		} else {
 			next.Status, next.DecidedAt = channel.StatusDenied, now
-			next.DeniedBy = &vote{By: by, At: now}
+			next.DeniedBy = &vote{By: by, At: now, Via: v.Via}
 		}
 		return &next, nil
 	})

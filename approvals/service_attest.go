@@ -1,6 +1,8 @@
 package approvals
 
 import (
+	"cmp"
+
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
@@ -10,7 +12,17 @@ import (
 func (s *Service) attestation(r *record) (channel.Attestation, error) {
 	names := []string{}
 	var proofs []channel.PasskeyProof
-	for _, v := range r.Approvals {
+	var via []string // only when a vote came by another path than the service's own
+	for i, v := range r.Approvals {
+		if v.Via != "" && via == nil {
+			via = make([]string, len(r.Approvals))
+			for j := range i {
+				via[j] = "web"
+			}
+		}
+		if via != nil {
+			via[i] = cmp.Or(v.Via, "web")
+		}
 		names = append(names, v.By)
 		if v.Passkey != nil {
 			proofs = append(proofs, *v.Passkey)
@@ -24,7 +36,7 @@ func (s *Service) attestation(r *record) (channel.Attestation, error) {
 		Version: 1, ID: r.Req.ID, Tool: r.Req.Tool, ArgsDigest: r.Req.ArgsDigest,
 		Principal: r.Req.Principal, Audience: r.Req.Audience, ExpiresAt: r.Req.ExpiresAt.UTC(),
 		Approved: true, Approvers: names, Assurance: assurance, DecidedAt: r.DecidedAt.UTC(),
-		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant,
+		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant, Via: via,
 	})
 	return a, err
 }

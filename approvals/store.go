@@ -37,6 +37,11 @@ type record struct {
 	// Attestation is the signed statement delivered with an approval
 	// (service_attest.go): kept, so the one decision has one attestation.
 	Attestation *channel.Attestation `json:"attestation,omitempty"`
+	// Slack is the request's Slack message, when Slack approvals are on
+	// (slack_delivery.go): kept with the request, so every replica and
+	// every store sees one message per request, and its claims are made
+	// with the request locked.
+	Slack *slackRef `json:"slack,omitempty"`
 }
 
 // polled reports whether a webhook caller holds the request at now.
@@ -49,6 +54,9 @@ type vote struct {
 	// Passkey is the approver's verified assertion for this call, when the
 	// approval was made with one.
 	Passkey *channel.PasskeyProof `json:"passkey,omitempty"`
+	// Via names the path the vote came by when it was not the service's
+	// own page or API: "slack" (a click in Slack, slack_interactions.go).
+	Via string `json:"via,omitempty"`
 }
 
 // store is where the service's state lives: the source of truth for every

@@ -21,4 +21,5 @@ var catalogue = [][]Mutant{
 	cardMutants,
 	cliMutants,
 	approvalStoreMutants,
+	slackMutants,
 }
