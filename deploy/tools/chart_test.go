@@ -208,4 +208,3 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
-
