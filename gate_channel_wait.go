@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/internal/result"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -261,6 +262,12 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 	k.now = g.opts.Clock() // the decision may have taken a while
 	settled = true
 	if _, r := g.openFor(ctx, k, sealed, via.mode); r != nil {
+		if r.Reason == ReasonLedgerUnavailable && k.token != nil {
+			// The redemption failed on the way: if it reached the ledger
+			// (a lost reply, a restart), the grant is gone though nothing
+			// ran. Give it back, so the person's decision is not lost.
+			r = g.giveBack(ctx, k, gr, r)
+		}
 		return nil, r
 	}
 	a := Approval{Decision: decision, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce, Evidence: dec.Evidence}
@@ -292,9 +299,22 @@ func (g *Gate) giveBack(ctx context.Context, k *call, gr *grant, r *Refusal) *Re
 	if !g.opts.Clock().Before(gr.expires()) {
 		return r
 	}
-	if err := g.ledger.Issue(ictx, gr.Nonce, gr.expires()); err != nil {
-		g.opts.Logger.Warn("an approved call that did not run could not be given back to the ledger; its handle is spent", "tool", k.t.Name, "request", gr.Nonce, "err", err)
-		return r
+	for {
+		// ErrExists: the redemption never reached the ledger, and the
+		// grant is still there. A ledger that is down (a restart) gets
+		// until journalGrace to come back.
+		err := g.ledger.Issue(ictx, gr.Nonce, gr.expires())
+		if err == nil || errors.Is(err, ledger.ErrExists) {
+			break
+		}
+		if !errors.Is(err, ledger.ErrUnavailable) || ictx.Err() != nil {
+			g.opts.Logger.Warn("an approved call that did not run could not be given back to the ledger; its handle is spent", "tool", k.t.Name, "request", gr.Nonce, "err", err)
+			return r
+		}
+		select {
+		case <-ictx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	return refusal(r.Reason, "%s; the approval is kept: call %s again later with the same arguments and the same %s", r.Message, k.t.Name, TokenField)
 }

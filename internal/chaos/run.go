@@ -132,8 +132,11 @@ type summary struct {
 	// ambiguousApproved: approved, journaled, the gate killed before the
 	// outcome; the client's retry finds the grant spent.
 	ambiguousApproved int
-	f                 *faults
-	elapsed           time.Duration
+	// approvedUnanswered: ran after an approval whose API answer was lost
+	// (the replica died after committing it).
+	approvedUnanswered int
+	f                  *faults
+	elapsed            time.Duration
 }
 
 func (s *summary) line() string {
@@ -182,7 +185,7 @@ func run(ctx context.Context, c config) (*summary, error) {
 	c = sys.c
 	base := rand.New(rand.NewPCG(uint64(c.seed), 0))
 	var rngMu sync.Mutex
-	w := &workload{s: sys, decisions: map[string]string{}, rng: func() *rand.Rand {
+	w := &workload{s: sys, decisions: map[string]string{}, maybe: map[string]string{}, rng: func() *rand.Rand {
 		rngMu.Lock()
 		defer rngMu.Unlock()
 		return rand.New(rand.NewPCG(base.Uint64(), base.Uint64()))
@@ -281,10 +284,12 @@ func (s *summary) account(sys *system, w *workload) {
 	}
 	for p, n := range perPath {
 		s.maxPerPath = max(s.maxPerPath, n)
-		switch w.decisions[p] {
-		case "approve":
-		case "deny":
+		switch {
+		case w.decisions[p] == "approve":
+		case w.decisions[p] == "deny":
 			s.deniedRan = append(s.deniedRan, p)
+		case w.maybe[p] == "approve":
+			s.approvedUnanswered++ // approved, the API's answer lost with a replica
 		default:
 			s.unapprovedRan = append(s.unapprovedRan, p)
 		}

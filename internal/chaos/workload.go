@@ -37,6 +37,7 @@ type workload struct {
 	mu        sync.Mutex
 	outcomes  []outcome
 	decisions map[string]string // path -> approve | deny, from the API's 200s
+	maybe     map[string]string // path -> action whose answer was lost (it may have been made)
 	twice     []string          // requests decided twice (two 200s)
 	calls     int
 }
@@ -181,6 +182,13 @@ func (w *workload) approver(ctx context.Context, done <-chan struct{}) {
 		}
 		base = w.s.apiURLs[r.IntN(len(w.s.apiURLs))] // another replica decides
 		code, _, err = api(ctx, "POST", base+"/api/requests/"+req.ID+"/"+action)
+		if err != nil || code >= 500 {
+			// The replica died under the POST, or the balancer or store
+			// failed: the decision may have been made all the same.
+			w.mu.Lock()
+			w.maybe[a.Path] = action
+			w.mu.Unlock()
+		}
 		if err != nil || code != 200 {
 			continue // decided elsewhere, withdrawn, or the replica is down
 		}
