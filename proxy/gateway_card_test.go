@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -172,4 +175,45 @@ func TestCardOfOneGateUnchanged(t *testing.T) {
 			t.Fatalf("card: %s (deletes %d)", text(res), q.deletes.Load())
 		}
 	})
+}
+
+// A card member that crashed and restarted has a new gate on the same
+// shared server: its cards work again, the other member's too, and the
+// decision tool and the resource are still listed once.
+func TestGatewayCardAfterMemberRestart(t *testing.T) {
+	gs, other := newGoServer(t), newGoServer(t)
+	_, f := gatewayFile(t, t.TempDir(), "servers:\n"+gs.yaml(t, "go", "    policy:\n      mode: card\n")+other.yaml(t, "other", "    policy:\n      mode: card\n"))
+	g, err := NewGateway(context.Background(), f, stores(t, cardStores(t)), gatewayTestOptions())
+	if err != nil {
+		t.Fatalf("NewGateway: %v", err)
+	}
+	t.Cleanup(func() { g.Close() })
+	cs := connectGateway(t, g, appsClient())
+	pid, err := strconv.Atoi(strings.TrimSpace(call(t, cs, "go__pid", map[string]any{}).Content[0].(*mcp.TextContent).Text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "go restarted", func() bool {
+		res := call(t, cs, "go__pid", map[string]any{})
+		return !res.IsError && res.Content[0].(*mcp.TextContent).Text != strconv.Itoa(pid)
+	})
+	decisionToolIsTheGates(t, cs)
+	if n := cardResources(t, cs); n != 1 {
+		t.Fatalf("the card's resource is listed %d times", n)
+	}
+	for _, m := range []struct {
+		tool string
+		srv  goServer
+	}{{"go__note", gs}, {"other__note", other}} {
+		args := map[string]any{"x": m.tool}
+		if res := cardDecide(t, cs, cardFor(t, cs, m.tool, args), args); res.IsError {
+			t.Fatalf("%s's card after the restart: %s", m.tool, text(res))
+		}
+		if n := strings.Count(m.srv.calls(), "note "); n != 1 {
+			t.Fatalf("%s ran %d times on its server, want once: %q", m.tool, n, m.srv.calls())
+		}
+	}
 }
