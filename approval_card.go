@@ -7,12 +7,10 @@ import (
 	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/plan"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/journal"
-	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -115,7 +113,8 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	if !clientTakesCard(k.req.ClientCapabilities()) || g.opts.Card == nil {
 		return nil, elicitationUnsupported(k.t.Name, k.t.mode, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
 	}
-	if r := checkPromptSize(shownPlan(k)); r != nil {
+	cv := cardViewOf(k)
+	if r := checkCardSize(k, cv); r != nil {
 		return nil, r
 	}
 	gr, handle, r := g.issue(ctx, k, grantCard)
@@ -133,20 +132,10 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 		g.spend(ctx, gr.Nonce)
 		return nil, shuttingDown("no approval is asked for")
 	}
-	view := planView(k.plan)
-	var b strings.Builder
-	shown := renderParts(&b, k.plan.views)
-	cv := cardView{
-		Tool: k.t.Name, Summary: view.Summary, Details: view.Details, Parts: view.Parts,
-		Arguments: argumentLines(k.c.Arguments, k.t.SecretFields, shown),
-		ExpiresAt: gr.expires().UTC().Format(time.RFC3339Nano), Decision: capability, DecisionTool: approver.CardDecisionTool,
-	}
-	for _, t := range k.plan.Targets {
-		cv.Targets = append(cv.Targets, Target{Name: prompt.QuoteWhole(t.Name), State: displayLine(t.State)})
-	}
+	cv.ExpiresAt, cv.Decision = gr.expires().UTC().Format(time.RFC3339Nano), capability
 	res := g.pendingResult(k, gr, handle)
 	text := fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
-		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(view))
+		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(planView(k.plan)))
 	if !k.t.OwnsTokenField { // (else approval_token is the tool's own argument)
 		text += fmt.Sprintf(" To ask for the outcome later, call %s again with exactly the same arguments plus %q set to structuredContent.approval_token "+
 			"(a handle to look the decision up, not an approval; valid until %s).", k.t.Name, TokenField, cv.ExpiresAt)
