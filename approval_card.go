@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/prompt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -93,6 +94,7 @@ func (g *Gate) cardChosen(t *gatedTool, caps *mcp.ClientCapabilities) bool {
 // prompt (the card sets it as text, never as markup).
 type cardView struct {
 	Tool      string          `json:"tool"`
+	Server    string          `json:"server,omitempty"` // the audience, sanitized: the card's title names it
 	Summary   string          `json:"summary"`
 	Details   []string        `json:"details"`
 	Targets   []Target        `json:"targets,omitempty"`
@@ -114,6 +116,7 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 		return nil, elicitationUnsupported(k.t.Name, k.t.mode, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
 	}
 	cv := cardViewOf(k)
+	cv.Server = prompt.Text(g.opts.Audience)
 	if r := checkCardSize(k, cv); r != nil {
 		return nil, r
 	}
@@ -133,7 +136,7 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 		return nil, shuttingDown("no approval is asked for")
 	}
 	cv.ExpiresAt, cv.Decision = gr.expires().UTC().Format(time.RFC3339Nano), capability
-	res := g.pendingResult(k, gr, handle)
+	res := g.pendingResult(k, gr, handle, "")
 	text := fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
 		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(planView(k.plan)))
 	if !k.t.OwnsTokenField { // (else approval_token is the tool's own argument)
@@ -176,8 +179,18 @@ func (g *Gate) cardOutcome(ctx context.Context, k *call, gr *grant, handle strin
 		g.opts.Logger.Warn("approval card: could not read a decided outcome", "tool", k.t.Name, "call", gr.Nonce, "err", err)
 		return nil, refusal(ReasonLedgerUnavailable, "the store that keeps the card's decision could not be read; nothing new ran. Call again in a moment")
 	case !ok:
-		res := g.pendingResult(k, gr, handle)
-		res.Content = []mcp.Content{&mcp.TextContent{Text: "The user has not decided in the approval card yet; nothing has run. Wait for their decision."}}
+		text := "The user has not decided in the approval card yet; nothing has run. Wait for their decision in the card."
+		// The plan again, previewed now (read only; nothing is bound to
+		// it): the model, and a person reading the transcript, see what
+		// is still waiting. A call that no longer previews gets none.
+		if st, r := g.resolve(ctx, k); r == nil {
+			if p, _, r := g.preview(ctx, k, st); r == nil {
+				k.plan = p
+				text += " The card shows this plan:\n\n" + renderPlan(planView(p))
+			}
+		}
+		res := g.pendingResult(k, gr, handle, "")
+		res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 		return res, nil
 	case o.r != nil:
 		return nil, o.r

@@ -64,7 +64,7 @@ func (g *Gate) sendLink(ctx context.Context, k *call, via *outOfBand, gr *grant,
 	if via.link == nil || k.req.Session == nil || !clientTakesURL(k.req) || k.t.OwnsTokenField {
 		return nil, nil, false
 	}
-	req := g.channelRequest(k, gr)
+	req := g.requestVia(k, via, gr)
 	mrtr := k.req.ProtocolVersion() >= mrtrProtocol
 	if via.page == nil && (mrtr || via.awaiter != nil) {
 		// The approval service learns of the request before anyone is

@@ -3,6 +3,7 @@ package mcpsafe_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -56,7 +57,12 @@ func TestCardDecidedByItsOwnGate(t *testing.T) {
 
 		args := map[string]any{"path": "a"}
 		mine, _ := cardOf(t, callTool(t, cs, "touch_note", args))
-		theirs, _ := cardOf(t, callTool(t, cs, "touch_other", args))
+		// (cardOf expects the first gate's server in the card.)
+		res2 := callTool(t, cs, "touch_other", args)
+		var theirs map[string]any
+		if err := json.Unmarshal(mustJSON(t, res2.Meta["io.mcpsafe/approval-card"]), &theirs); err != nil || theirs["decision"] == nil || theirs["server"] != "other-server" {
+			t.Fatalf("the second gate's card, naming its own server: %v %s", err, text(res2))
+		}
 		wantExecuted(t, decide(t, cs, mine["decision"].(string), args, true))
 		if e.touched.executions() != 1 || other.executions() != 0 {
 			t.Fatalf("the first gate's card ran: first %d, second %d; want the first once", e.touched.executions(), other.executions())

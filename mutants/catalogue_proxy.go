@@ -781,4 +781,30 @@ var proxyMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "proxy-effect-path-unchecked",
+		Packages: []string{"./proxy"},
+		Run:      "TestEffectWriteRefusesUncleanPaths|TestEffectMoveSaysWhetherTheDestinationExists",
+		Why:      "an effect path with .. or // reaches the prompt: the read tool may find nothing where the write overwrites, and the plan says \"Create\"",
+		Edits: []Edit{
+			{
+				File: "proxy/effects.go",
+				Old:  "\tif why := unclean(p); why != \"\" {\n",
+				New:  "\tif why := unclean(p); false && why != \"\" {\n",
+			},
+		},
+	},
+	{
+		Name:     "proxy-move-destination-unknown-said-free",
+		Packages: []string{"./proxy"},
+		Run:      "TestEffectMoveSaysWhetherTheDestinationExists",
+		Why:      "a move onto an existing destination is shown as a move to a free name",
+		Edits: []Edit{
+			{
+				File: "proxy/effects.go",
+				Old:  "\tcase !exists:\n\t\treturn []string{move + \"which does not exist yet",
+				New:  "\tcase !exists || true:\n\t\treturn []string{move + \"which does not exist yet",
+			},
+		},
+	},
 }

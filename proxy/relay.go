@@ -112,7 +112,7 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 		PromptListChangedHandler:    func(_ context.Context, r *mcp.PromptListChangedRequest) { s.promptsChanged(r.Session) },
 		ResourceListChangedHandler:  func(_ context.Context, r *mcp.ResourceListChangedRequest) { s.resourcesChanged(r.Session) },
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
-		Logger:                      s.log,
+		Logger:                      sdkLogger(s.log),
 	}
 	ur := s.pol().UpstreamRequests
 	if ur.allows(KindElicitation) {
