@@ -7,7 +7,6 @@ import (
 	"github.com/mcpsafe/mcpsafe/approver"
 	"github.com/mcpsafe/mcpsafe/plan"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/internal/frame"
@@ -116,7 +115,9 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	if !clientTakesCard(k.req.ClientCapabilities()) || g.opts.Card == nil {
 		return nil, elicitationUnsupported(k.t.Name, k.t.mode, false, "%s is approved in an approval card, and the client did not declare the MCP Apps extension (%s)", k.t.Name, appsExtension)
 	}
-	if r := checkPromptSize(shownPlan(k)); r != nil {
+	cv := cardViewOf(k)
+	cv.Server = prompt.Text(g.opts.Audience)
+	if r := checkCardSize(k, cv); r != nil {
 		return nil, r
 	}
 	gr, handle, r := g.issue(ctx, k, grantCard)
@@ -134,20 +135,10 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 		g.spend(ctx, gr.Nonce)
 		return nil, shuttingDown("no approval is asked for")
 	}
-	view := planView(k.plan)
-	var b strings.Builder
-	shown := renderParts(&b, k.plan.views)
-	cv := cardView{
-		Tool: k.t.Name, Server: prompt.Text(g.opts.Audience), Summary: view.Summary, Details: view.Details, Parts: view.Parts,
-		Arguments: argumentLines(k.c.Arguments, k.t.SecretFields, shown),
-		ExpiresAt: gr.expires().UTC().Format(time.RFC3339Nano), Decision: capability, DecisionTool: approver.CardDecisionTool,
-	}
-	for _, t := range k.plan.Targets {
-		cv.Targets = append(cv.Targets, Target{Name: prompt.QuoteWhole(t.Name), State: displayLine(t.State)})
-	}
+	cv.ExpiresAt, cv.Decision = gr.expires().UTC().Format(time.RFC3339Nano), capability
 	res := g.pendingResult(k, gr, handle, "")
 	text := fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
-		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(view))
+		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(planView(k.plan)))
 	if !k.t.OwnsTokenField { // (else approval_token is the tool's own argument)
 		text += fmt.Sprintf(" To ask for the outcome later, call %s again with exactly the same arguments plus %q set to structuredContent.approval_token "+
 			"(a handle to look the decision up, not an approval; valid until %s).", k.t.Name, TokenField, cv.ExpiresAt)
@@ -301,82 +292,4 @@ func (g *Gate) cardRun(ctx context.Context, t *gatedTool, req *mcp.CallToolReque
 	}
 	g.cards.put(ctx, g, t.Name, gr.Nonce, cardOutcome{res: res, r: r}, gr.expires())
 	return res, r
-}
-
-// attachCard gives server, once, the card's resource (read by its URI;
-// listed first to MCP Apps clients), the decision tool and the view of
-// tools/list that declares them to MCP Apps clients only.
-func (g *Gate) attachCard(server *mcp.Server) {
-	if g.opts.Card == nil {
-		return
-	}
-	if _, done := g.cardServers.LoadOrStore(server, true); done {
-		return
-	}
-	uri, html := g.opts.Card.Resource()
-	csp := mcp.Meta{"ui": map[string]any{"csp": map[string]any{"connectDomains": []string{}, "resourceDomains": []string{}}, "prefersBorder": true}}
-	read := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: appsMIMEType, Text: html, Meta: csp}}}, nil
-	}
-	// The resource is served from the middleware, not registered: a
-	// registered one would make every server (a proxy too) declare
-	// resources to every client.
-	resource := &mcp.Resource{URI: uri, Name: "mcpsafe approval card", MIMEType: appsMIMEType, Meta: csp}
-	server.AddTool(&mcp.Tool{
-		Name:        approver.CardDecisionTool,
-		Description: "The approval card's decision (app-only: the card calls it when the user clicks Approve or Deny).",
-		InputSchema: cardDecisionSchema,
-		Meta:        mcp.Meta{"ui": map[string]any{"visibility": []string{"app"}}},
-	}, g.decideCard)
-	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil && rr.Params.URI == uri {
-				return read(ctx, rr)
-			}
-			res, err := next(ctx, method, req)
-			switch r := req.(type) {
-			case *mcp.ListToolsRequest:
-				if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-					res = g.cardToolList(list, r.ClientCapabilities(), uri)
-				}
-			case *mcp.ListResourcesRequest:
-				if list, ok := res.(*mcp.ListResourcesResult); ok && err == nil && clientTakesCard(r.ClientCapabilities()) && (r.Params == nil || r.Params.Cursor == "") {
-					out := *list
-					out.Resources = append([]*mcp.Resource{resource}, list.Resources...)
-					res = &out
-				}
-			}
-			return res, err
-		}
-	})
-}
-
-// cardToolList is tools/list as a client sees it: without the decision
-// tool unless it declared MCP Apps; with it, the gated tools name the card
-// and say in their description that it will appear. The SDK's tools are
-// shared, so changed ones are copies.
-func (g *Gate) cardToolList(list *mcp.ListToolsResult, caps *mcp.ClientCapabilities, uri string) *mcp.ListToolsResult {
-	apps := clientTakesCard(caps)
-	out := *list
-	out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
-	for _, t := range list.Tools {
-		if t.Name == approver.CardDecisionTool && !apps {
-			continue
-		}
-		g.mu.Lock()
-		gt := g.tools[t.Name]
-		g.mu.Unlock()
-		if gt != nil && g.cardChosen(gt, caps) {
-			c := *t
-			c.Meta = mcp.Meta{}
-			for k, v := range t.Meta {
-				c.Meta[k] = v
-			}
-			c.Meta["ui"] = map[string]any{"resourceUri": uri}
-			c.Description += cardSentence
-			t = &c
-		}
-		out.Tools = append(out.Tools, t)
-	}
-	return &out
 }

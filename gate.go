@@ -158,7 +158,6 @@ type Gate struct {
 	// channel and page are the out-of-band paths, nil when not configured.
 	channel, page *outOfBand
 	cards         cardOutcomes // what approval cards decided
-	cardServers   sync.Map     // *mcp.Server -> true: the card is attached
 	programs      sync.Map     // scope CEL source -> grants.Match
 	grantCache    grantCache
 	tracer        tracing.Tracer

@@ -62,6 +62,7 @@ func (g *Gate) Remove(server *mcp.Server, names ...string) {
 	}
 	g.mu.Unlock()
 	server.RemoveTools(names...)
+	g.detachCard(server)
 }
 
 // CheckOptIns reports an error when AllowTokenFor or AllowGrantsFor names a

@@ -32,6 +32,22 @@
       params: { width: Math.ceil(document.body.getBoundingClientRect().width), height: Math.ceil(document.body.getBoundingClientRect().height) } });
   }
   function buttons(on) { $("approve").disabled = !on; $("deny").disabled = !on; }
+  // long shows content whole: past FOLD lines (or LONG characters) in a
+  // box that scrolls, under a line that says all of it is there (what
+  // names what it counts; an argument's own text says its lines). Nothing
+  // is ever cut.
+  var FOLD = 30, LONG = 4000;
+  function long(content, lines, chars, what) {
+    if (lines <= FOLD && chars <= LONG) return content;
+    var wrap = el("div");
+    wrap.appendChild(el("div", "muted note", what ?
+      "All " + lines + " " + what + " are here, in a box that scrolls." :
+      lines > 1 ? "All of this value is here, in a box that scrolls." :
+      "All " + chars + " characters of this value are here, in a box that scrolls."));
+    content.classList.add("scroll");
+    wrap.appendChild(content);
+    return wrap;
+  }
   function text(result) {
     var out = [];
     (result && result.content || []).forEach(function (c) { if (c && c.type === "text") out.push(String(c.text)); });
@@ -68,7 +84,7 @@
           var mark = l.op === "@@" ? "@@ " : l.op + " ";
           pre.appendChild(el("span", "line " + cls, mark + l.text));
         });
-        box.appendChild(pre);
+        box.appendChild(long(pre, (p.lines || []).filter(function (l) { return l.op !== "@@"; }).length, 0, "lines"));
       } else {
         var table = el("table"), tr = el("tr");
         (p.columns || []).forEach(function (c) { tr.appendChild(el("th", "", c)); });
@@ -78,13 +94,19 @@
           r.forEach(function (c) { row.appendChild(el("td", "", c)); });
           table.appendChild(row);
         });
-        box.appendChild(table);
+        var tbox = el("div");
+        tbox.appendChild(table);
+        box.appendChild(long(tbox, (p.rows || []).length, 0, "rows"));
       }
       plan.appendChild(box);
     });
     plan.appendChild(el("div", "muted", "Arguments (in full; sensitive values redacted)"));
     var al = el("ul");
-    (card.arguments || []).forEach(function (a) { al.appendChild(el("li", "", a)); });
+    (card.arguments || []).forEach(function (a) {
+      var li = el("li");
+      li.appendChild(long(el("div", "", a), String(a).split("\n").length, String(a).length, ""));
+      al.appendChild(li);
+    });
     plan.appendChild(al);
     $("decide").hidden = false;
     tick();

@@ -51,4 +51,37 @@ var cardMutants = []Mutant{
 			New:  "cards:     cardOutcomes{},",
 		}},
 	},
+	{
+		Name:     "card-decision-to-last-gate",
+		Packages: []string{".", "./proxy"},
+		Run:      "TestCardDecidedByItsOwnGate|TestGatewayCardDecidesOnTheMembersGate",
+		Why:      "the server's one decision tool hands every decision to the gate registered last (as when each gate added its own tool): a gateway's other members' cards are all refused, or run on the wrong member",
+		Edits: []Edit{{
+			File: "approval_card_host.go",
+			Old:  "\tswitch owners := cardOwners(gates, in.Decision); len(owners) {",
+			New:  "\tswitch owners := []*Gate{gates[len(gates)-1].g}; len(owners) {",
+		}},
+	},
+	{
+		Name:     "card-decision-ambiguous-taken",
+		Packages: []string{"."},
+		Run:      "TestCardDecidedByItsOwnGate",
+		Why:      "a capability that two gates of one server open (one audience, one key) goes to the first of them, which may run another gate's call",
+		Edits: []Edit{{
+			File: "approval_card_host.go",
+			Old:  "\tcase 1:\n\t\treturn owners[0].decideCard(ctx, req)",
+			New:  "\tcase 1, 2:\n\t\treturn owners[0].decideCard(ctx, req)",
+		}},
+	},
+	{
+		Name:     "card-size-unbounded",
+		Packages: []string{"."},
+		Run:      "TestCardRefusesPastItsLimit",
+		Why:      "the card carries a view of any size: a plan past what a card carries is sent anyway, where a host may drop or cut it",
+		Edits: []Edit{{
+			File: "approval_card_limits.go",
+			Old:  "\tif len(b) <= maxCardBytes {",
+			New:  "\tif len(b) <= maxCardBytes || true {",
+		}},
+	},
 }

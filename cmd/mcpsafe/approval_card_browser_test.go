@@ -536,3 +536,84 @@ func TestApprovalCardShowsAProxiedEdit(t *testing.T) {
 		})
 	}
 }
+
+// A 1,000-line write_file through `mcpsafe proxy` in front of the npm
+// filesystem server, shown whole in the card: with the example policy as
+// a diff (the content argument named as shown by it), without a policy as
+// the content argument itself. Either is in a box that scrolls under a
+// line saying all 1,000 lines are there (the whole text is in the card,
+// not only what is in view), with Approve and Deny in view below it (the
+// screenshots); Approve writes the file whole, once.
+func TestApprovalCardShowsALongWriteWhole(t *testing.T) {
+	bundle := cardHostBundle(t)
+	fsBin := npmFilesystemServer(t)
+	policy, err := filepath.Abs("../../proxy/testdata/example-policy.yaml")
+	must(t, err)
+	var content strings.Builder
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&content, "line %d of a long file written by the agent\n", i)
+	}
+	for _, tc := range []struct {
+		name, box, mark, note, shot string
+		flags                       []string
+	}{
+		{"as a diff", ".part pre", "+ line ", "All 1000 lines are here, in a box that scrolls", "approval-card-long-write.png", []string{"--policy", policy}},
+		{"as the argument", "#plan li .scroll", "│ line ", "All of this value is here, in a box that scrolls", "approval-card-long-argument.png", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, dir := t.TempDir(), t.TempDir()
+			target := filepath.Join(data, "long.txt")
+			jpath := filepath.Join(dir, "journal.jsonl")
+			server := append(append([]string{"proxy", "--journal", jpath, "--http", "127.0.0.1:0"}, tc.flags...), "--", fsBin, data)
+			h := openHost(t, cardHost(t, bundle, startMCPHTTP(t, server...)))
+			args := map[string]any{"path": target, "content": content.String()}
+			res := h.call("write_file", args)
+			if sc, _ := res["structuredContent"].(map[string]any); sc["status"] != "approval_pending" {
+				t.Fatalf("first call: %v", res)
+			}
+			fctx, q := h.render("write_file", args)
+			must(t, chromedp.Do(fctx, chromedp.WaitEnabled(chromedp.CSS(`#approve`), q...)))
+			// (Read through queries, which reach the card whether Chromium
+			// runs it in the page's process or its own; the text is the
+			// box's whole text, in view or not.)
+			shown, err := chromedp.Run(fctx, chromedp.TextContent(chromedp.CSS(tc.box), q...))
+			must(t, err)
+			if n := strings.Count(shown, tc.mark); n != 1000 || !strings.Contains(shown, tc.mark+"1 of") || !strings.Contains(shown, tc.mark+"1000 of") {
+				t.Fatalf("the card shows %d lines of the write, want all 1,000: %.200q", n, shown)
+			}
+			scroll, err := chromedp.Run(fctx, chromedp.JavascriptAttribute[int](chromedp.CSS(tc.box), "scrollHeight", q...))
+			must(t, err)
+			client, err := chromedp.Run(fctx, chromedp.JavascriptAttribute[int](chromedp.CSS(tc.box), "clientHeight", q...))
+			must(t, err)
+			note, err := chromedp.Run(fctx, chromedp.Text(chromedp.CSS(`#plan .note`), q...))
+			must(t, err)
+			if scroll <= client || !strings.Contains(note, tc.note) {
+				t.Fatalf("the long text is not in a box that scrolls, saying so (scroll %d, client %d, note %q)", scroll, client, note)
+			}
+			// The card stays of a size a host shows whole (this one up to
+			// 900 pixels), its buttons below the box, not 1,000 lines
+			// further down.
+			height, err := chromedp.Run(fctx, chromedp.JavascriptAttribute[int](chromedp.CSS(`body`), "offsetHeight", q...))
+			must(t, err)
+			if height > 900 {
+				t.Fatalf("the card is %d pixels tall: its buttons are out of a host's view", height)
+			}
+			if tc.flags != nil {
+				argsShown, err := chromedp.Run(fctx, chromedp.TextContent(chromedp.CSS(`#plan > ul:last-of-type`), q...))
+				must(t, err)
+				if !strings.Contains(argsShown, `"content": shown in full by change 1 above`) {
+					t.Fatalf("the card's arguments: %q", argsShown)
+				}
+			}
+			h.shot(tc.shot)
+			h.click(fctx, q, `#approve`)
+			cardStatus(t, fctx, q, "Approved")
+			if b, _ := os.ReadFile(target); string(b) != content.String() {
+				t.Fatalf("the file after the approval is %d bytes, want the whole %d", len(b), content.Len())
+			}
+			if n := len(cardRecords(t, jpath, journal.CardAccepted)); n != 1 {
+				t.Fatalf("%d card approvals journaled, want 1", n)
+			}
+		})
+	}
+}
