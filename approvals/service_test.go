@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -571,7 +572,12 @@ func TestRestartWithStore(t *testing.T) {
 	e.waitPending("req-restart")
 	e.stop() // the service goes away while the caller waits
 	r0 := wait(t, ch)
-	checkOutcome(t, r0.d, r0.err, channel.ErrUnavailable, "HTTP 503")
+	// The caller was told 503 and sent the request again, to a service
+	// that is gone: unreachable, and the request stays open for later.
+	checkOutcome(t, r0.d, r0.err, channel.ErrUnavailable, "")
+	if !errors.Is(r0.err, approver.ErrUnreachable) {
+		t.Fatalf("a service that went away under the caller: %v, want it unreachable (the request may still be open)", r0.err)
+	}
 
 	e2 := newEnv(t, opts)
 	e2.waitPending("req-restart")
