@@ -96,15 +96,20 @@ func WithMaxBatch(n int) Option {
 }
 
 // DeferredSyncDelay is how long, at most, an outcome record stays written
-// but not yet fsync'd when no other record comes to share its fsync.
-const DeferredSyncDelay = 50 * time.Millisecond
+// but not yet fsync'd when no other record comes to share its fsync. It is
+// longer than the gap between calls of one client working at a human or
+// agent pace (a call every 100 ms and slower), so that the outcome rides
+// the next call's approval and each call costs one fsync; only the last
+// call before an idle pause has its outcome fsync'd on its own, this long
+// after it was written.
+const DeferredSyncDelay = time.Second
 
 // WithSyncOutcome(true) makes Append of an outcome record (executed,
 // failed) return only once it is fsync'd, like every other record: a
 // caller then waits for two fsyncs per call, the approval's and the
 // outcome's. By default Append returns an outcome as soon as it is
 // written, and its fsync joins the next group commit (the next call's
-// approval, or at most DeferredSyncDelay later): one fsync per call. The
+// approval, or at most DeferredSyncDelay, 1 s, later): one fsync per call. The
 // approval is always fsync'd before Execute runs. A machine crash (not a
 // process crash: the written line is in the kernel's cache) inside that
 // window loses the outcome line, and the next Open marks the approval
@@ -150,7 +155,7 @@ type Journal struct {
 	outage   *outage // non-nil from a failed write until one succeeds
 	capNoted bool    // the size-limit note was written
 	buf      []byte
-	wrote    []*Record // commit's list of the records it wrote, reused
+	wrote    []*Record     // commit's list of the records it wrote, reused
 	head     *os.File      // the head file (HeadSuffix), rewritten after each commit
 	headErr  error         // the first failed head update, returned by Close
 	first    string        // hash of line 1: the journal's id in checkpoints
@@ -159,10 +164,10 @@ type Journal struct {
 	// pend maps the call of each durable approval still waiting for its
 	// outcome to the seq of that approval: the head file's Open is the
 	// least of them (see Head.Open).
-	pend map[string]uint64
-	since    time.Time     // time of that record: the active file's age
-	stuck    error         // a rotation that could not be undone: nothing more is written
-	rotErr   error         // the last failed rotation, until one succeeds (under errMu)
+	pend   map[string]uint64
+	since  time.Time // time of that record: the active file's age
+	stuck  error     // a rotation that could not be undone: nothing more is written
+	rotErr error     // the last failed rotation, until one succeeds (under errMu)
 
 	// Outcome records written but not yet fsync'd (see WithSyncOutcome),
 	// and the chain as of the last fsync: a failed fsync cuts the file
