@@ -196,9 +196,13 @@ type request struct {
 	done chan error // buffered: the writer never blocks on a caller that left
 }
 
-// Open opens (creating if needed) the journal at path, verifies its chain
-// and takes an exclusive lock on it. A torn final line is cut away and the
-// cut recorded; any other damage refuses to open. Approvals left without an
+// Open opens (creating if needed) the journal at path, verifies the tail
+// of its chain and takes an exclusive lock on it. It reads from the oldest
+// approval still waiting for its outcome (or the head, or the latest
+// checkpoint, if older) to the end, not the whole set: see the package
+// doc's Opening for what it checks of the rest, and when it does read
+// everything. A torn final line is cut away and the cut recorded; any
+// other damage in what it reads refuses to open. Approvals left without an
 // outcome by a previous process get an ambiguous record each.
 func Open(path string, opts ...Option) (*Journal, error) {
 	o := options{
