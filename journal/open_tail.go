@@ -176,7 +176,7 @@ func readTail(path string, active *os.File, head *Head, start uint64, each func(
 	}
 	s.resume = &resumePoint{file: k, off: off, line: int(start-kFirst) + 1}
 	s.res.sum.LastSeq = start - 1
-	s.prevHash = "" // taken from the line at start (see setScan.file)
+	s.takeUp = true // the chain is taken up from the line at start (see setScan.file)
 	s.ord = int(start - 1)
 	t.s = s
 	defer func() { s.lines += lines }()

@@ -142,7 +142,8 @@ type setScan struct {
 	// resume, when set, starts the scan mid-chain (readTail): in file
 	// resume.file, at byte resume.off, which is line resume.line there.
 	resume *resumePoint
-	lines  int // lines read (Open's tests count them)
+	takeUp bool // the next line read is the resumed one: its prev starts the chain
+	lines  int  // lines read (Open's tests count them)
 
 	// of the file being (or last) scanned
 	fileSize    int64
@@ -229,13 +230,14 @@ func (s *setScan) file(r io.Reader, fi int, sealed bool) error {
 			return s.tamper(at, fmt.Sprintf("line longer than %d bytes", MaxLineBytes))
 		}
 		rec, perr := parseLine(raw)
-		if s.prevHash == "" {
+		if s.takeUp {
 			// The first line of a scan resumed mid-chain (readTail): the
 			// chain is taken up from the hash it links to. That line is
 			// at or before the head's seq, so durable and complete.
 			if !complete || perr != nil {
 				return s.tamper(at, "the line the scan resumes at is incomplete")
 			}
+			s.takeUp = false
 			sum.LastHash, s.prevHash = rec.Prev, rec.Prev
 		}
 		end := last && !sealed // the last line of the set
