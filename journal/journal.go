@@ -161,13 +161,13 @@ type Journal struct {
 	first    string        // hash of line 1: the journal's id in checkpoints
 	ck       *checkpointer // nil without WithCheckpoints
 	segFirst uint64        // seq of the active file's first record; 0 while it has none
+	since    time.Time     // time of that record: the active file's age
+	stuck    error         // a rotation that could not be undone: nothing more is written
+	rotErr   error         // the last failed rotation, until one succeeds (under errMu)
 	// pend maps the call of each durable approval still waiting for its
 	// outcome to the seq of that approval: the head file's Open is the
 	// least of them (see Head.Open).
-	pend   map[string]uint64
-	since  time.Time // time of that record: the active file's age
-	stuck  error     // a rotation that could not be undone: nothing more is written
-	rotErr error     // the last failed rotation, until one succeeds (under errMu)
+	pend map[string]uint64
 
 	// Outcome records written but not yet fsync'd (see WithSyncOutcome),
 	// and the chain as of the last fsync: a failed fsync cuts the file
