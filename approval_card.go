@@ -95,6 +95,7 @@ func (g *Gate) cardChosen(t *gatedTool, caps *mcp.ClientCapabilities) bool {
 // prompt (the card sets it as text, never as markup).
 type cardView struct {
 	Tool      string          `json:"tool"`
+	Server    string          `json:"server,omitempty"` // the audience, sanitized: the card's title names it
 	Summary   string          `json:"summary"`
 	Details   []string        `json:"details"`
 	Targets   []Target        `json:"targets,omitempty"`
@@ -137,14 +138,14 @@ func (g *Gate) askCard(ctx context.Context, k *call) (_ *mcp.CallToolResult, r *
 	var b strings.Builder
 	shown := renderParts(&b, k.plan.views)
 	cv := cardView{
-		Tool: k.t.Name, Summary: view.Summary, Details: view.Details, Parts: view.Parts,
+		Tool: k.t.Name, Server: prompt.Text(g.opts.Audience), Summary: view.Summary, Details: view.Details, Parts: view.Parts,
 		Arguments: argumentLines(k.c.Arguments, k.t.SecretFields, shown),
 		ExpiresAt: gr.expires().UTC().Format(time.RFC3339Nano), Decision: capability, DecisionTool: approver.CardDecisionTool,
 	}
 	for _, t := range k.plan.Targets {
 		cv.Targets = append(cv.Targets, Target{Name: prompt.QuoteWhole(t.Name), State: displayLine(t.State)})
 	}
-	res := g.pendingResult(k, gr, handle)
+	res := g.pendingResult(k, gr, handle, "")
 	text := fmt.Sprintf("An approval card shows the user this plan in the chat, with Approve and Deny; nothing has run yet:\n\n%s\n\n"+
 		"Wait for the user's decision in the card; its result reaches the conversation from the card. Do not approve on the user's behalf.", renderPlan(view))
 	if !k.t.OwnsTokenField { // (else approval_token is the tool's own argument)
@@ -187,8 +188,18 @@ func (g *Gate) cardOutcome(ctx context.Context, k *call, gr *grant, handle strin
 		g.opts.Logger.Warn("approval card: could not read a decided outcome", "tool", k.t.Name, "call", gr.Nonce, "err", err)
 		return nil, refusal(ReasonLedgerUnavailable, "the store that keeps the card's decision could not be read; nothing new ran. Call again in a moment")
 	case !ok:
-		res := g.pendingResult(k, gr, handle)
-		res.Content = []mcp.Content{&mcp.TextContent{Text: "The user has not decided in the approval card yet; nothing has run. Wait for their decision."}}
+		text := "The user has not decided in the approval card yet; nothing has run. Wait for their decision in the card."
+		// The plan again, previewed now (read only; nothing is bound to
+		// it): the model, and a person reading the transcript, see what
+		// is still waiting. A call that no longer previews gets none.
+		if st, r := g.resolve(ctx, k); r == nil {
+			if p, _, r := g.preview(ctx, k, st); r == nil {
+				k.plan = p
+				text += " The card shows this plan:\n\n" + renderPlan(planView(p))
+			}
+		}
+		res := g.pendingResult(k, gr, handle, "")
+		res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 		return res, nil
 	case o.r != nil:
 		return nil, o.r

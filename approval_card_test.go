@@ -108,6 +108,9 @@ func cardOf(t *testing.T, res *mcp.CallToolResult) (card map[string]any, handle 
 	if err := json.Unmarshal(b, &card); err != nil || card["decision"] == nil {
 		t.Fatalf("no card in _meta: %s", b)
 	}
+	if card["server"] != "test-server" { // the card's title names the server
+		t.Fatalf("the card does not name the server: %s", b)
+	}
 	if strings.Contains(text(res), card["decision"].(string)) || strings.Contains(string(mustJSON(t, res.StructuredContent)), card["decision"].(string)) {
 		t.Fatal("the decision capability is in what the model reads")
 	}
@@ -237,6 +240,10 @@ func TestCardDenyRunsNothing(t *testing.T) {
 	pending := callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt", "approval_token": handle})
 	if structured(t, pending)["status"] != "approval_pending" {
 		t.Fatalf("before the decision the handle must read pending, got %v", text(pending))
+	}
+	// The retry's pending answer repeats the plan.
+	if !strings.Contains(text(pending), `Delete note "cache.txt"`) {
+		t.Fatalf("the still-pending answer does not repeat the plan: %v", text(pending))
 	}
 	for _, no := range []any{false, "true", 1, nil} {
 		c2, _ := cardOf(t, callTool(t, cs, "delete_note", args))

@@ -45,11 +45,15 @@ func clientTakesURL(req *mcp.CallToolRequest) bool {
 	return caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
 }
 
+// ElicitationIDPrefix starts the id of every URL elicitation the gate
+// sends; a proxy refuses an upstream's elicitation whose id has it.
+const ElicitationIDPrefix = "mcpsafe-"
+
 // elicitationID correlates a URL elicitation with its completion; it is
 // derived from the grant's nonce, not the nonce itself.
 func elicitationID(gr *grant) string {
 	sum := sha256.Sum256([]byte("mcpsafe approval page\x00" + gr.Nonce))
-	return "mcpsafe-" + hex.EncodeToString(sum[:12])
+	return ElicitationIDPrefix + hex.EncodeToString(sum[:12])
 }
 
 // sendLink sends the page's link to a client that declared URL-mode
@@ -60,7 +64,7 @@ func (g *Gate) sendLink(ctx context.Context, k *call, via *outOfBand, gr *grant,
 	if via.link == nil || k.req.Session == nil || !clientTakesURL(k.req) || k.t.OwnsTokenField {
 		return nil, nil, false
 	}
-	req := g.channelRequest(k, gr)
+	req := g.requestVia(k, via, gr)
 	mrtr := k.req.ProtocolVersion() >= mrtrProtocol
 	if via.page == nil && (mrtr || via.awaiter != nil) {
 		// The approval service learns of the request before anyone is

@@ -222,9 +222,14 @@ func TestPageOpensInTheBrowserForClientsWithoutElicitation(t *testing.T) {
 			}
 			r := receive2(t, res)
 			if decision == "deny" {
-				wantRefused(t, r, mcpsafe.ReasonChannelDenied)
+				wantRefused(t, r, mcpsafe.ReasonPageDenied)
 				if !pe.notes.has("todo.txt") {
 					t.Fatal("denied on the page, but the tool ran")
+				}
+				// The journal names the page's Deny, not the channel's.
+				recs := pe.journal.records()
+				if last := recs[len(recs)-1]; last.Reason != mcpsafe.ReasonPageDenied || last.Decision != journal.Refused {
+					t.Fatalf("the page's Deny journaled as %+v", last)
 				}
 				return
 			}

@@ -23,6 +23,10 @@ import (
 // adds it to every gated tool's input schema and leaves it out of the digest.
 const TokenField = "approval_token"
 
+// RequiresUserInteractionMeta is the tools/list _meta key by which Claude
+// Code asks the user before every call of a tool (Options.RequireUserInteraction).
+const RequiresUserInteractionMeta = "anthropic/requiresUserInteraction"
+
 // Options configure a Gate.
 type Options struct {
 	// Audience names this server; every grant is bound to it, so a token
@@ -81,6 +85,16 @@ type Options struct {
 	// the scope it always offers, "exactly these arguments", and refuses to
 	// register a tool whose GrantPolicy has Scopes.
 	GrantCEL grants.Evaluator
+	// RequireUserInteraction marks every gated tool in tools/list with
+	// _meta["anthropic/requiresUserInteraction"]: true (the
+	// RequiresUserInteractionMeta key). Claude Code (v2.1.199+) then asks
+	// the user before each call of such a tool, even in its bypass mode,
+	// and denies it in non-interactive runs: a second lock, kept by the
+	// host, in front of the gate's own approval (two prompts in Claude
+	// Code). Other clients ignore the key. Off by default: the gate's
+	// approval is the one that binds the call; the host's prompt binds
+	// nothing and only adds a click.
+	RequireUserInteraction bool
 
 	// TTL is how long an approval stays valid (default 5 minutes).
 	TTL time.Duration
@@ -171,6 +185,9 @@ type gatedTool struct {
 	// grantsNamed: Grants may be offered (reversible, or irreversible and
 	// named in AllowGrantsFor).
 	grantsNamed bool
+	// outSchema: the tool advertises its OutputSchema, so its refusals
+	// carry no structured content (see refused).
+	outSchema bool
 }
 
 // New returns a Gate.

@@ -65,7 +65,7 @@ func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
 		if !g.enterCall() {
 			r := shuttingDown("it takes no new calls")
 			g.journalRefusal(ctx, nil, t.Name, r)
-			return r.Result(), nil
+			return t.refused(r), nil
 		}
 		defer g.exitCall()
 		ctx, span := g.startCall(ctx, t.Name, req)
@@ -74,12 +74,28 @@ func (g *Gate) handler(t *gatedTool) mcp.ToolHandler {
 		endStep(span, r)
 		switch {
 		case r != nil:
-			return r.Result(), nil
+			return t.refused(r), nil
 		case perr != nil:
 			return nil, perr
 		}
 		return res, nil
 	}
+}
+
+// refused is the result that reports r to the model. A tool that
+// advertises an output schema gets it without structuredContent (the text
+// still says "Refused (REASON): ..."): a refusal does not follow the
+// tool's schema, and clients of TypeScript SDK 1.x validate the structured
+// content of every result against it, error or not, and turn the refusal
+// into a protocol error (-32602 "Structured content does not match the
+// tool's output schema") the model never reads. The specification asks a
+// structured result to follow the schema; an error result need carry none.
+func (t *gatedTool) refused(r *Refusal) *mcp.CallToolResult {
+	res := r.Result()
+	if t.outSchema {
+		res.StructuredContent = nil
+	}
+	return res
 }
 
 // serve runs one call down the path in design.md. It returns a result, a

@@ -133,6 +133,16 @@ func (g *Gate) channelRequest(k *call, gr *grant) approver.Request {
 	}
 }
 
+// requestVia is the request via gets: the channel's, and for the local
+// page also the plan's PageOnly, which nothing else is sent.
+func (g *Gate) requestVia(k *call, via *outOfBand, gr *grant) approver.Request {
+	req := g.channelRequest(k, gr)
+	if via.page != nil {
+		req.PageOnly = k.plan.PageOnly
+	}
+	return req
+}
+
 // channelOffers are the standing grants offered through the channel; a
 // scope that fails to derive offers none rather than failing the request.
 func (g *Gate) channelOffers(k *call) []approver.GrantOffer {
@@ -154,7 +164,7 @@ func (g *Gate) channelOffers(k *call) []approver.GrantOffer {
 // cannot be kept alive, so with a resumable approver it gets a pending
 // result after ChannelWait instead of a timeout in its client.
 func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, sealed string) (*mcp.CallToolResult, *Refusal) {
-	req := g.channelRequest(k, gr)
+	req := g.requestVia(k, via, gr)
 	defer g.linkDone(k, via, gr)
 	cctx, cancel := context.WithTimeout(ctx, g.opts.ChannelTimeout)
 	defer cancel()
@@ -210,7 +220,9 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 			return nil, shuttingDown("the pending approval was withdrawn from " + via.words)
 		}
 		settled = true
-		return g.pendingResult(k, gr, sealed), nil
+		return g.pendingResult(k, gr, sealed, pendingWhere(via, errors.Is(err, approver.ErrNotShown))), nil
+	case errors.Is(err, approver.ErrDenied) && via.page != nil:
+		return nil, refusal(ReasonPageDenied, "the user denied the call on the approval page; do not retry unless the user asks")
 	case errors.Is(err, approver.ErrDenied):
 		return nil, refusal(ReasonChannelDenied, "the approver denied the request")
 	case err != nil && (errors.Is(err, approver.ErrNoDecision) || errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)):
@@ -218,12 +230,24 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 		return nil, refusal(ReasonTimeout, "no decision from %s in time", via.words)
 	case errors.Is(err, approver.ErrPlanTooLarge):
 		return nil, refusal(ReasonPlanTooLarge, "the plan and arguments are too large for the approval channel to show whole, and they are never cut; split the call into smaller ones")
+	case err != nil && k.token != nil && via.awaiter != nil && errors.Is(err, approver.ErrUnreachable) && g.park(gr.Nonce, via.mode, k, &req, gr.expires()):
+		// A call again with the handle, and the channel failed on the
+		// way (a replica of the service went away, its store is down):
+		// the person may have decided already, so the request stays
+		// open there and the handle stays good; nothing is withdrawn or
+		// spent. The handle is no approval: nothing runs without the
+		// decision, whenever it arrives.
+		settled = true
+		g.opts.Logger.Warn("out-of-band approval failed; the handle stays valid", "via", via.mode, "tool", k.t.Name, "request", gr.Nonce, "err", err)
+		return nil, refusal(ReasonChannelUnavailable, "%s could not be reached just now; nothing ran. The request stays open there: call %s again later with the same arguments and the same %s", via.words, k.t.Name, TokenField)
 	case err != nil:
 		g.withdraw(ctx, via, req, approver.WithdrawTimedOut)
 		// The error may name the approver's URL or carry what it answered:
 		// operators read it in the log, the model only learns the outcome.
 		g.opts.Logger.Warn("out-of-band approval failed", "via", via.mode, "tool", k.t.Name, "request", gr.Nonce, "err", err)
 		return nil, refusal(ReasonChannelUnavailable, "%s could not be reached or gave no valid answer; the server's log has the details", via.words)
+	case !dec.Approved && via.page != nil:
+		return nil, refusal(ReasonPageDenied, "the approval page did not approve the request; do not retry unless the user asks")
 	case !dec.Approved:
 		return nil, refusal(ReasonChannelDenied, "the approver did not approve the request")
 	}
@@ -248,7 +272,31 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 			return nil, r
 		}
 	}
-	return g.execute(ctx, k, gr.Resolved, a)
+	res, r := g.execute(ctx, k, gr.Resolved, a)
+	if r != nil && k.token != nil && (r.Reason == ReasonJournalUnavailable || r.Reason == ReasonShuttingDown) {
+		r = g.giveBack(ctx, k, gr, r)
+	}
+	return res, r
+}
+
+// giveBack returns a redeemed grant to the ledger when nothing ran after
+// all (the journal could not record the approval, or shutdown began before
+// Execute): the person's decision is not lost with this process, and the
+// client's handle runs the call on its next try, here or on another
+// replica. It cannot make the call run twice: this process redeemed the
+// grant, so nobody else could have, and it runs nothing now. If the ledger
+// will not take it back, the grant stays spent (nothing runs).
+func (g *Gate) giveBack(ctx context.Context, k *call, gr *grant, r *Refusal) *Refusal {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalGrace)
+	defer cancel()
+	if !g.opts.Clock().Before(gr.expires()) {
+		return r
+	}
+	if err := g.ledger.Issue(ictx, gr.Nonce, gr.expires()); err != nil {
+		g.opts.Logger.Warn("an approved call that did not run could not be given back to the ledger; its handle is spent", "tool", k.t.Name, "request", gr.Nonce, "err", err)
+		return r
+	}
+	return refusal(r.Reason, "%s; the approval is kept: call %s again later with the same arguments and the same %s", r.Message, k.t.Name, TokenField)
 }
 
 // decidedAt is what an approval from via proves. The page the gate was
@@ -291,14 +339,32 @@ func (g *Gate) withdraw(ctx context.Context, via *outOfBand, req approver.Reques
 	return true
 }
 
-func (g *Gate) pendingResult(k *call, gr *grant, handle string) *mcp.CallToolResult {
+// pendingWhere tells the model where the person decides, for a pending
+// answer; notShown: the page could not be opened for them.
+func pendingWhere(via *outOfBand, notShown bool) string {
+	switch {
+	case via == nil:
+		return "Waiting for the user's decision"
+	case via.page != nil && notShown:
+		return "The server could not open the approval page in the user's browser, so nobody has seen this request yet. " +
+			"Tell the user: the server's log (its standard error) names a file that opens the page; they approve or deny there"
+	case via.page != nil:
+		return "Waiting for the user to approve or deny on the approval page in their browser (opened for them by the server, or sent to their client as a link)"
+	}
+	return "Waiting for an approver to decide on " + via.words + ", outside this conversation"
+}
+
+// pendingResult answers "pending" with the plan and the handle; where
+// says where the person decides (pendingWhere).
+func (g *Gate) pendingResult(k *call, gr *grant, handle, where string) *mcp.CallToolResult {
 	exp := gr.expires().UTC().Format(time.RFC3339Nano)
 	view := planView(k.plan)
 	retry := max(1, int(g.opts.ChannelWait/time.Second))
-	text := fmt.Sprintf("Waiting for an approver to decide; nothing has run yet. The request shows this plan:\n\n%s\n\n"+
+	text := fmt.Sprintf("%s; nothing has run yet, and the approved call runs only when you call again. The request shows this plan:\n\n%s\n\n"+
 		"To pick up the decision, call %s again with exactly the same arguments plus %q set to structuredContent.approval_token "+
-		"(a handle for this pending request, not an approval; valid until %s). If it is still pending you get this answer again.",
-		renderPlan(view), k.t.Name, TokenField, exp)
+		"(a handle for this pending request, not an approval; valid until %s). If it is still pending you get this answer again. "+
+		"Do not approve on the user's behalf.",
+		where, renderPlan(view), k.t.Name, TokenField, exp)
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: result.Pending{

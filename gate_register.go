@@ -214,11 +214,15 @@ func (g *Gate) prepare(t Tool, s steps) (*gatedTool, *mcp.Tool, error) {
 		InputSchema: json.RawMessage(raw),
 		Annotations: ann,
 	}
+	if g.opts.RequireUserInteraction {
+		sdkTool.Meta = mcp.Meta{RequiresUserInteractionMeta: true}
+	}
 	// A result that may be "approval_required" or "approval_pending"
 	// cannot match the tool's own output schema, and clients that validate
 	// structured content would reject it.
 	if mode == ModeElicit || (mode == ModeChannel && !g.resumable()) || (mode == ModePage && g.page.awaiter == nil) {
 		sdkTool.OutputSchema = t.OutputSchema
+		gt.outSchema = t.OutputSchema != nil
 	}
 	return gt, sdkTool, nil
 }

@@ -84,6 +84,12 @@ func redactPlan(p Plan, s journal.Secrets) Plan {
 		}
 		out.Parts = append(out.Parts, r)
 	}
+	if po := p.PageOnly; po != nil {
+		out.PageOnly = &plan.PageOnly{Title: s.Text(po.Title)}
+		for _, l := range po.Lines {
+			out.PageOnly.Lines = append(out.PageOnly.Lines, s.Text(l))
+		}
+	}
 	return out
 }
 

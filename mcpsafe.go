@@ -123,6 +123,10 @@ type Plan struct {
 	Details []string    `json:"details,omitempty"`
 	Targets []Target    `json:"targets,omitempty"`
 	Parts   []plan.Part `json:"parts,omitempty"`
+	// PageOnly is shown on the local approval page (Options.Page) and
+	// nowhere else: never to the client, the model, a channel or the
+	// journal (see plan.PageOnly). Nil: nothing more.
+	PageOnly *plan.PageOnly `json:"-"`
 
 	views []plan.PartView // Parts as rendered, set by the gate after Preview
 }
@@ -170,7 +174,11 @@ type Tool struct {
 	// when the Approver cannot answer "pending" (has no Awaiter). Otherwise the first call can answer with an
 	// approval_required or approval_pending result, which is not an error
 	// and does not follow the tool's schema, and clients that validate
-	// structured output would reject it.
+	// structured output would reject it. Where it is advertised, the
+	// tool's refusals carry no structuredContent (their text still starts
+	// "Refused (REASON): "): a refusal does not follow the schema, and
+	// TypeScript SDK 1.x clients validate the structured content of error
+	// results too.
 	OutputSchema any
 	// Annotations are advertised as given, except that the gate sets
 	// ReadOnlyHint false, and DestructiveHint true for an irreversible tool.

@@ -33,6 +33,9 @@ const (
 	ReasonChannelDenied          = "channel_denied"
 	ReasonChannelUnavailable     = "channel_unavailable"
 	ReasonAssuranceTooLow        = "assurance_too_low"
+	// ReasonPageDenied: the person clicked Deny on the approval page
+	// (Options.Page); the journal names the page, not the channel.
+	ReasonPageDenied = "page_denied"
 	// ReasonPlanTooLarge: the plan and arguments cannot be shown to the
 	// approver whole within the display limits, and are never cut.
 	ReasonPlanTooLarge = "plan_too_large"
@@ -41,6 +44,12 @@ const (
 	// (the approval is withdrawn and can no longer be redeemed), or it was
 	// approved but had not started. Nothing ran.
 	ReasonShuttingDown = "shutting_down"
+	// ReasonInvalidPath: a path argument is not one the tool can show
+	// honestly (mcpsafe files: empty, a NUL byte, not UTF-8; mcpsafe proxy:
+	// an effect's path with a "." or ".." element, "//" or a trailing
+	// separator, which the read tool and the gated tool may resolve
+	// differently). Nothing was asked and nothing ran.
+	ReasonInvalidPath = "invalid_path"
 )
 
 // Refusal is an error that refuses a call with a reason code. Tools return

@@ -40,7 +40,8 @@
 
   function render() {
     if (!card) return;
-    $("tool").textContent = "Approve " + card.tool + "?";
+    $("tool").textContent = "Approve " + card.tool + (card.server ? " on " + card.server : "") + "?";
+    document.title = "Approve " + card.tool + (card.server ? " on " + card.server : "") + "? · mcpsafe";
     $("summary").textContent = card.summary;
     var plan = $("plan");
     plan.textContent = "";

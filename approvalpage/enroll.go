@@ -78,7 +78,17 @@ func Enroll(ctx context.Context, opts EnrollOptions) (channel.RegisteredPasskey,
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Open == nil {
-		opts.Open = OpenBrowser
+		var l *Launcher
+		opts.Open = func(link string) error {
+			var err error
+			l, err = OpenBrowser(link)
+			return err
+		}
+		defer func() {
+			if l != nil {
+				l.Remove()
+			}
+		}()
 	}
 	var reg *channel.PasskeyRegistry
 	if _, err := os.Stat(opts.File); err == nil {

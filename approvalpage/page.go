@@ -57,8 +57,9 @@ type Options struct {
 	// port 0 for any free one ("127.0.0.1:0").
 	Addr string
 	// Open shows a link to the person when the call's client cannot be
-	// sent it. Nil opens the user's browser: $BROWSER when set, else the
-	// platform's opener (xdg-open, open).
+	// sent it. Nil opens the user's browser through a launcher file
+	// (OpenBrowser: the link is never on a command line or in an
+	// environment), removed when the call is decided or ends.
 	Open func(link string) error
 	// Logger gets the address in use and failures to open a link; nil
 	// discards them.
@@ -77,6 +78,7 @@ type Options struct {
 // calls it shows: see Await, Link and Withdraw.
 type Page struct {
 	opts Options
+	open func(link string) (launcher *Launcher, err error)
 	ln   net.Listener
 	srv  *http.Server
 	base string // http://HOST:PORT
@@ -94,6 +96,11 @@ type pending struct {
 	form   string // the form token the page holds
 	shown  bool   // the link went to the person (elicited or opened)
 	done   chan struct{}
+	// Under Page.mu:
+	waiting  int       // Awaits waiting for the decision now
+	launcher *Launcher // the file that opened the link, removed when settled
+	unopened string    // why the browser did not open, until the page loads
+	runsNow  bool      // an Await was waiting when the call was approved
 	// Set once, under Page.mu, before done is closed.
 	approved  bool
 	withdrawn string                // why, when the gate withdrew it
@@ -112,8 +119,9 @@ func Listen(opts Options) (*Page, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	open := func(link string) (*Launcher, error) { return nil, opts.Open(link) }
 	if opts.Open == nil {
-		opts.Open = OpenBrowser
+		open = OpenBrowser
 	}
 	if opts.Passkeys != nil {
 		if err := checkRegistry(opts.Passkeys); err != nil {
@@ -128,7 +136,7 @@ func Listen(opts Options) (*Page, error) {
 	if opts.Passkeys != nil {
 		base = "http://" + net.JoinHostPort(LocalRPID, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
-	p := &Page{opts: opts, ln: ln, base: base,
+	p := &Page{opts: opts, open: open, ln: ln, base: base,
 		byID: map[string]*pending{}, byLink: map[string]*pending{}}
 	p.srv = &http.Server{Handler: p.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
@@ -198,14 +206,12 @@ func (p *Page) Await(ctx context.Context, r approver.Request, wait time.Duration
 	}
 	open := !e.shown
 	e.shown = true
+	e.waiting++
 	p.mu.Unlock()
 	if open {
-		link := p.base + "/a/" + e.secret
-		if err := p.opts.Open(link); err != nil {
-			// The link stays valid; the log (the operator's, never the
-			// model's) has it.
-			p.opts.Logger.Warn("approval page: could not open the browser; open the link yourself", "tool", r.Tool, "link", link, "err", err)
-		}
+		// The opener may take a while to fail (openerGrace); the call
+		// waits meanwhile.
+		go p.openLink(e, p.base+"/a/"+e.secret)
 	}
 	var timeout <-chan time.Time
 	if wait > 0 {
@@ -216,12 +222,25 @@ func (p *Page) Await(ctx context.Context, r approver.Request, wait time.Duration
 	select {
 	case <-e.done:
 	case <-ctx.Done():
+		p.mu.Lock()
+		e.waiting--
+		p.mu.Unlock()
 		return approver.Decision{}, ctx.Err()
 	case <-timeout:
-		return approver.Decision{}, fmt.Errorf("approval page: %w", approver.ErrPending)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	e.waiting--
+	select {
+	case <-e.done:
+		// Decided, maybe as the wait ended: the page told the person
+		// the call runs now (runsNow), so it is delivered now.
+	default:
+		if e.unopened != "" {
+			return approver.Decision{}, fmt.Errorf("approval page: %w (%w: %s)", approver.ErrPending, approver.ErrNotShown, e.unopened)
+		}
+		return approver.Decision{}, fmt.Errorf("approval page: %w", approver.ErrPending)
+	}
 	if p.byID[r.ID] != e {
 		return approver.Decision{}, errors.New("approval page: the decision was delivered already")
 	}
@@ -244,6 +263,45 @@ func (p *Page) Await(ctx context.Context, r approver.Request, wait time.Duration
 		return approver.Decision{}, errors.New("approval page: approved without a passkey on a page that requires one")
 	}
 	return approver.Decision{Approved: true, Assurance: mcpsafe.AssuranceLocalPage}, nil
+}
+
+// openLink opens e's link for the person. When the browser does not open,
+// the log (stderr of the servers in cmd/mcpsafe: the user's own) says how
+// to reach the page, and the call's pending answer says that it could not
+// be shown (approver.ErrNotShown) until the page is loaded.
+func (p *Page) openLink(e *pending, link string) {
+	l, err := p.open(link)
+	p.mu.Lock()
+	settled := isDone(e)
+	if l != nil && !settled {
+		e.launcher = l
+	}
+	if err != nil && !settled {
+		e.unopened = "the server could not open the approval page in the person's browser"
+	}
+	p.mu.Unlock()
+	if l != nil && settled {
+		l.Remove()
+	}
+	switch {
+	case err == nil:
+	case l != nil:
+		p.opts.Logger.Warn("approval page: could not open the browser; to approve or deny, open the launcher file in your browser (only your user can read it)",
+			"tool", e.req.Tool, "open", l.URL(), "err", err)
+	default:
+		// No launcher file either: the link itself, in the operator's
+		// own log (never the model's).
+		p.opts.Logger.Warn("approval page: could not open the browser; to approve or deny, open this link in your browser", "tool", e.req.Tool, "link", link, "err", err)
+	}
+}
+
+func isDone(e *pending) bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Assurance is what the page's approvals prove: AssurancePasskey with
@@ -300,7 +358,12 @@ func (p *Page) settleProvedLocked(e *pending, approved bool, withdrawn string, p
 	}
 	e.approved, e.withdrawn, e.proof = approved, withdrawn, proof
 	e.decidedAt = p.opts.Clock()
+	e.runsNow = approved && e.waiting > 0
 	close(e.done)
+	if e.launcher != nil {
+		e.launcher.Remove()
+		e.launcher = nil
+	}
 	return true
 }
 
@@ -310,6 +373,10 @@ func (p *Page) sweepLocked() {
 	now := p.opts.Clock()
 	for k, e := range p.byLink {
 		if now.After(e.req.ExpiresAt.Add(time.Hour)) {
+			if e.launcher != nil {
+				e.launcher.Remove()
+				e.launcher = nil
+			}
 			delete(p.byLink, k)
 			if p.byID[e.req.ID] == e {
 				delete(p.byID, e.req.ID)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/channel"
 	"github.com/mcpsafe/mcpsafe/internal/planhtml"
+	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
 )
 
@@ -31,6 +33,7 @@ var pageTmpl = template.Must(template.Must(template.New("page").Funcs(planhtml.F
 // person (package prompt) and is escaped by html/template.
 type view struct {
 	Tool, Summary string
+	Server        string // the server the call is for (its audience), quoted
 	Details       []string
 	Targets       [][]string      // name, state
 	Shown         []planhtml.Card // the plan's parts (diffs, tables)
@@ -44,6 +47,11 @@ type view struct {
 	State         string // "" (undecided), approved, denied, withdrawn, expired
 	Why           string
 	Passkey       string // the WebAuthn request options, when Approve takes a passkey
+	Runs          string // when an approved call runs (runsWhen)
+	// PageOnly is the plan's part for this page alone (what would be
+	// lost), sanitized; never sent anywhere else.
+	PageOnlyTitle string
+	PageOnly      string
 }
 
 func (p *Page) handler() http.Handler {
@@ -102,6 +110,9 @@ func (p *Page) show(w http.ResponseWriter, r *http.Request) {
 		p.renderGone(w)
 		return
 	}
+	p.mu.Lock()
+	e.unopened = "" // the page reached a browser after all
+	p.mu.Unlock()
 	// A link opened again after the decision says so plainly.
 	p.render(w, e, p.alreadyDecided(e), http.StatusOK)
 }
@@ -121,11 +132,23 @@ func (p *Page) alreadyDecided(e *pending) string {
 	case e.withdrawn != "":
 		what = "withdrawn (the server " + e.withdrawn + "); nothing runs"
 	case e.approved && e.proof != nil:
-		what = "approved with the passkey of " + prompt.Quote(e.proof.Approver)
+		what = "approved with the passkey of " + prompt.Quote(e.proof.Approver) + "; " + runsWhen(e)
 	case e.approved:
-		what = "approved"
+		what = "approved; " + runsWhen(e)
 	}
 	return "Already decided: " + what + " (at " + e.decidedAt.UTC().Format("15:04:05 MST") + "). This link decides nothing more; you can close this page."
+}
+
+// runsWhen says when an approved call runs, as it stood when the person
+// clicked: at once when its call was still waiting; otherwise the
+// assistant had been told the request is pending, and the call runs when
+// it calls again with its handle, before the approval expires.
+func runsWhen(e *pending) string {
+	if e.runsNow {
+		return "the call was waiting for this decision and runs now, once"
+	}
+	return "nothing has run yet: the assistant stopped waiting and was told the request is pending, so the call runs once when the assistant calls again (before " +
+		e.req.ExpiresAt.Local().Format("15:04:05 MST") + ")"
 }
 
 // renderGone answers a link the page does not know: a wrong one, or one
@@ -188,13 +211,21 @@ func (p *Page) decide(w http.ResponseWriter, r *http.Request) {
 func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int) {
 	now := p.opts.Clock()
 	v := view{
-		Tool: prompt.Quote(e.req.Tool), Summary: e.req.Summary, Details: e.req.Details,
+		Tool: prompt.Quote(e.req.Tool), Summary: e.req.Summary, Details: e.req.Details, Server: serverShown(e.req.Audience),
 		Principal: principalShown(e.req.Principal), Irreversible: e.req.Irreversible,
 		ExpiresAt: e.req.ExpiresAt.UTC().Format(time.RFC3339), Form: e.form, Why: why,
 		Shown: planhtml.Cards(e.req.Parts), PartsCSS: template.CSS(planhtml.CSS),
 	}
 	if p.opts.Passkeys != nil {
 		v.Passkey = p.requestOptions(e.req)
+	}
+	if po := e.req.PageOnly; po != nil && len(po.Lines) > 0 {
+		lines := po.Lines[:min(len(po.Lines), plan.PageOnlyLines)]
+		v.PageOnlyTitle = prompt.Text(po.Title)
+		if !po.Modified.IsZero() {
+			v.PageOnlyTitle += " · modified " + ago(now.Sub(po.Modified)) + " (" + po.Modified.Local().Format("15:04 MST, Jan 2") + ")"
+		}
+		v.PageOnly = prompt.Text(strings.Join(lines, "\n"))
 	}
 	if left := e.req.ExpiresAt.Sub(now).Round(time.Second); left > 0 {
 		v.Left = left.String()
@@ -221,6 +252,7 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 			}
 		case e.approved:
 			v.State = "approved"
+			v.Runs = runsWhen(e)
 		default:
 			v.State = "denied"
 		}
@@ -238,6 +270,36 @@ func (p *Page) render(w http.ResponseWriter, e *pending, why string, status int)
 	if err := pageTmpl.Execute(w, v); err != nil {
 		p.opts.Logger.Warn("approval page: rendering failed", "err", err)
 	}
+}
+
+// ago says how long ago something was, in the largest whole unit.
+func ago(d time.Duration) string {
+	unit := func(n int64, one string) string {
+		if n == 1 {
+			return "1 " + one + " ago"
+		}
+		return fmt.Sprintf("%d %ss ago", n, one)
+	}
+	switch {
+	case d < 0:
+		return "in the future (its clock is ahead of this machine's)"
+	case d < time.Minute:
+		return "less than a minute ago"
+	case d < time.Hour:
+		return unit(int64(d/time.Minute), "minute")
+	case d < 48*time.Hour:
+		return unit(int64(d/time.Hour), "hour")
+	}
+	return unit(int64(d/(24*time.Hour)), "day")
+}
+
+// serverShown names the server a call is for: its audience, quoted; none
+// when it has none.
+func serverShown(audience string) string {
+	if audience == "" {
+		return ""
+	}
+	return prompt.Quote(audience)
 }
 
 // principalShown is the requester a person reads: none for the gate's

@@ -28,6 +28,9 @@ type Approver struct {
 	Name  string
 	Token string
 	Hash  string
+	// Slack is the approver's Slack user id (U0123ABCD), when a click in
+	// Slack may decide as this approver (SlackOptions); "" otherwise.
+	Slack string
 }
 
 // MinTokenLen is the shortest approver token accepted.
@@ -36,7 +39,9 @@ const MinTokenLen = 16
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$`)
 
 // LoadApproversFile reads approvers, one "name:hash" per line, the hash an
-// argon2id PHC string (HashPassword, `mcpsafe approvals passwd`); blank
+// argon2id PHC string (HashPassword, `mcpsafe approvals passwd`),
+// optionally followed by " slack=U0123ABCD" (the approver's Slack user
+// id, for Slack approvals); blank
 // lines and lines starting with # are ignored. Like the secret file it
 // must not be readable by group or others. Names must be unique. A line
 // holding a plain-text password refuses the whole file (ErrPlainPassword):
@@ -69,11 +74,12 @@ func LoadApproversFile(path string) ([]Approver, error) {
 		if !ok {
 			return nil, fmt.Errorf("channel: approvers file %s line %d: want name:token", path, line)
 		}
+		token, slackID := splitSlackID(token)
 		if !IsPasswordHash(token) {
 			return nil, fmt.Errorf("%w: approvers file %s line %d (%s) holds a plain-text password; store argon2id hashes instead: run `mcpsafe approvals passwd --approvers-file %s --convert` to hash every plain-text entry in place, or `mcpsafe approvals passwd --approvers-file %s NAME` to set one (it reads the password on stdin)",
 				ErrPlainPassword, path, line, prompt.Visible(wire.Clip(name)), path, path)
 		}
-		out = append(out, Approver{Name: name, Hash: token})
+		out = append(out, Approver{Name: name, Hash: token, Slack: slackID})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("channel: approvers file %s: %w", path, err)
@@ -84,13 +90,41 @@ func LoadApproversFile(path string) ([]Approver, error) {
 	return out, nil
 }
 
+// splitSlackID splits an approvers-file secret from its optional
+// " slack=USERID" tail.
+func splitSlackID(secret string) (string, string) {
+	s, id, ok := strings.Cut(secret, " slack=")
+	if !ok {
+		return secret, ""
+	}
+	return strings.TrimRight(s, " \t"), strings.TrimSpace(id)
+}
+
+// slackTail is the " slack=USERID" tail of an approvers-file line, or "".
+func slackTail(line string) string {
+	if _, id := splitSlackID(strings.TrimSpace(line)); id != "" {
+		return " slack=" + id
+	}
+	return ""
+}
+
 func checkApprovers(list []Approver) error {
 	if len(list) == 0 {
 		return fmt.Errorf("channel: no approvers configured")
 	}
 	names := map[string]bool{}
 	tokens := map[string]bool{}
+	slackIDs := map[string]bool{}
 	for _, a := range list {
+		if a.Slack != "" {
+			if !slackUserRE.MatchString(a.Slack) {
+				return fmt.Errorf("channel: approver %s: slack=%q is not a Slack user id (U0123ABCD: in Slack, the person's profile, Copy member ID)", a.Name, a.Slack)
+			}
+			if slackIDs[a.Slack] {
+				return fmt.Errorf("channel: approver %s: Slack user %s is mapped to two approvers", a.Name, a.Slack)
+			}
+			slackIDs[a.Slack] = true
+		}
 		if !nameRE.MatchString(a.Name) {
 			return fmt.Errorf("channel: approver name %q: use letters, digits and ._@+- (at most 64)", a.Name)
 		}
@@ -131,8 +165,7 @@ type authenticator struct {
 	pwMu     sync.Mutex
 	digests  [][sha256.Size]byte
 	known    []bool
-	mu       sync.Mutex
-	sessions map[string]*session // key: SHA-256 of the cookie value
+	sessions sessionStore // the store's: replicas share logins
 	ttl      time.Duration
 }
 
@@ -181,8 +214,8 @@ func (a *authenticator) byToken(name, token string) (string, bool) {
 	return "", false
 }
 
-func newAuthenticator(approvers []Approver, ttl time.Duration) *authenticator {
-	a := &authenticator{approvers: approvers, sessions: map[string]*session{}, ttl: ttl}
+func newAuthenticator(approvers []Approver, ttl time.Duration, sessions sessionStore) *authenticator {
+	a := &authenticator{approvers: approvers, sessions: sessions, ttl: ttl}
 	for _, ap := range approvers {
 		if ap.Hash != "" {
 			h, _ := parseHash(ap.Hash) // checked by checkApprovers
@@ -211,40 +244,40 @@ func sessionKey(cookie string) string {
 	return string(h[:])
 }
 
-func (a *authenticator) newSession(name string) (cookie string, s *session) {
+// newSession starts a login session for name; ok is false when the store
+// could not keep it (then nobody is logged in).
+func (a *authenticator) newSession(name string) (cookie string, s *session, ok bool) {
 	cookie = randomToken()
 	s = &session{name: name, csrf: randomToken(), expires: time.Now().Add(a.ttl)}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := time.Now()
-	for k, v := range a.sessions {
-		if now.After(v.expires) {
-			delete(a.sessions, k)
-		}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := a.sessions.putSession(ctx, sessionKey(cookie), *s); err != nil {
+		return "", nil, false
 	}
-	a.sessions[sessionKey(cookie)] = s
-	return cookie, s
+	return cookie, s, true
 }
 
+// session is the request's login session. A store that cannot be read
+// means no session: the page asks for a login, nothing is decided.
 func (a *authenticator) session(r *http.Request) (*session, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
 		return nil, false
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sessions[sessionKey(c.Value)]
-	if !ok || time.Now().After(s.expires) {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	s, ok, err := a.sessions.getSession(ctx, sessionKey(c.Value))
+	if err != nil || !ok || time.Now().After(s.expires) {
 		return nil, false
 	}
-	return s, true
+	return &s, true
 }
 
 func (a *authenticator) endSession(r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		a.mu.Lock()
-		delete(a.sessions, sessionKey(c.Value))
-		a.mu.Unlock()
+		ctx, cancel := storeCtx()
+		defer cancel()
+		_ = a.sessions.endSession(ctx, sessionKey(c.Value))
 	}
 }
 

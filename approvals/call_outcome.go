@@ -13,6 +13,10 @@ import (
 func (s *Service) callOutcomes(items []item) {
 	if len(s.opts.Journals) == 0 {
 		for i := range items {
+			if n := items[i].WithdrawnNote(); n != "" && items[i].Status == channel.StatusApproved {
+				items[i].Outcome = "approved, not run: " + n + " (the gate said so)"
+				continue
+			}
 			if items[i].Status == channel.StatusApproved {
 				items[i].Outcome = "whether it ran is not known here (approvals serve --journal PATH, the gate's journal, shows it)"
 			}
@@ -34,6 +38,8 @@ func (s *Service) callOutcomes(items []item) {
 		switch {
 		case ok:
 			items[i].Outcome = outcomeWords(&rec)
+		case items[i].Status == channel.StatusApproved && items[i].WithdrawnNote() != "":
+			items[i].Outcome = "approved, not run: " + items[i].WithdrawnNote() + " (the gate said so)"
 		case items[i].Status == channel.StatusApproved:
 			items[i].Outcome = "not run yet: the gate's journal has no outcome for this call"
 		}

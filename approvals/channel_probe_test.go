@@ -63,7 +63,7 @@ func TestProbeChecksSecretAndURL(t *testing.T) {
 // A request the service refused outright (wrong secret) never opened, so
 // withdrawing it sends nothing and is no failure; a request the service
 // keeps open is withdrawn for real even after a later send of it was
-// refused (another caller already waiting: 409).
+// taken over by another caller (the first is told so: 409).
 func TestWithdrawOnlyWhatNeverOpenedIsSkipped(t *testing.T) {
 	e := newEnv(t, ServiceOptions{})
 	ctx := context.Background()
@@ -84,10 +84,11 @@ func TestWithdrawOnlyWhatNeverOpenedIsSkipped(t *testing.T) {
 	}
 
 	open := testRequest("req-open")
-	ch := e.ask(open)
+	first := e.ask(open)
 	e.waitPending(open.ID)
-	if _, err := e.hook.Approve(ctx, open); err == nil || !strings.Contains(err.Error(), "HTTP 409") {
-		t.Fatalf("a second caller for an open request: %v", err)
+	ch := e.ask(open) // takes the request over
+	if r := wait(t, first); r.err == nil || !strings.Contains(r.err.Error(), "HTTP 409") {
+		t.Fatalf("the first caller of a request taken over: %+v %v", r.d, r.err)
 	}
 	if err := e.hook.Withdraw(ctx, open, approver.WithdrawTimedOut); err != nil {
 		t.Fatalf("withdrawing the open request: %v", err)

@@ -75,9 +75,7 @@ func TestBrowserShowsDecisionAndOutcome(t *testing.T) {
 	if err := j.Append(context.Background(), journal.Record{Call: "dec-run", Tool: "delete_file", Decision: journal.Executed}); err != nil {
 		t.Fatal(err)
 	}
-	e.svc.mu.Lock()
-	e.svc.notifyLocked() // the page refreshes on a change; the journal is read then
-	e.svc.mu.Unlock()
+	e.svc.touch("dec-run") // the page refreshes on a change; the journal is read then
 	waitText(`#req-dec-run .call-outcome`, "The call ran at ")
 	waitText(`#hist-dec-run td.ran`, "The call ran at ")
 
@@ -93,9 +91,7 @@ func TestBrowserShowsDecisionAndOutcome(t *testing.T) {
 	if err := j.Append(context.Background(), journal.Record{Call: "dec-no", Tool: "delete_file", Decision: journal.Refused, Reason: "channel_denied"}); err != nil {
 		t.Fatal(err)
 	}
-	e.svc.mu.Lock()
-	e.svc.notifyLocked()
-	e.svc.mu.Unlock()
+	e.svc.touch("dec-no")
 	waitText(`#req-dec-no dd.approvals`, "Denied by alice at ")
 	waitText(`#req-dec-no .call-outcome`, "The call did not run (channel_denied)")
 	if got := text(`#req-dec-run .call-outcome`); !strings.Contains(got, "The call ran") {

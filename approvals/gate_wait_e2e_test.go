@@ -55,7 +55,13 @@ func (k *killable) kill() {
 
 func newWaitGate(t *testing.T, tune func(*mcpsafe.Options)) *waitGate {
 	t.Helper()
-	w := &waitGate{t: t, e: newEnv(t, ServiceOptions{}), jr: &memJournal{},
+	return newWaitGateOn(t, newEnv(t, ServiceOptions{}), tune)
+}
+
+// newWaitGateOn is newWaitGate with its webhook on the service of e.
+func newWaitGateOn(t *testing.T, e *env, tune func(*mcpsafe.Options)) *waitGate {
+	t.Helper()
+	w := &waitGate{t: t, e: e, jr: &memJournal{},
 		files: &fileStore{files: map[string]string{"cache.txt": "old cache", "notes.txt": "keep me"}}}
 	opts := mcpsafe.Options{
 		Audience: "files@wait", Journal: w.jr, Mode: mcpsafe.ModeChannel, Approver: w.e.hook,

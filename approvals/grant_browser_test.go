@@ -143,7 +143,7 @@ func TestGrantChosenInBrowser(t *testing.T) {
 			t.Fatalf("%s under the grant: %v", p, res.Content)
 		}
 	}
-	if p, h, _, _ := e.svc.snapshot(); len(p)+len(h) != 2 {
+	if p, h, _ := e.svc.snapshot(); len(p)+len(h) != 2 {
 		n := len(p) + len(h)
 		t.Fatalf("the service saw %d requests, want only the first and the one outside the grant", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -62,6 +63,9 @@ func (s *Service) routes() {
 	if s.pk != nil {
 		s.passkeyRoutes(m)
 	}
+	if s.slack != nil {
+		m.HandleFunc("POST "+slackInteractionsPath, s.slack.handleInteraction)
+	}
 	if s.oidc != nil {
 		m.HandleFunc("GET /oidc/login", s.oidcStart)
 		m.HandleFunc("GET /oidc/callback", s.oidcCallback)
@@ -72,6 +76,7 @@ func (s *Service) routes() {
 	m.HandleFunc("POST /ui/grants/{id}/revoke", s.withSession(true, s.uiRevokeGrant))
 	m.HandleFunc("GET /api/grants", s.withBearer(s.apiGrants))
 	s.overviewRoutes(m)
+	s.healthRoutes(m)
 	m.HandleFunc("POST /api/grants/{id}/revoke", s.withBearer(s.apiRevokeGrant))
 	s.mux = m
 }
@@ -104,6 +109,9 @@ type item struct {
 	// Outcome says what became of the call, from the gates' journals
 	// (ServiceOptions.Journals); empty when there is nothing to say.
 	Outcome string `json:"outcome,omitempty"`
+	// Slack says when Slack was not reached for this pending request
+	// (slackNote).
+	Slack string `json:"slack,omitempty"`
 
 	// For the viewer.
 	Mine        bool            `json:"-"` // the viewer asked for this call
@@ -198,6 +206,7 @@ func itemOf(r record, viewer string) item {
 		Arguments: r.Req.Arguments, Args: shownBy(argRows(r.Req.Arguments), r.Req.Parts), Parts: r.Req.Parts, Shown: planhtml.Cards(r.Req.Parts),
 		Grants: r.Req.Grants, Grant: r.Grant,
 		NeedsPasskey: r.Req.MinAssurance == channel.AssurancePasskeyName,
+		Slack:        slackNote(&r),
 	}
 	it.FirstDetail = it.Details
 	if len(it.Details) > cardDetails {
@@ -239,8 +248,11 @@ type pageData struct {
 	HistorySame bool
 }
 
-func (s *Service) view(viewer, csrf string) pageData {
-	p, h, _, _ := s.snapshot()
+func (s *Service) view(viewer, csrf string) (pageData, error) {
+	p, h, err := s.snapshot()
+	if err != nil {
+		return pageData{}, err
+	}
 	d := pageData{User: viewer, CSRF: csrf, Pending: []item{}, History: []item{}}
 	for _, r := range p {
 		d.Pending = append(d.Pending, itemOf(r, viewer))
@@ -250,7 +262,7 @@ func (s *Service) view(viewer, csrf string) pageData {
 	}
 	s.callOutcomes(d.History)
 	s.addGrants(&d)
-	return d
+	return d, nil
 }
 
 func (s *Service) addGrants(d *pageData) {
@@ -426,7 +438,11 @@ func (s *Service) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusUnauthorized, "login.html", pageData{Error: "Wrong name or password."})
 		return
 	}
-	cookie, _ := s.auth.newSession(who)
+	cookie, _, ok := s.auth.newSession(who)
+	if !ok {
+		s.render(w, http.StatusServiceUnavailable, "login.html", pageData{Error: "The approval store cannot be reached right now; try again in a moment."})
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: cookie, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.expectedOrigin(r), "https:"),
@@ -442,11 +458,28 @@ func (s *Service) logout(w http.ResponseWriter, r *http.Request, _ *session) {
 }
 
 func (s *Service) page(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.render(w, http.StatusOK, "page.html", s.pageView(sess.name, sess.csrf, pageOf(r), nil))
+	d, err := s.pageView(sess.name, sess.csrf, pageOf(r), nil)
+	if err != nil {
+		storeDown(w)
+		return
+	}
+	s.render(w, http.StatusOK, "page.html", d)
 }
 
 func (s *Service) fragment(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.render(w, http.StatusOK, "lists", s.pageView(sess.name, sess.csrf, pageOf(r), r.URL.Query()))
+	d, err := s.pageView(sess.name, sess.csrf, pageOf(r), r.URL.Query())
+	if err != nil {
+		storeDown(w)
+		return
+	}
+	s.render(w, http.StatusOK, "lists", d)
+}
+
+// storeDown answers a page the store could not be read for: nothing is
+// shown rather than a list that may be stale.
+func storeDown(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "2")
+	http.Error(w, "The approval store cannot be reached right now; nothing can be shown or decided. Try again in a moment.", http.StatusServiceUnavailable)
 }
 
 // events streams a "change" event whenever any request changes, so every
@@ -459,7 +492,7 @@ func (s *Service) events(w http.ResponseWriter, r *http.Request, _ *session) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	_, _, version, changed := s.snapshot()
+	version, changed := s.changes()
 	fmt.Fprintf(w, "retry: 2000\ndata: %d\n\n", version)
 	fl.Flush()
 	heartbeat := time.NewTicker(15 * time.Second)
@@ -473,7 +506,7 @@ func (s *Service) events(w http.ResponseWriter, r *http.Request, _ *session) {
 		case <-heartbeat.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		case <-changed:
-			_, _, version, changed = s.snapshot()
+			version, changed = s.changes()
 			fmt.Fprintf(w, "data: %d\n\n", version)
 		}
 		fl.Flush()
@@ -531,7 +564,22 @@ func (s *Service) withBearer(h func(http.ResponseWriter, *http.Request, string))
 }
 
 func (s *Service) apiList(w http.ResponseWriter, r *http.Request, who string) {
-	d := s.view(who, "")
+	if r.URL.Query().Has("page") && r.URL.Query().Get("status") == "" {
+		// One window of the pending list, oldest first, as the page
+		// has it: what a bot polling 10,000 requests should ask for.
+		d, err := s.pageView(who, "", pageOf(r), nil)
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"requests": d.Pending, "page": d.Page, "pages": d.Pages, "total": d.TotalPending})
+		return
+	}
+	d, err := s.view(who, "")
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
+	}
 	switch r.URL.Query().Get("status") {
 	case "", channel.StatusPending:
 		writeJSON(w, http.StatusOK, map[string]any{"requests": d.Pending})
@@ -543,14 +591,23 @@ func (s *Service) apiList(w http.ResponseWriter, r *http.Request, who string) {
 }
 
 func (s *Service) apiGet(w http.ResponseWriter, r *http.Request, who string) {
-	d := s.view(who, "")
-	for _, it := range append(d.Pending, d.History...) {
-		if it.ID == r.PathValue("id") {
-			writeJSON(w, http.StatusOK, it)
-			return
-		}
+	s.expireNow()
+	ctx, cancel := storeCtx()
+	defer cancel()
+	rec, err := s.st.get(ctx, r.PathValue("id"))
+	switch {
+	case errors.Is(err, errNotFound):
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such request"})
+		return
+	case err != nil:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
 	}
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such request"})
+	it := []item{itemOf(rec, who)}
+	if rec.Status != channel.StatusPending {
+		s.callOutcomes(it)
+	}
+	writeJSON(w, http.StatusOK, it[0])
 }
 
 func (s *Service) apiDecide(w http.ResponseWriter, r *http.Request, who string) {
@@ -568,6 +625,10 @@ func (it item) DecisionWords() string {
 	at := it.DecidedAt.UTC().Format("2006-01-02 15:04:05 UTC")
 	switch it.Status {
 	case channel.StatusApproved:
+		if n := it.WithdrawnNote(); n != "" {
+			// The gate reported that it did not run the approved call.
+			return "Approved by " + strings.Join(it.Approvals, ", ") + " at " + at + ", not run: " + n
+		}
 		return "Approved by " + strings.Join(it.Approvals, ", ") + " at " + at
 	case channel.StatusDenied:
 		return "Denied by " + it.DeniedBy + " at " + at

@@ -3,12 +3,12 @@ package approvals
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -54,14 +54,13 @@ type oidcLogin struct {
 	cfg      OIDCConfig
 	oauth    oauth2.Config
 	verifier *oidc.IDTokenVerifier
-
-	mu    sync.Mutex
-	flows map[string]oidcFlow // key: SHA-256 of the state
 }
 
+// oidcFlow is a sign-in in progress, kept in the store under the SHA-256
+// of its state (flowOIDC).
 type oidcFlow struct {
-	nonce, verifier string
-	expires         time.Time
+	Nonce    string `json:"nonce"`
+	Verifier string `json:"verifier"`
 }
 
 func newOIDCLogin(ctx context.Context, cfg OIDCConfig, origin string) (*oidcLogin, error) {
@@ -103,7 +102,6 @@ func newOIDCLogin(ctx context.Context, cfg OIDCConfig, origin string) (*oidcLogi
 			RedirectURL: origin + "/oidc/callback", Scopes: []string{oidc.ScopeOpenID, "email"},
 		},
 		verifier: p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now}),
-		flows:    map[string]oidcFlow{},
 	}, nil
 }
 
@@ -118,20 +116,19 @@ func stateKey(state string) string {
 func (s *Service) oidcStart(w http.ResponseWriter, r *http.Request) {
 	o := s.oidc
 	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
-	now := time.Now()
-	o.mu.Lock()
-	for k, f := range o.flows {
-		if now.After(f.expires) {
-			delete(o.flows, k)
+	// In the store, so the provider's redirect back may reach any replica.
+	flow, _ := json.Marshal(oidcFlow{Nonce: nonce, Verifier: verifier})
+	ctx, cancel := storeCtx()
+	err := s.st.flows().putFlow(ctx, flowOIDC, stateKey(state), flow, time.Now().Add(oidcFlowTTL), maxOIDCFlows)
+	cancel()
+	if err != nil {
+		msg := "The approval store cannot be reached right now; try again in a moment."
+		if errors.Is(err, errTooManyFlows) || strings.Contains(err.Error(), errTooManyFlows.Error()) {
+			msg = "Too many logins in progress; try again in a few minutes."
 		}
-	}
-	if len(o.flows) >= maxOIDCFlows {
-		o.mu.Unlock()
-		s.render(w, http.StatusServiceUnavailable, "login.html", pageData{Error: "Too many logins in progress; try again in a few minutes."})
+		s.render(w, http.StatusServiceUnavailable, "login.html", pageData{Error: msg})
 		return
 	}
-	o.flows[stateKey(state)] = oidcFlow{nonce: nonce, verifier: verifier, expires: now.Add(oidcFlowTTL)}
-	o.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{
 		Name: oidcStateCookie, Value: state, Path: "/oidc/", HttpOnly: true, MaxAge: int(oidcFlowTTL / time.Second),
 		// Lax, not Strict: the provider's redirect back is a cross-site
@@ -154,7 +151,11 @@ func (s *Service) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusUnauthorized, "login.html", pageData{Error: "Single sign-on refused: " + err.Error()})
 		return
 	}
-	cookie, _ := s.auth.newSession(who)
+	cookie, _, ok := s.auth.newSession(who)
+	if !ok {
+		s.render(w, http.StatusServiceUnavailable, "login.html", pageData{Error: "The approval store cannot be reached right now; try again in a moment."})
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: cookie, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.expectedOrigin(r), "https:"),
@@ -182,16 +183,19 @@ func (s *Service) oidcIdentity(r *http.Request) (string, error) {
 	if state == "" || err != nil || wire.CTCompare([]byte(c.Value), []byte(state)) != 1 {
 		return "", errors.New("this sign-in was not started in this browser")
 	}
-	o.mu.Lock()
-	flow, ok := o.flows[stateKey(state)]
-	delete(o.flows, stateKey(state)) // single use, whatever happens next
-	o.mu.Unlock()
-	if !ok || time.Now().After(flow.expires) {
+	sctx, scancel := storeCtx()
+	saved, ok, err := s.st.flows().takeFlow(sctx, flowOIDC, stateKey(state)) // single use, whatever happens next
+	scancel()
+	if err != nil {
+		return "", errors.New("the approval store cannot be reached right now; start again in a moment")
+	}
+	var flow oidcFlow
+	if !ok || json.Unmarshal(saved, &flow) != nil {
 		return "", errors.New("unknown or expired sign-in; start again")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	tok, err := o.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(flow.verifier))
+	tok, err := o.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(flow.Verifier))
 	if err != nil {
 		return "", errors.New("the provider did not accept the code")
 	}
@@ -203,7 +207,7 @@ func (s *Service) oidcIdentity(r *http.Request) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ID token: %v", err)
 	}
-	if wire.CTCompare([]byte(id.Nonce), []byte(flow.nonce)) != 1 {
+	if wire.CTCompare([]byte(id.Nonce), []byte(flow.Nonce)) != 1 {
 		return "", errors.New("ID token: nonce does not match this sign-in")
 	}
 	value := id.Subject

@@ -254,24 +254,25 @@ func decisionsLink(status string, from, to time.Time) string {
 	return "/decisions?" + q.Encode()
 }
 
-// all returns copies of every record the service holds.
-func (s *Service) all() []record {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked(time.Now())
-	out := make([]record, 0, len(s.entries))
-	for _, e := range s.entries {
-		out = append(out, *e.rec)
-	}
-	return out
+// all returns copies of every record the service holds (none, and the
+// error, when the store cannot be read).
+func (s *Service) all() ([]record, error) {
+	s.expireNow()
+	ctx, cancel := storeCtx()
+	defer cancel()
+	return s.st.all(ctx)
 }
 
-func (s *Service) overview(now time.Time) overviewData {
+func (s *Service) overview(now time.Time) (overviewData, error) {
 	d := overviewData{Now: now.UTC()}
+	recs, err := s.all()
+	if err != nil {
+		return d, err
+	}
 	d.Since, d.Until = window(now)
 	d.Decisions = newChart("decisions", "Decisions at this service", decisionSeries, d.Since, decisionsLink)
 	var waits []time.Duration
-	for _, r := range s.all() {
+	for _, r := range recs {
 		if r.Status == channel.StatusPending {
 			d.Pending++
 			d.OldestWait = max(d.OldestWait, now.Sub(r.Received))
@@ -289,7 +290,7 @@ func (s *Service) overview(now time.Time) overviewData {
 
 	d.JournalsOn = len(s.opts.Journals) > 0
 	if !d.JournalsOn {
-		return d
+		return d, nil
 	}
 	link := func(kind string, from, to time.Time) string { return journalLink(kind, "", from, to) }
 	d.Outcomes = newChart("outcomes", "Gate outcomes", outcomeSeries, d.Since, link)
@@ -306,7 +307,7 @@ func (s *Service) overview(now time.Time) overviewData {
 	d.Outcomes.layout()
 	d.Grants.layout()
 	d.Reasons = reasonChart(reasons, d.Since, d.Until)
-	return d
+	return d, nil
 }
 
 // reasonChart is one horizontal bar per refusal reason code, most first.
@@ -376,14 +377,22 @@ func (s *Service) readJournals(each func(i int, rec *journal.Record)) []journalS
 }
 
 func (s *Service) overviewPage(w http.ResponseWriter, r *http.Request, sess *session) {
-	d := s.overview(time.Now())
+	d, err := s.overview(time.Now())
+	if err != nil {
+		storeDown(w)
+		return
+	}
 	d.User, d.CSRF = sess.name, sess.csrf
 	s.render(w, http.StatusOK, "overview.html", d)
 }
 
 // apiOverview is the overview for bots: the same numbers, with the links.
 func (s *Service) apiOverview(w http.ResponseWriter, r *http.Request, _ string) {
-	d := s.overview(time.Now())
+	d, err := s.overview(time.Now())
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
+	}
 	hours := func(c chart) []map[string]any {
 		var out []map[string]any
 		for _, b := range c.Bars {
@@ -516,7 +525,11 @@ func (s *Service) serviceDecisions(w http.ResponseWriter, r *http.Request, sess 
 		s.render(w, http.StatusBadRequest, "decisions.html", d)
 		return
 	}
-	all := s.all()
+	all, err := s.all()
+	if err != nil {
+		storeDown(w)
+		return
+	}
 	sort.Slice(all, func(i, j int) bool { return all[i].DecidedAt.Before(all[j].DecidedAt) })
 	for _, rec := range all {
 		if rec.Status == channel.StatusPending || !f.has(rec.DecidedAt) || f.What != "" && rec.Status != f.What {

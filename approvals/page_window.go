@@ -6,12 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/mcpsafe/mcpsafe/channel"
 )
 
 // PageSize is how many pending requests the page shows at once, oldest
@@ -34,8 +30,11 @@ func pageOf(r *http.Request) int {
 // shows as they are (have: "id.rev" pairs, the "have" parameter) are sent
 // as stubs, and the history only when it changed ("h", its rev): an update
 // carries what changed, not the page again.
-func (s *Service) pageView(viewer, csrf string, page int, have url.Values) pageData {
-	p, total, h := s.snapshotWindow(page)
+func (s *Service) pageView(viewer, csrf string, page int, have url.Values) (pageData, error) {
+	p, total, h, err := s.snapshotWindow(page)
+	if err != nil {
+		return pageData{}, err
+	}
 	d := pageData{User: viewer, CSRF: csrf, Pending: []item{}, History: []item{}}
 	d.TotalPending = total
 	d.Pages = max(1, (total+PageSize-1)/PageSize)
@@ -63,7 +62,7 @@ func (s *Service) pageView(viewer, csrf string, page int, have url.Values) pageD
 	d.HistoryRev = revOf(d.History)
 	d.HistorySame = have != nil && have.Get("h") == d.HistoryRev
 	s.addGrants(&d)
-	return d
+	return d, nil
 }
 
 // revOf fingerprints what a card or the history shows: the JSON of its
@@ -76,37 +75,23 @@ func revOf(v ...any) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
-// snapshotWindow is snapshot for one page: it sorts pointers and copies
-// only the window's records.
-func (s *Service) snapshotWindow(page int) (window []record, total int, history []record) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked(time.Now())
-	var pending, decided []*record
-	for _, e := range s.entries {
-		if e.rec.Status == channel.StatusPending {
-			pending = append(pending, e.rec)
-		} else {
-			decided = append(decided, e.rec)
-		}
+// snapshotWindow is snapshot for one page: the store reads only the
+// window's records, oldest first, so that a new request lands at the end
+// and never pushes a card the approver is about to click.
+func (s *Service) snapshotWindow(page int) (window []record, total int, history []record, err error) {
+	s.expireNow()
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if _, total, err = s.st.pending(ctx, 0, 0); err != nil {
+		return nil, 0, nil, err
 	}
-	// The order of snapshot: oldest first, so that a new request lands at
-	// the end and never pushes a card the approver is about to click.
-	sort.Slice(pending, func(i, j int) bool {
-		if !pending[i].Received.Equal(pending[j].Received) {
-			return pending[i].Received.Before(pending[j].Received)
-		}
-		return pending[i].Req.ID < pending[j].Req.ID
-	})
-	total = len(pending)
 	pages := max(1, (total+PageSize-1)/PageSize)
 	from := (min(max(page, 1), pages) - 1) * PageSize
-	for _, r := range pending[from:min(from+PageSize, total)] {
-		window = append(window, *r)
+	if window, total, err = s.st.pending(ctx, from, PageSize); err != nil {
+		return nil, 0, nil, err
 	}
-	sort.Slice(decided, func(i, j int) bool { return decided[i].DecidedAt.After(decided[j].DecidedAt) })
-	for _, r := range decided[:min(len(decided), historyRows)] {
-		history = append(history, *r)
+	if history, err = s.st.history(ctx, historyRows); err != nil {
+		return nil, 0, nil, err
 	}
-	return window, total, history
+	return window, total, history, nil
 }

@@ -388,9 +388,11 @@ func TestPasskeyTwoOfM(t *testing.T) {
 	if code != 200 || item["status"] != channel.StatusPending {
 		t.Fatalf("after one passkey: %d %v", code, item)
 	}
-	p.svc.mu.Lock()
-	bobProof := *p.svc.entries["pk-two"].rec.Approvals[0].Passkey
-	p.svc.mu.Unlock()
+	twoRec, err := p.svc.st.get(context.Background(), "pk-two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobProof := *twoRec.Approvals[0].Passkey
 	body, _ := json.Marshal(map[string]any{"approved": true, "approvers": []string{"alice", "bob"}, "passkeys": []channel.PasskeyProof{bobProof}})
 	liar := httptest.NewServer(answering(t, 200, string(body)))
 	defer liar.Close()

@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
@@ -39,11 +41,84 @@ type passkeys struct {
 	file  string
 	tools map[string]bool
 
+	// shared, when set, is the store's passkey registry (PostgreSQL): the
+	// source of truth, read again at each ceremony; file is then a copy
+	// for gates, rewritten at start and by each registration here.
+	shared passkeyStore
+	flows  flowStore // ceremonies in progress (the store's)
+
 	mu    sync.Mutex
 	reg   channel.PasskeyRegistry
 	flags map[string]webauthn.CredentialFlags // by credential id, kept for the backup-state checks
-	reg1  map[string]webauthn.SessionData     // registration in progress, by approver
-	login map[string]webauthn.SessionData     // approval in progress, by approver and request
+}
+
+// ceremonyTTL bounds a passkey ceremony in progress.
+const ceremonyTTL = 10 * time.Minute
+
+// attach makes the store keep the ceremonies and, when it has a passkey
+// registry, the passkeys: those of --passkeys-file are added to it (a
+// first start on a shared store), and the file becomes a copy of it.
+func (p *passkeys) attach(st store) error {
+	p.flows = st.flows()
+	p.shared = st.passkeys()
+	if p.shared == nil {
+		return nil
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	for _, k := range p.reg.Passkeys {
+		if err := p.shared.addPasskey(ctx, k, p.flags[k.CredentialID]); err != nil {
+			return fmt.Errorf("channel: passkeys: adding %s's passkeys from %s to the store: %w", k.Approver, p.file, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refreshLocked(ctx)
+}
+
+// refreshLocked reads the shared registry again (no-op without one), and
+// keeps the file a copy of it.
+func (p *passkeys) refreshLocked(ctx context.Context) error {
+	if p.shared == nil {
+		return nil
+	}
+	keys, flags, err := p.shared.listPasskeys(ctx)
+	if err != nil {
+		return err
+	}
+	changed := len(keys) != len(p.reg.Passkeys)
+	next := p.reg
+	next.Passkeys = append([]channel.RegisteredPasskey{}, keys...)
+	p.reg, p.flags = next, flags
+	if changed && p.file != "" {
+		if err := next.Save(p.file); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *passkeys) putCeremony(kind, key string, sd *webauthn.SessionData) error {
+	raw, err := json.Marshal(sd)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	return p.flows.putFlow(ctx, kind, key, raw, time.Now().Add(ceremonyTTL), 0)
+}
+
+// takeCeremony removes the ceremony in progress: single use, whatever
+// happens next.
+func (p *passkeys) takeCeremony(kind, key string) (webauthn.SessionData, bool, error) {
+	var sd webauthn.SessionData
+	ctx, cancel := storeCtx()
+	defer cancel()
+	raw, ok, err := p.flows.takeFlow(ctx, kind, key)
+	if err != nil || !ok {
+		return sd, false, err
+	}
+	return sd, json.Unmarshal(raw, &sd) == nil, nil
 }
 
 func newPasskeys(o PasskeyOptions, origin string) (*passkeys, error) {
@@ -59,7 +134,6 @@ func newPasskeys(o PasskeyOptions, origin string) (*passkeys, error) {
 		return nil, fmt.Errorf("channel: passkeys: %v", err)
 	}
 	p := &passkeys{wa: wa, file: o.File, tools: map[string]bool{}, flags: map[string]webauthn.CredentialFlags{},
-		reg1: map[string]webauthn.SessionData{}, login: map[string]webauthn.SessionData{},
 		reg: channel.PasskeyRegistry{RPID: u.Hostname(), Origin: origin, Passkeys: []channel.RegisteredPasskey{}}}
 	for _, t := range o.Tools {
 		p.tools[t] = true
@@ -104,12 +178,21 @@ func (s *Service) pkRegisterBegin(w http.ResponseWriter, r *http.Request, sess *
 	p := s.pk
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := p.refreshLocked(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
+	}
 	opts, sd, err := passkeyreg.Begin(p.wa, p.userLocked(sess.name))
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "passkey registration: " + wire.PasskeyError(err)})
 		return
 	}
-	p.reg1[sess.name] = *sd
+	if err := p.putCeremony(flowPasskeyRegister, sess.name, sd); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
+	}
 	writeJSON(w, http.StatusOK, opts)
 }
 
@@ -118,10 +201,19 @@ func (s *Service) pkRegisterFinish(w http.ResponseWriter, r *http.Request, sess 
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	sd, ok := p.reg1[sess.name]
-	delete(p.reg1, sess.name)
+	sd, ok, err := p.takeCeremony(flowPasskeyRegister, sess.name)
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable; start again"})
+		return
+	}
 	if !ok {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "no passkey registration in progress; start again"})
+		return
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := p.refreshLocked(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable; start again"})
 		return
 	}
 	k, flags, err := passkeyreg.Finish(p.wa, p.userLocked(sess.name), sd, r)
@@ -130,6 +222,17 @@ func (s *Service) pkRegisterFinish(w http.ResponseWriter, r *http.Request, sess 
 		return
 	}
 	id := k.CredentialID
+	if p.shared != nil {
+		if err := p.shared.addPasskey(ctx, k, flags); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "the passkey could not be stored; nothing registered"})
+			return
+		}
+		if err := p.refreshLocked(ctx); err != nil {
+			s.log().Warn("a passkey was registered but the copy in the passkeys file could not be written", "error", err)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"registered": id, "approver": sess.name})
+		return
+	}
 	next := p.reg
 	next.Passkeys = append(append([]channel.RegisteredPasskey(nil), p.reg.Passkeys...), k)
 	if p.file != "" {
@@ -142,19 +245,21 @@ func (s *Service) pkRegisterFinish(w http.ResponseWriter, r *http.Request, sess 
 	writeJSON(w, http.StatusOK, map[string]any{"registered": id, "approver": sess.name})
 }
 
-func loginKey(name, id string) string { return name + "\x00" + id }
+// loginKey names an approval ceremony: approver and request (neither
+// holds a space).
+func loginKey(name, id string) string { return name + " " + id }
 
 func (s *Service) pkApproveBegin(w http.ResponseWriter, r *http.Request, sess *session) {
 	id := r.PathValue("id")
-	s.mu.Lock()
-	e, ok := s.entries[id]
-	var req channel.WireRequest
-	if ok {
-		req = e.rec.Req
-		ok = e.rec.Status == channel.StatusPending
+	ctx, cancel := storeCtx()
+	rec, err := s.st.get(ctx, id)
+	cancel()
+	req := rec.Req
+	if err != nil && !errors.Is(err, errNotFound) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
 	}
-	s.mu.Unlock()
-	if !ok {
+	if err != nil || rec.Status != channel.StatusPending {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no pending request " + prompt.Visible(wire.Clip(id))})
 		return
 	}
@@ -165,6 +270,12 @@ func (s *Service) pkApproveBegin(w http.ResponseWriter, r *http.Request, sess *s
 	p := s.pk
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	rctx, rcancel := storeCtx()
+	defer rcancel()
+	if err := p.refreshLocked(rctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
+	}
 	u := p.userLocked(sess.name)
 	if len(u.WebAuthnCredentials()) == 0 {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "register a passkey first"})
@@ -176,7 +287,10 @@ func (s *Service) pkApproveBegin(w http.ResponseWriter, r *http.Request, sess *s
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "passkey approval: " + wire.PasskeyError(err)})
 		return
 	}
-	p.login[loginKey(sess.name, id)] = *sd
+	if err := p.putCeremony(flowPasskeyApprove, loginKey(sess.name, id), sd); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
+		return
+	}
 	writeJSON(w, http.StatusOK, opts)
 }
 
@@ -188,11 +302,21 @@ func (s *Service) pkApproveFinish(w http.ResponseWriter, r *http.Request, sess *
 		return
 	}
 	p := s.pk
+	sd, ok, err := p.takeCeremony(flowPasskeyApprove, loginKey(sess.name, id))
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable; start again"})
+		return
+	}
 	p.mu.Lock()
-	sd, ok := p.login[loginKey(sess.name, id)]
-	delete(p.login, loginKey(sess.name, id))
+	rctx, rcancel := storeCtx()
+	err = p.refreshLocked(rctx)
+	rcancel()
 	u := p.userLocked(sess.name)
 	p.mu.Unlock()
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable; start again"})
+		return
+	}
 	if !ok {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "no passkey approval in progress for this request; start again"})
 		return

@@ -34,7 +34,7 @@ func SetPassword(path, name, password string) error {
 			if replaced {
 				return fmt.Errorf("channel: approvers file %s lists %s twice; fix it by hand first", path, name)
 			}
-			lines[i], replaced = name+":"+hash, true
+			lines[i], replaced = name+":"+hash+slackTail(l), true
 		}
 	}
 	if !replaced {
@@ -61,7 +61,7 @@ func ConvertApproversFile(path string) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("channel: approvers file %s line %d (%s): %w; set a new one with `mcpsafe approvals passwd`", path, i+1, prompt.Visible(wire.Clip(name)), err)
 		}
-		lines[i] = name + ":" + hash
+		lines[i] = name + ":" + hash + slackTail(l)
 		n++
 	}
 	if n == 0 {
@@ -80,7 +80,9 @@ func entryOf(line string) (name, secret string, ok bool) {
 	if t == "" || strings.HasPrefix(t, "#") {
 		return "", "", false
 	}
-	return strings.Cut(t, ":")
+	name, secret, ok = strings.Cut(t, ":")
+	secret, _ = splitSlackID(secret) // the Slack id is no part of the secret
+	return name, secret, ok
 }
 
 func readApproverLines(path string) ([]string, error) {

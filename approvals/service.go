@@ -14,10 +14,10 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -42,8 +42,10 @@ type ServiceOptions struct {
 	// needs (default 1). A request's own min_approvers can raise it, never
 	// lower it.
 	Require map[string]int
-	// Store is "" or "memory" (state lost on restart) or "file:PATH" (an
-	// SQLite database; pending requests survive a restart).
+	// Store is "" or "memory" (state lost on restart), "file:PATH" (an
+	// SQLite database; pending requests survive a restart), or
+	// "postgres://…" (a PostgreSQL database that any number of replicas
+	// share: see USAGE, "Run it for a team").
 	Store string
 	// Tolerance is the signature timestamp window (default 5 minutes).
 	Tolerance time.Duration
@@ -72,8 +74,9 @@ type ServiceOptions struct {
 	// and the API list its live standing grants and revoke them.
 	Grants ledger.StandingStore
 	// OnDecided, if set, is called when a request leaves pending (status
-	// approved, denied or expired) with how long it waited: for metrics.
-	// It runs under the service's lock and must return quickly.
+	// approved, denied, expired or withdrawn) with how long it waited: for
+	// metrics. With replicas, the replica that made the step calls it,
+	// once per request. It must return quickly.
 	OnDecided func(status string, waited time.Duration)
 	// SigningKey, when set, signs every approval the service answers with
 	// (an attestation, see VerifyAttestation); gates configured with the
@@ -95,6 +98,10 @@ type ServiceOptions struct {
 	// calls to a path that is not the webhook, gates' start-up probes.
 	// Default: nothing is logged.
 	Logger *slog.Logger
+	// Slack, when set, posts every request to a Slack channel with Approve
+	// and Deny buttons and takes the clicks at /slack/interactions
+	// (slack.go).
+	Slack *SlackOptions
 }
 
 // Service is the approval service: a signed webhook endpoint that
@@ -106,27 +113,45 @@ type Service struct {
 	mux      *http.ServeMux
 	hosts    map[string]bool
 	throttle *throttle
-	oidc     *oidcLogin // nil without single sign-on
-	pk       *passkeys  // nil without passkeys
+	oidc     *oidcLogin   // nil without single sign-on
+	pk       *passkeys    // nil without passkeys
+	slack    *slackBridge // nil without Slack
 
 	mu       sync.Mutex
-	entries  map[string]*entry
 	version  uint64
-	changed  chan struct{} // closed (and replaced) on every change
+	changed  chan struct{}            // closed (and replaced) on every change
+	wake     map[string]chan struct{} // closed when that request changes: its long polls re-read it
+	attached map[string]string        // requests this process long-polls for a gate, with the poll's token
 	done     chan struct{}
+	draining chan struct{} // closed by Drain
+	drainOne sync.Once
 	closeOne sync.Once
 	wg       sync.WaitGroup
+	// polls is read-held by each webhook call: Close takes it (and never
+	// gives it back), so calls let go of their requests before the store
+	// closes, and later calls are refused.
+	polls sync.RWMutex
 
 	bodyTimeout time.Duration // reading a webhook body; tests shorten it
+	// pollEvery is how often a long poll re-reads its request whatever
+	// the notifications say (the fallback after a lost LISTEN connection)
+	// and checks its lease; tests shorten it.
+	pollEvery atomic.Int64 // a time.Duration
 	// replayFloor: signatures older than this (unix seconds) are refused,
 	// because the replay cache does not reach back that far.
 	replayFloor int64
 }
 
-type entry struct {
-	rec     *record
-	decided chan struct{} // closed when rec.Status leaves pending
-	polling bool          // a webhook caller is waiting on it
+// pollLease is how long a webhook caller's hold on a request lasts
+// without renewal: a replica that died while a gate waited on it lets the
+// gate re-attach elsewhere after at most this long.
+const pollLease = 30 * time.Second
+
+// storeTimeout bounds one step against the store.
+const storeTimeout = 5 * time.Second
+
+func storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), storeTimeout)
 }
 
 // NewService builds the service and loads its store.
@@ -189,33 +214,43 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		st:       st,
 		hosts:    hosts,
 		throttle: newThrottle(failBurst, failRefill, failDelay),
-		auth:     newAuthenticator(opts.Approvers, opts.SessionTTL),
+		auth:     newAuthenticator(opts.Approvers, opts.SessionTTL, st.sessions()),
 		oidc:     sso,
 		pk:       pk,
-		entries:  map[string]*entry{},
 		changed:  make(chan struct{}),
+		wake:     map[string]chan struct{}{},
+		attached: map[string]string{},
 		done:     make(chan struct{}),
+		draining: make(chan struct{}),
 
 		bodyTimeout: 30 * time.Second,
 	}
-	if _, ok := st.(*memStore); ok {
+	if ls, ok := st.(*localStore); ok && ls.db == nil {
 		s.replayFloor = time.Now().Unix()
 	}
-	recs, err := st.load()
-	if err != nil {
-		st.close()
-		return nil, err
-	}
-	for _, r := range recs {
-		e := &entry{rec: r, decided: make(chan struct{})}
-		if r.Status != channel.StatusPending {
-			close(e.decided)
+	s.pollEvery.Store(int64(10 * time.Second))
+	if pk != nil {
+		if err := pk.attach(st); err != nil {
+			st.close()
+			return nil, err
 		}
-		s.entries[r.Req.ID] = e
+	}
+	if opts.Slack != nil {
+		if s.slack, err = newSlackBridge(s, *opts.Slack); err != nil {
+			st.close()
+			return nil, err
+		}
+	}
+	if ps, ok := st.(*pgStore); ok {
+		ps.startListening(s.heard)
 	}
 	s.routes()
 	s.wg.Add(1)
 	go s.expireLoop()
+	if s.slack != nil {
+		s.wg.Add(1)
+		go s.slack.run()
+	}
 	return s, nil
 }
 
@@ -231,9 +266,8 @@ func (s *Service) Close() error {
 	var err error
 	s.closeOne.Do(func() {
 		close(s.done)
+		s.polls.Lock()
 		s.wg.Wait()
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		err = s.st.close()
 	})
 	return err
@@ -249,7 +283,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-	if !s.hosts[hostOnly(r.Host)] {
+	if !s.hosts[hostOnly(r.Host)] && !probePaths[r.URL.Path] {
 		s.refuse(w, r, "call", fail(http.StatusMisdirectedRequest, "host %q is not served here (add it with --host, or use a name this service serves)", prompt.Visible(wire.Clip(r.Host))))
 		return
 	}
@@ -287,67 +321,99 @@ func (s *Service) expireLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
-	for {
+	for tick := 0; ; tick++ {
 		select {
 		case <-s.done:
 			return
 		case <-t.C:
-			s.mu.Lock()
-			s.expireLocked(time.Now())
-			s.pruneLocked(time.Now())
-			s.mu.Unlock()
+			s.expireNow()
+			if tick%4 == 0 { // every second
+				ctx, cancel := storeCtx()
+				if err := s.st.prune(ctx, s.opts.Retention); err != nil {
+					s.log().Warn("pruning the history failed; the next tick tries again", "error", err)
+				}
+				cancel()
+			}
 		}
 	}
 }
 
-// expireLocked moves overdue pending requests to expired.
-func (s *Service) expireLocked(now time.Time) {
-	changed := false
-	for _, e := range s.entries {
-		if e.rec.Status != channel.StatusPending || now.Before(e.rec.Deadline) {
-			continue
-		}
-		next := *e.rec
-		next.Status, next.DecidedAt = channel.StatusExpired, now
-		if err := s.st.save(&next); err != nil {
-			// Stays pending in the store; it is still past its deadline, so
-			// nothing can approve it, and the next tick tries again.
-			continue
-		}
-		*e.rec = next
-		close(e.decided)
-		changed = true
-		s.decided(&next)
+// expireNow moves overdue pending requests to expired, by the store's
+// clock. A request that stays pending because the store failed is still
+// past its deadline by then, so nothing can approve it, and the next tick
+// tries again.
+func (s *Service) expireNow() {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	gone, err := s.st.expire(ctx)
+	if err != nil {
+		return
 	}
-	if changed {
-		s.notifyLocked()
+	for i := range gone {
+		s.decided(&gone[i])
+		s.touch(gone[i].Req.ID)
 	}
 }
 
-// pruneLocked forgets decided requests older than the retention. A pruned
-// id could be sent again only with a fresh signature, that is by a holder
-// of the secret, and would then be a new request.
-func (s *Service) pruneLocked(now time.Time) {
-	changed := false
-	for id, e := range s.entries {
-		if e.rec.Status == channel.StatusPending || e.polling || now.Sub(e.rec.DecidedAt) < s.opts.Retention {
-			continue
-		}
-		if err := s.st.remove(id); err != nil {
-			continue
-		}
-		delete(s.entries, id)
-		changed = true
-	}
-	if changed {
-		s.notifyLocked()
+// touch tells this process's waiters that request id changed here ("" for
+// any request), and its Slack side that the message may have to follow
+// at once: the replica that made a change reports it.
+func (s *Service) touch(id string) {
+	s.wakeWaiters(id)
+	if s.slack != nil {
+		s.slack.notice(id, 0)
 	}
 }
 
-func (s *Service) notifyLocked() {
+// heard is touch for a change another replica notified (LISTEN/NOTIFY; ""
+// after a lost notification connection: every long poll re-reads its
+// request). The Slack side looks a little later, taking over only a
+// message the replica that made the change did not bring in step.
+func (s *Service) heard(id string) {
+	s.wakeWaiters(id)
+	if s.slack != nil {
+		s.slack.notice(id, slackTakeOver)
+	}
+}
+
+// wakeWaiters wakes this process's long polls on request id ("" for all)
+// and its live pages.
+func (s *Service) wakeWaiters(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id == "" {
+		for k, ch := range s.wake {
+			close(ch)
+			delete(s.wake, k)
+		}
+	} else if ch, ok := s.wake[id]; ok {
+		close(ch)
+		delete(s.wake, id)
+	}
 	s.version++
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// wakeOn returns a channel closed at the next change of request id.
+// Taken before the request is read, so no change between is missed.
+func (s *Service) wakeOn(id string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.wake[id]
+	if !ok {
+		ch = make(chan struct{})
+		s.wake[id] = ch
+	}
+	return ch
+}
+
+// changes returns the change counter and a channel closed at the next
+// change of any request (the page's live updates).
+func (s *Service) changes() (uint64, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version, s.changed
 }
 
 // Webhook endpoint.
@@ -388,67 +454,185 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		s.handleWithdraw(w, r.Header.Get(channel.SignatureHeader), body)
 		return
 	}
-	e, herr := s.admit(r.Header.Get(channel.SignatureHeader), body)
+	if !s.polls.TryRLock() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "service shutting down"})
+		return
+	}
+	defer s.polls.RUnlock()
+	rec, token, herr := s.admit(r.Header.Get(channel.SignatureHeader), body)
 	if herr != nil {
 		s.refuse(w, r, "webhook request", herr)
 		return
 	}
+	s.longPoll(w, r, rec, token)
+}
+
+// longPoll waits for a decision on rec, holding the request for this
+// caller (token) until it answers. The store is the source of truth: the
+// request is read again at each notification of a change (from any
+// replica), and every pollEvery whatever the notifications say.
+func (s *Service) longPoll(w http.ResponseWriter, r *http.Request, rec record, token string) {
+	id := rec.Req.ID
+	s.mu.Lock()
+	s.attached[id] = token
+	s.mu.Unlock()
 	released := false // answerPending let go of the request already
 	defer func() {
-		if released {
-			return // another caller may be attached by now
-		}
 		s.mu.Lock()
-		e.polling = false
+		if s.attached[id] == token {
+			delete(s.attached, id)
+		}
 		s.mu.Unlock()
+		if !released {
+			s.release(id, token)
+		}
 	}()
-	s.mu.Lock()
-	deadline := e.rec.Deadline
-	s.mu.Unlock()
-	timer := time.NewTimer(time.Until(deadline))
+	timer := time.NewTimer(time.Until(rec.Deadline))
 	defer timer.Stop()
-	stillPending := preferredWait(r, deadline)
-	select {
-	case <-e.decided:
-	case <-timer.C:
-	case <-stillPending:
-		if released = s.answerPending(w, e); released {
+	tick := time.NewTicker(time.Duration(s.pollEvery.Load()))
+	defer tick.Stop()
+	stillPending := preferredWait(r, rec.Deadline)
+	renewed := time.Now()
+	for {
+		wake := s.wakeOn(id)
+		ctx, cancel := storeCtx()
+		cur, err := s.st.get(ctx, id)
+		cancel()
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "store unavailable"})
 			return
 		}
-	case <-r.Context().Done():
-		return // the caller left; the request stays pending for a re-attach
-	case <-s.done:
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "service shutting down"})
-		return
+		if cur.Status != channel.StatusPending {
+			break
+		}
+		if cur.PollBy != token {
+			// The lease ran out (this replica could not renew it) and
+			// another caller holds the request now: it gets the answer.
+			released = true
+			writeJSON(w, http.StatusConflict, map[string]any{"approved": false, "error": "another caller is waiting for this request now"})
+			return
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			s.expireNow() // the store's clock decides
+		case <-tick.C:
+			if !time.Now().Before(rec.Deadline) {
+				s.expireNow()
+			}
+			if time.Since(renewed) >= pollLease/3 {
+				s.renew(id, token)
+				renewed = time.Now()
+			}
+		case <-stillPending:
+			if released = s.answerPending(w, id, token); released {
+				return
+			}
+		case <-s.draining:
+			// Stopping: hand the gate over, the request stays pending
+			// for a re-attach on another replica.
+			if released = s.answerPending(w, id, token); released {
+				return
+			}
+		case <-r.Context().Done():
+			return // the caller left; the request stays pending for a re-attach
+		case <-s.done:
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "service shutting down"})
+			return
+		}
 	}
-	s.mu.Lock()
-	s.expireLocked(time.Now())
-	if e.rec.Status == channel.StatusPending { // a failing store kept it pending
-		s.mu.Unlock()
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "store unavailable"})
-		return
-	}
-	if e.rec.Delivered {
-		s.mu.Unlock()
-		writeJSON(w, http.StatusConflict, map[string]any{"approved": false, "error": "decision already delivered"})
-		return
-	}
-	next := *e.rec
-	next.Delivered = true
-	if err := s.st.save(&next); err != nil {
-		s.mu.Unlock()
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"approved": false, "error": "store unavailable"})
-		return
-	}
-	*e.rec = next
-	ans := answerFor(&next)
-	s.notifyLocked()
-	s.mu.Unlock()
-	if err := s.attest(&next, ans); err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"approved": false, "error": "signing the decision failed"})
+	ans, herr := s.deliver(id)
+	if herr != nil {
+		writeJSON(w, herr.code, map[string]any{"approved": false, "error": herr.msg})
 		return
 	}
 	writeJSON(w, http.StatusOK, ans)
+}
+
+// deliver hands a decision to its webhook caller, and to every re-attach
+// of the same request until it expires or the gate withdraws it: single
+// use is the gate's (it redeems the grant in its ledger, once across
+// replicas), so a gate that died after a delivery does not lose the
+// person's decision. An approval is signed here, once, when the service
+// has a signing key, and the attestation is kept with the decision and
+// delivered each time.
+func (s *Service) deliver(id string) (map[string]any, *httpError) {
+	var signErr error
+	ctx, cancel := storeCtx()
+	defer cancel()
+	rec, err := s.st.update(ctx, id, func(cur record, _ time.Time) (*record, error) {
+		switch {
+		case cur.Status == channel.StatusPending:
+			return nil, fail(http.StatusServiceUnavailable, "store unavailable") // a failing store kept it pending
+		case cur.Withdrawn != "":
+			return nil, fail(http.StatusConflict, "decision withdrawn by the gated server (%s)", cur.Withdrawn)
+		}
+		next := cur
+		next.Delivered = true
+		next.PollBy, next.PollUntil = "", time.Time{}
+		if next.Status == channel.StatusApproved && s.opts.SigningKey != nil && next.Attestation == nil {
+			a, err := s.attestation(&next)
+			if err != nil {
+				signErr = err
+				return nil, fail(http.StatusInternalServerError, "signing the decision failed")
+			}
+			next.Attestation = &a
+		}
+		return &next, nil
+	})
+	if err != nil {
+		if signErr != nil {
+			s.log().Error("signing a decision failed", "id", id, "error", signErr)
+		}
+		return nil, httpErrOf(err)
+	}
+	s.touch(id)
+	ans := answerFor(&rec)
+	if rec.Attestation != nil {
+		ans["attestation"] = *rec.Attestation
+	}
+	return ans, nil
+}
+
+// httpErrOf is the answer for an error from the store or a step's check.
+func httpErrOf(err error) *httpError {
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		return he
+	case errors.Is(err, errNotFound):
+		return fail(http.StatusNotFound, "%v", err)
+	default:
+		return fail(http.StatusServiceUnavailable, "store unavailable; nothing recorded")
+	}
+}
+
+// renew extends this caller's hold on request id.
+func (s *Service) renew(id, token string) {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	_, _ = s.st.update(ctx, id, func(cur record, now time.Time) (*record, error) {
+		if cur.PollBy != token || cur.Status != channel.StatusPending {
+			return nil, nil
+		}
+		next := cur
+		next.PollUntil = now.Add(pollLease)
+		return &next, nil
+	})
+}
+
+// release lets go of request id when this caller still holds it.
+func (s *Service) release(id, token string) {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	_, _ = s.st.update(ctx, id, func(cur record, _ time.Time) (*record, error) {
+		if cur.PollBy != token {
+			return nil, nil
+		}
+		next := cur
+		next.PollBy, next.PollUntil = "", time.Time{}
+		return &next, nil
+	})
 }
 
 func answerFor(r *record) map[string]any {
@@ -481,30 +665,31 @@ func answerFor(r *record) map[string]any {
 }
 
 // admit verifies and registers a webhook request, or re-attaches a caller
-// to the same request after a dropped connection or a service restart.
-func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
+// to the same request after a dropped connection, a service restart or on
+// another replica. It returns the request and the caller's poll token.
+func (s *Service) admit(sig string, body []byte) (record, string, *httpError) {
 	if len(body) > channel.MaxRequestBytes {
-		return nil, fail(http.StatusRequestEntityTooLarge, "request larger than %d bytes", channel.MaxRequestBytes)
+		return record{}, "", fail(http.StatusRequestEntityTooLarge, "request larger than %d bytes", channel.MaxRequestBytes)
 	}
 	now := time.Now()
 	replayKey, err := channel.VerifySignatureKey(sig, body, s.opts.Secret, now, s.opts.Tolerance)
 	if err != nil {
-		return nil, fail(http.StatusUnauthorized, "%v", err)
+		return record{}, "", fail(http.StatusUnauthorized, "%v", err)
 	}
 	ts, _, _ := strings.Cut(replayKey, ".")
 	if sec, _ := strconv.ParseInt(ts, 10, 64); sec < s.replayFloor {
 		// Signed before this process started, and the memory store's
 		// replay cache started empty: a replay cannot be told from a
 		// late original, so both are refused. The sender signs again.
-		return nil, fail(http.StatusConflict, "signature t=%s is older than this service (memory store: replays from before the start cannot be recognised); sign again", ts)
+		return record{}, "", fail(http.StatusConflict, "signature t=%s is older than this service (memory store: replays from before the start cannot be recognised); sign again", ts)
 	}
 	req, err := decodeWireRequest(body)
 	if err != nil {
-		return nil, fail(http.StatusBadRequest, "%v", err)
+		return record{}, "", fail(http.StatusBadRequest, "%v", err)
 	}
 	if req.MinAssurance == channel.AssurancePasskeyName && s.pk == nil {
 		// Nobody here could ever approve it: say so now, not at the expiry.
-		return nil, fail(http.StatusBadRequest, "%s requires passkey approvals, and this service has no passkeys configured (--passkeys-file)", prompt.Visible(wire.Clip(req.Tool)))
+		return record{}, "", fail(http.StatusBadRequest, "%s requires passkey approvals, and this service has no passkeys configured (--passkeys-file)", prompt.Visible(wire.Clip(req.Tool)))
 	}
 	// Identify the request by its decoded content without the nonce, so a
 	// re-sent copy with a fresh signature matches.
@@ -514,58 +699,63 @@ func (s *Service) admit(sig string, body []byte) (*entry, *httpError) {
 	digest := sha256.Sum256(canon)
 	bodyDigest := hex.EncodeToString(digest[:])
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Under the lock: the memory store's map is not safe for concurrent
-	// use, and a replay racing its original must lose.
-	fresh, err := s.st.sawSignature(replayKey, now.Add(2*s.opts.Tolerance))
+	ctx, cancel := storeCtx()
+	defer cancel()
+	// One insert that only one caller, on any replica, can make: a replay
+	// racing its original loses.
+	fresh, err := s.st.sawSignature(ctx, replayKey, now.Add(2*s.opts.Tolerance))
 	if err != nil {
-		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
+		return record{}, "", fail(http.StatusServiceUnavailable, "store unavailable")
 	}
 	if !fresh {
-		return nil, fail(http.StatusConflict, "replayed signature (t=%s)", ts)
+		return record{}, "", fail(http.StatusConflict, "replayed signature (t=%s)", ts)
 	}
-	s.expireLocked(now)
-	if e, ok := s.entries[req.ID]; ok {
+	token := randomToken()
+	again := func(cur record, now time.Time) (*record, error) {
 		switch {
-		case subtle.ConstantTimeCompare([]byte(e.rec.BodyDigest), []byte(bodyDigest)) != 1:
+		case subtle.ConstantTimeCompare([]byte(cur.BodyDigest), []byte(bodyDigest)) != 1:
 			return nil, fail(http.StatusConflict, "request id %s was already used for a different request", req.ID)
-		case e.rec.Delivered:
-			return nil, fail(http.StatusConflict, "request %s: decision already delivered (single use)", req.ID)
-		case e.polling:
-			return nil, fail(http.StatusConflict, "request %s: another caller is already waiting for it", req.ID)
+		case cur.Withdrawn != "" || cur.Status == channel.StatusWithdrawn:
+			return nil, fail(http.StatusConflict, "request %s was withdrawn by the gated server (%s)", req.ID, cur.Withdrawn)
+		case cur.Status != channel.StatusPending:
+			// Decided: this caller gets the decision, again if need be.
+			// A gate that died after its first delivery (kill -9, a lost
+			// reply) must not take the person's decision with it; the
+			// call still runs at most once, because the gate redeems the
+			// grant in its ledger, once across replicas.
+			return nil, nil
 		}
-		e.polling = true
-		return e, nil
+		// The newest caller holds the request: an earlier one that still
+		// waits is told another caller waits now (its gate died, or its
+		// client called again elsewhere).
+		next := cur
+		next.PollBy, next.PollUntil = token, now.Add(pollLease)
+		return &next, nil
 	}
-	pending := 0
-	for _, e := range s.entries {
-		if e.rec.Status == channel.StatusPending {
-			pending++
+	create := func(now time.Time, pending int) (*record, error) {
+		if pending >= s.opts.MaxPending {
+			return nil, fail(http.StatusServiceUnavailable, "too many pending requests (%d)", pending)
 		}
+		deadline := req.ExpiresAt
+		if limit := now.Add(s.opts.MaxWait); limit.Before(deadline) {
+			deadline = limit
+		}
+		if !now.Before(deadline) {
+			return nil, fail(http.StatusBadRequest, "request already expired")
+		}
+		required := max(1, s.opts.Require[req.Tool], req.MinApprovers)
+		if required > len(s.opts.Approvers) {
+			return nil, fail(http.StatusBadRequest, "request needs %d approvers, only %d are configured", required, len(s.opts.Approvers))
+		}
+		return &record{Req: req, BodyDigest: bodyDigest, Received: now, Deadline: deadline, Required: required,
+			Status: channel.StatusPending, PollBy: token, PollUntil: now.Add(pollLease)}, nil
 	}
-	if pending >= s.opts.MaxPending {
-		return nil, fail(http.StatusServiceUnavailable, "too many pending requests (%d)", pending)
+	rec, err := s.st.admit(ctx, req.ID, create, again)
+	if err != nil {
+		return record{}, "", httpErrOf(err)
 	}
-	deadline := req.ExpiresAt
-	if limit := now.Add(s.opts.MaxWait); limit.Before(deadline) {
-		deadline = limit
-	}
-	if !now.Before(deadline) {
-		return nil, fail(http.StatusBadRequest, "request already expired")
-	}
-	required := max(1, s.opts.Require[req.Tool], req.MinApprovers)
-	if required > len(s.opts.Approvers) {
-		return nil, fail(http.StatusBadRequest, "request needs %d approvers, only %d are configured", required, len(s.opts.Approvers))
-	}
-	rec := &record{Req: req, BodyDigest: bodyDigest, Received: now, Deadline: deadline, Required: required, Status: channel.StatusPending}
-	if err := s.st.save(rec); err != nil {
-		return nil, fail(http.StatusServiceUnavailable, "store unavailable")
-	}
-	e := &entry{rec: rec, decided: make(chan struct{}), polling: true}
-	s.entries[req.ID] = e
-	s.notifyLocked()
-	return e, nil
+	s.touch(req.ID)
+	return rec, token, nil
 }
 
 func decodeWireRequest(body []byte) (channel.WireRequest, error) {
@@ -690,79 +880,98 @@ func (s *Service) decide(id, by string, approve bool, grant string) (record, *ht
 	return s.decideVote(id, vote{By: by}, approve, grant)
 }
 
-// decideVote records v (its time is set here). An approval of a request
-// that needs a passkey must carry one (already verified by the caller),
-// and approves that call alone: the passkey signed this call, not a grant.
+// decideVote records v (its time is set here, by the store's clock). An
+// approval of a request that needs a passkey must carry one (already
+// verified by the caller), and approves that call alone: the passkey
+// signed this call, not a grant. It is the one decision path (page, API,
+// passkeys): one step against the store with the request locked, so
+// approvers deciding at once on different replicas make one decision.
 func (s *Service) decideVote(id string, v vote, approve bool, grant string) (record, *httpError) {
 	by := v.By
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked(now)
-	e, ok := s.entries[id]
-	if !ok {
-		return record{}, fail(http.StatusNotFound, "%v: %s", errNotFound, id)
-	}
-	cur := *e.rec
-	if cur.Status != channel.StatusPending {
-		who := ""
-		switch {
-		case cur.Status == channel.StatusDenied && cur.DeniedBy != nil:
-			who = " by " + cur.DeniedBy.By
-		case cur.Status == channel.StatusApproved:
-			who = " by " + strings.Join(voters(&cur), ", ")
-		}
-		return cur, fail(http.StatusConflict, "already %s%s", cur.Status, who)
-	}
-	next := cur
-	next.Approvals = append([]vote(nil), cur.Approvals...)
 	if grant == approver.Once {
 		grant = ""
 	}
-	if approve && !offered(cur.Req, grant) {
-		return cur, fail(http.StatusBadRequest, "grant %q is not one of the request's offers", grant)
-	}
-	if approve && len(cur.Approvals) > 0 && grant != cur.Grant {
-		return cur, fail(http.StatusConflict, "the approvals so far chose %q; every approver must approve the same grant", cur.Grant)
-	}
-	if approve {
-		next.Grant = grant
-		// One namespace, one comparison (identity.Same): approver
-		// "alice" is principal "user:alice", and a principal that cannot
-		// be compared counts as everyone's.
-		if identity.Same(by, cur.Req.Principal) {
-			return cur, fail(http.StatusForbidden, "%s asked for this call (as %q) and cannot approve it; another approver must", by, cur.Req.Principal)
+	ctx, cancel := storeCtx()
+	defer cancel()
+	var before record
+	rec, err := s.st.update(ctx, id, func(cur record, now time.Time) (*record, error) {
+		before = cur
+		if cur.Status == channel.StatusPending && !now.Before(cur.Deadline) {
+			// Past its deadline by the store's clock: expire it now,
+			// whatever the vote.
+			next := cur
+			next.Status, next.DecidedAt = channel.StatusExpired, now
+			return &next, nil
 		}
-		if s.needsPasskey(&cur) && v.Passkey == nil {
-			return cur, fail(http.StatusForbidden, "%s requires a passkey approval of this exact call; a login alone cannot approve it", cur.Req.Tool)
+		if cur.Status != channel.StatusPending {
+			return nil, alreadyDecided(&cur)
 		}
-		if s.needsPasskey(&cur) && grant != "" {
-			return cur, fail(http.StatusBadRequest, "%s requires a passkey on each call; a standing grant cannot be chosen for it", cur.Req.Tool)
+		next := cur
+		next.Approvals = append([]vote(nil), cur.Approvals...)
+		if approve && !offered(cur.Req, grant) {
+			return nil, fail(http.StatusBadRequest, "grant %q is not one of the request's offers", grant)
 		}
-		for _, v := range cur.Approvals {
-			if identity.Same(v.By, by) {
-				return cur, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
+		if approve && len(cur.Approvals) > 0 && grant != cur.Grant {
+			return nil, fail(http.StatusConflict, "the approvals so far chose %q; every approver must approve the same grant", cur.Grant)
+		}
+		if approve {
+			next.Grant = grant
+			// One namespace, one comparison (identity.Same): approver
+			// "alice" is principal "user:alice", and a principal that cannot
+			// be compared counts as everyone's.
+			if identity.Same(by, cur.Req.Principal) {
+				return nil, fail(http.StatusForbidden, "%s asked for this call (as %q) and cannot approve it; another approver must", by, cur.Req.Principal)
 			}
+			if s.needsPasskey(&cur) && v.Passkey == nil {
+				return nil, fail(http.StatusForbidden, "%s requires a passkey approval of this exact call; a login alone cannot approve it", cur.Req.Tool)
+			}
+			if s.needsPasskey(&cur) && grant != "" {
+				return nil, fail(http.StatusBadRequest, "%s requires a passkey on each call; a standing grant cannot be chosen for it", cur.Req.Tool)
+			}
+			for _, v := range cur.Approvals {
+				if identity.Same(v.By, by) {
+					return nil, fail(http.StatusConflict, "%s already approved; %d more distinct approver(s) needed", by, cur.Required-len(cur.Approvals))
+				}
+			}
+			vv := v
+			vv.At = now
+			next.Approvals = append(next.Approvals, vv)
+			if len(next.Approvals) >= next.Required {
+				next.Status, next.DecidedAt = channel.StatusApproved, now
+			}
+		} else {
+			next.Status, next.DecidedAt = channel.StatusDenied, now
+			next.DeniedBy = &vote{By: by, At: now, Via: v.Via}
 		}
-		v.At = now
-		next.Approvals = append(next.Approvals, v)
-		if len(next.Approvals) >= next.Required {
-			next.Status, next.DecidedAt = channel.StatusApproved, now
+		return &next, nil
+	})
+	if err != nil {
+		herr := httpErrOf(err)
+		if herr.code == http.StatusServiceUnavailable {
+			herr = fail(http.StatusServiceUnavailable, "store unavailable; nothing recorded")
 		}
-	} else {
-		next.Status, next.DecidedAt = channel.StatusDenied, now
-		next.DeniedBy = &vote{By: by, At: now}
+		return before, herr
 	}
-	if err := s.st.save(&next); err != nil {
-		return cur, fail(http.StatusServiceUnavailable, "store unavailable; nothing recorded")
+	s.touch(id)
+	if rec.Status != channel.StatusPending {
+		s.decided(&rec)
 	}
-	*e.rec = next
-	if next.Status != channel.StatusPending {
-		close(e.decided)
-		s.decided(&next)
+	if rec.Status == channel.StatusExpired && before.Status == channel.StatusPending {
+		return rec, fail(http.StatusConflict, "already %s", rec.Status)
 	}
-	s.notifyLocked()
-	return next, nil
+	return rec, nil
+}
+
+// alreadyDecided refuses a vote on a request that left pending.
+func alreadyDecided(cur *record) *httpError {
+	who := ""
+	switch {
+	case cur.Status == channel.StatusDenied && cur.DeniedBy != nil:
+		who = " by " + cur.DeniedBy.By
+	case cur.Status == channel.StatusApproved:
+		who = " by " + strings.Join(voters(cur), ", ")
+	}
+	return fail(http.StatusConflict, "already %s%s", cur.Status, who)
 }
 
 func (s *Service) decided(r *record) {
@@ -771,15 +980,14 @@ func (s *Service) decided(r *record) {
 	}
 }
 
-// Pending is the number of requests waiting for a decision.
+// Pending is the number of requests waiting for a decision (0 when the
+// store cannot be read).
 func (s *Service) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.entries {
-		if e.rec.Status == channel.StatusPending {
-			n++
-		}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	n, err := s.st.countPending(ctx)
+	if err != nil {
+		return 0
 	}
 	return n
 }
@@ -792,33 +1000,20 @@ func voters(r *record) []string {
 	return out
 }
 
-// snapshot returns copies of all records: pending in arrival order, then
-// history, newest first.
 // historyRows is how many decided requests the page and the API list.
 const historyRows = 200
 
-func (s *Service) snapshot() (pending, history []record, version uint64, changed <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked(time.Now())
-	for _, e := range s.entries {
-		if e.rec.Status == channel.StatusPending {
-			pending = append(pending, *e.rec)
-		} else {
-			history = append(history, *e.rec)
-		}
+// snapshot returns pending requests in arrival order, then history,
+// newest first.
+func (s *Service) snapshot() (pending, history []record, err error) {
+	s.expireNow()
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if pending, _, err = s.st.pending(ctx, 0, -1); err != nil {
+		return nil, nil, err
 	}
-	// Oldest first, so a new request lands at the end of the page and never
-	// pushes a card the approver is about to click.
-	sort.Slice(pending, func(i, j int) bool {
-		if !pending[i].Received.Equal(pending[j].Received) {
-			return pending[i].Received.Before(pending[j].Received)
-		}
-		return pending[i].Req.ID < pending[j].Req.ID
-	})
-	sort.Slice(history, func(i, j int) bool { return history[i].DecidedAt.After(history[j].DecidedAt) })
-	if len(history) > historyRows {
-		history = history[:historyRows]
+	if history, err = s.st.history(ctx, historyRows); err != nil {
+		return nil, nil, err
 	}
-	return pending, history, s.version, s.changed
+	return pending, history, nil
 }

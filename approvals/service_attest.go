@@ -1,19 +1,28 @@
 package approvals
 
 import (
+	"cmp"
+
 	"github.com/mcpsafe/mcpsafe/channel"
 )
 
-// attest adds the signed statement to an approval answer when the service
-// has a signing key. Denials and other outcomes are not signed: they never
-// let anything run.
-func (s *Service) attest(r *record, ans map[string]any) error {
-	if s.opts.SigningKey == nil || r.Status != channel.StatusApproved {
-		return nil
-	}
+// attestation is the signed statement of an approval (the service has a
+// signing key; deliver keeps it with the decision). Denials and other
+// outcomes are not signed: they never let anything run.
+func (s *Service) attestation(r *record) (channel.Attestation, error) {
 	names := []string{}
 	var proofs []channel.PasskeyProof
-	for _, v := range r.Approvals {
+	var via []string // only when a vote came by another path than the service's own
+	for i, v := range r.Approvals {
+		if v.Via != "" && via == nil {
+			via = make([]string, len(r.Approvals))
+			for j := range i {
+				via[j] = "web"
+			}
+		}
+		if via != nil {
+			via[i] = cmp.Or(v.Via, "web")
+		}
 		names = append(names, v.By)
 		if v.Passkey != nil {
 			proofs = append(proofs, *v.Passkey)
@@ -27,11 +36,7 @@ func (s *Service) attest(r *record, ans map[string]any) error {
 		Version: 1, ID: r.Req.ID, Tool: r.Req.Tool, ArgsDigest: r.Req.ArgsDigest,
 		Principal: r.Req.Principal, Audience: r.Req.Audience, ExpiresAt: r.Req.ExpiresAt.UTC(),
 		Approved: true, Approvers: names, Assurance: assurance, DecidedAt: r.DecidedAt.UTC(),
-		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant,
+		TargetsDigest: channel.TargetsDigest(r.Req.Targets), Passkeys: proofs, Grant: r.Grant, Via: via,
 	})
-	if err != nil {
-		return err
-	}
-	ans["attestation"] = a
-	return nil
+	return a, err
 }

@@ -12,11 +12,9 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -186,31 +184,48 @@ func TestMaxWait(t *testing.T) {
 	checkOutcome(t, r.d, r.err, channel.ErrTimeout, "")
 }
 
-func TestDecisionSingleUse(t *testing.T) {
+// A decision is made once and reaches every re-attach of its request (same
+// id, same body) until the request expires or is withdrawn: a gate that
+// died after the first delivery does not take the person's decision with
+// it (the call runs at most once through the gate's ledger). While a
+// caller waits, a newer caller for the same request takes it over.
+func TestDecisionReachesEveryReattach(t *testing.T) {
 	e := newEnv(t, ServiceOptions{})
 	req := testRequest("req-once")
 	ch := e.ask(req)
 	e.waitPending("req-once")
 
-	// While one caller waits, a second caller for the same id is refused.
-	r2 := wait(t, e.ask(req))
-	checkOutcome(t, r2.d, r2.err, channel.ErrUnavailable, "HTTP 409")
+	// A second caller for the same request takes it over; the first is
+	// told another caller waits now.
+	ch2 := e.ask(req)
+	r1 := wait(t, ch)
+	checkOutcome(t, r1.d, r1.err, channel.ErrUnavailable, "HTTP 409")
 
 	e.decide("req-once", "approve", "alice", 200)
-	if r := wait(t, ch); !r.d.Approved {
+	if r := wait(t, ch2); !r.d.Approved {
 		t.Fatalf("got %+v, %v", r.d, r.err)
 	}
-	// The approval was delivered: asking again (freshly signed) gets nothing.
-	r3 := wait(t, e.ask(req))
-	checkOutcome(t, r3.d, r3.err, channel.ErrUnavailable, "HTTP 409")
+	// Asking again (freshly signed, as a gate replica does with the
+	// handle) gets the same decision again; nobody decides it twice.
+	if r3 := wait(t, e.ask(req)); !r3.d.Approved || len(r3.d.Approvers) != 1 || r3.d.Approvers[0] != "alice" {
+		t.Fatalf("a re-attach after the delivery: %+v, %v", r3.d, r3.err)
+	}
 	e.decide("req-once", "approve", "bob", 409)
 	e.decide("req-once", "deny", "bob", 409)
 
-	// The same id with a different plan is refused too.
+	// The same id with a different plan is refused.
 	other := req
 	other.Summary = "delete thesis.txt"
 	r4 := wait(t, e.ask(other))
 	checkOutcome(t, r4.d, r4.err, channel.ErrUnavailable, "HTTP 409")
+
+	// Once the gate withdraws it (it had the approval and did not run
+	// the call), no re-attach gets the decision any more.
+	if err := e.hook.Withdraw(context.Background(), req, approver.WithdrawShuttingDown); err != nil {
+		t.Fatal(err)
+	}
+	r5 := wait(t, e.ask(req))
+	checkOutcome(t, r5.d, r5.err, channel.ErrUnavailable, "HTTP 409")
 }
 
 func TestSelfApprovalRefused(t *testing.T) {
@@ -570,10 +585,13 @@ func TestRestartWithStore(t *testing.T) {
 	}
 	e2.stop()
 
-	// A third start: the decision is still delivered, single use holds.
+	// A third start: the decision is still there, and reaches the gate
+	// that asks again (it runs once through the gate's ledger).
 	e3 := newEnv(t, opts)
 	r = wait(t, e3.ask(req))
-	checkOutcome(t, r.d, r.err, channel.ErrUnavailable, "HTTP 409")
+	if !r.d.Approved || r.d.Approvers[0] != "alice" {
+		t.Fatalf("after a second restart: %+v, %v", r.d, r.err)
+	}
 	_, out := e3.api("GET", "/api/requests/req-restart", "alice")
 	if out["status"] != channel.StatusApproved {
 		t.Fatalf("history lost: %v", out)
@@ -816,25 +834,6 @@ func BenchmarkVerifySignature(b *testing.B) {
 	for b.Loop() {
 		if err := channel.VerifySignature(h, body, testSecret, now, time.Minute); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// A fresh machine has no state directory: the file store creates it and
-// its database private, as the USAGE setup expects.
-func TestFileStoreOnFreshMachine(t *testing.T) {
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
-	dir := filepath.Join(t.TempDir(), "state", "mcpsafe")
-	path := filepath.Join(dir, "approvals.db")
-	svc, err := NewService(ServiceOptions{Secret: testSecret, Approvers: testApprovers, Store: "file:" + path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	for p, mode := range map[string]os.FileMode{dir: 0o700, filepath.Dir(dir): 0o700, path: 0o600} {
-		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != mode {
-			t.Errorf("%s: %v, %v; want mode %v", p, fi, err, mode)
 		}
 	}
 }

@@ -2,16 +2,10 @@ package approvals
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver for the file store
 
 	"github.com/mcpsafe/mcpsafe/channel"
 )
@@ -34,7 +28,24 @@ type record struct {
 	// Grant is the standing grant the approvers chose (one of Req.Grants);
 	// empty for this call alone. Every approval vote names the same one.
 	Grant string `json:"grant,omitempty"`
+	// PollBy and PollUntil say that a webhook caller is attached to the
+	// request (on any replica) and until when its lease runs: the replica
+	// holding the long poll renews it, so a replica that died leaves a
+	// lease that runs out and the gate can re-attach elsewhere.
+	PollBy    string    `json:"poll_by,omitempty"`
+	PollUntil time.Time `json:"poll_until,omitzero"`
+	// Attestation is the signed statement delivered with an approval
+	// (service_attest.go): kept, so the one decision has one attestation.
+	Attestation *channel.Attestation `json:"attestation,omitempty"`
+	// Slack is the request's Slack message, when Slack approvals are on
+	// (slack_delivery.go): kept with the request, so every replica and
+	// every store sees one message per request, and its claims are made
+	// with the request locked.
+	Slack *slackRef `json:"slack,omitempty"`
 }
+
+// polled reports whether a webhook caller holds the request at now.
+func (r *record) polled(now time.Time) bool { return r.PollBy != "" && now.Before(r.PollUntil) }
 
 type vote struct {
 	By   string    `json:"by"`
@@ -43,168 +54,110 @@ type vote struct {
 	// Passkey is the approver's verified assertion for this call, when the
 	// approval was made with one.
 	Passkey *channel.PasskeyProof `json:"passkey,omitempty"`
+	// Via names the path the vote came by when it was not the service's
+	// own page or API: "slack" (a click in Slack, slack_interactions.go).
+	Via string `json:"via,omitempty"`
 }
 
-// store persists records and seen signatures. Every change to a record is
-// written before it takes effect for anyone: if the write fails, the
-// change is refused.
+// store is where the service's state lives: the source of truth for every
+// step of a decision. Each method is one atomic step against it (in the
+// PostgreSQL store, one transaction with the request's row locked), so
+// replicas sharing a store make one decision per request. A method that
+// cannot reach the store returns an error wrapping errStore, and the
+// service answers 503 and approves nothing.
+//
+// The clock is the store's: every callback is given the store's now (the
+// database's now() for PostgreSQL), never a replica's.
 type store interface {
-	save(r *record) error
-	remove(id string) error
-	load() ([]*record, error)
-	sawSignature(sig string, until time.Time) (fresh bool, err error)
+	// admit creates request id with create (given now and how many
+	// requests are pending), or, when id exists, calls again with it.
+	// Either callback returns the record to write, nil to write nothing,
+	// or an error (nothing written). admit returns the record as stored.
+	admit(ctx context.Context, id string, create func(now time.Time, pending int) (*record, error), again func(cur record, now time.Time) (*record, error)) (record, error)
+	// update runs fn on request id with the request locked; fn returns
+	// the record to write, nil to write nothing, or an error (nothing
+	// written). errNotFound when there is no such request.
+	update(ctx context.Context, id string, fn func(cur record, now time.Time) (*record, error)) (record, error)
+	get(ctx context.Context, id string) (record, error)
+	// pending lists pending requests oldest first (by Received, then id):
+	// limit of them from offset (limit < 0: all), and how many there are.
+	pending(ctx context.Context, offset, limit int) ([]record, int, error)
+	// history lists decided requests, the newest decision first.
+	history(ctx context.Context, limit int) ([]record, error)
+	all(ctx context.Context) ([]record, error)
+	// expire moves every pending request whose deadline has passed to
+	// expired and returns those it moved (each once, across replicas).
+	expire(ctx context.Context) ([]record, error)
+	// prune deletes requests decided longer than retention ago that no
+	// webhook caller holds.
+	prune(ctx context.Context, retention time.Duration) error
+	countPending(ctx context.Context) (int, error)
+	// sawSignature records a webhook signature until until; fresh is
+	// false when it was recorded already (a replay).
+	sawSignature(ctx context.Context, sig string, until time.Time) (fresh bool, err error)
+	sessions() sessionStore
+	flows() flowStore
+	// passkeys is nil when passkeys live in --passkeys-file.
+	passkeys() passkeyStore
+	// shared reports whether other processes may use the store at once
+	// (replicas): a stopping replica then hands its waiting gates over
+	// instead of withdrawing their requests.
+	shared() bool
+	ping(ctx context.Context) error
 	close() error
 }
 
-// OpenStore parses a store spec: "" or "memory" keeps state in memory;
-// "file:PATH" keeps it in an SQLite database at PATH.
+// sessionStore keeps browser login sessions, keyed by the SHA-256 of the
+// cookie value.
+type sessionStore interface {
+	putSession(ctx context.Context, key string, s session) error
+	getSession(ctx context.Context, key string) (session, bool, error)
+	endSession(ctx context.Context, key string) error
+}
+
+// errStore marks a store that could not be reached or written.
+var errStore = errors.New("store unavailable")
+
+func storeErr(err error) error {
+	if err == nil || errors.Is(err, errStore) || errors.Is(err, errNotFound) {
+		return err
+	}
+	var he *httpError
+	if errors.As(err, &he) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", errStore, err)
+}
+
+// openStore parses a store spec: "" or "memory" keeps state in memory;
+// "file:PATH" keeps it in an SQLite database at PATH; "postgres://…" or
+// "postgresql://…" in a PostgreSQL database that replicas share.
 func openStore(spec string) (store, error) {
 	switch {
 	case spec == "" || spec == "memory":
-		return &memStore{sigs: map[string]time.Time{}}, nil
+		return newLocalStore(nil)
 	case strings.HasPrefix(spec, "file:"):
 		path := strings.TrimPrefix(spec, "file:")
 		if path == "" {
 			return nil, errors.New("channel: store file: needs a path")
 		}
-		return openSQLite(path)
+		db, err := openSQLite(path)
+		if err != nil {
+			return nil, err
+		}
+		return newLocalStore(db)
+	case strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://"):
+		return openPGStore(context.Background(), spec)
 	default:
-		return nil, fmt.Errorf("channel: unknown store %q (want memory or file:PATH)", spec)
+		return nil, fmt.Errorf("channel: unknown store %q (want memory, file:PATH or postgres://…)", spec)
 	}
 }
 
-type memStore struct {
-	sigs map[string]time.Time
-}
-
-func (m *memStore) save(*record) error       { return nil }
-func (m *memStore) load() ([]*record, error) { return nil, nil }
-func (m *memStore) close() error             { return nil }
-func (m *memStore) remove(string) error      { return nil }
-func (m *memStore) sawSignature(sig string, until time.Time) (bool, error) {
-	now := time.Now()
-	for k, t := range m.sigs {
-		if now.After(t) {
-			delete(m.sigs, k)
-		}
+// StoreName is a store spec as it may be logged: a PostgreSQL URL's
+// password is hidden.
+func StoreName(spec string) string {
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		return redactURL(spec)
 	}
-	if _, ok := m.sigs[sig]; ok {
-		return false, nil
-	}
-	m.sigs[sig] = until
-	return true, nil
-}
-
-type sqliteStore struct {
-	db *sql.DB
-}
-
-func openSQLite(path string) (*sqliteStore, error) {
-	if strings.ContainsAny(path, "?#\x00") {
-		return nil, fmt.Errorf("channel: store path %q contains '?', '#' or NUL", path)
-	}
-	// The store holds plans and approvers' names: private to this user.
-	// It is created 0600 here (SQLite gives its -wal and -shm files the
-	// main file's mode), and an existing file is tightened to 0600.
-	// A fresh machine has no state directory yet (SQLite would fail with
-	// "unable to open database file"): create it private too.
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("channel: store %s: %w", path, err)
-	}
-	if err := privateFile(path); err != nil {
-		return nil, fmt.Errorf("channel: store %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)")
-	if err != nil {
-		return nil, fmt.Errorf("channel: store %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, q := range []string{
-		`CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, data TEXT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS signatures (sig TEXT PRIMARY KEY, until INTEGER NOT NULL)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("channel: store %s: %w", path, err)
-		}
-	}
-	return &sqliteStore{db: db}, nil
-}
-
-func (s *sqliteStore) save(r *record) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	_, err = s.db.Exec(`INSERT INTO requests (id, data) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET data = excluded.data`, r.Req.ID, string(data))
-	if err != nil {
-		return fmt.Errorf("channel: store: %w", err)
-	}
-	return nil
-}
-
-func (s *sqliteStore) load() ([]*record, error) {
-	rows, err := s.db.Query(`SELECT data FROM requests`)
-	if err != nil {
-		return nil, fmt.Errorf("channel: store: %w", err)
-	}
-	defer rows.Close()
-	var out []*record
-	for rows.Next() {
-		var data string
-		if err := rows.Scan(&data); err != nil {
-			return nil, fmt.Errorf("channel: store: %w", err)
-		}
-		r := new(record)
-		if err := json.Unmarshal([]byte(data), r); err != nil {
-			return nil, fmt.Errorf("channel: store: corrupt record: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-func (s *sqliteStore) sawSignature(sig string, until time.Time) (bool, error) {
-	if _, err := s.db.Exec(`DELETE FROM signatures WHERE until < ?`, time.Now().Unix()); err != nil {
-		return false, fmt.Errorf("channel: store: %w", err)
-	}
-	res, err := s.db.Exec(`INSERT INTO signatures (sig, until) VALUES (?, ?) ON CONFLICT(sig) DO NOTHING`, sig, until.Unix())
-	if err != nil {
-		return false, fmt.Errorf("channel: store: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("channel: store: %w", err)
-	}
-	return n == 1, nil
-}
-
-func (s *sqliteStore) remove(id string) error {
-	if _, err := s.db.Exec(`DELETE FROM requests WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("channel: store: %w", err)
-	}
-	return nil
-}
-
-func (s *sqliteStore) close() error { return s.db.Close() }
-
-// privateFile creates path with mode 0600, or makes an existing file (and
-// its SQLite companions) 0600.
-func privateFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	for _, side := range []string{path + "-wal", path + "-shm"} {
-		if err := os.Chmod(side, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
+	return spec
 }

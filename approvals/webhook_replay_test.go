@@ -94,10 +94,8 @@ func (e *env) capturingProxy(c *capture) *httptest.Server {
 
 // polling reports whether a webhook caller is attached to id.
 func (e *env) polling(id string) bool {
-	e.svc.mu.Lock()
-	defer e.svc.mu.Unlock()
-	en, ok := e.svc.entries[id]
-	return ok && en.polling
+	rec, err := e.svc.st.get(context.Background(), id)
+	return err == nil && rec.polled(time.Now())
 }
 
 // TestReplayCannotTakeTheDecision: the gate's call is cut while its

@@ -46,16 +46,30 @@ func preferredWait(r *http.Request, deadline time.Time) <-chan time.Time {
 // answerPending tells a waiting webhook caller that nobody has decided
 // yet (202), leaving the request open for a re-attach. It reports false
 // when the request was decided in the meantime: then the decision goes out.
-func (s *Service) answerPending(w http.ResponseWriter, e *entry) bool {
-	s.mu.Lock()
-	if e.rec.Status != channel.StatusPending {
-		s.mu.Unlock()
+func (s *Service) answerPending(w http.ResponseWriter, id, token string) bool {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	decided := false
+	// Before the answer goes out: the caller may re-attach at once.
+	_, err := s.st.update(ctx, id, func(cur record, _ time.Time) (*record, error) {
+		if cur.Status != channel.StatusPending {
+			decided = true
+			return nil, nil
+		}
+		if cur.PollBy != token {
+			return nil, nil
+		}
+		next := cur
+		next.PollBy, next.PollUntil = "", time.Time{}
+		return &next, nil
+	})
+	if decided {
 		return false
 	}
-	// Before the answer goes out: the caller may re-attach at once.
-	e.polling = false
-	id := e.rec.Req.ID
-	s.mu.Unlock()
+	if err != nil {
+		// The hold runs out by its lease; the answer is the same.
+		s.log().Warn("releasing a long poll failed; its lease runs out by itself", "id", id, "error", err)
+	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "approved": false, "reason": channel.StatusPending})
 	return true
 }
@@ -117,9 +131,9 @@ func (s *Service) handleWithdraw(w http.ResponseWriter, sig string, body []byte)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fresh, err := s.st.sawSignature(sig, now.Add(2*s.opts.Tolerance))
+	ctx, cancel := storeCtx()
+	defer cancel()
+	fresh, err := s.st.sawSignature(ctx, sig, now.Add(2*s.opts.Tolerance))
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
 		return
@@ -128,41 +142,50 @@ func (s *Service) handleWithdraw(w http.ResponseWriter, sig string, body []byte)
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "replayed signature"})
 		return
 	}
-	s.expireLocked(now)
-	e, ok := s.entries[m.ID]
-	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such request"})
+	var wasPending bool
+	rec, err := s.st.update(ctx, m.ID, func(cur record, now time.Time) (*record, error) {
+		if cur.Req.Audience != m.Audience || cur.Req.ArgsDigest != m.ArgsDigest {
+			return nil, fail(http.StatusConflict, "the withdrawal does not match request %s", m.ID)
+		}
+		next := cur
+		switch {
+		case cur.Status == channel.StatusPending && !now.Before(cur.Deadline):
+			next.Status, next.DecidedAt = channel.StatusExpired, now
+			wasPending = true
+		case cur.Status == channel.StatusWithdrawn:
+			return nil, nil
+		case cur.Status == channel.StatusPending:
+			next.Status, next.DecidedAt, next.Withdrawn = channel.StatusWithdrawn, now, m.Reason
+			wasPending = true
+		case cur.Delivered && cur.Status == channel.StatusApproved && cur.Withdrawn == "":
+			// The gate had the approval and did not run the call (it
+			// was shutting down, or its caller left): the history must
+			// not claim it ran. The status stays approved.
+			next.Withdrawn = m.Reason
+		case cur.Delivered:
+			return nil, fail(http.StatusConflict, "decision already delivered")
+		default: // decided, not delivered: it never will be
+			next.Delivered, next.Withdrawn = true, m.Reason
+		}
+		return &next, nil
+	})
+	if err != nil {
+		herr := httpErrOf(err)
+		if herr.code == http.StatusNotFound {
+			herr.msg = "no such request"
+		}
+		body := map[string]any{"error": herr.msg}
+		if herr.msg == "decision already delivered" {
+			body["status"] = rec.Status
+		}
+		writeJSON(w, herr.code, body)
 		return
 	}
-	if e.rec.Req.Audience != m.Audience || e.rec.Req.ArgsDigest != m.ArgsDigest {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "the withdrawal does not match request " + m.ID})
-		return
-	}
-	next := *e.rec
-	switch {
-	case next.Status == channel.StatusWithdrawn:
-		writeJSON(w, http.StatusOK, map[string]any{"id": m.ID, "status": next.Status})
-		return
-	case next.Status == channel.StatusPending:
-		next.Status, next.DecidedAt, next.Withdrawn = channel.StatusWithdrawn, now, m.Reason
-	case next.Delivered:
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "decision already delivered", "status": next.Status})
-		return
-	default: // decided, not delivered: it never will be
-		next.Delivered, next.Withdrawn = true, m.Reason
-	}
-	if err := s.st.save(&next); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "store unavailable"})
-		return
-	}
-	wasPending := e.rec.Status == channel.StatusPending
-	*e.rec = next
+	s.touch(m.ID)
 	if wasPending {
-		close(e.decided)
-		s.decided(&next)
+		s.decided(&rec)
 	}
-	s.notifyLocked()
-	writeJSON(w, http.StatusOK, map[string]any{"id": m.ID, "status": next.Status})
+	writeJSON(w, http.StatusOK, map[string]any{"id": m.ID, "status": rec.Status})
 }
 
 // WithdrawnNote says in words why the gate took a request back, or "".
@@ -175,31 +198,37 @@ func (it item) WithdrawnNote() string { return withdrawReasons[it.Withdrawn] }
 const WithdrawnServiceStopped = "service_stopped"
 
 // WithdrawWaiting withdraws every pending request a gate is waiting on
-// right now (a webhook call attached to it), with reason, and answers
-// those calls; it returns how many. Requests nobody waits on stay pending
-// (with a file store, a gate holding an approval_pending handle may
-// re-attach after a restart). approvals serve calls it when it stops.
+// at this process right now (a webhook call attached to it), with reason,
+// and answers those calls; it returns how many. Requests nobody waits on
+// here stay pending (with a file or PostgreSQL store, a gate holding an
+// approval_pending handle may re-attach after a restart). approvals serve
+// calls it when it stops with a store no other replica shares; with a
+// shared one it calls Drain instead.
 func (s *Service) WithdrawWaiting(reason string) int {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
+	held := make(map[string]string, len(s.attached))
+	for id, token := range s.attached {
+		held[id] = token
+	}
+	s.mu.Unlock()
 	n := 0
-	for _, e := range s.entries {
-		if e.rec.Status != channel.StatusPending || !e.polling {
-			continue
-		}
-		next := *e.rec
-		next.Status, next.DecidedAt, next.Withdrawn = channel.StatusWithdrawn, now, reason
-		if err := s.st.save(&next); err != nil {
+	for id, token := range held {
+		ctx, cancel := storeCtx()
+		rec, err := s.st.update(ctx, id, func(cur record, now time.Time) (*record, error) {
+			if cur.Status != channel.StatusPending || cur.PollBy != token {
+				return nil, errNotFound
+			}
+			next := cur
+			next.Status, next.DecidedAt, next.Withdrawn = channel.StatusWithdrawn, now, reason
+			return &next, nil
+		})
+		cancel()
+		if err != nil {
 			continue // the waiting call is answered 503 when the service closes
 		}
-		*e.rec = next
-		close(e.decided)
-		s.decided(&next)
+		s.touch(id)
+		s.decided(&rec)
 		n++
-	}
-	if n > 0 {
-		s.notifyLocked()
 	}
 	return n
 }

@@ -82,6 +82,9 @@ type Request struct {
 	// MinAssurance is the tool's: an approver that cannot meet it must not
 	// answer yes.
 	MinAssurance Assurance `json:"min_assurance,omitempty"`
+	// PageOnly is set for the local approval page only (Plan.PageOnly):
+	// it never leaves the server's process (no JSON form).
+	PageOnly *plan.PageOnly `json:"-"`
 }
 
 // Decision is an Approver's answer.
@@ -152,6 +155,12 @@ const CardDecisionTool = "mcpsafe_card_decision"
 // decision up. It never approves.
 var ErrPending = errors.New("mcpsafe: no decision yet; the request stays open")
 
+// ErrNotShown joins ErrPending when the approver could not show the request
+// to anyone (an approval page whose browser did not open): the gate's
+// pending answer then says so, for the model to tell the person where to
+// look. It never approves.
+var ErrNotShown = errors.New("mcpsafe: the request could not be shown to the person")
+
 // Withdraw reasons an approver is told when the gate stops waiting.
 const (
 	WithdrawCallerGone = "caller_gone" // the caller cancelled or disconnected
@@ -203,4 +212,10 @@ var (
 	// ErrPlanTooLarge: the channel cannot show the request whole; the gate
 	// reports plan_too_large.
 	ErrPlanTooLarge = errors.New("mcpsafe: the plan is too large for the approval channel to show whole")
+	// ErrUnreachable: the approver could not be reached just now (its
+	// connection dropped, no replica was up), and the request may still be
+	// open there. The gate reports channel_unavailable; a call that came
+	// back with its approval_pending handle keeps the handle, so the
+	// decision still reaches it later. It never approves.
+	ErrUnreachable = errors.New("mcpsafe: the approver could not be reached just now")
 )

@@ -53,6 +53,10 @@ type Statement struct {
 	// Grant is the standing grant the approvers chose; empty: this call
 	// alone.
 	Grant string `json:"grant,omitempty"`
+	// Via, when present, names the path each approver decided by, in the
+	// order of Approvers: "web" (the service's page or API) or "slack" (a
+	// button in Slack). Absent when every approval came by the web.
+	Via []string `json:"via,omitempty"`
 }
 
 // Attestation travels in the service's answer ("attestation") and in the

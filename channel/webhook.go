@@ -307,6 +307,55 @@ func (w *Webhook) Await(ctx context.Context, r approver.Request, wait time.Durat
 	if err := fitsService(wire, len(body)); err != nil {
 		return no, fmt.Errorf("%w: %w: %v", ErrRequest, approver.ErrPlanTooLarge, err)
 	}
+	start := now
+	for attempt := 1; ; attempt++ {
+		left := wait
+		if wait > 0 {
+			// A re-attach waits what is left of the caller's wait.
+			if left = wait - now.Sub(start); left <= 0 {
+				return no, fmt.Errorf("%w: no answer within %s", ErrPending, wait)
+			}
+		}
+		d, err, again := w.send(ctx, r, body, now, left)
+		if !again {
+			return d, err
+		}
+		if attempt == reattachTries {
+			return d, fmt.Errorf("%w: %w", approver.ErrUnreachable, err)
+		}
+		// The connection dropped, or the replica behind the balancer
+		// went away (502/503/504): the request stays open at the
+		// service, so the same request again re-attaches to it, on a
+		// replica that is up. Each send is signed anew, with a fresh
+		// nonce (the service identifies the request without it).
+		select {
+		case <-ctx.Done():
+			return d, fmt.Errorf("%w: %w", approver.ErrUnreachable, err)
+		case <-time.After(time.Duration(attempt*attempt) * reattachPause):
+		}
+		now = w.now()
+		if !now.Before(r.ExpiresAt) {
+			return d, err
+		}
+		wire.Nonce = newNonce()
+		if body, err = json.Marshal(wire); err != nil {
+			return no, fmt.Errorf("%w: %v", ErrRequest, err)
+		}
+	}
+}
+
+// reattachTries bounds the sends of one Await whose connection to the
+// service dropped; reattachPause, squared by the attempt, spaces them.
+const (
+	reattachTries = 4
+	reattachPause = 150 * time.Millisecond
+)
+
+// send is one attempt of Await: again reports a failure that a re-attach
+// may cure (the connection dropped or a balancer found no replica), never
+// an answer the service gave about the request itself.
+func (w *Webhook) send(ctx context.Context, r approver.Request, body []byte, now time.Time, wait time.Duration) (_ approver.Decision, _ error, again bool) {
+	no := approver.Decision{}
 	deadline := now.Add(w.timeout)
 	if r.ExpiresAt.Before(deadline) {
 		deadline = r.ExpiresAt
@@ -326,7 +375,7 @@ func (w *Webhook) Await(ctx context.Context, r approver.Request, wait time.Durat
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return no, fmt.Errorf("%w: %v", ErrRequest, err)
+		return no, fmt.Errorf("%w: %v", ErrRequest, err), false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -340,21 +389,33 @@ func (w *Webhook) Await(ctx context.Context, r approver.Request, wait time.Durat
 		if short && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// A service that ignores Prefer keeps the request open for a
 			// re-attach when the long poll drops.
-			return no, fmt.Errorf("%w: no answer within %s", ErrPending, wait)
+			return no, fmt.Errorf("%w: no answer within %s", ErrPending, wait), false
 		}
-		return no, w.transportError(ctx, err)
+		terr := w.transportError(ctx, err)
+		return no, terr, ctx.Err() == nil && !errors.Is(terr, ErrTimeout)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusAccepted {
 		// Never an approval, whatever the body says.
-		return no, fmt.Errorf("%w: the approver has not decided yet", ErrPending)
+		return no, fmt.Errorf("%w: the approver has not decided yet", ErrPending), false
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		if neverOpened(resp.StatusCode) {
 			w.markRefused(r.ID)
 		}
-		return no, statusError(resp, "request")
+		switch resp.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return no, statusError(resp, "request"), true
+		}
+		return no, statusError(resp, "request"), false
 	}
+	d, err := w.answer(ctx, r, resp)
+	return d, err, false
+}
+
+// answer reads the service's 2xx answer to r.
+func (w *Webhook) answer(ctx context.Context, r approver.Request, resp *http.Response) (approver.Decision, error) {
+	no := approver.Decision{}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
 		return no, w.transportError(ctx, fmt.Errorf("reading the response: %w", err))

@@ -68,7 +68,7 @@ func modelView(t *testing.T, res *mcp.CallToolResult) string {
 	return string(b)
 }
 
-var fingerprintRE = regexp.MustCompile(`content fingerprint ([0-9a-f]{12})\b`)
+var fingerprintRE = regexp.MustCompile(`Content fingerprint: ([0-9a-f]{12})\b`)
 
 // TestPlanIsNoContentOracle: the model cannot read pin.txt, so nothing it
 // is shown of a plan (approval_required text and structured content, and
@@ -105,8 +105,8 @@ func TestPlanIsNoContentOracle(t *testing.T) {
 			t.Fatalf("%s shows the model %q, part of the content's SHA-256: %s", name, run, seen)
 		}
 	}
-	// Control: a short fingerprint is there for the human, in the summary
-	// and in the details, and another content has another one.
+	// Control: a short fingerprint is there for the human, last in the
+	// details, and another content has another one.
 	m := fingerprintRE.FindStringSubmatch(modelView(t, del))
 	if m == nil {
 		t.Fatalf("the plan shows no content fingerprint: %s", modelView(t, del))

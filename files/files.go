@@ -38,7 +38,7 @@ const (
 	ReasonNotARegularFile   = "not_a_regular_file"
 	ReasonNotFound          = "not_found"
 	ReasonDestinationExists = "destination_exists"
-	ReasonInvalidPath       = "invalid_path"
+	ReasonInvalidPath       = mcpsafe.ReasonInvalidPath
 )
 
 // Tool names.
@@ -172,16 +172,49 @@ func (t *tools) describe(i safefs.Info) []string {
 	if i.HashScheme == safefs.HashSampled {
 		covers = "the size and the first and last 4 MiB"
 	}
+	// What a person checks first (which file, how big, how recent), the
+	// fingerprint last.
 	d := []string{
 		fmt.Sprintf("Resolved path: %s", prompt.Quote(i.Path)),
-		fmt.Sprintf("Size: %d bytes, modified %s", i.Size, i.ModTime.UTC().Format(time.RFC3339)),
-		fmt.Sprintf("Content fingerprint: %s (of %s; keyed by this server's key, not a SHA-256)", t.fingerprint(i), covers),
+		fmt.Sprintf("Size: %s; modified %s", sizeWords(i.Size), localTime(i.ModTime, "2006-01-02 15:04:05 MST")),
 	}
 	if i.Nlink > 1 {
 		d = append(d, fmt.Sprintf("This file has %d hard links: removing this name does not free the data, which stays reachable under the other names.", i.Nlink))
 	}
-	return d
+	return append(d, fmt.Sprintf("Content fingerprint: %s (of %s; keyed by this server's key, not a SHA-256)", t.fingerprint(i), covers))
 }
+
+// sizeWords is a size a person reads at a glance, with the exact count.
+func sizeWords(n int64) string {
+	if n < 1024 {
+		return sizeShort(n)
+	}
+	return fmt.Sprintf("%s (%d bytes)", sizeShort(n), n)
+}
+
+// sizeShort is a size in the largest unit that keeps it readable.
+func sizeShort(n int64) string {
+	const k = 1024
+	switch {
+	case n == 1:
+		return "1 byte"
+	case n < k:
+		return fmt.Sprintf("%d bytes", n)
+	case n < k*k:
+		return fmt.Sprintf("%.1f KB", float64(n)/k)
+	case n < k*k*k:
+		return fmt.Sprintf("%.1f MB", float64(n)/(k*k))
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/(k*k*k))
+}
+
+// localTime is t in the server's time zone (the user's, for a server on
+// their machine). A plan holds no time relative to now: an approval
+// service compares a re-attached request byte for byte, so the plan must
+// read the same on every call (and every replica: replicas that share an
+// approval service share a time zone). The local page says how long ago
+// (plan.PageOnly.Modified).
+func localTime(t time.Time, layout string) string { return t.Local().Format(layout) }
 
 // fingerprint is what a plan shows of a file's content: 48 bits of an HMAC
 // of its digest under a key derived from the gate's key file (Gate.Mark),
@@ -224,9 +257,11 @@ func (t *tools) deleteTool() mcpsafe.ToolFor[pathArgs, fileState] {
 		Preview: func(ctx context.Context, _ mcpsafe.Call, _ pathArgs, s fileState) (mcpsafe.Plan, error) {
 			info := s.File
 			return mcpsafe.Plan{
-				Summary: fmt.Sprintf("Delete %s (%d bytes, content fingerprint %s)", prompt.Quote(info.Rel), info.Size, t.fingerprint(info)),
+				Summary: fmt.Sprintf("Delete %s (%s, modified %s)", prompt.Quote(info.Rel), sizeShort(info.Size), localTime(info.ModTime, "2006-01-02 15:04 MST")),
 				Details: t.describe(info),
 				Targets: []mcpsafe.Target{{Name: info.Path, State: targetState(info)}},
+				// For the local page alone: the model must not read it.
+				PageOnly: lostPreview(info),
 			}, nil
 		},
 		Execute: func(ctx context.Context, _ mcpsafe.Call, _ pathArgs, s fileState, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {

@@ -27,6 +27,7 @@ type fixture struct {
 	srv           *files.Server
 	cs            *mcp.ClientSession
 	asked         atomic.Int32
+	lastAsk       atomic.Value // the last elicitation's message
 }
 
 // newFixture starts a files server on a fresh root; answer is the human's
@@ -64,8 +65,9 @@ func newFixture(t *testing.T, answer string) *fixture {
 	}
 	t.Cleanup(func() { ss.Close() })
 	cl := mcp.NewClient(&mcp.Implementation{Name: "files-test", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			f.asked.Add(1)
+			f.lastAsk.Store(r.Params.Message)
 			return &mcp.ElicitResult{Action: answer, Content: map[string]any{"approve": answer == "accept"}}, nil
 		},
 	})

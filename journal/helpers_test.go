@@ -119,3 +119,21 @@ func wantErr(t *testing.T, err error, kind string, line int) {
 		t.Fatalf("bad kind %q", kind)
 	}
 }
+
+// needEnv fails in CI and skips loudly elsewhere, per the team's rule.
+func needEnv(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("required environment missing: "+format, args...)
+	}
+	t.Skipf("SKIPPING (not CI): required environment missing: "+format, args...)
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}

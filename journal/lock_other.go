@@ -1,11 +1,16 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package journal
 
-import "os"
+import (
+	"fmt"
+	"os"
+	"runtime"
+)
 
-// lockFile is a no-op where flock is unavailable: one process per journal
-// is then the operator's duty.
+// lockFile fails where neither flock nor LockFileEx exists: without a
+// lock two processes could interleave one journal's chain, so no journal
+// is opened at all (fail closed).
 func lockFile(f *os.File) (func() error, error) {
-	return func() error { return nil }, nil
+	return nil, fmt.Errorf("no file lock on %s, so one writer per journal cannot be ensured", runtime.GOOS)
 }

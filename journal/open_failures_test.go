@@ -1,3 +1,5 @@
+//go:build linux
+
 package journal
 
 import (
@@ -261,15 +263,6 @@ func limitFileSize(t *testing.T, size int64) {
 	})
 }
 
-func fileSize(t *testing.T, path string) int64 {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Size()
-}
-
 // fsAppendFL is FS_APPEND_FL from linux/fs.h (chattr +a); x/sys/unix does
 // not export it.
 const fsAppendFL = 0x20
@@ -291,13 +284,4 @@ func setAppendOnly(path string, on bool) error {
 		flags &^= fsAppendFL
 	}
 	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, flags)
-}
-
-// needEnv fails in CI and skips loudly elsewhere, per the team's rule.
-func needEnv(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("required environment missing: "+format, args...)
-	}
-	t.Skipf("SKIPPING (not CI): required environment missing: "+format, args...)
 }

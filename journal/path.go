@@ -8,25 +8,86 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
-// DefaultDir is $XDG_STATE_HOME/mcpsafe, or ~/.local/state/mcpsafe when
-// XDG_STATE_HOME is unset or not absolute (the XDG spec says to ignore
-// relative values): a place outside any project directory an agent is
-// given.
+// DefaultDir is where default journals live: a place outside any project
+// directory an agent is given, per platform (DefaultDirRule says it in
+// words):
+//
+//   - $XDG_STATE_HOME/mcpsafe on every platform when XDG_STATE_HOME is set
+//     to an absolute path (the XDG spec says to ignore relative values);
+//   - otherwise ~/.local/state/mcpsafe on Linux and other Unix systems,
+//     ~/Library/Application Support/mcpsafe on macOS, and
+//     %LOCALAPPDATA%\mcpsafe on Windows (the per-user, non-roaming
+//     application data folder; never the roaming one, which may be synced
+//     to other machines).
 func DefaultDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "mcpsafe"), nil
+	return defaultDir(runtime.GOOS, os.Getenv, os.UserHomeDir)
+}
+
+func defaultDir(goos string, getenv func(string) string, homeDir func() (string, error)) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && isAbs(goos, d) {
+		return joinFor(goos, d, "mcpsafe"), nil
 	}
-	home, err := os.UserHomeDir()
+	if goos == "windows" {
+		d := getenv("LOCALAPPDATA")
+		if d == "" || !isAbs(goos, d) {
+			return "", errors.New("journal: no default path: %LOCALAPPDATA% is not set to an absolute path; give --journal PATH")
+		}
+		return joinFor(goos, d, "mcpsafe"), nil
+	}
+	home, err := homeDir()
 	if err != nil {
 		return "", fmt.Errorf("journal: no default path: %w", err)
 	}
-	if home == "" || !filepath.IsAbs(home) {
+	if home == "" || !isAbs(goos, home) {
 		return "", errors.New("journal: no default path: home directory is not an absolute path")
 	}
-	return filepath.Join(home, ".local", "state", "mcpsafe"), nil
+	if goos == "darwin" || goos == "ios" {
+		return joinFor(goos, home, "Library", "Application Support", "mcpsafe"), nil
+	}
+	return joinFor(goos, home, ".local", "state", "mcpsafe"), nil
+}
+
+// DefaultDirRule says where DefaultDir puts journals on this platform, for
+// help texts and error messages.
+func DefaultDirRule() string { return defaultDirRule(runtime.GOOS) }
+
+func defaultDirRule(goos string) string {
+	switch goos {
+	case "windows":
+		return `%LOCALAPPDATA%\mcpsafe (or $XDG_STATE_HOME\mcpsafe when XDG_STATE_HOME is set)`
+	case "darwin", "ios":
+		return "~/Library/Application Support/mcpsafe (or $XDG_STATE_HOME/mcpsafe when XDG_STATE_HOME is set)"
+	}
+	return "$XDG_STATE_HOME/mcpsafe (default ~/.local/state/mcpsafe)"
+}
+
+// isAbs and joinFor are filepath.IsAbs and filepath.Join for goos, so the
+// rules of every platform are testable on any one.
+func isAbs(goos, p string) bool {
+	if goos != "windows" {
+		return strings.HasPrefix(p, "/")
+	}
+	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') ||
+		strings.HasPrefix(p, `\\`) || strings.HasPrefix(p, "//")
+}
+
+func joinFor(goos string, elem ...string) string {
+	if goos == runtime.GOOS {
+		return filepath.Join(elem...)
+	}
+	sep := "/"
+	if goos == "windows" {
+		sep = `\`
+	}
+	out := strings.TrimRight(elem[0], `/\`)
+	for _, e := range elem[1:] {
+		out += sep + e
+	}
+	return out
 }
 
 // DefaultPath is DefaultDir()/journal.jsonl: one journal for a program that

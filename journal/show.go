@@ -159,11 +159,31 @@ func detail(rec *Record) string {
 	case "local_page":
 		parts = append(parts, "assurance local page (a click on the server's own approval page)")
 	case "channel":
-		parts = append(parts, "assurance channel")
+		parts = append(parts, "assurance channel"+paths(rec.Evidence))
 	case "passkey":
 		parts = append(parts, "assurance passkey"+credentials(rec.Evidence))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// paths names the ways the approvers decided when the approval service's
+// signed statement says (its "via": "slack" for a click in Slack, "web"
+// for its page or API), e.g. " via slack". Display only, like credentials.
+func paths(evidence []byte) string {
+	var ev struct {
+		Statement struct {
+			Approvers []string `json:"approvers"`
+			Via       []string `json:"via"`
+		} `json:"statement"`
+	}
+	if json.Unmarshal(evidence, &ev) != nil || len(ev.Statement.Via) == 0 || len(ev.Statement.Via) != len(ev.Statement.Approvers) {
+		return ""
+	}
+	var each []string
+	for i, a := range ev.Statement.Approvers {
+		each = append(each, a+" via "+ev.Statement.Via[i])
+	}
+	return " (" + strings.Join(each, ", ") + ")"
 }
 
 // credentials names the passkeys in an approval's evidence (the approval

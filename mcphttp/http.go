@@ -68,6 +68,13 @@ type HTTP struct {
 	// Wrap, when set, wraps the MCP handler inside authentication and the
 	// body limits (the proxy's HTTP fast lane sits there).
 	Wrap func(http.Handler) http.Handler
+
+	// Ready, when set, is asked by /readyz: an error means "send me no
+	// new traffic" (the server is stopping, say). /healthz answers 200
+	// while the process serves; /readyz 200 while Ready says nil and the
+	// server is not shutting down. Neither needs authentication, and
+	// neither says more than that.
+	Ready func() error
 }
 
 // Defaults for the HTTP limits, also used by library callers that leave a
@@ -405,6 +412,16 @@ func (h HTTP) Serve(ctx context.Context, server *mcp.Server, log io.Writer) erro
 		res.Mount(mux)
 	}
 	mux.Handle("/mcp", handler)
+	mux.Handle("GET /healthz", Health())
+	mux.Handle("GET /readyz", Readiness(func() error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if h.Ready != nil {
+			return h.Ready()
+		}
+		return nil
+	}))
 	ln, err := net.Listen("tcp", h.Addr)
 	if err != nil {
 		return err
@@ -421,4 +438,29 @@ func (h HTTP) Serve(ctx context.Context, server *mcp.Server, log io.Writer) erro
 		return err
 	}
 	return nil
+}
+
+// Health answers 200 "alive": the liveness probe of a server.
+func Health() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, `{"status":"alive"}`+"\n")
+	})
+}
+
+// Readiness answers 200 "ready" while ready returns nil, else 503
+// "not ready" (the reason stays in the server: a probe learns nothing
+// else).
+func Readiness(ready func() error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if ready() != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"status":"not ready"}`+"\n")
+			return
+		}
+		io.WriteString(w, `{"status":"ready"}`+"\n")
+	})
 }

@@ -78,7 +78,7 @@ func New() *Metrics {
 	}, []string{"result"})
 	m.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mcpsafe_component_up",
-		Help: "1 when the component's last operation worked, 0 when it failed (component: journal, ledger, checkpoints).",
+		Help: "1 when the component's last operation worked, 0 when it failed (component: journal, ledger, checkpoints, witness; server:NAME for a gateway server).",
 	}, []string{"component"})
 	m.approvals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpsafe_approvals_total",

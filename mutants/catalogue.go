@@ -20,4 +20,6 @@ var catalogue = [][]Mutant{
 	pageMutants,
 	cardMutants,
 	cliMutants,
+	approvalStoreMutants,
+	slackMutants,
 }

@@ -91,8 +91,8 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approvals/service.go",
-				Old:  "\tif !s.hosts[hostOnly(r.Host)] {",
-				New:  "\tif false && !s.hosts[hostOnly(r.Host)] {",
+				Old:  "\tif !s.hosts[hostOnly(r.Host)] && !probePaths[r.URL.Path] {",
+				New:  "\tif false && !s.hosts[hostOnly(r.Host)] && !probePaths[r.URL.Path] {",
 			},
 		},
 	},
@@ -130,8 +130,8 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approvals/service.go",
-				Old:  "fresh, err := s.st.sawSignature(replayKey, ",
-				New:  "fresh, err := s.st.sawSignature(sig, ",
+				Old:  "fresh, err := s.st.sawSignature(ctx, replayKey, ",
+				New:  "fresh, err := s.st.sawSignature(ctx, sig, ",
 			},
 		},
 	},
@@ -168,7 +168,7 @@ var channelMutants = []Mutant{
 		Why:      "the approval service's SQLite store is created with the default mode (0644): any local user reads the plans",
 		Edits: []Edit{
 			{
-				File: "approvals/store.go",
+				File: "approvals/store_sqlite.go",
 				Old:  "\tif err := privateFile(path); err != nil {\n",
 				New:  "\tif err := error(nil); err != nil {\n",
 			},
@@ -247,7 +247,7 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approvals/withdraw.go",
-				Old:  "if e.rec.Req.Audience != m.Audience || e.rec.Req.ArgsDigest != m.ArgsDigest {",
+				Old:  "if cur.Req.Audience != m.Audience || cur.Req.ArgsDigest != m.ArgsDigest {",
 				New:  "if false {",
 			},
 		},
@@ -338,7 +338,7 @@ var channelMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approvals/oidc.go",
-				Old:  "if wire.CTCompare([]byte(id.Nonce), []byte(flow.nonce)) != 1 {",
+				Old:  "if wire.CTCompare([]byte(id.Nonce), []byte(flow.Nonce)) != 1 {",
 				New:  "if false {",
 			},
 		},

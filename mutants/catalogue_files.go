@@ -63,6 +63,99 @@ var filesMutants = []Mutant{
 		},
 	},
 	{
+		// The portable implementation (macOS, Windows; run on Linux by
+		// TestMain) must meet the same attacks as the openat2 one.
+		Name:     "safefs-portable-walk-follows-symlinks",
+		Packages: []string{"./safefs"},
+		Run:      "TestInspectRefusals|TestMove",
+		Why:      "the portable per-component walk opens directories without O_NOFOLLOW, so a symlinked parent is followed",
+		Edits: []Edit{
+			{
+				File: "safefs/sys_unix.go",
+				Old:  "fd, err = unix.Openat(int(dir), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|noFollowAny|unix.O_CLOEXEC, 0)",
+				New:  "fd, err = unix.Openat(int(dir), name, unix.O_RDONLY|unix.O_DIRECTORY|noFollowAny|unix.O_CLOEXEC, 0)",
+			},
+		},
+	},
+	{
+		Name:     "safefs-portable-lastlook-blind",
+		Packages: []string{"./safefs"},
+		Run:      "TestLastLook",
+		Why:      "the portable implementation's last look before acting checks nothing",
+		Edits: []Edit{
+			{
+				File: "safefs/portable.go",
+				Old:  "func (t *ptarget) lastLook(h handle, st fileStat) error {\n",
+				New:  "func (t *ptarget) lastLook(h handle, st fileStat) error {\n\tif true {\n\t\treturn nil\n\t}\n",
+			},
+		},
+	},
+	{
+		Name:     "safefs-portable-swap-not-put-back",
+		Packages: []string{"./safefs"},
+		Run:      "TestRemoveSwap|TestRaceSwap",
+		Why:      "the portable Remove unlinks whatever was renamed aside, even a swapped-in entry",
+		Edits: []Edit{
+			{
+				File: "safefs/portable.go",
+				Old:  "if ent, err := f.sys.statAt(t.parent, tmp); err != nil || !ent.sameFile(st) {",
+				New:  "if _, err := f.sys.statAt(t.parent, tmp); err != nil {",
+			},
+		},
+	},
+	{
+		Name:     "safefs-portable-move-replaces",
+		Packages: []string{"./safefs"},
+		Run:      "TestMove",
+		Why:      "the portable rename may replace an existing destination (no RENAME_NOREPLACE)",
+		Edits: []Edit{
+			{
+				File: "safefs/sys_linux.go",
+				Old:  "return unix.Renameat2(int(sdir), sname, int(ddir), dname, unix.RENAME_NOREPLACE)",
+				New:  "return unix.Renameat2(int(sdir), sname, int(ddir), dname, 0)",
+			},
+		},
+	},
+	{
+		Name:     "safefs-windows-streams-allowed",
+		Packages: []string{"./safefs"},
+		Run:      "Trap",
+		Why:      "a colon in a Windows name is accepted, so a.txt:hidden (an alternate data stream) reaches the file system",
+		Edits: []Edit{
+			{
+				File: "safefs/names.go",
+				Old:  "\t\tcase b == ':':\n",
+				New:  "\t\tcase b == ':' && false:\n",
+			},
+		},
+	},
+	{
+		Name:     "safefs-windows-device-names-allowed",
+		Packages: []string{"./safefs"},
+		Run:      "Trap",
+		Why:      "reserved Windows device names (NUL.txt, COM1) are accepted as file names",
+		Edits: []Edit{
+			{
+				File: "safefs/names.go",
+				Old:  "\tif isDeviceName(base) {\n",
+				New:  "\tif isDeviceName(base) && false {\n",
+			},
+		},
+	},
+	{
+		Name:     "safefs-windows-short-names-allowed",
+		Packages: []string{"./safefs"},
+		Run:      "Trap",
+		Why:      "8.3 short names (PROGRA~1), which may alias a long name, are accepted",
+		Edits: []Edit{
+			{
+				File: "safefs/names.go",
+				Old:  "\tif isShortName(c) {\n",
+				New:  "\tif isShortName(c) && false {\n",
+			},
+		},
+	},
+	{
 		Name:     "files-delete-without-recheck",
 		Packages: []string{"./files"},
 		Why:      "delete_file removes by path (os.Remove) instead of safefs.Remove with the approved Info",

@@ -961,4 +961,28 @@ var gateMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "gate-refusal-keeps-structured-content-under-output-schema",
+		Packages: []string{"./proxy"},
+		Run:      "TestTypeScriptClientsReadEveryRefusal/ts1",
+		Why:      "a refusal of a tool that advertises an output schema carries structuredContent that does not follow it: TypeScript SDK 1.x clients throw -32602 and the model never reads \"declined\"",
+		Edits: []Edit{
+			{
+				File: "gate_call.go",
+				Old:  "\tif t.outSchema {\n\t\tres.StructuredContent = nil\n",
+				New:  "\tif false && t.outSchema {\n\t\tres.StructuredContent = nil\n",
+			},
+		},
+	},
+	{
+		Name:     "requires-user-interaction-dropped",
+		Packages: []string{"."},
+		Run:      "TestRequireUserInteractionMarksGatedToolsOnly",
+		Why:      "Options.RequireUserInteraction is accepted but tools/list never carries the key: the operator's second lock (Claude Code's own prompt) silently is not there",
+		Edits: []Edit{{
+			File: "gate_register.go",
+			Old:  "\tif g.opts.RequireUserInteraction {\n\t\tsdkTool.Meta",
+			New:  "\tif false && g.opts.RequireUserInteraction {\n\t\tsdkTool.Meta",
+		}},
+	},
 }

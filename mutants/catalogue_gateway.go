@@ -135,4 +135,30 @@ var gatewayMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "gateway-unreachable-member-fatal",
+		Packages: []string{"./proxy"},
+		Run:      "TestGatewayStartsWithoutUnreachableServers",
+		Why:      "one unreachable member stops the gateway's start, taking the healthy members with it",
+		Edits: []Edit{
+			{
+				File: "proxy/gateway.go",
+				Old:  "\t\t\tif _, ok := errors.AsType[*unreachableError](err); !ok {\n",
+				New:  "\t\t\tif _, ok := errors.AsType[*unreachableError](err); true || !ok {\n",
+			},
+		},
+	},
+	{
+		Name:     "gateway-unavailable-keeps-structured-content-under-output-schema",
+		Packages: []string{"./proxy"},
+		Run:      "TestGatewayDownRefusalsFollowOutputSchemas",
+		Why:      "a server_unavailable refusal of a tool that had an output schema carries structuredContent that does not follow it (TypeScript SDK 1.x fails the call)",
+		Edits: []Edit{
+			{
+				File: "proxy/gateway.go",
+				Old:  "\tif schema {\n\t\tres.StructuredContent = nil\n",
+				New:  "\tif false && schema {\n\t\tres.StructuredContent = nil\n",
+			},
+		},
+	},
 }

@@ -6,6 +6,19 @@ package mutants
 // journalMutants break the audit journal, its checkpoints and the witness.
 var journalMutants = []Mutant{
 	{
+		Name:     "journal-windows-default-roams",
+		Packages: []string{"./journal"},
+		Run:      "TestDefaultDirPerPlatform",
+		Why:      "the Windows default journal goes to the roaming profile (%APPDATA%), which may be synced to other machines",
+		Edits: []Edit{
+			{
+				File: "journal/path.go",
+				Old:  "\t\td := getenv(\"LOCALAPPDATA\")\n",
+				New:  "\t\td := getenv(\"APPDATA\")\n",
+			},
+		},
+	},
+	{
 		Name:     "journal-no-fsync",
 		Packages: []string{"./journal"},
 		Why:      "the journal writes but never fsyncs",

@@ -146,4 +146,37 @@ var pageMutants = []Mutant{
 			New:  "\tif _ = identity.Same; false {",
 		}},
 	},
+	{
+		Name:     "page-link-on-command-line",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestPageLinkNeverOnTheOpenersCommandLine",
+		Why:      "the page's link (its only secret without passkeys) goes to the browser opener as an argument, where every local user reads it in /proc/PID/cmdline",
+		Edits: []Edit{{
+			File: "approvalpage/open.go",
+			Old:  "\treturn l, l.Open()",
+			New:  "\treturn l, (&Launcher{Path: link}).Open()",
+		}},
+	},
+	{
+		Name:     "page-launcher-readable-by-others",
+		Packages: []string{"./approvalpage"},
+		Run:      "TestPageLinkNeverOnTheOpenersCommandLine",
+		Why:      "the launcher file that carries the link is readable by every local user",
+		Edits: []Edit{{
+			File: "approvalpage/open.go",
+			Old:  "os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)",
+			New:  "os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)\n\tos.Chmod(dir, 0o755)\n\tos.Chmod(l.Path, 0o644)",
+		}},
+	},
+	{
+		Name:     "page-only-leaves-the-process",
+		Packages: []string{"./files"},
+		Run:      "TestPageShowsWhatADeleteWouldLose",
+		Why:      "what only the local page may show (the first lines of a file to be deleted) gets a JSON form, so a channel request carries the content the model must not read",
+		Edits: []Edit{{
+			File: "approver/approver.go",
+			Old:  "\tPageOnly *plan.PageOnly `json:\"-\"`",
+			New:  "\tPageOnly *plan.PageOnly `json:\"page_only,omitempty\"`",
+		}},
+	},
 }

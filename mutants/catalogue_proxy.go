@@ -338,8 +338,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "\treturn checkAsks(ur, res.InputRequests)",
-				New:  "\treturn nil",
+				Old:  "\tasks, err := s.screenAsks(res.InputRequests)\n\tif err != nil {\n\t\treturn nil, err\n\t}\n\telicits := false",
+				New:  "\tasks := res.InputRequests\n\telicits := false",
 			},
 		},
 	},
@@ -778,6 +778,32 @@ var proxyMutants = []Mutant{
 				File: "proxy/policy.go",
 				Old:  "if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(t.InputSchema, mcpsafe.TokenField) {",
 				New:  "if p == nil || !p.TrustUpstreamGate {",
+			},
+		},
+	},
+	{
+		Name:     "proxy-effect-path-unchecked",
+		Packages: []string{"./proxy"},
+		Run:      "TestEffectWriteRefusesUncleanPaths|TestEffectMoveSaysWhetherTheDestinationExists",
+		Why:      "an effect path with .. or // reaches the prompt: the read tool may find nothing where the write overwrites, and the plan says \"Create\"",
+		Edits: []Edit{
+			{
+				File: "proxy/effects.go",
+				Old:  "\tif why := unclean(p); why != \"\" {\n",
+				New:  "\tif why := unclean(p); false && why != \"\" {\n",
+			},
+		},
+	},
+	{
+		Name:     "proxy-move-destination-unknown-said-free",
+		Packages: []string{"./proxy"},
+		Run:      "TestEffectMoveSaysWhetherTheDestinationExists",
+		Why:      "a move onto an existing destination is shown as a move to a free name",
+		Edits: []Edit{
+			{
+				File: "proxy/effects.go",
+				Old:  "\tcase !exists:\n\t\treturn []string{move + \"which does not exist yet",
+				New:  "\tcase !exists || true:\n\t\treturn []string{move + \"which does not exist yet",
 			},
 		},
 	},

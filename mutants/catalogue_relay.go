@@ -55,4 +55,82 @@ var relayMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "relay-upstream-asks-unmarked",
+		Packages: []string{"./proxy"},
+		Run:      "TestUpstreamAsksInItsOwnName|TestURLElicitationRefusedAlone|TestHTTPFastLaneMarksUpstreamAsks",
+		Why:      "an upstream's elicitation reaches the person verbatim, in the gate's words, without saying whose it is",
+		Edits: []Edit{
+			{
+				File: "proxy/upstream_asks.go",
+				Old:  "\tc.Message = fmt.Sprintf(\"Server %s asks: %s\", prompt.Quote(s.askerName()), prompt.Text(ep.Message))\n",
+				New:  "\tc.Message = ep.Message\n",
+			},
+		},
+	},
+	{
+		Name:     "relay-upstream-takes-gate-elicitation-id",
+		Packages: []string{"./proxy"},
+		Run:      "TestUpstreamAsksInItsOwnName",
+		Why:      "an upstream's elicitation with an id of the gate's shape (mcpsafe-…) reaches the person",
+		Edits: []Edit{
+			{
+				File: "proxy/upstream_asks.go",
+				Old:  "\tif strings.HasPrefix(strings.ToLower(strings.TrimSpace(ep.ElicitationID)), mcpsafe.ElicitationIDPrefix) {",
+				New:  "\tif false && strings.HasPrefix(strings.ToLower(strings.TrimSpace(ep.ElicitationID)), mcpsafe.ElicitationIDPrefix) {",
+			},
+		},
+	},
+	{
+		Name:     "relay-url-elicitation-as-form",
+		Packages: []string{"./proxy"},
+		Run:      "TestURLElicitationRefusedAlone",
+		Why:      "upstream_requests url_elicitation: refuse does not hold: an upstream's URL elicitation counts as elicitation and reaches the person",
+		Edits: []Edit{
+			{
+				File: "proxy/relay.go",
+				Old:  "\t\t\treturn KindURLElicitation // (a mode a client may not read as form, too)",
+				New:  "\t\t\treturn KindElicitation",
+			},
+		},
+	},
+	{
+		Name:     "proxy-gate-owned-names-free",
+		Packages: []string{"./proxy"},
+		Run:      "TestUpstreamCannotTakeTheCardDecisionTool|TestGatewayMembersCannotTakeTheCardDecisionTool",
+		Why:      "an upstream tool named mcpsafe_card_decision replaces the gate's card decision tool: card decisions go to the upstream, which answers \"Approved\" while nothing ran",
+		Edits: []Edit{
+			{
+				File: "proxy/tools.go",
+				Old:  "\t\tif err == nil {\n\t\t\terr = reservedName(t.Name, s.down(t.Name))\n\t\t}\n",
+				New:  "",
+			},
+		},
+	},
+	{
+		Name:     "proxy-sdk-path-unclear-ids",
+		Packages: []string{"./proxy"},
+		Run:      "TestStdioUnclearIDRefused|TestHTTPUnclearIDRefused",
+		Why:      "a client id beyond ±(2^53−1) (or 1.5, 1e3, -0) reaches the SDK, which reads it as another id (9007199254740993 as 9007199254740992) and answers, tracks and cancels it as that",
+		Edits: []Edit{
+			{
+				File: "proxy/client_lines.go",
+				Old:  "\t\tif id := string(v); !frame.PlainID(id) {",
+				New:  "\t\tif id := string(v); false && !frame.PlainID(id) {",
+			},
+		},
+	},
+	{
+		Name:     "proxy-stdio-bad-line-ends-session",
+		Packages: []string{"./proxy"},
+		Run:      "TestStdioBadLineKeepsSession",
+		Why:      "a client line with a byte-order mark or two values reaches the SDK's reader, which ends the client's stdio session",
+		Edits: []Edit{
+			{
+				File: "proxy/client_lines.go",
+				Old:  "\tif !json.Valid(msg) {\n\t\treturn nil, lineEnd(errorBody(\"null\", jsonrpc.CodeParseError, msgParseError))\n\t}",
+				New:  "\tif !json.Valid(msg) {\n\t\treturn line, nil\n\t}",
+			},
+		},
+	},
 }

@@ -112,6 +112,16 @@ func withCaps[P interface {
 				delete(kept, string(k))
 			}
 		}
+		if el, ok := kept[string(KindElicitation)].(map[string]any); ok && el["url"] != nil && !s.pol().UpstreamRequests.allows(KindURLElicitation) {
+			// Form only; an empty elicitation object would declare form.
+			if el["form"] == nil {
+				delete(kept, string(KindElicitation))
+			} else {
+				el = maps.Clone(el)
+				delete(el, "url")
+				kept[string(KindElicitation)] = el
+			}
+		}
 		out[mcp.MetaKeyClientCapabilities] = kept
 	}
 	if addLevel {
@@ -136,7 +146,12 @@ func (s *Server) forward(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState,
 	}, req)
 	if err == nil && res.NeedsInput() {
-		err = checkAsks(s.pol().UpstreamRequests, res.InputRequests)
+		var asks mcp.InputRequestMap
+		if asks, err = s.screenAsks(res.InputRequests); err == nil {
+			out := *res
+			out.InputRequests = asks
+			res = &out
+		}
 	}
 	if err != nil {
 		return nil, protocolError(err)

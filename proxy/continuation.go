@@ -178,7 +178,8 @@ func (s *Server) continueCall(ctx context.Context, req *mcp.CallToolRequest) (*m
 // the input requests with a continuation in place of the upstream's state.
 func (s *Server) afterGated(ctx context.Context, down *mcp.CallToolRequest, params *mcp.CallToolParams, digest, principal string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	for round := 0; res != nil && res.NeedsInput(); round++ {
-		if err := checkAsks(s.pol().UpstreamRequests, res.InputRequests); err != nil {
+		asks, err := s.screenAsks(res.InputRequests)
+		if err != nil {
 			return nil, err
 		}
 		if down == nil || down.Session == nil {
@@ -190,13 +191,13 @@ func (s *Server) afterGated(ctx context.Context, down *mcp.CallToolRequest, para
 				return nil, fmt.Errorf("mcpsafe proxy: %w", err)
 			}
 			out := *res
-			out.RequestState = sealed
+			out.RequestState, out.InputRequests = sealed, asks
 			return &out, nil
 		}
 		if round >= maxInputRounds {
 			return nil, fmt.Errorf("mcpsafe proxy: the upstream asked for input more than %d times", maxInputRounds)
 		}
-		answers, err := fulfill(ctx, s.pol().UpstreamRequests, down, res.InputRequests)
+		answers, err := fulfill(ctx, s.pol().UpstreamRequests, down, asks)
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ import (
 // computed twice, and a different answer the second time (the file
 // changed) voids the approval.
 //
-// Two kinds, one per tool (effect: in the policy file):
+// Three kinds, one per tool (effect: in the policy file):
 //
 //	effect:
 //	  write:                        # a file's new content against its current one
@@ -40,17 +40,37 @@ import (
 //	    set: {dryRun: true}         # arguments added to the call's own
 //	    shows: [edits]              # the arguments its diff stands for
 //
+//	effect:
+//	  move:                         # a file moved or renamed
+//	    source: args.source         # CEL: the file moved
+//	    destination: args.destination
+//	    read: {tool: get_file_info, args: {path: args.destination}}
+//	    replaces: false             # what the tool does to an existing destination
+//
 // write reads the current content through a read-only upstream tool (one
 // the proxy passes through, checked on every call); an error that says the
 // file does not exist (ENOENT, "no such file") makes the call a creation,
-// any other error refuses it. dry_run trusts the upstream to honour the
-// argument it sets; its answer must be a unified diff, or the call is
-// refused: a diff that cannot be read is not shown as if it were one.
+// any other error refuses it. move looks the destination up the same way
+// and says whether it exists. A path (write's path, move's source and
+// destination) must be clean, with no "." or ".." element, no empty one
+// ("//") and no trailing "/", or the call is refused (invalid_path) before
+// anyone is asked: the read tool and the gated tool may resolve such a
+// path differently (the read finds nothing at a/nodir/../f, the write
+// cleans it to a/f and overwrites it), and the plan would then claim a
+// creation where a file is overwritten. dry_run trusts the upstream to
+// honour the argument it sets; its answer must be a unified diff, or the
+// call is refused: a diff that cannot be read is not shown as if it were
+// one.
 type Effect struct {
-	Read    *Resolver   // write: the read-only tool and its arguments
+	Read    *Resolver   // write, move: the read-only tool and its arguments
 	Path    cel.Program // write: the file
 	Content cel.Program // write: the new content
 	DryRun  map[string]json.RawMessage
+	// Source and Destination are move's paths; Replaces is what its tool
+	// does to an existing destination: nil unknown, true replaces it,
+	// false refuses (the call is then refused before anyone is asked).
+	Source, Destination cel.Program
+	Replaces            *bool
 	// Shows names the arguments the diff stands for (write: those the
 	// content expression reads; dry_run: shows:).
 	Shows []string
@@ -59,6 +79,14 @@ type Effect struct {
 type effectFile struct {
 	Write  *writeEffectFile  `yaml:"write"`
 	DryRun *dryRunEffectFile `yaml:"dry_run"`
+	Move   *moveEffectFile   `yaml:"move"`
+}
+
+type moveEffectFile struct {
+	Source      yaml.Node     `yaml:"source"`
+	Destination yaml.Node     `yaml:"destination"`
+	Read        *resolverFile `yaml:"read"`
+	Replaces    *bool         `yaml:"replaces"`
 }
 
 type writeEffectFile struct {
@@ -76,9 +104,19 @@ type dryRunEffectFile struct {
 func (tc *toolCompiler) effect(line int, f *effectFile) *Effect {
 	e := &Effect{}
 	switch {
-	case (f.Write == nil) == (f.DryRun == nil):
-		tc.fail(line, "effect: give exactly one of write and dry_run")
+	case countSet(f.Write != nil, f.DryRun != nil, f.Move != nil) != 1:
+		tc.fail(line, "effect: give exactly one of write, dry_run and move")
 		return nil
+	case f.Move != nil:
+		m := f.Move
+		e.Source, _ = tc.expr(&m.Source, "effect.move.source", line, false)
+		e.Destination, _ = tc.expr(&m.Destination, "effect.move.destination", line, false)
+		e.Replaces = m.Replaces
+		if m.Read == nil || m.Read.Tool == "" {
+			tc.fail(line, "effect.move.read: name the read-only upstream tool that looks the destination up, e.g. {tool: get_file_info, args: {path: args.destination}}")
+			break
+		}
+		e.Read = &Resolver{Tool: m.Read.Tool, args: tc.callArgs(m.Read.Args, "effect.move.read.args")}
 	case f.DryRun != nil:
 		if len(f.DryRun.Set) == 0 {
 			tc.fail(line, "effect.dry_run.set: name the argument that makes the call a dry run, e.g. {dryRun: true}")
@@ -108,6 +146,16 @@ func (tc *toolCompiler) effect(line int, f *effectFile) *Effect {
 	return e
 }
 
+func countSet(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
 // callArgs compiles a map of argument names to CEL expressions (a
 // resolver's or a read's args:).
 func (tc *toolCompiler) callArgs(n yaml.Node, where string) []resolverArg {
@@ -129,22 +177,25 @@ func (tc *toolCompiler) callArgs(n yaml.Node, where string) []resolverArg {
 }
 
 func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
-	if e.DryRun != nil {
+	switch {
+	case e.DryRun != nil:
 		return s.dryRun(ctx, name, e, c)
+	case e.Source != nil:
+		return s.moveEffect(ctx, name, e, c)
 	}
 	return s.writeEffect(ctx, e, c)
 }
 
 func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
-	path, err := evalString(ctx, e.Path, c, "path")
+	path, err := evalPath(ctx, e.Path, c, "effect.write.path")
 	if err != nil {
 		return nil, nil, err
 	}
-	content, err := evalString(ctx, e.Content, c, "content")
+	content, err := evalString(ctx, e.Content, c, "effect.write.content")
 	if err != nil {
 		return nil, nil, err
 	}
-	old, exists, err := s.readCurrent(ctx, e.Read, c)
+	old, exists, err := s.readCurrent(ctx, e.Read, c, "effect.write.read")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,13 +207,44 @@ func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]
 		detail = fmt.Sprintf("effect: overwrites %s, which exists (%s now, %d after)", prompt.Quote(path), lineWord(lineCount(old)), n)
 	} else {
 		part.Title = "Create " + prompt.Quote(path)
-		detail = fmt.Sprintf("effect: creates %s, which does not exist yet (%s)", prompt.Quote(path), lineWord(n))
+		detail = fmt.Sprintf("effect: creates %s, which does not exist yet, as %s reports (%s)", prompt.Quote(path), prompt.Quote(e.Read.Tool), lineWord(n))
 	}
 	return []string{detail}, []plan.Part{part}, nil
 }
 
-func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call) (string, bool, error) {
-	res, text, err := s.callReadOnly(ctx, r, c, mcpsafe.ReasonPreviewFailed, "effect.write.read")
+// moveEffect says where a file goes and whether the destination exists:
+// the move replaces it, is refused, or (replaces: not set) may replace
+// it, in those words.
+func (s *Server) moveEffect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
+	src, err := evalPath(ctx, e.Source, c, "effect.move.source")
+	if err != nil {
+		return nil, nil, err
+	}
+	dst, err := evalPath(ctx, e.Destination, c, "effect.move.destination")
+	if err != nil {
+		return nil, nil, err
+	}
+	_, exists, err := s.readCurrent(ctx, e.Read, c, "effect.move.read")
+	if err != nil {
+		return nil, nil, err
+	}
+	move := fmt.Sprintf("effect: moves %s to %s, ", prompt.Quote(src), prompt.Quote(dst))
+	switch {
+	case !exists:
+		return []string{move + "which does not exist yet, as " + prompt.Quote(e.Read.Tool) + " reports"}, nil, nil
+	case e.Replaces == nil:
+		return []string{move + "which exists, as " + prompt.Quote(e.Read.Tool) + " reports: " + prompt.Quote(name) + " may replace it (the policy does not say whether it does)"}, nil, nil
+	case *e.Replaces:
+		return []string{move + "which exists, as " + prompt.Quote(e.Read.Tool) + " reports, and is replaced: what it holds now is lost"}, nil, nil
+	}
+	return nil, nil, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "the destination %s exists, and %s does not replace it (effect.move.replaces: false), so the call would fail; choose another destination", prompt.Quote(dst), prompt.Quote(name))
+}
+
+// readCurrent reads through r: what the tool answered and true, or false
+// when its error says there is nothing there (ENOENT, "no such file").
+// Any other error refuses the call.
+func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call, what string) (string, bool, error) {
+	res, text, err := s.callReadOnly(ctx, r, c, mcpsafe.ReasonPreviewFailed, what)
 	if err != nil {
 		return "", false, err
 	}
@@ -170,7 +252,7 @@ func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call) (
 		if missing(text) {
 			return "", false, nil
 		}
-		return "", false, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.read %s reported an error: %s", r.Tool, prompt.Quote(text))
+		return "", false, mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "%s %s reported an error: %s", what, r.Tool, prompt.Quote(text))
 	}
 	if m, ok := res.StructuredContent.(map[string]any); ok {
 		if v, ok := m["content"].(string); ok {
@@ -206,7 +288,7 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 	return []string{"effect: as " + prompt.Quote(name) + " reports it when called with " + strings.Join(keys, ", ") + " set (it changed nothing)"}, []plan.Part{part}, nil
 }
 
-// evalString evaluates effect.write's key: a string, or a refusal.
+// evalString evaluates an effect's key: a string, or a refusal.
 func evalString(ctx context.Context, prg cel.Program, c mcpsafe.Call, key string) (string, error) {
 	v, err := eval(ctx, prg, c, nil)
 	if err == nil {
@@ -215,7 +297,43 @@ func evalString(ctx context.Context, prg cel.Program, c mcpsafe.Call, key string
 		}
 		err = errors.New("the expression did not yield a string")
 	}
-	return "", mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "effect.write.%s: %v", key, err)
+	return "", mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "%s: %v", key, err)
+}
+
+// evalPath evaluates an effect's path: a clean one, or a refusal.
+func evalPath(ctx context.Context, prg cel.Program, c mcpsafe.Call, key string) (string, error) {
+	p, err := evalString(ctx, prg, c, key)
+	if err != nil {
+		return "", err
+	}
+	if why := unclean(p); why != "" {
+		return "", mcpsafe.Refuse(mcpsafe.ReasonInvalidPath, "%s %s %s: the tool that reads it and the tool that changes it may resolve it differently, so what the call changes cannot be shown; give the path without it", key, prompt.Quote(p), why)
+	}
+	return p, nil
+}
+
+// unclean says why p is not a clean path ("" when it is): no "." or ".."
+// element and no empty one (no "//", no trailing separator), with "/" and
+// "\" both separators (an upstream on Windows takes either). A UNC path
+// (\\host\share) is refused with the rest.
+func unclean(p string) string {
+	if p == "/" || p == `\` {
+		return ""
+	}
+	parts := strings.Split(strings.ReplaceAll(p, `\`, "/"), "/")
+	for i, el := range parts {
+		switch {
+		case p == "":
+			return "is empty"
+		case el == "." || el == "..":
+			return "has a " + prompt.Quote(el) + " element"
+		case el == "" && i == len(parts)-1:
+			return "ends in a separator"
+		case el == "" && i > 0:
+			return "has two separators in a row"
+		}
+	}
+	return ""
 }
 
 func lineCount(s string) int {

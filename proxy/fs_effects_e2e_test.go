@@ -85,7 +85,7 @@ func TestFSExamplePolicyEffects(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("write_file: %s", text(res))
 		}
-		shown(t, append(common, "effect: creates", "which does not exist yet (2 lines)", "Create ", "\n    +first line\n", "\n    +second line\n"),
+		shown(t, append(common, "effect: creates", `which does not exist yet, as "read_text_file" reports (2 lines)`, "Create ", "\n    +first line\n", "\n    +second line\n"),
 			append(never, "effect: overwrites"))
 	})
 	t.Run("a change before the write voids the approval", func(t *testing.T) {

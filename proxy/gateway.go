@@ -103,6 +103,11 @@ type slot struct {
 	// fixed is the configuration of a server on a transport it was given
 	// (NewServer's gateway of one): it is not watched nor restarted.
 	fixed *Config
+	// started: the server was up once (its retries say "restart").
+	started bool
+	// outSchema are the downstream names that had an output schema when
+	// the server went down (see unavailable).
+	outSchema map[string]bool
 }
 
 // member is what a proxy Server of a gateway shares with it.
@@ -121,9 +126,11 @@ type member struct {
 
 // NewGateway starts every server of file on the shared stores of gate
 // (opened and closed by the caller; cmd/mcpsafe builds them with
-// internal/serverconf) and serves their tools. A server that does not
-// start, a policy that does not fit its upstream's tools, or a name two
-// servers would both serve is a startup error.
+// internal/serverconf) and serves their tools. A server that cannot be
+// reached (its command fails, its URL refuses) is retried with the restart
+// backoff while the others serve; no server up at all, a policy that does
+// not fit its upstream's tools, or a name two servers would both serve is
+// a startup error.
 func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, opts GatewayOptions) (_ *Gateway, err error) {
 	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
@@ -165,12 +172,37 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 	for _, sp := range file.Servers {
 		slots = append(slots, g.newSlot(sp))
 	}
+	// A server that cannot be reached (its command fails, its URL
+	// refuses) does not hold the others back: the gateway starts without
+	// it and retries it with the restart backoff, its tools listed (and
+	// tools/list_changed sent) once it is up. Any other start error, or no
+	// server up at all, fails the start.
+	var down []*slot
+	var errs []error
 	for _, sl := range slots {
 		srv, err := g.start(ctx, sl)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: server %s: %w", sl.spec.label(), err)
+			err = &serverError{sl.spec.label(), err}
+			if _, ok := errors.AsType[*unreachableError](err); !ok {
+				return nil, fmt.Errorf("proxy: %w", err)
+			}
+			errs = append(errs, err)
+			down = append(down, sl)
+			continue
 		}
 		g.up(sl, srv)
+	}
+	if len(down) == len(slots) {
+		return nil, fmt.Errorf("proxy: no server of the gateway started: %w", errors.Join(errs...))
+	}
+	for i, sl := range down {
+		g.mu.Lock()
+		sl.down = "it has not started yet: " + errs[i].Error()
+		gen := sl.gen
+		g.mu.Unlock()
+		g.memberUp(sl, errs[i])
+		g.log.Warn("proxy: gateway server unreachable; serving the others and retrying it", "server", sl.spec.Name, "err", errs[i])
+		g.wg.Go(func() { g.retry(sl, gen) })
 	}
 	return g, nil
 }
@@ -186,7 +218,7 @@ func gatewayOn(gate mcpsafe.Options, opts GatewayOptions) *Gateway {
 // server that listed the URI; the SDK fans their updates out to the
 // sessions that subscribed.
 func (g *Gateway) newMCP(name, instructions string, caps *mcp.ServerCapabilities) *mcp.Server {
-	sopts := &mcp.ServerOptions{Instructions: instructions, Capabilities: caps, Logger: g.log}
+	sopts := &mcp.ServerOptions{Instructions: instructions, Capabilities: caps, Logger: sdkLogger(g.log)}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		sopts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			srv, err := g.resourceServer(req.Params.URI)
@@ -364,13 +396,24 @@ func (g *Gateway) prefixed(name string) (server, rest string, ok bool) {
 	return server, rest, ok && g.slots[server] != nil && !g.slots[server].spec.Bare
 }
 
+// unavailable refuses a call to what, a name of sl's server, which is
+// down. A name that had an output schema gets the refusal without
+// structuredContent, as the gate refuses such a tool's calls: a client
+// that still holds the schema (TypeScript SDK 1.x validates error results
+// too) would otherwise fail the call with a protocol error the model
+// never reads.
 func (g *Gateway) unavailable(sl *slot, what string) *mcp.CallToolResult {
 	g.mu.Lock()
 	why := cmp.Or(sl.down, "it is not running")
+	schema := sl.outSchema[what]
 	g.mu.Unlock()
 	r := &mcpsafe.Refusal{Reason: ReasonServerUnavailable,
 		Message: fmt.Sprintf("%s belongs to gateway server %s, which is down (%s); nothing was run, and no other server was asked", prompt.Quote(what), prompt.Quote(sl.spec.Name), why)}
-	return r.Result()
+	res := r.Result()
+	if schema {
+		res.StructuredContent = nil
+	}
+	return res
 }
 
 // Pending is the number of approvals issued and not yet redeemed, expired

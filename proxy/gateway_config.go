@@ -132,8 +132,17 @@ func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 				continue
 			}
 			ptext = b
+			if block, ok := inlineBlock(data, &sy.Policy); ok {
+				ptext = block
+			}
 		}
-		pol, err := ParsePolicy(psource, ptext)
+		// An inline policy is parsed where it stands: its errors name
+		// lines of this file, not of the block.
+		pad := 0
+		if !sy.Policy.IsZero() && sy.PolicyFile == "" {
+			pad = sy.Policy.Line - 1
+		}
+		pol, err := ParsePolicy(psource, append([]byte(strings.Repeat("\n", pad)), ptext...))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -183,4 +192,35 @@ func (sp *ServerSpec) prefix() string {
 // label names sp and its upstream (a command or a URL), for errors.
 func (sp *ServerSpec) label() string {
 	return sp.Name + " (" + cmp.Or(strings.Join(sp.Command, " "), sp.URL) + ")"
+}
+
+// inlineBlock is the text of the block mapping n (an inline policy) as it
+// stands in data, its indentation removed: the lines from n's first key
+// until one that is indented less (blank lines and comments indented less
+// are kept as empty lines). A flow mapping ({...}) is not a block: false.
+func inlineBlock(data []byte, n *yaml.Node) ([]byte, bool) {
+	if n.Kind != yaml.MappingNode || n.Style&yaml.FlowStyle != 0 || n.Line < 1 || n.Column < 1 {
+		return nil, false
+	}
+	lines := strings.Split(string(data), "\n")
+	indent := n.Column - 1
+	var out []string
+scan:
+	for _, l := range lines[min(n.Line-1, len(lines)):] {
+		l = strings.TrimSuffix(l, "\r")
+		lead := len(l) - len(strings.TrimLeft(l, " "))
+		switch t := strings.TrimSpace(l); {
+		case lead >= indent && t != "":
+			out = append(out, l[indent:])
+			continue
+		case t == "" || strings.HasPrefix(t, "#"):
+			out = append(out, "")
+			continue
+		}
+		break scan
+	}
+	if len(out) == 0 {
+		return nil, false
+	}
+	return []byte(strings.Join(out, "\n") + "\n"), true
 }

@@ -5,10 +5,12 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +70,7 @@ func (g *Gateway) config(sl *slot) (Config, error) {
 		aud = DefaultAudience(&mcp.CommandTransport{Command: cmd})
 		pipe, err := StartUpstream(cmd)
 		if err != nil {
-			return Config{}, err
+			return Config{}, unreachable(err)
 		}
 		g.mu.Lock()
 		if g.down != nil {
@@ -87,8 +89,9 @@ func (g *Gateway) config(sl *slot) (Config, error) {
 
 // up makes srv the running server of sl and watches it.
 func (g *Gateway) up(sl *slot, srv *Server) {
+	g.memberUp(sl, nil)
 	g.mu.Lock()
-	sl.srv, sl.down = srv, ""
+	sl.srv, sl.down, sl.started = srv, "", true
 	sl.gen++
 	gen := sl.gen
 	closed := g.closed
@@ -128,6 +131,8 @@ func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
 	}
 	sl.srv, sl.down = nil, "its upstream exited; restarting"
 	g.mu.Unlock()
+	g.keepSchemas(sl, srv)
+	g.memberUp(sl, errors.New("went away"))
 	g.log.Warn("proxy: gateway server went away; its tools are withdrawn until it is back", "server", sl.spec.Name)
 	srv.Close()
 	g.retry(sl, gen)
@@ -137,7 +142,13 @@ func (g *Gateway) watch(sl *slot, srv *Server, gen int) {
 // gateway is closed.
 func (g *Gateway) retry(sl *slot, gen int) {
 	delay := g.opts.RestartMin
-	for g.current(sl, gen) {
+	verb, verbNow := "restarted", "restart"
+	g.mu.Lock()
+	if !sl.started {
+		verb, verbNow = "started", "start"
+	}
+	g.mu.Unlock()
+	for attempt := 1; g.current(sl, gen); attempt++ {
 		select {
 		case <-time.After(delay):
 		case <-g.stop:
@@ -151,15 +162,72 @@ func (g *Gateway) retry(sl *slot, gen int) {
 				next.Close()
 				return
 			}
-			g.log.Info("proxy: gateway server restarted", "server", sl.spec.Name)
+			g.log.Info("proxy: gateway server "+verb, "server", sl.spec.Name, "attempts", attempt)
 			g.up(sl, next)
 			return
 		}
 		g.mu.Lock()
-		sl.down = "it failed to restart: " + err.Error()
+		sl.down = "it failed to " + verbNow + ": " + err.Error()
 		g.mu.Unlock()
-		g.log.Warn("proxy: gateway server failed to restart", "server", sl.spec.Name, "err", err, "retry_in", delay)
+		g.memberUp(sl, err)
+		g.log.Warn("proxy: gateway server failed to "+verbNow, "server", sl.spec.Name, "err", err, "attempts", attempt, "retry_in", delay)
 		delay = min(delay*2, g.opts.RestartMax)
+	}
+}
+
+// keepSchemas notes which of srv's downstream names had an output schema
+// upstream, for the refusals of calls to them while sl is down
+// (unavailable): a client that listed them may still hold the schema.
+func (g *Gateway) keepSchemas(sl *slot, srv *Server) {
+	names := map[string]bool{}
+	srv.syncMu.Lock()
+	for name, r := range srv.registered {
+		var def struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if json.Unmarshal([]byte(r.def), &def) == nil && len(def.OutputSchema) > 0 && string(def.OutputSchema) != "null" {
+			names[srv.down(name)] = true
+		}
+	}
+	srv.syncMu.Unlock()
+	g.mu.Lock()
+	sl.outSchema = names
+	g.mu.Unlock()
+}
+
+// unreachableError is a failure to reach an upstream (its command did not
+// start or answer initialize and tools/list, its URL refused): a gateway
+// starts without that server and retries it, where any other start error
+// (a policy that does not fit the upstream's tools, say) stops the start.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+func unreachable(err error) error { return &unreachableError{err} }
+
+// serverError is err of the gateway's server name, in words without a
+// second "proxy: " inside ("server files: the upstream command exited").
+type serverError struct {
+	label string
+	err   error
+}
+
+func (e *serverError) Error() string {
+	return "server " + e.label + ": " + strings.TrimPrefix(e.err.Error(), "proxy: ")
+}
+func (e *serverError) Unwrap() error { return e.err }
+
+// memberMetrics is a Metrics that also keeps a health gauge per component
+// (metrics.Metrics: mcpsafe_component_up{component="server:NAME"}).
+type memberMetrics interface {
+	Up(component string, err error)
+}
+
+// memberUp sets sl's health gauge, when the metrics keep one: 1 up, 0 down.
+func (g *Gateway) memberUp(sl *slot, err error) {
+	if m, ok := g.opts.Metrics.(memberMetrics); ok {
+		m.Up("server:"+sl.spec.Name, err)
 	}
 }
 

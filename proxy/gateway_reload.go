@@ -135,6 +135,9 @@ func (s *Server) setPolicy(ctx context.Context, pol *Policy) error {
 	if err := checkPolicy(pol, tools); err != nil {
 		return err
 	}
+	if old := s.policyP.Load(); old != nil && old.RequireUserInteraction != pol.RequireUserInteraction {
+		return errors.New("require_user_interaction changes only with a restart of the server (the gate reads it at start)")
+	}
 	s.policyP.Store(pol)
 	return s.apply(tools)
 }

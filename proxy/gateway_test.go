@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -178,7 +177,7 @@ func TestGatewayCrashRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, gs.Block, "") // keep it down until the checks are done
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := killPID(pid); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "go's tools withdrawn", func() bool { return !hasTool(t, cs, "go__note") })
@@ -262,7 +261,7 @@ func TestGatewayCloseWhileRestarting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := killPID(pid); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "go's tools withdrawn", func() bool { return !hasTool(t, cs, "go__pid") })
@@ -322,7 +321,7 @@ func TestGatewayLaterCollisionWithheld(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, gs.Block, "")
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := killPID(pid); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "go's tools withdrawn", func() bool { return !hasTool(t, cs, "pid") })
@@ -379,4 +378,14 @@ func TestGatewayJournalNamesServer(t *testing.T) {
 	if !slices.Contains(named, "a") || !slices.Contains(named, "b") {
 		t.Fatalf("records: %v", named)
 	}
+}
+
+// killPID kills a process hard: SIGKILL on Unix, TerminateProcess on
+// Windows (so this file compiles for every platform).
+func killPID(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
 }

@@ -96,7 +96,7 @@ func (g *Gateway) HTTPFastLane(next http.Handler, h mcphttp.HTTP) http.Handler {
 	if maxBody <= 0 {
 		maxBody = mcphttp.DefaultMaxBodyBytes
 	}
-	next = g.wrapStateful(next, h, maxBody) // sessions of 2025-11-25
+	next = g.wrapStateful(refuseUnclearIDs(next, maxBody), h, maxBody) // sessions of 2025-11-25
 	if h.Stateful {
 		return next
 	}
@@ -209,11 +209,16 @@ func (s *Server) laneCall(f frame.Frame) (fastCall, bool) {
 // client capabilities) that the policy does not relay, or "".
 func (s *Server) refusedCapability(caps map[string]json.RawMessage) string {
 	ur := s.pol().UpstreamRequests
-	for k := range caps {
+	for k, v := range caps {
 		for _, kind := range requestKinds {
 			if strings.EqualFold(k, string(kind)) && !ur.allows(kind) {
 				return k
 			}
+		}
+		// URL-mode elicitation refused alone: withCaps takes "url" out of
+		// the client's elicitation capability.
+		if strings.EqualFold(k, string(KindElicitation)) && !ur.allows(KindURLElicitation) && bytes.Contains(bytes.ToLower(v), []byte(`"url"`)) {
+			return k
 		}
 	}
 	return ""
@@ -297,7 +302,7 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 		failed := fmt.Errorf("upstream answered HTTP %d", resp.StatusCode)
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		f := frame.Read(msg)
-		if mt == "application/json" && s.finalFor(f, c.upID()) == nil && bytes.Contains(msg, []byte(`"error"`)) {
+		if marked, err := s.finalFor(f, c.upID()); mt == "application/json" && err == nil && marked == nil && bytes.Contains(msg, []byte(`"error"`)) {
 			w.Header().Set("Content-Type", "application/json")
 			if c.method != "tools/call" {
 				w.WriteHeader(resp.StatusCode) // relayed as it came
@@ -316,8 +321,12 @@ func (s *Server) relayHTTP(w http.ResponseWriter, r *http.Request, body []byte, 
 			return fail("mcpsafe proxy: the upstream's answer did not arrive whole; the call may have run", err)
 		}
 		f := frame.Read(msg)
-		if err := s.finalFor(f, c.upID()); err != nil {
+		marked, err := s.finalFor(f, c.upID())
+		if err != nil {
 			return fail(err.Error(), err)
+		}
+		if marked != nil {
+			msg, f = marked, frame.Read(marked)
 		}
 		w.Header().Set("Content-Type", ct)
 		w.Header().Set("Cache-Control", "no-cache, no-transform")
@@ -419,8 +428,13 @@ func (s *Server) relayEvents(w http.ResponseWriter, body io.Reader, ct string, c
 			}
 			rc.Flush()
 		case f.Kind == frame.Response && f.ID == up:
-			if err := s.finalFor(f, up); err != nil {
+			marked, err := s.finalFor(f, up)
+			if err != nil {
 				return fail(err.Error(), err)
+			}
+			if marked != nil {
+				msg, f = marked, frame.Read(marked)
+				out = fmt.Appendf(out[:0], "event: message\ndata: %s\n\n", marked)
 			}
 			if c.st != nil {
 				out = c.st.event(out[:0], msg, f)
@@ -459,26 +473,26 @@ func plainEventLine(line []byte) bool {
 
 // finalFor checks the upstream's response msg to the call id, f as
 // frame.Read read it, as forward would: an input_required result asking
-// for a kind the policy refuses is refused. With every kind allowed, the
-// result is relayed unread; so is a result that asks for nothing (no
-// inputRequests, and resultType absent or "complete"), which forward,
-// reading the same members, would pass unchanged.
-func (s *Server) finalFor(f frame.Frame, id string) error {
+// for a kind the policy refuses, or with an elicitation id of the gate's,
+// is refused, and one that asks the person something (an elicitation) is
+// relayed as forward relays it, marked as the upstream's (askAs): marked
+// is then the response to send in place of msg. A result that asks for
+// nothing (no inputRequests, and resultType absent or "complete") is
+// relayed unread, as forward, reading the same members, passes it
+// unchanged; so is one that asks only for sampling or roots the policy
+// relays.
+func (s *Server) finalFor(f frame.Frame, id string) (marked []byte, _ error) {
 	if !f.Alike || f.Kind != frame.Response || f.ID != id {
 		// Not a response read alike by every parser (a request such as
 		// roots/list carrying the call's id is one to the client; an
 		// input request whose "method" and "Method" differ, or an
 		// "InputRequests" that only case-insensitive clients read, is not
 		// read alike).
-		return errors.New("mcpsafe proxy: the upstream's answer could not be read as a response to this call")
-	}
-	ur := s.pol().UpstreamRequests
-	if ur.allows(KindElicitation) && ur.allows(KindSampling) && ur.allows(KindRoots) {
-		return nil
+		return nil, errors.New("mcpsafe proxy: the upstream's answer could not be read as a response to this call")
 	}
 	raw, ok := f.Top["result"]
 	if !ok {
-		return nil // an error: relayed as forward relays it
+		return nil, nil // an error: relayed as forward relays it
 	}
 	// The result's members, spelt exactly: the frame is Alike, so no
 	// member equal to resultType or inputRequests under case folding is
@@ -486,13 +500,30 @@ func (s *Server) finalFor(f frame.Frame, id string) error {
 	rt, hasType := f.Result["resultType"]
 	_, hasAsks := f.Result["inputRequests"]
 	if !hasAsks && (!hasType || string(rt) == `"complete"`) {
-		return nil
+		return nil, nil
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("mcpsafe proxy: the upstream's answer could not be read: %v", err)
+		return nil, fmt.Errorf("mcpsafe proxy: the upstream's answer could not be read: %v", err)
 	}
-	return checkAsks(ur, res.InputRequests)
+	asks, err := s.screenAsks(res.InputRequests)
+	if err != nil {
+		return nil, err
+	}
+	elicits := false
+	for _, a := range asks {
+		_, ok := a.(*mcp.ElicitParams)
+		elicits = elicits || ok
+	}
+	if !elicits {
+		return nil, nil
+	}
+	res.InputRequests = asks
+	b, err := json.Marshal(&res)
+	if err != nil {
+		return nil, fmt.Errorf("mcpsafe proxy: the upstream's answer could not be relayed: %v", err)
+	}
+	return []byte(`{"jsonrpc":"2.0","id":` + f.ID + `,"result":` + string(b) + `}`), nil
 }
 
 // codeMethodNotFound is JSON-RPC's error code for a method not found.

@@ -31,8 +31,21 @@ const audiencePrefix = "mcpsafe-proxy/"
 // A transport that names no upstream (in memory, or a type this package
 // does not know) gets a random audience, unique to this process.
 func DefaultAudience(upstream mcp.Transport) string {
-	var id any
-	var label string
+	id, label := upstreamIdentity(upstream)
+	if id == nil {
+		var b [8]byte
+		rand.Read(b[:])
+		return audiencePrefix + "unnamed-upstream/" + hex.EncodeToString(b[:])
+	}
+	raw, _ := json.Marshal(id)
+	sum := sha256.Sum256(raw)
+	return audiencePrefix + label + "/" + hex.EncodeToString(sum[:8])
+}
+
+// upstreamIdentity is what names the upstream a transport reaches (nil
+// for one that names none) and a readable label of it: both from what the
+// operator gave, the command line or URL.
+func upstreamIdentity(upstream mcp.Transport) (id any, label string) {
 	switch t := upstream.(type) {
 	case *mcp.CommandTransport:
 		if t.Command != nil {
@@ -49,14 +62,7 @@ func DefaultAudience(upstream mcp.Transport) string {
 	case *mcp.SSEClientTransport:
 		id, label = urlIdentity(t.Endpoint)
 	}
-	if id == nil {
-		var b [8]byte
-		rand.Read(b[:])
-		return audiencePrefix + "unnamed-upstream/" + hex.EncodeToString(b[:])
-	}
-	raw, _ := json.Marshal(id)
-	sum := sha256.Sum256(raw)
-	return audiencePrefix + label + "/" + hex.EncodeToString(sum[:8])
+	return id, label
 }
 
 // launchers run another program named by their first argument, which is

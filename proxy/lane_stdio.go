@@ -22,7 +22,8 @@ import (
 //   - a method the proxy does not know goes to the only server of a
 //     gateway of one under its policy (unknown_methods.go), and is refused
 //     otherwise (the SDK answers "method not found");
-//   - every other line goes through the SDK server and client.
+//   - every other line goes through the SDK server and client, once
+//     sdkLine has screened it (client_lines.go).
 // The lane opens once the client has finished its handshake.
 
 // ServeStdio serves the proxy on in/out (see the gateway's ServeStdio).
@@ -63,7 +64,14 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 				} else if g.take(line, writeDown) {
 					continue
 				}
-				if _, werr := sdkFeed.Write(line); werr != nil {
+				feed, answer := sdkLine(line)
+				if answer != nil {
+					writeDown(answer)
+				}
+				if feed == nil {
+					continue
+				}
+				if _, werr := sdkFeed.Write(feed); werr != nil {
 					return
 				}
 			}

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,3 +37,23 @@ func (l logLevels) of(ss *mcp.ServerSession) (mcp.LoggingLevel, bool) {
 	level, _ := v.(mcp.LoggingLevel)
 	return level, ok
 }
+
+// sdkLogger is l as the SDK gets it: only its warnings and errors. Its
+// INFO lines ("server session connected", "session initialized", "client
+// log level set") describe the SDK's own workings and would fill an
+// operator's stderr around the proxy's lines.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(warnAndUp{l.Handler()})
+}
+
+type warnAndUp struct{ slog.Handler }
+
+func (h warnAndUp) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= slog.LevelWarn && h.Handler.Enabled(ctx, level)
+}
+
+func (h warnAndUp) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnAndUp{h.Handler.WithAttrs(attrs)}
+}
+
+func (h warnAndUp) WithGroup(name string) slog.Handler { return warnAndUp{h.Handler.WithGroup(name)} }

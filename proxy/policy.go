@@ -53,6 +53,12 @@ type Policy struct {
 	// twice.
 	TrustUpstreamGate bool
 	TrustLine         int // where it was set
+	// RequireUserInteraction (require_user_interaction: true) marks the
+	// gated tools for Claude Code's own prompt before every call
+	// (mcpsafe.Options.RequireUserInteraction), as the flag
+	// --require-user-interaction does. Read at start: a reload that
+	// changes it is refused.
+	RequireUserInteraction bool
 }
 
 // trustsUpstreamGate reports whether t passes through because the
@@ -141,7 +147,8 @@ type policyFile struct {
 	UpstreamRequests map[string]string   `yaml:"upstream_requests"`
 	UnknownMethods   string              `yaml:"unknown_methods"`
 
-	TrustUpstreamGate bool `yaml:"trust_upstream_gate"`
+	TrustUpstreamGate      bool `yaml:"trust_upstream_gate"`
+	RequireUserInteraction bool `yaml:"require_user_interaction"`
 }
 
 type toolFile struct {
@@ -280,6 +287,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("%s:%d: unknown_methods: %q is neither relay nor refuse", source, keyLine(&root, "unknown_methods"), f.UnknownMethods)
 	}
 	p.TrustUpstreamGate, p.TrustLine = f.TrustUpstreamGate, keyLine(&root, "trust_upstream_gate")
+	p.RequireUserInteraction = f.RequireUserInteraction
 	env, err := newEnv()
 	if err != nil {
 		return nil, err

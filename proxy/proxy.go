@@ -90,6 +90,7 @@ type Server struct {
 	withheld   map[string]bool // upstream tools not shown to clients (screenTool)
 	serverLine string          // names the server in every plan
 	serverName string          // the server as a person knows it (personName)
+	upLabel    string          // the label of the upstream's command or URL (askerName)
 	syncReq    chan struct{}
 	stopped    context.Context // ends with Close, and with it a sync under way
 	stop       context.CancelFunc
@@ -174,6 +175,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.policyP.Store(pol)
 	s.pipe, _ = cfg.Upstream.(*UpstreamPipe)
 	s.httpUp = newHTTPLane(cfg.Upstream)
+	_, s.upLabel = upstreamIdentity(cfg.Upstream)
 	opts := cfg.Gate
 	opts.Audience = cmp.Or(opts.Audience, DefaultAudience(cfg.Upstream))
 	s.Audience, s.JournalPath = opts.Audience, cfg.JournalPath
@@ -184,6 +186,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// The policy's mode and opt-ins; in a gateway they name tools as
 	// clients see them, with the server's prefix.
 	opts.Mode, opts.AllowTokenFor, opts.AllowGrantsFor = pol.Mode, nil, nil
+	opts.RequireUserInteraction = opts.RequireUserInteraction || pol.RequireUserInteraction
 	for _, o := range pol.AllowTokenFor {
 		o.Tool = s.down(o.Tool)
 		opts.AllowTokenFor = append(opts.AllowTokenFor, o)
@@ -215,7 +218,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return err
 	}
 	if s.Upstream, err = s.connectLeg(sctx, cfg.Upstream, nil); err != nil {
-		return nil, startErr("initialize", upstreamStartError(cfg.Upstream, fmt.Errorf("proxy: connecting upstream: %w", err)))
+		return nil, unreachable(startErr("initialize", upstreamStartError(cfg.Upstream, fmt.Errorf("proxy: connecting upstream: %w", err))))
 	}
 	init := s.Upstream.InitializeResult()
 	if init == nil {
@@ -230,7 +233,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 	tools, err := s.listUpstream(sctx)
 	if err != nil {
-		return nil, startErr("tools/list", err)
+		return nil, unreachable(startErr("tools/list", err))
 	}
 	if err := checkPolicy(pol, tools); err != nil {
 		return nil, err

@@ -112,11 +112,14 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 		PromptListChangedHandler:    func(_ context.Context, r *mcp.PromptListChangedRequest) { s.promptsChanged(r.Session) },
 		ResourceListChangedHandler:  func(_ context.Context, r *mcp.ResourceListChangedRequest) { s.resourcesChanged(r.Session) },
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
-		Logger:                      s.log,
+		Logger:                      sdkLogger(s.log),
 	}
 	ur := s.pol().UpstreamRequests
 	if ur.allows(KindElicitation) {
-		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+		if ur.allows(KindURLElicitation) {
+			caps.Elicitation.URL = &mcp.URLElicitationCapabilities{}
+		}
 		// Never called: relayClientRequests answers first. It makes the
 		// SDK client accept elicitation requests at all.
 		opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -169,6 +172,8 @@ func declared(caps *mcp.ClientCapabilities, kind RequestKind) bool {
 	switch kind {
 	case KindElicitation:
 		return caps.Elicitation != nil
+	case KindURLElicitation:
+		return caps.Elicitation != nil && caps.Elicitation.URL != nil
 	case KindSampling:
 		return caps.Sampling != nil
 	case KindRoots:
@@ -226,6 +231,9 @@ func (s *Server) relayClientRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		p, _ := req.GetParams().(mcp.InputRequest) // *mcp.ListRootsParams or *mcp.ElicitParams
 		c, err := s.forClient(inputKind(p))
 		if err != nil {
+			return nil, err
+		}
+		if p, err = s.askAs(p); err != nil {
 			return nil, err
 		}
 		res, err := ask(c.ctx, c.ss, p)
@@ -333,8 +341,11 @@ func fulfill(ctx context.Context, ur UpstreamRequests, req *mcp.CallToolRequest,
 }
 
 func inputKind(ask mcp.InputRequest) RequestKind {
-	switch ask.(type) {
+	switch a := ask.(type) {
 	case *mcp.ElicitParams:
+		if a.Mode != "" && a.Mode != "form" || a.URL != "" {
+			return KindURLElicitation // (a mode a client may not read as form, too)
+		}
 		return KindElicitation
 	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 		return KindSampling
@@ -342,17 +353,6 @@ func inputKind(ask mcp.InputRequest) RequestKind {
 		return KindRoots
 	}
 	return RequestKind(fmt.Sprintf("%T", ask))
-}
-
-// checkAsks refuses an upstream's input_required result that asks for a
-// kind the policy refuses; the downstream client never sees it.
-func checkAsks(ur UpstreamRequests, asks mcp.InputRequestMap) error {
-	for _, ask := range asks {
-		if kind := inputKind(ask); !ur.allows(kind) {
-			return fmt.Errorf("mcpsafe proxy: the upstream asked for %s input, which the policy refuses", kind)
-		}
-	}
-	return nil
 }
 
 // The upstream's prompts and resources are relayed (the middleware answers

@@ -27,6 +27,9 @@ func (s *Server) listUpstream(ctx context.Context) (map[string]*mcp.Tool, error)
 			return nil, fmt.Errorf("proxy: upstream lists tool %q twice", t.Name)
 		}
 		screened, err := screenTool(t)
+		if err == nil {
+			err = reservedName(t.Name, s.down(t.Name))
+		}
 		if err != nil {
 			s.log.Error(err.Error())
 			withheld[t.Name] = true

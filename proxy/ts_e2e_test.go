@@ -125,10 +125,14 @@ func serveProxy() int {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 1
 	}
+	gc := serverconfFor(os.Getenv("MCPSAFE_PROXY_TEST_JOURNAL"))
+	if d, err := time.ParseDuration(os.Getenv("MCPSAFE_PROXY_TEST_ELICIT_TIMEOUT")); err == nil {
+		gc.ElicitTimeout = d
+	}
 	s, err := NewServer(context.Background(), Config{
 		Upstream: pipe,
 		Policy:   pol,
-		Gate:     stores(nil, serverconfFor(os.Getenv("MCPSAFE_PROXY_TEST_JOURNAL"))),
+		Gate:     stores(nil, gc),
 	})
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")

@@ -12,12 +12,15 @@ type RequestKind string
 
 const (
 	KindElicitation RequestKind = "elicitation"
-	KindSampling    RequestKind = "sampling"
-	KindRoots       RequestKind = "roots"
+	// KindURLElicitation is URL-mode elicitation (the upstream sends the
+	// person to a link), a part of elicitation the policy may refuse alone.
+	KindURLElicitation RequestKind = "url_elicitation"
+	KindSampling       RequestKind = "sampling"
+	KindRoots          RequestKind = "roots"
 )
 
 // requestKinds are every RequestKind.
-var requestKinds = []RequestKind{KindElicitation, KindSampling, KindRoots}
+var requestKinds = []RequestKind{KindElicitation, KindURLElicitation, KindSampling, KindRoots}
 
 // askKinds are the upstream's requests of a client, by method.
 var askKinds = map[string]RequestKind{
@@ -31,7 +34,11 @@ var askKinds = map[string]RequestKind{
 // a client that declared the capability). The zero value is the default:
 //
 //   - elicitation: relay. A gateway that hid elicitation would make an
-//     upstream's own confirmations silently proceed, or fail.
+//     upstream's own confirmations silently proceed, or fail. Every relayed
+//     elicitation says whose it is (askAs).
+//   - url_elicitation: relay when elicitation is relayed. Refusing it
+//     alone keeps the upstream from sending the person to links while its
+//     forms still reach them.
 //   - sampling: relay. The client asks its user before any sampling, and
 //     it is the client's model and budget the upstream asks for.
 //   - roots: refuse. Some servers (the npm filesystem server among them)
@@ -47,20 +54,24 @@ func (u UpstreamRequests) allows(k RequestKind) bool {
 	if slices.Contains(u.Refuse, k) {
 		return false
 	}
-	if k == KindRoots {
+	switch k {
+	case KindRoots:
 		return slices.Contains(u.Allow, k)
+	case KindURLElicitation:
+		return u.allows(KindElicitation)
 	}
 	return k == KindElicitation || k == KindSampling
 }
 
 // parseUpstreamRequests reads `upstream_requests: {elicitation: relay,
-// sampling: refuse, roots: relay}`. Unknown kinds and values are errors.
+// url_elicitation: refuse, sampling: refuse, roots: relay}`. Unknown kinds
+// and values are errors.
 func parseUpstreamRequests(m map[string]string) (UpstreamRequests, error) {
 	var u UpstreamRequests
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kind := RequestKind(k)
 		if !slices.Contains(requestKinds, kind) {
-			return u, fmt.Errorf("unknown kind %q (want elicitation, sampling or roots)", k)
+			return u, fmt.Errorf("unknown kind %q (want elicitation, url_elicitation, sampling or roots)", k)
 		}
 		switch strings.TrimSpace(m[k]) {
 		case "relay":

@@ -93,5 +93,46 @@
 // outside the roots. Remove and Move wrap every mismatch in ErrChanged as
 // well as the specific cause, so the execute path can report target_changed.
 //
-// Linux only: elsewhere New returns ErrUnsupported.
+// # Platforms: two implementations, one set of rules
+//
+// On Linux, FS is the openat2 implementation above (fs_linux.go). On macOS
+// and Windows, FS is the portable implementation (portable.go): the same
+// checks in the same order, over a thin per-OS layer (sysOps) that opens
+// ONE name at a time relative to an open directory handle and never
+// follows a link: openat with O_NOFOLLOW (and O_NOFOLLOW_ANY), fstatat
+// AT_SYMLINK_NOFOLLOW, unlinkat and renameatx_np(RENAME_EXCL) on macOS
+// (sys_unix.go, sys_darwin.go); NtCreateFile with RootDirectory,
+// FILE_OPEN_REPARSE_POINT and OBJ_DONT_REPARSE, GetFileInformationByHandle
+// for identity (volume serial and file index), and delete and rename BY
+// THE VERIFIED HANDLE (FileDispositionInfoEx with POSIX semantics,
+// FileRenameInformationEx relative to the destination directory's handle,
+// never replacing) on Windows (sys_windows.go). Every reparse point
+// (symlink, junction, mount point, placeholder) counts as a symlink. On
+// Windows the delete and move windows described above do not exist: the
+// handle that was verified is the one deleted or renamed.
+//
+// The tests run every conformance and attack test against both
+// implementations on Linux (the portable one over Linux's openat, fstatat,
+// unlinkat and renameat2), so the macOS and Windows logic is exercised in
+// every run; only their system-call layers are not (docs/TESTING.md).
+//
+// Name traps (names.go) are refused lexically, before any lookup: on
+// Windows, \\?\ and \\.\ prefixes, UNC, drive-relative and rooted paths,
+// alternate data streams, reserved device names, trailing dots and
+// spaces, 8.3 short names and wildcard characters; on macOS, ..namedfork
+// and ._ AppleDouble names. They apply on the platform that gives those
+// names a second meaning and nowhere else: on Linux a colon or "~1" is an
+// ordinary character, and refusing it would break honest names while
+// protecting nothing. Case and Unicode-normalization aliases are never
+// decided by comparing strings: roots must be spelled exactly, the file
+// system answers whether a destination exists, and identities are
+// compared on open handles.
+//
+// os.Root (Go 1.26) is used on no platform: it follows symlinks that stay
+// inside the root (the approved path could then name a different file than
+// the one shown), its Rename replaces an existing destination, and it
+// exposes neither the directory handle nor a way to delete the handle that
+// was verified.
+//
+// Other systems: New returns ErrUnsupported.
 package safefs

@@ -3,13 +3,8 @@
 package safefs
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -256,54 +251,7 @@ func (f *FS) resolve(p string) (target, error) {
 	return t, nil
 }
 
-func fileMode(st *unix.Stat_t) fs.FileMode {
-	m := fs.FileMode(st.Mode & 0o777)
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		m |= fs.ModeDir
-	case unix.S_IFLNK:
-		m |= fs.ModeSymlink
-	case unix.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		m |= fs.ModeSocket
-	case unix.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		m |= fs.ModeDevice
-	case unix.S_IFREG:
-	default:
-		m |= fs.ModeIrregular
-	}
-	if st.Mode&unix.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if st.Mode&unix.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if st.Mode&unix.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m.IsRegular():
-		return "a regular file"
-	}
-	return "not a regular file"
-}
+func fileMode(st *unix.Stat_t) fs.FileMode { return unixMode(uint32(st.Mode)) }
 
 func statTimes(st *unix.Stat_t) (mtime, ctime time.Time) {
 	return time.Unix(st.Mtim.Unix()), time.Unix(st.Ctim.Unix())
@@ -372,7 +320,7 @@ func openRegular(t *target) (int, unix.Stat_t, error) {
 // is fstat'ed again after hashing so that a write during the read is
 // caught instead of producing a digest of a mix of versions.
 func inspectOpen(t *target, fd int, st *unix.Stat_t) (Info, error) {
-	sum, scheme, n, err := hashFD(fd, st.Size)
+	sum, scheme, n, err := hashContent(fdReaderAt(fd), st.Size)
 	if err != nil {
 		return Info{}, fmt.Errorf("safefs: read %q: %w", t.shown, err)
 	}
@@ -406,52 +354,6 @@ func (fd fdReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 }
 
-var errShort = errors.New("file shorter than its size: modified while it was read")
-
-// copyRange hashes exactly n bytes at off.
-func copyRange(h hash.Hash, fd int, off, n int64) error {
-	buf := make([]byte, 256<<10)
-	r := fdReaderAt(fd)
-	for n > 0 {
-		b := buf
-		if int64(len(b)) > n {
-			b = b[:n]
-		}
-		k, err := r.ReadAt(b, off)
-		if err != nil {
-			return err
-		}
-		h.Write(b[:k])
-		off += int64(k)
-		n -= int64(k)
-	}
-	return nil
-}
-
-// hashFD computes the content digest of a regular file of the given size.
-func hashFD(fd int, size int64) (sum, scheme string, hashed int64, err error) {
-	h := sha256.New()
-	if size <= fullHashLimit {
-		if err := copyRange(h, fd, 0, size); err != nil {
-			return "", "", 0, err
-		}
-		return hex.EncodeToString(h.Sum(nil)), HashFull, size, nil
-	}
-	// Domain label and size first, so a sampled digest can never equal a
-	// full digest of some other content.
-	h.Write([]byte("mcpsafe/safefs sampled v1\x00"))
-	var sz [8]byte
-	binary.BigEndian.PutUint64(sz[:], uint64(size))
-	h.Write(sz[:])
-	if err := copyRange(h, fd, 0, sampleSize); err != nil {
-		return "", "", 0, err
-	}
-	if err := copyRange(h, fd, size-sampleSize, sampleSize); err != nil {
-		return "", "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), HashSampled, 2 * sampleSize, nil
-}
-
 // Inspect resolves path to an existing regular file inside a root, opens it
 // without following any symlink, and returns its identity, state and
 // content digest, all taken from the one open descriptor.
@@ -474,18 +376,6 @@ func (f *FS) Inspect(path string) (Info, error) {
 	}
 	defer unix.Close(fd)
 	return inspectOpen(&t, fd, &st)
-}
-
-// changed marks a failure to find the approved file as ErrChanged while
-// keeping the specific cause matchable.
-func changed(err error) error {
-	if err == nil || errors.Is(err, ErrChanged) || errors.Is(err, ErrClosed) ||
-		errors.Is(err, ErrInvalidPath) || errors.Is(err, ErrOutsideRoots) {
-		// Lexical refusals depend on the path string alone, not on the
-		// file system, so they cannot be a change since the preview.
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrChanged, err)
 }
 
 // verify re-inspects the source of a Remove or Move and compares it with
@@ -617,24 +507,6 @@ func (f *FS) Remove(path string, want Info) error {
 		return fmt.Errorf("%w: %q was unlinked, but the approved file still has %d links", ErrRaceLost, tmpShown, after.Nlink)
 	}
 	return nil
-}
-
-// Test hooks, nil outside tests: they let tests win the races that remain
-// deterministically, at the exact points between checks and actions.
-var testHookBeforeRename, testHookBeforeUnlink func(path string)
-
-// fstatFD is unix.Fstat. It is a variable so that tests can make it fail
-// on a valid descriptor, which the kernel never does on its own, to check
-// that every such failure refuses instead of acting.
-var fstatFD = unix.Fstat
-
-// tempName returns a fresh name that nobody can predict.
-func tempName(op string) (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("safefs: random name: %w", err)
-	}
-	return ".mcpsafe-" + op + "-" + hex.EncodeToString(b[:]), nil
 }
 
 // CheckDestination reports the resolved absolute path a Move to path
@@ -872,7 +744,7 @@ func (f *FS) Covers(p string) bool {
 	if err != nil {
 		return true
 	}
-	if _, _, err := lexicalResolve(f.forms, abs); err == nil {
+	if _, _, err := lexicalWithin(f.forms, abs); err == nil {
 		return true
 	}
 	cur, rest := abs, []string{}
@@ -891,7 +763,7 @@ func (f *FS) Covers(p string) bool {
 	if err != nil {
 		return true
 	}
-	if _, _, err := lexicalResolve(f.forms, filepath.Join(append([]string{real}, rest...)...)); err == nil {
+	if _, _, err := lexicalWithin(f.forms, filepath.Join(append([]string{real}, rest...)...)); err == nil {
 		return true
 	}
 	for d := real; ; d = filepath.Dir(d) {

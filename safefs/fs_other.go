@@ -1,12 +1,13 @@
-//go:build !linux
+//go:build !linux && !darwin && !windows
 
 package safefs
 
-// FS is unavailable off Linux: the confinement relies on openat2 with
-// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, fstatat, unlinkat and renameat2.
+// FS is unavailable where neither implementation exists (not Linux, macOS
+// or Windows): the confinement needs per-component no-follow lookups,
+// and no layer for this system has been written and reviewed.
 type FS struct{}
 
-// New always fails off Linux with ErrUnsupported.
+// New always fails here with ErrUnsupported.
 func New(roots ...string) (*FS, error) { return nil, ErrUnsupported }
 
 func (f *FS) Close() error                            { return nil }

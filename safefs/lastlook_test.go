@@ -1,5 +1,3 @@
-//go:build linux
-
 package safefs
 
 // lastLook is the final check between the content verification and the
@@ -11,8 +9,6 @@ package safefs
 import (
 	"os"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 func TestLastLookCatchesLateChanges(t *testing.T) {
@@ -48,7 +44,7 @@ func TestLastLookCatchesLateChanges(t *testing.T) {
 			tr := newTree(t)
 			path := tr.p("victim.txt")
 			mustWrite(t, path, "approved")
-			f, err := New(tr.root)
+			f, err := newFS(tr.root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,18 +53,9 @@ func TestLastLookCatchesLateChanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg, err := f.resolve(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tg.close()
-			fd, st, err := verify(&tg, want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(fd)
+			look := lastLookAt(t, f, path, want)
 			tc.change(t, path)
-			err = lastLook(&tg, fd, &st)
+			err = look()
 			if tc.ok {
 				if err != nil {
 					t.Fatalf("lastLook on an unchanged file: %v", err)

@@ -50,8 +50,9 @@ var (
 	ErrInvalidPath = errors.New("invalid path")
 	// ErrClosed: the FS was closed.
 	ErrClosed = errors.New("safefs: closed")
-	// ErrUnsupported: the platform or kernel lacks the primitives this
-	// package relies on (Linux openat2 with RESOLVE_BENEATH).
+	// ErrUnsupported: the platform, kernel or file system lacks the
+	// primitives this package relies on (openat2 on Linux, a rename that
+	// never replaces, or any implementation at all on this system).
 	ErrUnsupported = errors.New("safefs: unsupported platform or kernel")
 )
 
@@ -167,14 +168,17 @@ func checkPath(p string) error {
 
 // within reports whether clean absolute path p is root or lies under it,
 // with a separator boundary: /x/workspace-evil is not under /x/workspace.
-// It returns p relative to root ("." for root itself).
+// It returns p relative to root ("." for root itself). The comparison is
+// exact, byte for byte: on a case-insensitive or Unicode-normalizing
+// volume another spelling of a root is refused as outside (fail closed;
+// Covers compares identities instead).
 func within(root, p string) (string, bool) {
 	if p == root {
 		return ".", true
 	}
 	prefix := root
-	if !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
+	if !strings.HasSuffix(prefix, sep) {
+		prefix += sep
 	}
 	if !strings.HasPrefix(p, prefix) {
 		return "", false
@@ -182,17 +186,34 @@ func within(root, p string) (string, bool) {
 	return p[len(prefix):], true
 }
 
+const sep = string(filepath.Separator)
+
 // lexicalResolve maps an agent-supplied path to (root index, rel) without
 // touching the file system. Absolute paths must lie under a root after
 // filepath.Clean; if roots nest, the deepest root wins. Relative paths are
-// resolved against the first root, and may not climb out of it.
+// resolved against the first root, and may not climb out of it. The
+// platform's name traps (names.go) are refused first.
 func lexicalResolve(roots []string, p string) (int, string, error) {
 	if err := checkPath(p); err != nil {
 		return 0, "", err
 	}
+	if err := pathTrap(p); err != nil {
+		return 0, "", err
+	}
+	return lexicalWithin(roots, p)
+}
+
+// lexicalWithin is lexicalResolve without the name traps (Covers, which
+// must answer for any host path, uses it).
+func lexicalWithin(roots []string, p string) (int, string, error) {
 	if !filepath.IsAbs(p) {
+		if filepath.VolumeName(p) != "" || filepath.Separator == '\\' && (p[0] == '\\' || p[0] == '/') {
+			// Windows: a drive-relative (C:x) or rooted (\x) path is
+			// neither absolute nor relative to the root.
+			return 0, "", fmt.Errorf("%w: %q is relative to a drive or the current drive's root", ErrOutsideRoots, p)
+		}
 		rel := filepath.Clean(p)
-		if rel == ".." || strings.HasPrefix(rel, "../") {
+		if rel == ".." || strings.HasPrefix(rel, ".."+sep) {
 			return 0, "", fmt.Errorf("%w: %q climbs out of %s", ErrOutsideRoots, p, roots[0])
 		}
 		return 0, rel, nil

@@ -22,19 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// needEnv skips loudly when a kernel facility the test relies on is
-// missing, and fails in CI, where the environment is known.
-func needEnv(t *testing.T, err error, what string) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Skipf("LOUD SKIP: %s unavailable: %v", what, err)
-}
-
 func mustMount(t *testing.T, src, dst string, flags uintptr) {
 	t.Helper()
 	needEnv(t, unix.Mount(src, dst, "", unix.MS_BIND|flags, ""), "bind mount (needs CAP_SYS_ADMIN)")
@@ -49,7 +36,7 @@ func TestNewRootRefusesUnusableRoots(t *testing.T) {
 	base := t.TempDir()
 	mustWrite(t, filepath.Join(base, "file"), "x")
 	for _, r := range []string{"", "a\x00b"} {
-		if f, err := New(r); !errors.Is(err, ErrInvalidPath) {
+		if f, err := newFS(r); !errors.Is(err, ErrInvalidPath) {
 			if f != nil {
 				f.Close()
 			}
@@ -58,11 +45,11 @@ func TestNewRootRefusesUnusableRoots(t *testing.T) {
 	}
 	// A root below a regular file: the error is the OS's ENOTDIR, not a
 	// "does not exist" that would send the operator looking elsewhere.
-	_, err := New(filepath.Join(base, "file", "sub"))
+	_, err := newFS(filepath.Join(base, "file", "sub"))
 	if !errors.Is(err, unix.ENOTDIR) || strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("root below a file: %v", err)
 	}
-	f, err := New(base)
+	f, err := newFS(base)
 	if err != nil {
 		t.Fatalf("control: %v", err)
 	}
@@ -175,7 +162,7 @@ func TestContentShorterThanSize(t *testing.T) {
 	dir := "/sys/kernel"
 	_, err := os.Stat(filepath.Join(dir, "uevent_seqnum"))
 	needEnv(t, err, "sysfs at /sys")
-	f, err := New(dir)
+	f, err := newFS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +194,7 @@ func TestContentShorterThanSize(t *testing.T) {
 func TestReadErrorRefused(t *testing.T) {
 	dir, err := filepath.EvalSymlinks("/sys/class/net/lo")
 	needEnv(t, err, "sysfs network class")
-	f, err := New(dir)
+	f, err := newFS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +222,7 @@ func TestOpenRefusedAfterTypeCheck(t *testing.T) {
 	if dir == "" {
 		needEnv(t, errors.New("no write-only /sys/bus/*/drivers_probe"), "sysfs bus attributes")
 	}
-	f, err := New(dir)
+	f, err := newFS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +370,7 @@ func TestReadOnlyMount(t *testing.T) {
 	mustMkdir(t, ro)
 	mustWrite(t, filepath.Join(data, "f"), "keep\n")
 	mustMount(t, data, ro, unix.MS_RDONLY)
-	f, err := New(ro)
+	f, err := newFS(ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +389,7 @@ func TestReadOnlyMount(t *testing.T) {
 	}
 	mustContent(t, filepath.Join(data, "f"), "keep\n")
 	// Control: the same file through the writable path.
-	w, err := New(data)
+	w, err := newFS(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +414,7 @@ func TestMoveAcrossBindMount(t *testing.T) {
 	}
 	mustWrite(t, filepath.Join(a, "f"), "stay\n")
 	mustMount(t, a, bind, 0)
-	f, err := New(bind, b)
+	f, err := newFS(bind, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,23 +443,14 @@ func TestLastLookMountedOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, err := tr.fs.resolve(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.close()
-	fd, st, err := verify(&tg, want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if err := lastLook(&tg, fd, &st); err != nil {
+	look := lastLookAt(t, tr.fs, path, want)
+	if err := look(); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 	mustMount(t, filepath.Join(tr.outside, "other"), path, 0)
-	err = lastLook(&tg, fd, &st)
+	err = look()
 	mustIs(t, err, ErrChanged)
-	if !strings.Contains(err.Error(), "another inode") {
+	if !strings.Contains(err.Error(), "now names another") {
 		t.Fatalf("%v", err)
 	}
 }
@@ -486,7 +464,7 @@ func TestNoReplaceUnsupported(t *testing.T) {
 	dir := filepath.Join(mnt, fmt.Sprintf("mcpsafe-bindmount-%d", os.Getpid()))
 	needEnv(t, os.Mkdir(dir, 0o755), "creating a cgroup")
 	defer os.Remove(dir)
-	f, err := New(dir)
+	f, err := newFS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +560,7 @@ func TestCoversDeletedWorkingDirectory(t *testing.T) {
 	if !tr.fs.Covers("j.jsonl") {
 		t.Error("relative path with a deleted working directory: want true")
 	}
-	if f, err := New("rel"); err == nil {
+	if f, err := newFS("rel"); err == nil {
 		f.Close()
 		t.Error("New of a relative root with a deleted working directory succeeded")
 	}
@@ -605,7 +583,7 @@ func TestNewRootWithoutRealPath(t *testing.T) {
 	}
 	defer unix.Close(dfd)
 	root := fmt.Sprintf("/proc/self/fd/%d/inner", dfd)
-	f, err := New(root)
+	f, err := newFS(root)
 	if err != nil {
 		t.Fatalf("control: the same root while its mount is attached: %v", err)
 	}
@@ -614,7 +592,7 @@ func TestNewRootWithoutRealPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := lowestFreeFD(t)
-	f, err = New(root)
+	f, err = newFS(root)
 	if err == nil {
 		f.Close()
 		t.Fatal("New accepted a root with no real path")

@@ -41,12 +41,20 @@ func runApprovalPage(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	var launcher *approvalpage.Launcher
 	k, err := approvalpage.Enroll(ctx, approvalpage.EnrollOptions{File: *file, Name: *name, Addr: *listen,
 		Open: func(link string) error {
 			// The person's terminal: the link, in case no browser opens.
+			// The browser gets it through a launcher file, never on a
+			// command line.
 			fmt.Fprintf(stderr, "mcpsafe approval-page: register your passkey at %s\n", link)
-			return approvalpage.OpenBrowser(link)
+			var err error
+			launcher, err = approvalpage.OpenBrowser(link)
+			return err
 		}})
+	if launcher != nil {
+		launcher.Remove()
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe approval-page enroll:", err)
 		return 1

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +15,10 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/browsertest"
 )
 
-// linkCatcher is a $BROWSER script that hands the link it is asked to open
-// to the test, and the way to read it.
+// linkCatcher is a $BROWSER script that hands what it is asked to open
+// (the launcher file's file:// address: the link is never on a command
+// line) to the test, and the way to read the link the launcher leads to,
+// as the person's browser would.
 func linkCatcher(t *testing.T) (browser string, link func() string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -28,7 +32,15 @@ func linkCatcher(t *testing.T) (browser string, link func() string) {
 			}
 			if b, err := os.ReadFile(got); err == nil {
 				os.Remove(got)
-				return string(b)
+				launcher, err := os.ReadFile(strings.TrimPrefix(string(b), "file://"))
+				if err != nil {
+					t.Fatalf("the browser was given %q, not a launcher file: %v", b, err)
+				}
+				m := regexp.MustCompile(`content="0;url=([^"]+)"`).FindSubmatch(launcher)
+				if m == nil {
+					t.Fatalf("the launcher file has no link: %s", launcher)
+				}
+				return html.UnescapeString(string(m[1]))
 			}
 		}
 	}

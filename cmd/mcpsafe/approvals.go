@@ -49,7 +49,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	listen := fl.String("listen", "127.0.0.1:8080", "address to listen on")
 	secretFile := fl.String("secret-file", "", "HMAC secret shared with the gated servers: one line, base64 of >= 32 bytes, mode 0600 (required)")
 	approversFile := fl.String("approvers-file", "", "approvers, one name:argon2id-hash per line (mcpsafe approvals passwd), mode 0600 (required)")
-	store := fl.String("store", "memory", "where pending requests live: memory, or file:PATH (survives a restart)")
+	store := fl.String("store", "memory", "where the service's state lives: memory, file:PATH (an SQLite file; survives a restart), or postgres://… (a PostgreSQL database any number of replicas share)")
 	var require requireList
 	fl.Var(&require, "require", "TOOL=N: TOOL needs N distinct approvers (repeatable)")
 	var hosts requireList
@@ -73,6 +73,11 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	signingKey := fl.String("signing-key-file", "", "Ed25519 key that signs every approval (mcpsafe approvals keygen); gates check it with --approver-public-key")
 	var journals requireList
 	fl.Var(&journals, "journal", "a gate's journal (mcpsafe files/proxy --journal) for the overview page to chart and list and the page to say whether a decided call ran, read only (repeatable)")
+	slackToken := fl.String("slack-bot-token-file", "", "Slack approvals: file holding the Slack app's bot token (xoxb-…; scopes chat:write, usergroups:read), one line, mode 0600 (needs --slack-signing-secret-file, --slack-channel, --origin)")
+	slackSecret := fl.String("slack-signing-secret-file", "", "Slack approvals: file holding the Slack app's signing secret, one line, mode 0600; Slack's clicks arrive at ORIGIN/slack/interactions")
+	slackChannel := fl.String("slack-channel", "", "Slack approvals: the id of the channel requests are posted to (C0123ABCD; invite the app to it)")
+	slackGroup := fl.String("slack-group", "", "Slack approvals: a user group id (S0123ABCD) whose members may approve too, checked at each click (approvers-file lines with slack=USERID always may); a member's approval counts only when the requester is matched to a Slack account (slack= line, or an email principal with scope users:read.email)")
+	slackAPI := fl.String("slack-api-url", "https://slack.com/api/", "Slack approvals: the Slack Web API base URL")
 	plainHTTP := fl.Bool("allow-plain-http", false, "allow plain HTTP on a non-loopback address (passwords and approvals travel unencrypted)")
 	if len(args) == 0 || args[0] != "serve" {
 		if len(args) > 0 && wantsHelp(args[:1]) {
@@ -161,11 +166,16 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
+	slackOpts, code := slackOptions(*slackToken, *slackSecret, *slackChannel, *slackGroup, *slackAPI, *origin, stderr)
+	if code != 0 {
+		return code
+	}
 	opts := approvals.ServiceOptions{
 		SigningKey: key, OIDC: sso, Passkeys: pkOpts,
 		Secret: secret, Approvers: approvers, Require: req, Store: *store, Origin: *origin, MaxWait: *maxWait, MaxPending: *maxPending,
 		Hosts: append(listenHost(*listen), hosts...), Journals: journals,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
+		Slack:  slackOpts,
 	}
 	if *grantsLedger != "" {
 		l, err := ledger.Open(context.Background(), *grantsLedger)
@@ -208,15 +218,27 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	if *tlsCert != "" {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "mcpsafe approvals: listening on %s://%s (%d approvers, store %s)\n", scheme, l.Addr(), len(approvers), *store)
+	fmt.Fprintf(stdout, "mcpsafe approvals: listening on %s://%s (%d approvers, store %s)\n", scheme, l.Addr(), len(approvers), approvals.StoreName(*store))
+	if slackOpts != nil {
+		fmt.Fprintf(stdout, "mcpsafe approvals: posting requests to Slack channel %s; set the Slack app's interactivity request URL to %s/slack/interactions\n", slackOpts.Channel, *origin)
+	}
 
-	// Waiting webhook calls end first: their requests are withdrawn (their
-	// gates see no approval and refuse them), then the server stops.
+	// Waiting webhook calls end first. With a store no other replica
+	// shares, their requests are withdrawn (their gates see no approval
+	// and refuse them); with a shared one (PostgreSQL) the replica drains:
+	// /readyz fails, new requests are refused 503, and each waiting gate is
+	// answered "pending" and re-attaches through another replica.
 	kept := "lost with the memory store"
 	if *store != "memory" {
 		kept = "kept in the store (a gate holding an approval_pending handle re-attaches after a restart)"
 	}
 	if err := serveUntilStopped(srv, l, *tlsCert, *tlsKey, stderr, func() {
+		if svc.Shared() {
+			svc.Drain()
+			fmt.Fprintf(stderr, "mcpsafe approvals: draining: waiting gates are handed over to the other replicas; %d pending request(s) stay in the shared store\n", svc.Pending())
+			svc.Close()
+			return
+		}
 		n := svc.WithdrawWaiting(approvals.WithdrawnServiceStopped)
 		fmt.Fprintf(stderr, "mcpsafe approvals: stopping: withdrew %d request(s) a gate was waiting on; %d other pending request(s) %s\n", n, svc.Pending(), kept)
 		svc.Close()
@@ -276,3 +298,27 @@ func listenHost(addr string) []string {
 // approvalsMaxBody is above the webhook's own 256 KiB cap, so that the
 // service, not the front, answers an oversized webhook body in its words.
 const approvalsMaxBody = 1 << 20
+
+// slackOptions reads the Slack flags: none (Slack off), or the token and
+// signing secret files (0600, never the values themselves), the channel
+// and --origin together. It returns an exit code when they do not fit.
+func slackOptions(tokenFile, secretFile, channelID, group, apiURL, origin string, stderr io.Writer) (*approvals.SlackOptions, int) {
+	if tokenFile == "" && secretFile == "" && channelID == "" && group == "" {
+		return nil, 0
+	}
+	if tokenFile == "" || secretFile == "" || channelID == "" || origin == "" {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve: Slack approvals need --slack-bot-token-file, --slack-signing-secret-file, --slack-channel and --origin (Slack sends clicks to ORIGIN/slack/interactions)")
+		return nil, 2
+	}
+	token, err := approvals.LoadSlackSecretFile("slack bot token file", tokenFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
+		return nil, 1
+	}
+	secret, err := approvals.LoadSlackSecretFile("slack signing secret file", secretFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpsafe approvals serve:", err)
+		return nil, 1
+	}
+	return &approvals.SlackOptions{BotToken: token, SigningSecret: secret, Channel: channelID, Group: group, APIURL: apiURL}, 0
+}

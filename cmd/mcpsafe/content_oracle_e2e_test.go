@@ -51,7 +51,7 @@ func TestFilesPlanIsNoContentOracle(t *testing.T) {
 	if run := leak(string(b)); run != "" {
 		t.Fatalf("approval_required shows %q of the content's SHA-256: %s", run, b)
 	}
-	if !regexp.MustCompile(`content fingerprint [0-9a-f]{12}`).Match(b) {
+	if !regexp.MustCompile(`Content fingerprint: [0-9a-f]{12}`).Match(b) {
 		t.Fatalf("the plan shows no fingerprint: %s", b)
 	}
 

@@ -83,6 +83,7 @@ func runFiles(args []string, stdout, stderr io.Writer) int {
 	if web.Addr == "" {
 		err = srv.MCP.Run(ctx, &mcp.StdioTransport{})
 	} else {
+		web.Ready = stop.ready
 		err = web.Serve(ctx, srv.MCP, stderr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {

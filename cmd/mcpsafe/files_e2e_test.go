@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -163,8 +162,7 @@ func TestFilesRefusalsBeforePrompt(t *testing.T) {
 	must(t, os.Symlink(filepath.Join(w.out, "secret.txt"), w.path("link-out")))
 	must(t, os.Symlink(w.path("cache.txt"), w.path("link-in")))
 	must(t, os.Symlink(w.path("d"), w.path("dirlink")))
-	must(t, syscall.Mkfifo(w.path("fifo"), 0o644))
-	must(t, syscall.Mknod(w.path("null"), syscall.S_IFCHR|0o666, int(1<<8|3)))
+	mustFIFOAndNullDevice(t, w.path("fifo"), w.path("null"))
 	ln, err := net.Listen("unix", w.path("sock"))
 	must(t, err)
 	defer ln.Close()
@@ -242,7 +240,7 @@ func TestFilesElicitation(t *testing.T) {
 	if content(t, w.path("cache.txt")) != "<missing>" || content(t, w.path("thesis.txt")) != "thesis" {
 		t.Fatal("accept did not delete exactly cache.txt")
 	}
-	if !strings.Contains(prompt, `"cache.txt"`) || !strings.Contains(prompt, "irreversible") || !strings.Contains(prompt, "content fingerprint") {
+	if !strings.Contains(prompt, `"cache.txt"`) || !strings.Contains(prompt, "irreversible") || !strings.Contains(prompt, "Content fingerprint: ") {
 		t.Fatalf("prompt lacks the plan: %q", prompt)
 	}
 	answer = "decline"

@@ -179,7 +179,7 @@ func TestGatewayBinaryStdio(t *testing.T) {
 		t.Fatalf("no filesystem server among the gateway's children %v", children(cmd.Process.Pid))
 	}
 	before := listChanged.Load()
-	must(t, syscall.Kill(fsPid, syscall.SIGKILL))
+	must(t, killPID(fsPid))
 	waitFor(t, "fs restarted", func() bool {
 		for _, c := range children(cmd.Process.Pid) {
 			if c != fsPid && strings.Contains(cmdline(c), fsDir) {
@@ -410,4 +410,14 @@ func TestGatewayBinaryWatch(t *testing.T) {
 	if r := reasonOf(t, call(t, cs, "fs__write_file", args)); r != "policy_denied" {
 		t.Fatalf("after the file changed: %q", r)
 	}
+}
+
+// killPID kills a process hard: SIGKILL on Unix, TerminateProcess on
+// Windows (so this file compiles for every platform).
+func killPID(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
 }

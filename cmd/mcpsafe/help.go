@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/files"
 	"github.com/mcpsafe/mcpsafe/internal/optincheck"
+	mver "github.com/mcpsafe/mcpsafe/internal/version"
 	"github.com/mcpsafe/mcpsafe/proxy"
 	"golang.org/x/mod/module"
 )
@@ -123,9 +124,13 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// version is the module version of this build with the commit it was
-// built from, both read from the build info (see versionOf).
+// version is the release tag of a release build (scripts/release sets
+// version.Tag), else the module version of this build with the commit it
+// was built from, both read from the build info (see versionOf).
 func version() string {
+	if mver.Tag != "" {
+		return mver.Tag
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
@@ -190,7 +195,12 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 // the package's own "proxy: " dropped from err so that it is not said twice.
 func errLine(name string, err error) string {
 	pkg := name[strings.LastIndexByte(name, ' ')+1:]
-	return name + ": " + strings.TrimPrefix(err.Error(), pkg+": ")
+	msg := strings.TrimPrefix(err.Error(), pkg+": ")
+	// A wrapped error of the same package says its name again
+	// ("proxy: server a: proxy: connecting upstream"): once is enough.
+	msg = strings.ReplaceAll(msg, ": "+pkg+": ", ": ")
+	msg = strings.ReplaceAll(msg, "\n"+pkg+": ", "\n")
+	return name + ": " + msg
 }
 
 // flagWords puts an option's Go name in err into the flag the operator

@@ -109,6 +109,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	srv, err := proxy.NewServer(ctx, cfg)
 	if err != nil {
+		conf.Discard() // no empty journal stays behind a start that never served
 		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
@@ -127,6 +128,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
 		web.Wrap = func(next http.Handler) http.Handler { return srv.HTTPFastLane(next, web) }
+		web.Ready = stop.ready
 		err = web.Serve(ctx, srv.MCP, stderr)
 	}
 	if errors.Is(context.Cause(ctx), errUpstreamGone) {
@@ -213,7 +215,8 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 	opts.Audience = ""
 	gw, err := proxy.NewGateway(ctx, file, opts, gopts)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		conf.Discard() // no empty journal stays behind a start that never served
+		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
 	defer gw.Close()
@@ -268,10 +271,11 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 		err = gw.ServeStdio(ctx, os.Stdin, os.Stdout)
 	} else {
 		web.Wrap = func(next http.Handler) http.Handler { return gw.HTTPFastLane(next, web) }
+		web.Ready = stop.ready
 		err = web.Serve(ctx, gw.MCP, stderr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
+		fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 		return 1
 	}
 	return 0

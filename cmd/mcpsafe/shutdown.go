@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,7 +36,19 @@ type stopper struct {
 
 	mu     sync.Mutex
 	target gracefulStop
+	begun  atomic.Bool // a signal came: /readyz fails from then on
 }
+
+// ready is the server's readiness (mcphttp.HTTP.Ready): an error once a
+// stop began, so a load balancer sends no new calls while the gate drains.
+func (s *stopper) ready() error {
+	if s.begun.Load() {
+		return errStopping
+	}
+	return nil
+}
+
+var errStopping = errors.New("stopping")
 
 // newStopper starts listening for signals. ctx ends when the server
 // should stop serving: at once when a signal comes before serve names the
@@ -67,6 +81,7 @@ func (s *stopper) run(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
+	s.begun.Store(true)
 	go func() {
 		select {
 		case <-s.sigs:

@@ -1,6 +1,10 @@
 package serverconf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mcpsafe/mcpsafe/journal"
+)
 
 // defaultJournalError says that the journal that could not be opened is
 // the default one, and how to choose another.
@@ -9,5 +13,5 @@ func defaultJournalError(path string, err error) error {
 	if path != "" {
 		where += " " + path
 	}
-	return fmt.Errorf("%s cannot be opened (%w): it lives under $XDG_STATE_HOME/mcpsafe (default ~/.local/state/mcpsafe); give --journal PATH in a writable directory, or set XDG_STATE_HOME", where, err)
+	return fmt.Errorf("%s cannot be opened (%w): it lives under %s; give --journal PATH in a writable directory, or set XDG_STATE_HOME", where, err, journal.DefaultDirRule())
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -107,9 +108,12 @@ type Config struct {
 	// to clients that declare the extension: mode card's only path, and
 	// mode auto's when no page or channel is configured and the client
 	// cannot elicit. The flag --approval-card defaults to on.
-	ApprovalCard     bool
-	ChannelWait      time.Duration // 0: the gate's default (45s)
-	ProgressInterval time.Duration // 0: the gate's default (10s)
+	ApprovalCard bool
+	// RequireUserInteraction marks the gated tools for Claude Code's own
+	// prompt before every call (mcpsafe.Options.RequireUserInteraction).
+	RequireUserInteraction bool
+	ChannelWait            time.Duration // 0: the gate's default (45s)
+	ProgressInterval       time.Duration // 0: the gate's default (10s)
 
 	// CheckJournalPath, when set, vets the journal's absolute path (for
 	// example: not inside a directory the agent can write).
@@ -137,7 +141,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	positive(fl, &c.GrantEndSweep, "grant-end-sweep", 30*time.Second, "how often to journal the end of standing grants that expired or were revoked from elsewhere (the approval service, mcpsafe grants revoke)")
 	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
-	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in $XDG_STATE_HOME/mcpsafe/, named after --audience and the roots, upstream or config; mcpsafe journal list shows them)")
+	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in "+journal.DefaultDirRule()+", named after --audience and the roots, upstream or config; mcpsafe journal list shows them)")
 	fl.BoolVar(&c.JournalSyncOutcome, "journal-sync-outcome", false, "fsync each call's outcome record before answering the call (default: its fsync joins the next record's, within 1 s; a machine crash in between leaves the call ambiguous in the journal)")
 	fl.BoolVar(&c.JournalKeepLongValues, "journal-keep-long-values", false, "keep string arguments over 1 KiB (a written file's content) whole in the journal, secrets still redacted (default: each is recorded as its SHA-256 and size)")
 	fl.StringVar(&c.Checkpoints.KeyFile, "journal-key", "", "checkpoint signer key `FILE` (from mcpsafe journal keygen), outside the journal's directory: the journal signs its head with it")
@@ -161,6 +165,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.ApprovalPagePasskeys, "approval-page-passkeys", "", "the passkeys `FILE` of the approval page (mcpsafe approval-page enroll writes it): Approve then takes your passkey, user verified, over that call, and the journal says passkey")
 	fl.StringVar(&c.ApprovalPage, "approval-page", "", "serve the local approval page on this loopback `ADDR` (127.0.0.1:0 picks a port): a person approves each call there, reached by URL elicitation when the client offers it, else in the browser this server opens ($BROWSER); first in mode auto, the only path in mode page")
 	fl.BoolVar(&c.ApprovalCard, "approval-card", true, "offer the MCP Apps approval card (Approve/Deny in the chat) to clients that declare the MCP Apps extension and cannot elicit, before tokens; client-relayed assurance; --approval-card=false turns it off")
+	fl.BoolVar(&c.RequireUserInteraction, "require-user-interaction", false, "mark the gated tools _meta[\"anthropic/requiresUserInteraction\"]: Claude Code then asks before every call of them too, even in its bypass mode, and denies them in non-interactive runs (a second prompt, the host's, before the gate's)")
 	fl.StringVar(&c.ApproverURL, "approver-url", "", "webhook of the approval channel (mode channel)")
 	fl.StringVar(&c.ApproverSecretFile, "approver-secret-file", "", "file holding the channel's HMAC secret")
 	fl.StringVar(&c.ApproverPage, "approver-page", "", "the approval service's `ORIGIN` (https://approvals.example.com, its --origin): a client that declares URL-mode elicitation sends the person straight to the request there; the decision still comes signed through the webhook")
@@ -225,7 +230,7 @@ func (c *Config) JournalName() string {
 // in use is an error, while the default one of a server whose twin already
 // runs (the same configuration in two MCP clients) is the next free slot
 // (journal.DefaultSlotPath), with a note beside it saying whose it is.
-func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, error) {
+func openJournal(cfg Config, jopts []journal.Option, created *bool) (*journal.Journal, string, error) {
 	open := func(path string) (*journal.Journal, string, error) {
 		path, err := filepath.Abs(path)
 		if err != nil {
@@ -236,6 +241,8 @@ func openJournal(cfg Config, jopts []journal.Option) (*journal.Journal, string, 
 				return nil, "", err
 			}
 		}
+		_, serr := os.Lstat(path)
+		*created = errors.Is(serr, fs.ErrNotExist)
 		j, err := journal.Open(path, jopts...)
 		if err != nil && !errors.Is(err, journal.ErrInUse) && cfg.JournalPath == "" {
 			err = defaultJournalError(path, err)
@@ -288,6 +295,8 @@ type Gate struct {
 	// PageURL is where the local approval page listens, when it does.
 	PageURL string
 	closers []func() error
+	// journalCreated: Build created the journal file (see Discard).
+	journalCreated bool
 }
 
 // Close releases the journal and the ledger, newest first.
@@ -314,7 +323,9 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		TTL:            cfg.TTL,
 		ElicitTimeout:  cfg.ElicitTimeout,
 		GrantEndSweep:  cfg.GrantEndSweep,
-		Logger:         cfg.Logger,
+
+		RequireUserInteraction: cfg.RequireUserInteraction,
+		Logger:                 cfg.Logger,
 		// Every ready server may offer grants with scopes of its own
 		// (files --grants, a proxy policy's grants).
 		GrantCEL: celscope.New(),
@@ -370,7 +381,7 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		if cfg.JournalKeepLongValues {
 			jopts = append(jopts, journal.WithKeepLongValues(true))
 		}
-		j, path, err := openJournal(cfg, jopts)
+		j, path, err := openJournal(cfg, jopts, &g.journalCreated)
 		if err != nil {
 			return nil, err
 		}
@@ -388,6 +399,10 @@ func Build(ctx context.Context, cfg Config) (_ *Gate, err error) {
 		opts.Card = appcard.New()
 	} else if cfg.Mode == mcpsafe.ModeCard {
 		return nil, errors.New("mode card needs the approval card (--approval-card)")
+	}
+	if cfg.ApprovalPage != "" && cfg.Mode == mcpsafe.ModeCard && cfg.Logger != nil {
+		// Not an error: a proxy policy may still pin a tool to mode page.
+		cfg.Logger.Warn("--approval-page is unused with --mode card: every call asks in the approval card (only a tool whose policy says mode page uses the page); drop --approval-page, or use --mode auto to take the page where the card cannot be shown")
 	}
 	if cfg.ApprovalPage != "" || cfg.Mode == mcpsafe.ModePage {
 		if cfg.ApprovalPage == "" {

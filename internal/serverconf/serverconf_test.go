@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,6 +193,23 @@ func TestOptInExpiredAtStartup(t *testing.T) {
 		_, err := parseOptIn(v, now)
 		if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "expired")) {
 			t.Errorf("%s: %v", v, err)
+		}
+	}
+}
+
+// --mode card with --approval-page warns at start that the page is unused;
+// control: --mode auto with both warns of nothing.
+func TestCardModeWarnsThePageIsUnused(t *testing.T) {
+	for _, mode := range []mcpsafe.Mode{mcpsafe.ModeCard, mcpsafe.ModeAuto} {
+		var log strings.Builder
+		g, err := Build(context.Background(), Config{Audience: "a", NoJournal: true, Mode: mode, ApprovalCard: true,
+			ApprovalPage: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+		if warned := strings.Contains(log.String(), "--approval-page is unused with --mode card"); warned != (mode == mcpsafe.ModeCard) {
+			t.Fatalf("mode %s: warned %v: %s", mode, warned, log.String())
 		}
 	}
 }

@@ -39,7 +39,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/mutants"
@@ -316,8 +315,7 @@ func (r *runner) goTest(ctx context.Context, pkgs []string, run, overlay, logFil
 	cmd.Stderr = &out
 	// The whole process group goes on a hard deadline: go test, the test
 	// binaries and whatever they started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	killGroupOnCancel(cmd)
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
 	os.WriteFile(logFile, out.Bytes(), 0o644)
