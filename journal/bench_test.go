@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -53,5 +54,35 @@ func BenchmarkAppend(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			})
 		}
+	}
+}
+
+// BenchmarkOpen opens and closes journals of 10,000 and 100,000 records
+// whose calls all have their outcome, as a server's start and stop do,
+// and reports the lines Open read: neither they nor the bytes allocated
+// per open may grow with the journal. The journals are written by the
+// real writer with its fsync replaced by nothing (a fixture, not a
+// durability test), from many writers at once.
+func BenchmarkOpen(b *testing.B) {
+	for _, records := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("records=%d", records), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "j.jsonl")
+			noSync := withFaults(nil, func(*os.File) error { return nil })
+			pairsJournal(b, path, records/2, noSync)
+			lines := 0
+			count := func(o *options) { o.scanned = func(n int) { lines = n } }
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				j, err := Open(path, count)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := j.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(lines), "lines-read")
+		})
 	}
 }

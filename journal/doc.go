@@ -50,7 +50,11 @@
 // Concurrent Appends are committed together (group commit): one writer
 // goroutine takes every record queued while the previous fsync ran and
 // writes them with one write and one fsync. Open takes an exclusive flock so
-// two processes cannot fork the chain.
+// two processes cannot fork the chain. An outcome record (executed,
+// failed) is written at once and fsync'd with the next commit, at most
+// DeferredSyncDelay (1 s) later (see WithSyncOutcome): one fsync per
+// call, whether calls come back to back or a client's calls come 100 ms
+// apart.
 //
 // # Failed writes and full disks
 //
@@ -99,11 +103,32 @@
 // PATH.FIRST-LAST (SegmentPath), the directory fsynced, and a new file
 // started at PATH. The files form one chain: seq continues and the first
 // record of a new file links to the last record of the segment before it.
-// With checkpoints the head is signed before each seal. Open, VerifyFile,
+// With checkpoints the head is signed before each seal. VerifyFile,
 // VerifySignedSet, ShowFile and Export read the whole set (SetFiles) and
-// name the file an error is in; a set whose oldest segments were deleted
-// is accepted by Open but by the readers only with AllowPruned (and, with
-// a key, only if a checkpoint vouches for what remains).
+// name the file an error is in; Open reads its tail (see Opening); a set
+// whose oldest segments were deleted is accepted by Open but by the
+// readers only with AllowPruned (and, with a key, only if a checkpoint
+// vouches for what remains).
+//
+// # Opening
+//
+// Open does not read the whole journal: its time and memory do not grow
+// with the records already written. The head file (HeadSuffix) names the
+// last durable line and the oldest approval still waiting for its outcome
+// (Head.Open); Open reads from there, or from the head, or from the latest
+// signed checkpoint if that is older, to the end of the set, and verifies
+// that stretch as Verify does: the chain, the head's hash at its seq, a
+// torn final line (cut and recorded), the checkpoints that fall in it, and
+// every approval without an outcome (marked ambiguous). Of the files before
+// it Open checks only that they join up: each file's first line continues
+// the chain from the last line of the one before it, and each segment
+// begins and ends at the seqs its name says. Anything unexpected there, or
+// a head file without the hint (written before it existed), and Open reads
+// the whole set as it used to and judges it the same way. An edit to a
+// record before that stretch which leaves the chain after it as it was (a
+// line changed in place) is therefore not seen by Open: `journal verify`
+// (VerifyFile, VerifySignedSet), which reads everything, reports it. Run
+// it on a schedule, and before trusting a journal in an audit.
 //
 // # What Verify proves, and what it does not
 //
@@ -112,7 +137,8 @@
 // written, and it names the first bad line. It tells a crash from tampering:
 // an incomplete final line (no newline, or not JSON) is a *TornError, which
 // Open repairs by cutting it and recording the cut; anything else is a
-// *TamperError, and Open refuses the file rather than paper over it. Cutting
+// *TamperError, and Open refuses the file rather than paper over it (in
+// the part it reads: see Opening). Cutting
 // a torn line loses nothing an attacker could not already do: removing
 // whole lines from the end is invisible to the chain.
 //

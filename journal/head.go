@@ -24,6 +24,13 @@ const HeadSuffix = ".head"
 type Head struct {
 	Seq  uint64 `json:"seq"`
 	Hash string `json:"hash"`
+	// Open is the seq of the oldest approval still waiting for its
+	// outcome among the records up to Seq, or Seq+1 when there is none:
+	// every approval before it has its outcome at or before Seq. It tells
+	// Open where to start reading (see Open); 0 (absent, as in a head
+	// written before it existed) makes Open read the whole set. It is a
+	// hint the chain is checked against, never a proof.
+	Open uint64 `json:"open,omitempty"`
 }
 
 // headSize is the head file's fixed size: every update overwrites the same
@@ -33,6 +40,12 @@ const headSize = 128
 
 func (h Head) encode() []byte {
 	b, _ := json.Marshal(h)
+	if len(b) > headSize-1 {
+		// Only past seq 10^18: without the hint the next Open reads the
+		// whole set, which is always correct.
+		h.Open = 0
+		b, _ = json.Marshal(h)
+	}
 	out := bytes.Repeat([]byte{' '}, headSize)
 	copy(out, b)
 	out[headSize-1] = '\n'
@@ -52,6 +65,9 @@ func parseHead(b []byte) (Head, error) {
 	}
 	if len(h.Hash) != 64 || strings.Trim(h.Hash, "0123456789abcdef") != "" {
 		return h, errors.New("hash is not 64 lowercase hex digits")
+	}
+	if h.Open > h.Seq+1 {
+		return h, fmt.Errorf("open %d is past seq %d+1", h.Open, h.Seq)
 	}
 	return h, nil
 }
@@ -109,7 +125,11 @@ func openHead(path string) (*os.File, *Head, error) {
 // crash it may lag behind, which verify accepts. A failure does not undo
 // the durable records: it is kept and returned by Close.
 func (j *Journal) writeHead(seq uint64, hash string) {
-	if _, err := j.head.WriteAt(Head{Seq: seq, Hash: hash}.encode(), 0); err != nil && j.headErr == nil {
+	h := Head{Seq: seq, Hash: hash, Open: seq + 1}
+	for _, s := range j.pend {
+		h.Open = min(h.Open, s)
+	}
+	if _, err := j.head.WriteAt(h.encode(), 0); err != nil && j.headErr == nil {
 		j.headErr = fmt.Errorf("journal: updating head file: %w", err)
 	}
 }

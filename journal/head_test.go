@@ -51,6 +51,9 @@ func TestHeadCatchesTailEdits(t *testing.T) {
 		{"control: head lags after a crash between fsync and head update", func(t *testing.T, p string, l [][]byte) {
 			write(t, p+HeadSuffix, Head{Seq: 5, Hash: hashLine(l[4])}.encode())
 		}, "ok", 0, "matches its head file (seq 5)"},
+		{"control: head lags, with its hint of where Open starts reading", func(t *testing.T, p string, l [][]byte) {
+			write(t, p+HeadSuffix, Head{Seq: 5, Hash: hashLine(l[4]), Open: 5}.encode())
+		}, "ok", 0, "matches its head file (seq 5)"},
 		{"control: a journal from before head files", func(t *testing.T, p string, l [][]byte) {
 			if err := os.Remove(p + HeadSuffix); err != nil {
 				t.Fatal(err)

@@ -72,6 +72,8 @@ type options struct {
 	// commit before the writer fsyncs it on its own (DeferredSyncDelay;
 	// tests set it).
 	deferredSync time.Duration
+	// scanned, for tests, is told how many lines Open read.
+	scanned func(lines int)
 	// rotateStep, for tests, runs at each step of a rotation (see rotate);
 	// an error fails that step, and a call to os.Exit is a crash there.
 	rotateStep func(step string) error
@@ -94,15 +96,20 @@ func WithMaxBatch(n int) Option {
 }
 
 // DeferredSyncDelay is how long, at most, an outcome record stays written
-// but not yet fsync'd when no other record comes to share its fsync.
-const DeferredSyncDelay = 50 * time.Millisecond
+// but not yet fsync'd when no other record comes to share its fsync. It is
+// longer than the gap between calls of one client working at a human or
+// agent pace (a call every 100 ms and slower), so that the outcome rides
+// the next call's approval and each call costs one fsync; only the last
+// call before an idle pause has its outcome fsync'd on its own, this long
+// after it was written.
+const DeferredSyncDelay = time.Second
 
 // WithSyncOutcome(true) makes Append of an outcome record (executed,
 // failed) return only once it is fsync'd, like every other record: a
 // caller then waits for two fsyncs per call, the approval's and the
 // outcome's. By default Append returns an outcome as soon as it is
 // written, and its fsync joins the next group commit (the next call's
-// approval, or at most DeferredSyncDelay later): one fsync per call. The
+// approval, or at most DeferredSyncDelay, 1 s, later): one fsync per call. The
 // approval is always fsync'd before Execute runs. A machine crash (not a
 // process crash: the written line is in the kernel's cache) inside that
 // window loses the outcome line, and the next Open marks the approval
@@ -148,6 +155,7 @@ type Journal struct {
 	outage   *outage // non-nil from a failed write until one succeeds
 	capNoted bool    // the size-limit note was written
 	buf      []byte
+	wrote    []*Record     // commit's list of the records it wrote, reused
 	head     *os.File      // the head file (HeadSuffix), rewritten after each commit
 	headErr  error         // the first failed head update, returned by Close
 	first    string        // hash of line 1: the journal's id in checkpoints
@@ -156,6 +164,10 @@ type Journal struct {
 	since    time.Time     // time of that record: the active file's age
 	stuck    error         // a rotation that could not be undone: nothing more is written
 	rotErr   error         // the last failed rotation, until one succeeds (under errMu)
+	// pend maps the call of each durable approval still waiting for its
+	// outcome to the seq of that approval: the head file's Open is the
+	// least of them (see Head.Open).
+	pend map[string]uint64
 
 	// Outcome records written but not yet fsync'd (see WithSyncOutcome),
 	// and the chain as of the last fsync: a failed fsync cuts the file
@@ -184,9 +196,13 @@ type request struct {
 	done chan error // buffered: the writer never blocks on a caller that left
 }
 
-// Open opens (creating if needed) the journal at path, verifies its chain
-// and takes an exclusive lock on it. A torn final line is cut away and the
-// cut recorded; any other damage refuses to open. Approvals left without an
+// Open opens (creating if needed) the journal at path, verifies the tail
+// of its chain and takes an exclusive lock on it. It reads from the oldest
+// approval still waiting for its outcome (or the head, or the latest
+// checkpoint, if older) to the end, not the whole set: see the package
+// doc's Opening for what it checks of the rest, and when it does read
+// everything. A torn final line is cut away and the cut recorded; any
+// other damage in what it reads refuses to open. Approvals left without an
 // outcome by a previous process get an ambiguous record each.
 func Open(path string, opts ...Option) (*Journal, error) {
 	o := options{
@@ -277,12 +293,37 @@ func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err
 		ix = newCheckpointIndex(ck.existing)
 		each = ix.each
 	}
-	// The whole set is verified, sealed segments included: Open refuses a
-	// journal whose past was rewritten, and an approval sealed into a
-	// segment before its outcome was written still becomes ambiguous.
-	// Pruned segments are accepted here (deleting old segments is how an
+	// Only the tail is read when the head file says where it begins (see
+	// readTail): from the oldest approval still waiting for its outcome,
+	// the head itself or the latest checkpoint, whichever is oldest. The
+	// whole set is verified, sealed segments included, when the head has
+	// no such hint or the tail is not what the hint promised. Pruned
+	// segments are accepted here (deleting old segments is how an
 	// operator keeps the journal's size down); verify reports them.
-	set, verr := readSet(path, f, head, setOptions{pruned: true}, each)
+	var set *setScan
+	var verr error
+	var tail tailScan
+	if start := tailStart(head, ck); start > 0 {
+		var ok bool
+		tail, ok, verr = readTail(path, f, head, start, each)
+		var torn *TornError
+		if ok && (verr == nil || errors.As(verr, &torn)) {
+			set = tail.s
+			if ix != nil && tail.id != "" {
+				ix.id = tail.id
+			}
+		} else if ix != nil {
+			ix = newCheckpointIndex(ck.existing)
+			each = ix.each
+		}
+	}
+	if set == nil {
+		tail = tailScan{}
+		set, verr = readSet(path, f, head, setOptions{pruned: true}, each)
+	}
+	if o.scanned != nil && set != nil {
+		o.scanned(set.lines)
+	}
 	if set == nil {
 		return fail(fmt.Errorf("journal: refusing to open %s: %w", path, verr))
 	}
@@ -307,10 +348,14 @@ func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err
 		if err != nil {
 			return fail(fmt.Errorf("journal: refusing to open %s: %w", path, err))
 		}
-		if res.sum.FirstSeq > 1 && ix.id == "" {
+		first := res.sum.FirstSeq
+		if tail.s != nil {
+			first = tail.first
+		}
+		if first > 1 && ix.id == "" {
 			// Its line 1 is gone, so only a checkpoint can name it.
 			return fail(fmt.Errorf("journal: refusing to open %s: %w", path, &CheckpointError{Kind: CheckpointMissing, Reason: fmt.Sprintf(
-				"the journal begins at seq %d (its oldest segments were pruned) and no signed checkpoint matches what remains: its identity, which new checkpoints must name, is unknown", res.sum.FirstSeq)}))
+				"the journal begins at seq %d (its oldest segments were pruned) and no signed checkpoint matches what remains: its identity, which new checkpoints must name, is unknown", first)}))
 		}
 		ck.lastSeq = rep.Latest.Seq
 	}
@@ -329,6 +374,13 @@ func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err
 	}
 	if set.fileRecords > 0 {
 		j.segFirst, j.since = set.fileFirst.Seq, set.fileFirst.Time
+	}
+	if a := tail.active; a != nil {
+		j.segFirst, j.since = a.Seq, a.Time
+	}
+	j.pend = make(map[string]uint64, len(res.open))
+	for call, a := range res.open {
+		j.pend[call] = a.seq
 	}
 	if ix != nil {
 		j.first = ix.id
@@ -388,6 +440,26 @@ func cutTail(f *os.File, t *TornError) error {
 		return fmt.Errorf("journal: cutting torn line %d: %w", t.Line, err)
 	}
 	return nil
+}
+
+// tailStart is the seq from which Open reads the journal (see readTail),
+// or 0 to read all of it: the head file's Open hint, the head itself, or
+// the latest checkpoint, whichever is oldest.
+func tailStart(head *Head, ck *checkpointer) uint64 {
+	if head == nil || head.Open == 0 || head.Seq == 0 {
+		return 0
+	}
+	start := min(head.Open, head.Seq)
+	if ck != nil {
+		var latest uint64
+		for _, c := range ck.existing {
+			latest = max(latest, c.Seq)
+		}
+		if latest > 0 {
+			start = min(start, latest)
+		}
+	}
+	return start
 }
 
 func syncDir(dir string) error {
@@ -702,12 +774,14 @@ func (j *Journal) commit(batch []*request) {
 		buf = append(buf, line...)
 		buf = append(buf, '\n')
 	}
+	wrote := j.wrote[:0] // the approvals and outcomes in buf, in order
 	for i := range pre {
 		line, err := encode(&pre[i])
 		if err != nil {
 			continue // our own records; a deferred outcome too long to write stays unwritten
 		}
 		add(line)
+		wrote = append(wrote, &pre[i])
 	}
 	noted := false
 	live := batch[:0]
@@ -742,8 +816,10 @@ func (j *Journal) commit(batch []*request) {
 		}
 		add(line)
 		live = append(live, r)
+		wrote = append(wrote, &r.rec)
 	}
 	j.buf = buf
+	defer func() { clear(wrote); j.wrote = wrote[:0] }()
 	if len(buf) == 0 {
 		return
 	}
@@ -795,10 +871,31 @@ func (j *Journal) commit(batch []*request) {
 		}
 		return
 	}
+	j.settle(j.unsynced...)
 	j.unsynced = j.unsynced[:0]
+	for _, r := range wrote {
+		j.settle(*r)
+	}
 	j.writeHead(seq, prev)
 	for _, r := range live {
 		r.done <- nil
+	}
+}
+
+// settle updates pend for a record now durable, as a scan does (see
+// scanResult.accept): an approval opens its call, an outcome closes it.
+func (j *Journal) settle(recs ...Record) {
+	for i := range recs {
+		r := &recs[i]
+		switch {
+		case r.Call == "":
+		case approval(r.Decision):
+			if _, ok := j.pend[r.Call]; !ok {
+				j.pend[r.Call] = r.Seq
+			}
+		case outcome(r.Decision):
+			delete(j.pend, r.Call)
+		}
 	}
 }
 
@@ -821,6 +918,7 @@ func (j *Journal) syncDeferred() error {
 		j.failed(err, nil)
 		return err
 	}
+	j.settle(j.unsynced...)
 	j.unsynced = j.unsynced[:0]
 	j.writeHead(j.seq, j.prev)
 	return nil

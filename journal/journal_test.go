@@ -278,11 +278,19 @@ func TestOpenCutsTornTailAndRecordsIt(t *testing.T) {
 	}
 }
 
+// TestOpenRefusesTamperedJournal: a journal Open reads whole (here one
+// without a head file, as written before head files: nothing says where
+// its tail begins) is refused for an edited middle line. With a head file
+// Open reads only the tail and leaves older lines to verify
+// (TestTailOpenLeavesOldRecordsToVerify).
 func TestOpenRefusesTamperedJournal(t *testing.T) {
 	path, lines := sampleJournal(t)
 	lines[2] = []byte(strings.Replace(string(lines[2]), "delete /srv", "delete /tmp", 1))
 	data := joinLines(lines)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path + HeadSuffix); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Open(path)

@@ -311,3 +311,36 @@ func TestFailedFsyncRewritesDeferredOutcomesLate(t *testing.T) {
 		t.Fatalf("records %v\nwant %s", got, want)
 	}
 }
+
+// Calls 100 ms apart, one at a time, cost one fsync each too: each
+// outcome waits for the next call's approval rather than being fsync'd on
+// its own, and the last one is fsync'd within DeferredSyncDelay of being
+// written. (With a delay shorter than the gap, every call costs two.)
+func TestSparseCallsOneFsyncEach(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "j.jsonl")
+		w := &fsyncWatch{}
+		j, err := Open(path, w.option())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		n0, _ := w.get()
+		const calls = 20
+		for i := range calls {
+			call := string(rune('a' + i))
+			mustAppend(t, j, approvalRec(call))
+			mustAppend(t, j, outcomeRec(call))
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		if n, _ := w.get(); n-n0 != calls {
+			t.Fatalf("%d calls 100 ms apart took %d fsyncs, want one each", calls, n-n0)
+		}
+		time.Sleep(DeferredSyncDelay)
+		synctest.Wait()
+		if n, durable := w.get(); n-n0 != calls+1 || durable != fileSize(t, path) {
+			t.Fatalf("the last outcome was not fsync'd within DeferredSyncDelay after the calls stopped (%d fsyncs)", n-n0)
+		}
+	})
+}

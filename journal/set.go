@@ -139,6 +139,12 @@ type setScan struct {
 	ord      int
 	last     pos // the last line read, accepted or not
 
+	// resume, when set, starts the scan mid-chain (readTail): in file
+	// resume.file, at byte resume.off, which is line resume.line there.
+	resume *resumePoint
+	takeUp bool // the next line read is the resumed one: its prev starts the chain
+	lines  int  // lines read (Open's tests count them)
+
 	// of the file being (or last) scanned
 	fileSize    int64
 	fileRecords int
@@ -197,6 +203,13 @@ func (s *setScan) file(r io.Reader, fi int, sealed bool) error {
 	sum := &s.res.sum
 	n := 0
 	var firstSeq, lastSeq uint64
+	if rp := s.resume; rp != nil && rp.file == fi && rp.off > 0 {
+		// r begins at line rp.line of the file, at byte rp.off.
+		s.fileSize, n = rp.off, rp.line-1
+		if sealed {
+			firstSeq = s.segs[fi].First // checked by readTail
+		}
+	}
 	for {
 		raw, complete, last, tooLong, err := lr.next()
 		if err == io.EOF {
@@ -206,6 +219,7 @@ func (s *setScan) file(r io.Reader, fi int, sealed bool) error {
 		if err != nil {
 			return fmt.Errorf("journal: reading %s: %w", s.lineName(at), err)
 		}
+		s.lines++
 		n++
 		s.ord++
 		s.last = at
@@ -216,6 +230,16 @@ func (s *setScan) file(r io.Reader, fi int, sealed bool) error {
 			return s.tamper(at, fmt.Sprintf("line longer than %d bytes", MaxLineBytes))
 		}
 		rec, perr := parseLine(raw)
+		if s.takeUp {
+			// The first line of a scan resumed mid-chain (readTail): the
+			// chain is taken up from the hash it links to. That line is
+			// at or before the head's seq, so durable and complete.
+			if !complete || perr != nil {
+				return s.tamper(at, "the line the scan resumes at is incomplete")
+			}
+			s.takeUp = false
+			sum.LastHash, s.prevHash = rec.Prev, rec.Prev
+		}
 		end := last && !sealed // the last line of the set
 		if !complete && sealed {
 			return s.tamper(at, "the last line of a sealed segment has no newline: rotation seals only complete, durable lines")

@@ -152,6 +152,7 @@ type scanResult struct {
 // the journal (the first approval of its call).
 type openApproval struct {
 	ord int
+	seq uint64 // of the call's first approval still open
 	rec Record
 }
 
@@ -255,7 +256,7 @@ func (res *scanResult) accept(n int, rec *Record, h string, size int64) {
 		a, ok := res.open[rec.Call]
 		if !ok {
 			res.opened++
-			a.ord = res.opened
+			a.ord, a.seq = res.opened, rec.Seq
 		}
 		a.rec = *rec
 		res.open[rec.Call] = a

@@ -582,4 +582,56 @@ var journalMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "journal-open-hint-ignores-waiting-approvals",
+		Packages: []string{"./journal"},
+		Run:      "TestOpenFindsAnOldApprovalWithoutOutcome|TestTailOpenOverSegments",
+		Why:      "the head file tells Open to start at the head even while an older approval waits for its outcome: after a crash that call is never marked ambiguous",
+		Edits: []Edit{
+			{
+				File: "journal/head.go",
+				Old:  "\tfor _, s := range j.pend {\n\t\th.Open = min(h.Open, s)\n\t}\n",
+				New:  "",
+			},
+		},
+	},
+	{
+		Name:     "journal-open-tail-skips-segment-joins",
+		Packages: []string{"./journal"},
+		Run:      "TestTailOpenOverSegments|TestRotatedSetAttacks",
+		Why:      "Open reading only the tail no longer checks that each file continues the chain from the one before: an edited last line of an older segment opens",
+		Edits: []Edit{
+			{
+				File: "journal/open_tail.go",
+				Old:  "\t\t\tif rec.Seq != lastSeq+1 || rec.Prev != lastHash {",
+				New:  "\t\t\tif _ = lastHash; rec.Seq != lastSeq+1 {",
+			},
+		},
+	},
+	{
+		Name:     "journal-open-rereads-everything",
+		Packages: []string{"./journal"},
+		Run:      "TestOpenReadsOnlyTheTail|TestTailOpenCutsATornLine",
+		Why:      "Open ignores the head file's hint and reads the whole set at every start (12-16 s and 1.3 GB at a million records)",
+		Edits: []Edit{
+			{
+				File: "journal/journal.go",
+				Old:  "\tif head == nil || head.Open == 0 || head.Seq == 0 {\n\t\treturn 0\n\t}",
+				New:  "\treturn 0",
+			},
+		},
+	},
+	{
+		Name:     "journal-outcome-fsync-before-next-call",
+		Packages: []string{"./journal"},
+		Run:      "TestSparseCallsOneFsyncEach",
+		Why:      "a written outcome is fsync'd on its own before a call 100 ms later can carry it: two fsyncs per call for one client working at its own pace",
+		Edits: []Edit{
+			{
+				File: "journal/journal.go",
+				Old:  "const DeferredSyncDelay = time.Second",
+				New:  "const DeferredSyncDelay = 50 * time.Millisecond",
+			},
+		},
+	},
 }

@@ -22,7 +22,9 @@
 //	benchdrive journal-gen -records N -out FILE
 //	    a journal of N records (approval and outcome pairs) written by the real writer
 //	benchdrive journal-verify FILE
-//	    journal.VerifyFile in this process; prints records, bytes allocated, allocations
+//	    journal.VerifyFile in this process; prints records, bytes allocated, allocations, CPU time
+//	benchdrive journal-open [-legacy-head] FILE
+//	    journal.Open and Close in this process; prints CPU time, bytes allocated, allocations
 //
 // The approval page has its own driver, internal/benchpage: linking the
 // approval service here would add its packages' globals to what every GC
@@ -85,6 +87,8 @@ func main() {
 		err = journalGen(args)
 	case "journal-verify":
 		err = journalVerify(args)
+	case "journal-open":
+		err = journalOpen(args)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -133,6 +137,7 @@ func inproc(args []string) error {
 	jpath := fl.String("journal", "", "journal file (gate-journal, raw-fsync)")
 	n := fl.Int("n", 0, "measured calls")
 	warm := fl.Int("warm", 20, "calls before the measured ones")
+	gap := fl.Duration("gap", 0, "pause before each measured call (calls spaced out, as one client at its own pace makes them)")
 	allocShare := fl.Bool("allocshare", false, "print the bytes allocated per measured call, and the part allocated under the SDK's JSON decoder (heap profile of every allocation)")
 	memProfile := fl.String("memprofile", "", "write a heap profile of every allocation (the warm-up included) to this file, for go tool pprof -sample_index=alloc_space")
 	fl.Parse(args)
@@ -249,6 +254,9 @@ func inproc(args []string) error {
 		all0, dec0 = allocatedUnder(sdkDecoder)
 	}
 	for range *n {
+		if *gap > 0 {
+			time.Sleep(*gap)
+		}
 		if err := one(); err != nil {
 			return err
 		}
@@ -588,12 +596,14 @@ func journalVerify(args []string) error {
 	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	c0 := cpuTime()
 	sum, err := journal.VerifyFile(args[0])
+	cpu := cpuTime() - c0
 	runtime.ReadMemStats(&m1)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("records=%d alloc_bytes=%d mallocs=%d\n", sum.Records, m1.TotalAlloc-m0.TotalAlloc, m1.Mallocs-m0.Mallocs)
+	fmt.Printf("records=%d alloc_bytes=%d mallocs=%d cpu_s=%.3f\n", sum.Records, m1.TotalAlloc-m0.TotalAlloc, m1.Mallocs-m0.Mallocs, cpu.Seconds())
 	return nil
 }
 

@@ -142,7 +142,7 @@ func (c *Config) RegisterFlags(fl *flag.FlagSet) {
 	fl.StringVar(&c.KeyFile, "key-file", "", "key file for sealing approvals (default: a random key for this process)")
 	fl.StringVar(&c.LedgerURL, "ledger", "memory:", "single-use ledger: memory:, file:PATH, redis://..., postgres://...")
 	fl.StringVar(&c.JournalPath, "journal", "", "audit journal path (default: one per server in "+journal.DefaultDirRule()+", named after --audience and the roots, upstream or config; mcpsafe journal list shows them)")
-	fl.BoolVar(&c.JournalSyncOutcome, "journal-sync-outcome", false, "fsync each call's outcome record before answering the call (default: its fsync joins the next record's, within 50 ms; a machine crash in between leaves the call ambiguous in the journal)")
+	fl.BoolVar(&c.JournalSyncOutcome, "journal-sync-outcome", false, "fsync each call's outcome record before answering the call (default: its fsync joins the next record's, within 1 s; a machine crash in between leaves the call ambiguous in the journal)")
 	fl.BoolVar(&c.JournalKeepLongValues, "journal-keep-long-values", false, "keep string arguments over 1 KiB (a written file's content) whole in the journal, secrets still redacted (default: each is recorded as its SHA-256 and size)")
 	fl.StringVar(&c.Checkpoints.KeyFile, "journal-key", "", "checkpoint signer key `FILE` (from mcpsafe journal keygen), outside the journal's directory: the journal signs its head with it")
 	fl.IntVar(&c.Checkpoints.Every, "checkpoint-every", journal.DefaultCheckpointEvery, "with --journal-key: sign a checkpoint every this many records")
