@@ -324,7 +324,7 @@ func (w *Webhook) Await(ctx context.Context, r approver.Request, wait time.Durat
 			return d, fmt.Errorf("%w: %w", approver.ErrUnreachable, err)
 		}
 		// The connection dropped, or the replica behind the balancer
-		// went away (502/503/504): the request stays open at the
+		// went away (502/504): the request stays open at the
 		// service, so the same request again re-attaches to it, on a
 		// replica that is up. Each send is signed anew, with a fresh
 		// nonce (the service identifies the request without it).
@@ -404,8 +404,15 @@ func (w *Webhook) send(ctx context.Context, r approver.Request, body []byte, now
 			w.markRefused(r.ID)
 		}
 		switch resp.StatusCode {
-		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		case http.StatusBadGateway, http.StatusGatewayTimeout:
+			// A balancer in front of the service: the replica it chose
+			// went away.
 			return no, statusError(resp, "request"), true
+		case http.StatusServiceUnavailable:
+			// The service answered: its store is down, it is stopping,
+			// or it holds too many requests. Not sent again, but the
+			// request may be open there.
+			return no, fmt.Errorf("%w: %w", approver.ErrUnreachable, statusError(resp, "request")), false
 		}
 		return no, statusError(resp, "request"), false
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // A long poll whose connection drops (the service replica was killed, or a
-// balancer found none up: 502/503/504) is sent again, freshly signed, and
+// balancer found none up: 502/504) is sent again, freshly signed, and
 // so re-attaches to the request on a replica that is up; the answer there
 // counts. Controls: an answer about the request itself (409, 400, a denial)
 // is never sent again, and a drop on every try still fails closed.
@@ -65,7 +65,8 @@ func TestWebhookReattachesAfterADrop(t *testing.T) {
 	}{
 		{"dropped connection", drop, `{"approved":true,"approver":"alice"}`, nil, 2},
 		{"502 from the balancer", status(http.StatusBadGateway), `{"approved":true,"approver":"alice"}`, nil, 2},
-		{"503 store unavailable", status(http.StatusServiceUnavailable), `{"approved":true,"approver":"alice"}`, nil, 2},
+		{"504 from the balancer", status(http.StatusGatewayTimeout), `{"approved":true,"approver":"alice"}`, nil, 2},
+		{"503 from the service", status(http.StatusServiceUnavailable), `{"approved":true,"approver":"alice"}`, ErrUnavailable, 1},
 		{"drop, then a denial", drop, `{"approved":false,"approver":"bob"}`, ErrDenied, 2},
 		// Controls: answers about the request are final.
 		{"409 conflict", status(http.StatusConflict), `{"approved":true}`, ErrUnavailable, 1},

@@ -29,9 +29,10 @@ type proc struct {
 	log   string // its stderr and stdout, appended across restarts
 	ready func(ctx context.Context) error
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	kills atomic.Int64
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd's Wait returned
+	kills  atomic.Int64
 }
 
 func (p *proc) start(ctx context.Context) error {
@@ -52,17 +53,12 @@ func (p *proc) start(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
 	p.cmd = cmd
-	go func() { cmd.Wait(); f.Close() }()
+	exited := make(chan struct{})
+	p.exited = exited
+	go func() { cmd.Wait(); f.Close(); close(exited) }()
 	p.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	exited := make(chan struct{})
-	go func() {
-		for cmd.Process.Signal(syscall.Signal(0)) == nil && rctx.Err() == nil {
-			time.Sleep(20 * time.Millisecond)
-		}
-		close(exited)
-	}()
 	go func() {
 		select {
 		case <-exited:
@@ -84,12 +80,7 @@ func (p *proc) kill() {
 		return
 	}
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	for p.cmd.ProcessState == nil {
-		if err := p.cmd.Process.Signal(syscall.Signal(0)); err != nil {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	<-p.exited
 	p.cmd = nil
 	p.kills.Add(1)
 }
@@ -102,17 +93,11 @@ func (p *proc) stop() {
 		return
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		for p.cmd.Process.Signal(syscall.Signal(0)) == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-p.exited:
 	case <-time.After(20 * time.Second):
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
 	}
 	p.cmd = nil
 }
@@ -122,7 +107,15 @@ func (p *proc) stop() {
 func (p *proc) running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.cmd != nil && p.cmd.Process.Signal(syscall.Signal(0)) == nil
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // supervise starts p again until it is ready or ctx ends, as a supervisor
@@ -247,7 +240,7 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rp.ServeHTTP(w, r)
 		return
 	}
-	http.Error(w, "chaos balancer: no replica is up", http.StatusServiceUnavailable)
+	http.Error(w, "chaos balancer: no replica is up", http.StatusBadGateway)
 }
 
 func (b *balancer) close() { b.srv.Close() }

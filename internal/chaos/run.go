@@ -135,15 +135,18 @@ type summary struct {
 	// approvedUnanswered: ran after an approval whose API answer was lost
 	// (the replica died after committing it).
 	approvedUnanswered int
+	// spentByKill: approved, the client's gate killed under its call
+	// between the redemption and the approval record: spent, nothing ran.
+	spentByKill int
 	f                  *faults
 	elapsed            time.Duration
 }
 
 func (s *summary) line() string {
 	return fmt.Sprintf("chaos: seed=%d sessions=%d minutes=%.1f approval-replicas=%d gate-replicas=%d | calls=%d files=%d approved=%d denied=%d executed=%d "+
-		"executions-per-approval<=%d decisions-lost=%d journals-verified=%d/%d ambiguous=%d (approved then cut by a kill: %d) | kills: gate=%d approvals=%d; redis-restarts=%d pg-terminations=%d disk-full=%d | orphaned-by-kills=%d elapsed=%s",
+		"executions-per-approval<=%d decisions-lost=%d spent-by-a-killed-gate=%d journals-verified=%d/%d ambiguous=%d (approved then cut by a kill: %d) | kills: gate=%d approvals=%d; redis-restarts=%d pg-terminations=%d disk-full=%d | orphaned-by-kills=%d elapsed=%s",
 		s.seed, s.c.sessions, s.c.duration.Minutes(), s.c.approvals, s.c.gates, s.calls, s.paths, s.approved, s.denied, s.executed,
-		max(s.maxPerCall, s.maxPerPath), len(s.lost), s.verified, s.results, s.ambiguous, s.ambiguousApproved,
+		max(s.maxPerCall, s.maxPerPath), len(s.lost), s.spentByKill, s.verified, s.results, s.ambiguous, s.ambiguousApproved,
 		s.f.gateKills.Load(), s.f.approvalKills.Load(), s.f.redisRestarts.Load(), s.f.pgTerminations.Load(), s.f.diskFull.Load(),
 		s.orphans, s.elapsed.Round(time.Second))
 }
@@ -310,6 +313,14 @@ func (s *summary) account(sys *system, w *workload) {
 			// outcome: the journal says ambiguous (check by hand), and
 			// the grant is spent. Counted, with the kills, not lost.
 			s.ambiguousApproved++
+		}
+		if o.handle && w.decisions[o.path] == "approve" && o.result == "refused:token_spent" && !explained && o.transport > 0 {
+			// A gate was killed under this client's call after it had
+			// redeemed the grant and before its approval record (the
+			// one window the gate cannot close: nothing ran, nothing
+			// was journaled, the grant is spent). Counted on its own.
+			s.spentByKill++
+			explained = true
 		}
 		if o.handle && w.decisions[o.path] == "approve" && o.result != "executed" && !explained {
 			s.lost = append(s.lost, fmt.Sprintf("%s approved, client held the handle to the end, got %s (%d transport errors on the way, last answer %s)", o.path, o.result, o.transport, o.last))
