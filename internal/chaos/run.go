@@ -138,8 +138,8 @@ type summary struct {
 	// spentByKill: approved, the client's gate killed under its call
 	// between the redemption and the approval record: spent, nothing ran.
 	spentByKill int
-	f                  *faults
-	elapsed            time.Duration
+	f           *faults
+	elapsed     time.Duration
 }
 
 func (s *summary) line() string {
