@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"syscall"
-	"time"
 
 	"github.com/mcpsafe/mcpsafe/journal"
 )
@@ -73,13 +71,4 @@ func legacyHead(path string) error {
 	copy(out, b)
 	out[len(out)-1] = '\n'
 	return os.WriteFile(path+journal.HeadSuffix, out, 0o600)
-}
-
-// cpuTime is the user and system CPU time this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
