@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -193,7 +193,11 @@ func TestGatewayCardAfterMemberRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	proc, err := os.FindProcess(pid)
+	if err == nil {
+		err = proc.Kill()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "go restarted", func() bool {
