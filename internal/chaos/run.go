@@ -138,15 +138,17 @@ type summary struct {
 	// spentByKill: approved, the client's gate killed under its call
 	// between the redemption and the approval record: spent, nothing ran.
 	spentByKill int
+	// ranUnseen: ran (journaled executed) while its client lost the answer.
+	ranUnseen int
 	f           *faults
 	elapsed     time.Duration
 }
 
 func (s *summary) line() string {
 	return fmt.Sprintf("chaos: seed=%d sessions=%d minutes=%.1f approval-replicas=%d gate-replicas=%d | calls=%d files=%d approved=%d denied=%d executed=%d "+
-		"executions-per-approval<=%d decisions-lost=%d spent-by-a-killed-gate=%d journals-verified=%d/%d ambiguous=%d (approved then cut by a kill: %d) | kills: gate=%d approvals=%d; redis-restarts=%d pg-terminations=%d disk-full=%d | orphaned-by-kills=%d elapsed=%s",
+		"executions-per-approval<=%d decisions-lost=%d spent-by-a-killed-gate=%d ran-answer-lost=%d journals-verified=%d/%d ambiguous=%d (approved then cut by a kill: %d) | kills: gate=%d approvals=%d; redis-restarts=%d pg-terminations=%d disk-full=%d | orphaned-by-kills=%d elapsed=%s",
 		s.seed, s.c.sessions, s.c.duration.Minutes(), s.c.approvals, s.c.gates, s.calls, s.paths, s.approved, s.denied, s.executed,
-		max(s.maxPerCall, s.maxPerPath), len(s.lost), s.spentByKill, s.verified, s.results, s.ambiguous, s.ambiguousApproved,
+		max(s.maxPerCall, s.maxPerPath), len(s.lost), s.spentByKill, s.ranUnseen, s.verified, s.results, s.ambiguous, s.ambiguousApproved,
 		s.f.gateKills.Load(), s.f.approvalKills.Load(), s.f.redisRestarts.Load(), s.f.pgTerminations.Load(), s.f.diskFull.Load(),
 		s.orphans, s.elapsed.Round(time.Second))
 }
@@ -306,6 +308,12 @@ func (s *summary) account(sys *system, w *workload) {
 			s.orphans++
 		case o.result == "abandoned":
 			s.abandon++
+		}
+		if o.handle && o.result != "executed" && perPath[o.path] > 0 {
+			// It ran (its journal says executed) and the client missed the
+			// answer: its gate was killed after the outcome. Not lost.
+			s.ranUnseen++
+			continue
 		}
 		explained := unconfirmed[o.path] || ambiguousPath[o.path]
 		if o.handle && w.decisions[o.path] == "approve" && o.result != "executed" && explained {
