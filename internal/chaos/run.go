@@ -140,8 +140,8 @@ type summary struct {
 	spentByKill int
 	// ranUnseen: ran (journaled executed) while its client lost the answer.
 	ranUnseen int
-	f           *faults
-	elapsed     time.Duration
+	f         *faults
+	elapsed   time.Duration
 }
 
 func (s *summary) line() string {
