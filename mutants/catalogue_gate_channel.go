@@ -155,4 +155,26 @@ var gateChannelMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "channel-handle-spent-when-unreachable",
+		Packages: []string{"."},
+		Run:      "TestChannelHandleOutlivesAnUnreachableChannel",
+		Why:      "a call back with its handle that finds the channel unreachable withdraws and spends the handle: the person's approval, given while a replica was down, is lost",
+		Edits: []Edit{{
+			File: "gate_channel_wait.go",
+			Old:  "\tcase err != nil && k.token != nil && via.awaiter != nil && errors.Is(err, approver.ErrUnreachable)",
+			New:  "\tcase false && err != nil && k.token != nil && via.awaiter != nil && errors.Is(err, approver.ErrUnreachable)",
+		}},
+	},
+	{
+		Name:     "channel-grant-not-given-back",
+		Packages: []string{"."},
+		Run:      "TestApprovedHandleGivenBackWhenNothingRan",
+		Why:      "an approved handle whose call could not run (the journal full) keeps its grant spent: the approval is lost though nothing ran",
+		Edits: []Edit{{
+			File: "gate_channel_wait.go",
+			Old:  "\tif r != nil && k.token != nil && (r.Reason == ReasonJournalUnavailable || r.Reason == ReasonShuttingDown) {",
+			New:  "\tif false && r != nil && k.token != nil && (r.Reason == ReasonJournalUnavailable || r.Reason == ReasonShuttingDown) {",
+		}},
+	},
 }
