@@ -273,7 +273,7 @@ func (g *Gate) cardRun(ctx context.Context, t *gatedTool, req *mcp.CallToolReque
 		g.journalRefusal(ctx, k, t.Name, r)
 		return nil, r
 	}
-	gr, r := g.openFor(ctx, k, in.Decision, grantCardDecision)
+	gr, r := g.openFor(ctx, k, in.Decision, grantCardDecision, string(in.Approve) == "true")
 	if r != nil {
 		g.journalRefusal(ctx, k, t.Name, r)
 		return nil, r

@@ -147,7 +147,7 @@ func (g *Gate) redeemElicitation(ctx context.Context, k *call, state string, ans
 	if state == "" {
 		return nil, refusal(ReasonTokenInvalid, "an answer arrived without the request state it belongs to")
 	}
-	gr, r := g.openFor(ctx, k, state, grantElicit)
+	gr, r := g.openFor(ctx, k, state, grantElicit, approvalAnswer(answers) == nil)
 	if r != nil {
 		return nil, r
 	}

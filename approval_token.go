@@ -72,12 +72,27 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 // openFor authenticates a sealed grant and checks every binding against
 // this call, then spends it in the ledger. The order matters: verify before
 // parse, bindings before redeem, and redeem before the answer is looked at.
-func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (_ *grant, r *Refusal) {
+//
+// The journal holds a Redeeming record before the ledger is asked, so a
+// process killed between the redemption and the approval record (which
+// Execute waits for) leaves the journal saying so: Open closes it with a
+// refusal that says the approval may be spent and nothing ran. Without
+// it, such a kill would spend a person's decision with no trace.
+//
+// mayRun is false when the answer that comes with the grant already says
+// no (a declined elicitation, a card's Deny): the grant is spent all the
+// same, and with nothing to lose there is no Redeeming record.
+func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string, mayRun bool) (_ *grant, r *Refusal) {
 	ctx, span := g.step(ctx, "mcpsafe.redeem")
 	defer func() { endStep(span, r) }()
 	gr, r := g.checkGrant(k, sealed, mode)
 	if r != nil {
 		return nil, r
+	}
+	if mayRun {
+		if r := g.journalRedeeming(ctx, k, gr.Nonce); r != nil {
+			return nil, r // (nothing spent: the grant stays good)
+		}
 	}
 	ok, err := g.ledger.Redeem(ctx, gr.Nonce)
 	g.pending.done(gr.Nonce)
@@ -92,6 +107,18 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string) (_ *gr
 		o.HumanDecision(mode, k.now.Sub(time.UnixMilli(gr.IssuedAt)))
 	}
 	return gr, nil
+}
+
+// journalRedeeming writes, durably, that this call is about to spend the
+// grant nonce; the call's approval record or its refusal closes it.
+func (g *Gate) journalRedeeming(ctx context.Context, k *call, nonce string) *Refusal {
+	rec := g.record(k, journal.Redeeming)
+	rec.Call, rec.Summary = nonce, k.plan.Summary
+	if err := g.opts.Journal.Append(ctx, rec); err != nil {
+		return refusal(ReasonJournalUnavailable, "the audit journal could not record the approval's redemption, so it was not used and nothing ran: %v", err)
+	}
+	k.redeeming = nonce
+	return nil
 }
 
 // checkGrant authenticates a sealed grant and checks every binding against
@@ -131,7 +158,7 @@ func (g *Gate) redeemToken(ctx context.Context, k *call) (*mcp.CallToolResult, *
 	if !g.tokenAllowed(k.t, k.now) || k.t.mode == ModeElicit || k.t.mode == ModeChannel {
 		return nil, refusal(ReasonPolicyDenied, "approval tokens are not allowed for %s", k.t.Name)
 	}
-	gr, r := g.openFor(ctx, k, *k.token, grantToken)
+	gr, r := g.openFor(ctx, k, *k.token, grantToken, true)
 	if r != nil {
 		return nil, r
 	}

@@ -1,6 +1,7 @@
 package mcpsafe_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approver"
+	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/ledger"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // flaky is a resumable approver that says "pending" until approved, and
@@ -110,7 +114,10 @@ func TestApprovedHandleGivenBackWhenNothingRan(t *testing.T) {
 	withHandle := map[string]any{"path": "cache.txt", "approval_token": h}
 	f.approved.Store(true)
 	e.journal.mu.Lock()
+	// The redemption's record is written, then the disk is full: the
+	// grant is spent when the approval record fails.
 	e.journal.fail = errors.New("no space left on device")
+	e.journal.spare = map[string]bool{journal.Redeeming: true}
 	e.journal.mu.Unlock()
 	wantRefused(t, callTool(t, cs, "delete_note", withHandle), mcpsafe.ReasonJournalUnavailable)
 	if e.notes.executions() != 0 {
@@ -124,5 +131,62 @@ func TestApprovedHandleGivenBackWhenNothingRan(t *testing.T) {
 	wantRefused(t, callTool(t, cs, "delete_note", withHandle), mcpsafe.ReasonTokenSpent)
 	if e.notes.executions() != 1 {
 		t.Fatalf("%d executions, want 1", e.notes.executions())
+	}
+}
+
+// failingRedeem is a shared ledger whose Redeem, for one gate, fails
+// without reaching the store (a connection dropped before the command was
+// sent), after running during() (another replica's call).
+type failingRedeem struct {
+	ledger.Ledger
+	during func()
+}
+
+func (f *failingRedeem) Redeem(context.Context, string) (bool, error) {
+	f.during()
+	return false, fmt.Errorf("%w: connection reset", ledger.ErrUnavailable)
+}
+
+// A redemption that failed in the ledger does not give the grant back: the
+// gate cannot tell whether it reached the store, or whether another replica
+// redeemed the grant meanwhile and ran the call, and giving it back would
+// let the handle run the call again. Here the client presents its handle to
+// two replicas at once; B runs the call, A's redemption fails, and a third
+// presentation is refused token_spent: the call ran once. Control: B alone
+// runs it, and the journal-full case still gives the grant back
+// (TestApprovedHandleGivenBackWhenNothingRan).
+func TestLedgerErrorOnRedeemGivesNothingBack(t *testing.T) {
+	keys, err := mcpsafe.NewKeys(bytes.Repeat([]byte{5}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := ledger.NewMemory(0)
+	f := &flaky{}
+	store := newNotes("cache.txt")
+	gateOn := func(l ledger.Ledger) *env {
+		e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+			o.Mode, o.Approver, o.Keys, o.Ledger = mcpsafe.ModeChannel, f.approver(), keys, l
+			*tools = []mcpsafe.Tool{store.deleteTool()}
+		})
+		return e
+	}
+	b := gateOn(shared)
+	csB := b.connect(client{})
+	args := map[string]any{"path": "cache.txt"}
+	h := pendingHandle(t, callTool(t, csB, "delete_note", args))
+	f.approved.Store(true)
+	withHandle := map[string]any{"path": "cache.txt", "approval_token": h}
+	a := gateOn(&failingRedeem{Ledger: shared, during: func() {
+		wantExecuted(t, callTool(t, csB, "delete_note", withHandle))
+	}})
+	res, err := a.connect(client{}).CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_note", Arguments: withHandle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, res, mcpsafe.ReasonLedgerUnavailable)
+	store.set("cache.txt", "contents of cache.txt")
+	wantRefused(t, callTool(t, csB, "delete_note", withHandle), mcpsafe.ReasonTokenSpent)
+	if store.executions() != 1 {
+		t.Fatalf("%d executions of one approval, want 1", store.executions())
 	}
 }

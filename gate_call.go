@@ -37,6 +37,10 @@ type call struct {
 	secrets *journal.Secrets
 	// opened is the last sealed value this call authenticated (openSealed).
 	opened *openedGrant
+	// redeeming is the grant whose Redeeming record is durable while no
+	// approval record followed it yet: a refusal of this call carries it
+	// as its Call, closing the redemption in the journal.
+	redeeming string
 }
 
 // openedGrant is a sealed value and what openGrant made of it.
@@ -296,6 +300,7 @@ func (g *Gate) journalApproval(ctx context.Context, k *call, a *Approval) *Refus
 	if err := g.opts.Journal.Append(ctx, rec); err != nil {
 		return refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
 	}
+	k.redeeming = "" // (the approval record closes the redemption)
 	if o := g.opts.Observer; o != nil {
 		o.Approved(k.t.Name, rec.Decision, rec.Assurance)
 	}
@@ -406,6 +411,12 @@ func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refu
 		rec.Args = nil // unparseable input is not worth keeping and may hold anything
 	}
 	rec.Reason = r.Reason
+	if k != nil && k.redeeming != "" {
+		// The refusal ends a redemption the journal holds open: nothing
+		// ran on it. (Uncapped: the journal must not reopen it as an
+		// interruption.)
+		rec.Call, k.redeeming = k.redeeming, ""
+	}
 	if r.Reason == ReasonJournalUnavailable {
 		// The operator must hear of a full disk even if no model reports it.
 		g.opts.Logger.Error("journal: approval not recorded, so the call was refused", "tool", tool, "err", r.Message)

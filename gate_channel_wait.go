@@ -261,13 +261,14 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 	}
 	k.now = g.opts.Clock() // the decision may have taken a while
 	settled = true
-	if _, r := g.openFor(ctx, k, sealed, via.mode); r != nil {
-		if r.Reason == ReasonLedgerUnavailable && k.token != nil {
-			// The redemption failed on the way: if it reached the ledger
-			// (a lost reply, a restart), the grant is gone though nothing
-			// ran. Give it back, so the person's decision is not lost.
-			r = g.giveBack(ctx, k, gr, r)
-		}
+	if _, r := g.openFor(ctx, k, sealed, via.mode, true); r != nil {
+		// A redemption that failed in the ledger is not given back: this
+		// gate cannot tell whether it reached the store, nor whether
+		// another replica redeemed the grant meanwhile and ran the call
+		// (a handle presented to two replicas at once); a grant given
+		// back then would run the call again. If the redemption did
+		// not reach the store, the handle still works; if it did, the
+		// refusal closing the journal's redemption record says so.
 		return nil, r
 	}
 	a := Approval{Decision: decision, By: strings.Join(dec.Approvers, ","), Assurance: assurance, CallID: gr.Nonce, Evidence: dec.Evidence}
@@ -286,11 +287,11 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 	return res, r
 }
 
-// giveBack returns a redeemed grant to the ledger when nothing ran after
-// all (the journal could not record the approval, or shutdown began before
-// Execute): the person's decision is not lost with this process, and the
-// client's handle runs the call on its next try, here or on another
-// replica. It cannot make the call run twice: this process redeemed the
+// giveBack returns a grant this gate redeemed to the ledger when nothing
+// ran after all (the journal could not record the approval, or shutdown
+// began before Execute): the person's decision is not lost with this
+// process, and the client's handle runs the call on its next try, here or
+// on another replica. It cannot make the call run twice: this process redeemed the
 // grant, so nobody else could have, and it runs nothing now. If the ledger
 // will not take it back, the grant stays spent (nothing runs).
 func (g *Gate) giveBack(ctx context.Context, k *call, gr *grant, r *Refusal) *Refusal {

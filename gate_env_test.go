@@ -144,12 +144,14 @@ type recorder struct {
 	mu   sync.Mutex
 	recs []journal.Record
 	fail error
+	// spare names decisions still written while fail is set.
+	spare map[string]bool
 }
 
 func (r *recorder) Append(_ context.Context, rec journal.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.fail != nil {
+	if r.fail != nil && !r.spare[rec.Decision] {
 		return r.fail
 	}
 	r.recs = append(r.recs, rec)

@@ -110,7 +110,7 @@ func ocsfEvent(r *Record) map[string]any {
 	switch {
 	case approval(r.Decision) || r.Decision == Executed:
 		status, statusID = "Success", 1
-	case r.Decision == Ambiguous || r.Decision == Recovered:
+	case r.Decision == Ambiguous || r.Decision == Recovered || r.Decision == Redeeming:
 		status, statusID = "Other", 99
 	default: // refused, declined, cancelled, timeout, failed
 		status, statusID = "Failure", 2

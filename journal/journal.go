@@ -168,6 +168,9 @@ type Journal struct {
 	// outcome to the seq of that approval: the head file's Open is the
 	// least of them (see Head.Open).
 	pend map[string]uint64
+	// redeeming holds the calls of pend opened by a Redeeming record and
+	// not yet by an approval: a refusal with their Call closes them.
+	redeeming map[string]bool
 
 	// Outcome records written but not yet fsync'd (see WithSyncOutcome),
 	// and the chain as of the last fsync: a failed fsync cuts the file
@@ -379,6 +382,7 @@ func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err
 		j.segFirst, j.since = a.Seq, a.Time
 	}
 	j.pend = make(map[string]uint64, len(res.open))
+	j.redeeming = map[string]bool{}
 	for call, a := range res.open {
 		j.pend[call] = a.seq
 	}
@@ -405,6 +409,19 @@ func open(path string, f *os.File, o options, ck *checkpointer) (_ *Journal, err
 		}
 	}
 	for _, a := range res.unresolved() {
+		if a.Decision == Redeeming {
+			rec := Record{
+				Call: a.Call, Tool: a.Tool, Principal: a.Principal, Session: a.Session,
+				ArgsDigest: a.ArgsDigest, Summary: a.Summary, Decision: Refused, By: "journal",
+				Reason: fmt.Sprintf("%s: the server began to spend this approval in its ledger (seq %d), and neither its approval record nor a refusal followed before the journal was reopened (the server stopped in between, or could not write); nothing ran, as a call runs only after its approval record; the approval may be spent: if the user still wants the call, it must be approved again",
+					RedemptionInterrupted, a.Seq),
+			}
+			if err := j.Append(ctx, rec); err != nil {
+				j.Close()
+				return nil, err
+			}
+			continue
+		}
 		rec := Record{
 			Call:       a.Call,
 			Tool:       a.Tool,
@@ -585,7 +602,7 @@ func clipUTF8(s string, max int) string {
 
 func checkRecord(r *Record) error {
 	switch r.Decision {
-	case ClientAccepted, TokenRedeemed, ChannelApproved, PageApproved, CardAccepted, PolicyAutoApproved, GrantUsed, Executed, Failed, Ambiguous:
+	case ClientAccepted, TokenRedeemed, ChannelApproved, PageApproved, CardAccepted, PolicyAutoApproved, GrantUsed, Executed, Failed, Ambiguous, Redeeming:
 		// Without a Call the outcome cannot be tied to its approval, so a
 		// crash could not be detected on restart.
 		if r.Call == "" {
@@ -795,7 +812,7 @@ func (j *Journal) commit(batch []*request) {
 			r.done <- fmt.Errorf("journal: record not written: %w", err)
 			continue
 		}
-		if refusalClass(r.rec.Decision) && j.size+int64(len(buf)+len(line)+1) > j.opts.maxBytes {
+		if refusalClass(r.rec.Decision) && r.rec.Call == "" && j.size+int64(len(buf)+len(line)+1) > j.opts.maxBytes {
 			if j.capNoted || noted {
 				r.done <- ErrRefusalsCapped
 				continue
@@ -889,12 +906,22 @@ func (j *Journal) settle(recs ...Record) {
 		r := &recs[i]
 		switch {
 		case r.Call == "":
+		case r.Decision == Redeeming:
+			if _, ok := j.pend[r.Call]; !ok {
+				j.pend[r.Call] = r.Seq
+				j.redeeming[r.Call] = true
+			}
 		case approval(r.Decision):
 			if _, ok := j.pend[r.Call]; !ok {
 				j.pend[r.Call] = r.Seq
 			}
+			delete(j.redeeming, r.Call)
 		case outcome(r.Decision):
 			delete(j.pend, r.Call)
+			delete(j.redeeming, r.Call)
+		case refusalClass(r.Decision) && j.redeeming[r.Call]:
+			delete(j.pend, r.Call)
+			delete(j.redeeming, r.Call)
 		}
 	}
 }

@@ -36,7 +36,20 @@ const (
 	Executed   = "executed"
 	Failed     = "failed"
 	Ambiguous  = "ambiguous"
+	// Redeeming is written, durably, just before a gate spends an
+	// approval in its ledger (Call names it): it is no approval, and
+	// nothing runs on it. Its approval record follows, or a refusal
+	// with the same Call (the grant was spent already, the target
+	// changed...). When neither follows before the journal is reopened,
+	// the gate stopped in between: Open closes it with a refusal that
+	// says the approval may be spent and that nothing ran, since a call
+	// runs only after its approval record.
+	Redeeming = "redeeming"
 )
+
+// RedemptionInterrupted begins the Reason of the refusal Open writes for a
+// Redeeming record that nothing followed.
+const RedemptionInterrupted = "redemption_interrupted"
 
 // Observer is told what a gate does (mcpsafe.Options.Observer), for
 // metrics (package metrics implements it).

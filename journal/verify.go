@@ -33,8 +33,10 @@ type Summary struct {
 	LastHash string // hash of the last line: anchor it elsewhere; Genesis when empty
 	// Ambiguous counts ambiguous records: calls a person has to check.
 	Ambiguous int
-	// Unresolved counts approvals not (yet) followed by an outcome record:
-	// calls in flight, or calls that Open will mark ambiguous.
+	// Unresolved counts approvals not (yet) followed by an outcome record,
+	// and redemptions by neither an approval nor a refusal: calls in
+	// flight, or calls that Open will mark ambiguous (an approval) or
+	// refused (a redemption, on which nothing ran).
 	Unresolved  int
 	First, Last time.Time
 	// HeadSeq is the seq the journal's head file recorded and the chain
@@ -249,7 +251,7 @@ func (res *scanResult) accept(n int, rec *Record, h string, size int64) {
 		s.Ambiguous++
 	}
 	switch {
-	case approval(rec.Decision) && rec.Call != "":
+	case (approval(rec.Decision) || rec.Decision == Redeeming) && rec.Call != "":
 		if res.open == nil {
 			res.open = map[string]openApproval{}
 		}
@@ -258,9 +260,15 @@ func (res *scanResult) accept(n int, rec *Record, h string, size int64) {
 			res.opened++
 			a.ord, a.seq = res.opened, rec.Seq
 		}
+		if ok && rec.Decision == Redeeming {
+			break // (an approval's redemption again: it stays open as it was)
+		}
 		a.rec = *rec
 		res.open[rec.Call] = a
 	case outcome(rec.Decision) && rec.Call != "":
+		delete(res.open, rec.Call)
+	case refusalClass(rec.Decision) && rec.Call != "" && res.open[rec.Call].rec.Decision == Redeeming:
+		// A redemption that ended in a refusal: nothing ran.
 		delete(res.open, rec.Call)
 	}
 	s.Unresolved = len(res.open)

@@ -14,8 +14,8 @@ var cardMutants = []Mutant{
 			New:  "\tif err != nil {",
 		}, {
 			File: "approval_card.go",
-			Old:  "\tgr, r := g.openFor(ctx, k, in.Decision, grantCardDecision)",
-			New:  "\tpresented, _ := openGrant(g.ring, g.opts.Audience, in.Decision)\n\tgr, r := g.openFor(ctx, k, in.Decision, presented.Mode)",
+			Old:  "\tgr, r := g.openFor(ctx, k, in.Decision, grantCardDecision, ",
+			New:  "\tpresented, _ := openGrant(g.ring, g.opts.Audience, in.Decision)\n\tgr, r := g.openFor(ctx, k, in.Decision, presented.Mode, ",
 		}},
 	},
 	{
@@ -25,7 +25,7 @@ var cardMutants = []Mutant{
 		Why:      "a card's decision is checked but never spent, so the same Approve runs the call again",
 		Edits: []Edit{{
 			File: "approval_card.go",
-			Old:  "\tgr, r := g.openFor(ctx, k, in.Decision, grantCardDecision)",
+			Old:  "\tgr, r := g.openFor(ctx, k, in.Decision, grantCardDecision, string(in.Approve) == \"true\")",
 			New:  "\tgr, r := g.checkGrant(k, in.Decision, grantCardDecision)",
 		}},
 	},

@@ -6,6 +6,17 @@ package mutants
 // gateMutants break the gate's call path: approvals, bindings, rules, journal, prompt backstop.
 var gateMutants = []Mutant{
 	{
+		Name:     "gate-redemption-unjournaled",
+		Packages: []string{"."},
+		Run:      "TestRedemptionCutByAKillIsJournaled|TestRedemptionJournaledBeforeTheApproval",
+		Why:      "the gate spends an approval in its ledger with nothing durable before it: a kill between the redemption and the approval record loses the person's decision without a trace",
+		Edits: []Edit{{
+			File: "approval_token.go",
+			Old:  "\tif mayRun {\n",
+			New:  "\tif false {\n",
+		}},
+	},
+	{
 		Name:     "reusable-token",
 		Packages: []string{"."},
 		Why:      "the ledger is never asked: a grant can be redeemed again and again",
@@ -162,8 +173,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approval_elicit.go",
-				Old:  "\tgr, r := g.openFor(ctx, k, state, grantElicit)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n",
-				New:  "\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n\tgr, r := g.openFor(ctx, k, state, grantElicit)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n",
+				Old:  "\tgr, r := g.openFor(ctx, k, state, grantElicit, approvalAnswer(answers) == nil)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n",
+				New:  "\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n\tgr, r := g.openFor(ctx, k, state, grantElicit, true)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n",
 			},
 		},
 	},

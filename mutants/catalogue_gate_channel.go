@@ -112,7 +112,7 @@ var gateChannelMutants = []Mutant{
 			{
 				File: "gate_channel_wait.go",
 				Old:  "\treturn g.waitVia(ctx, k, via, gr, handle)\n}",
-				New:  "\tif _, r := g.openFor(ctx, k, handle, via.mode); r != nil {\n\t\treturn nil, r\n\t}\n\treturn g.execute(ctx, k, gr.Resolved, Approval{Decision: journal.ChannelApproved, Assurance: AssuranceChannel, CallID: gr.Nonce})\n}",
+				New:  "\tif _, r := g.openFor(ctx, k, handle, via.mode, true); r != nil {\n\t\treturn nil, r\n\t}\n\treturn g.execute(ctx, k, gr.Resolved, Approval{Decision: journal.ChannelApproved, Assurance: AssuranceChannel, CallID: gr.Nonce})\n}",
 			},
 		},
 	},
@@ -175,6 +175,17 @@ var gateChannelMutants = []Mutant{
 			File: "gate_channel_wait.go",
 			Old:  "\tif r != nil && k.token != nil && (r.Reason == ReasonJournalUnavailable || r.Reason == ReasonShuttingDown) {",
 			New:  "\tif false && r != nil && k.token != nil && (r.Reason == ReasonJournalUnavailable || r.Reason == ReasonShuttingDown) {",
+		}},
+	},
+	{
+		Name:     "channel-ledger-error-given-back",
+		Packages: []string{"."},
+		Run:      "TestLedgerErrorOnRedeemGivesNothingBack",
+		Why:      "a redemption that failed in the ledger gives the grant back, though another replica may have redeemed it and run the call: the handle runs it again",
+		Edits: []Edit{{
+			File: "gate_channel_wait.go",
+			Old:  "\tif _, r := g.openFor(ctx, k, sealed, via.mode, true); r != nil {\n",
+			New:  "\tif _, r := g.openFor(ctx, k, sealed, via.mode, true); r != nil {\n\t\tif r.Reason == ReasonLedgerUnavailable && k.token != nil {\n\t\t\tr = g.giveBack(ctx, k, gr, r)\n\t\t}\n",
 		}},
 	},
 }

@@ -6,6 +6,39 @@ package mutants
 // journalMutants break the audit journal, its checkpoints and the witness.
 var journalMutants = []Mutant{
 	{
+		Name:     "journal-interrupted-redemption-ambiguous",
+		Packages: []string{"./journal"},
+		Run:      "TestOpenClosesAnInterruptedRedemption",
+		Why:      "a redemption cut by a kill is reopened as an ambiguous approval (it may have run), though nothing ran on it",
+		Edits: []Edit{{
+			File: "journal/journal.go",
+			Old:  "\t\tif a.Decision == Redeeming {\n",
+			New:  "\t\tif false {\n",
+		}},
+	},
+	{
+		Name:     "journal-redemption-not-held-open",
+		Packages: []string{"./journal"},
+		Run:      "TestOpenClosesAnInterruptedRedemption",
+		Why:      "the head file does not count an open redemption, so the tail-read Open starts after it and never closes it: a kill there spends an approval with no trace",
+		Edits: []Edit{{
+			File: "journal/journal.go",
+			Old:  "\t\t\t\tj.pend[r.Call] = r.Seq\n\t\t\t\tj.redeeming[r.Call] = true\n",
+			New:  "\t\t\t\tj.redeeming[r.Call] = true\n",
+		}},
+	},
+	{
+		Name:     "journal-redemption-refusal-capped",
+		Packages: []string{"./journal"},
+		Run:      "TestRefusalClosingARedemptionIsNotCapped",
+		Why:      "past the size limit, the refusal that closes a redemption is dropped, and the next Open calls it interrupted",
+		Edits: []Edit{{
+			File: "journal/journal.go",
+			Old:  "refusalClass(r.rec.Decision) && r.rec.Call == \"\" && j.size+",
+			New:  "refusalClass(r.rec.Decision) && j.size+",
+		}},
+	},
+	{
 		Name:     "journal-windows-default-roams",
 		Packages: []string{"./journal"},
 		Run:      "TestDefaultDirPerPlatform",
@@ -161,7 +194,7 @@ var journalMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "journal/journal.go",
-				Old:  "\t\tif refusalClass(r.rec.Decision) && j.size+",
+				Old:  "\t\tif refusalClass(r.rec.Decision) && r.rec.Call == \"\" && j.size+",
 				New:  "\t\tif false && refusalClass(r.rec.Decision) && j.size+",
 			},
 		},

@@ -136,7 +136,8 @@ type summary struct {
 	// (the replica died after committing it).
 	approvedUnanswered int
 	// spentByKill: approved, the client's gate killed under its call
-	// between the redemption and the approval record: spent, nothing ran.
+	// between the redemption and the approval record: spent, nothing ran,
+	// and the journal records the interrupted redemption.
 	spentByKill int
 	// ranUnseen: ran (journaled executed) while its client lost the answer.
 	ranUnseen int
@@ -246,6 +247,11 @@ func (s *summary) account(sys *system, w *workload) {
 	outcomeOf := map[string]bool{}      // calls with an outcome record
 	journaledPath := map[string]bool{}  // paths with an approval record
 	ambiguousPath := map[string]bool{}  // paths whose outcome the journal calls ambiguous
+	// interruptedPath: paths with a redemption the journal says was cut
+	// (closed as redemption_interrupted at reopen, or still open).
+	interruptedPath := map[string]bool{}
+	redeeming := map[string]string{} // open redemptions: call -> path
+	redeemed := map[string]string{}  // every redemption: call -> path
 	for _, j := range sys.journals {
 		s.results++
 		if err := sys.journalVerify(j); err != nil {
@@ -254,7 +260,16 @@ func (s *summary) account(sys *system, w *workload) {
 			s.verified++
 		}
 		journal.ReadFile(j, func(r *journal.Record) {
+			if r.Call != "" && r.Decision != journal.Redeeming {
+				delete(redeeming, r.Call)
+			}
 			switch r.Decision {
+			case journal.Redeeming:
+				redeeming[r.Call], redeemed[r.Call] = pathOf(r), pathOf(r)
+			case journal.Refused:
+				if r.Call != "" && strings.HasPrefix(r.Reason, journal.RedemptionInterrupted) {
+					interruptedPath[redeemed[r.Call]] = true // (the record has no arguments)
+				}
 			case journal.ChannelApproved:
 				approvedCall[r.Call] = pathOf(r)
 				journaledPath[pathOf(r)] = true
@@ -271,6 +286,9 @@ func (s *summary) account(sys *system, w *workload) {
 				}
 			}
 		})
+	}
+	for _, path := range redeeming {
+		interruptedPath[path] = true // (its gate's journal not reopened since)
 	}
 	// An approval record without an outcome: the gate died (kill -9) or its
 	// disk filled between the approval's fsync and the outcome's. The
@@ -320,11 +338,12 @@ func (s *summary) account(sys *system, w *workload) {
 			// the grant is spent. Counted, with the kills, not lost.
 			s.ambiguousApproved++
 		}
-		if o.handle && w.decisions[o.path] == "approve" && o.result == "refused:token_spent" && !explained && o.transport > 0 {
+		if o.handle && w.decisions[o.path] == "approve" && o.result == "refused:token_spent" && !explained && o.transport > 0 && interruptedPath[o.path] {
 			// A gate was killed under this client's call after it had
-			// redeemed the grant and before its approval record (the
-			// one window the gate cannot close: nothing ran, nothing
-			// was journaled, the grant is spent). Counted on its own.
+			// redeemed the grant and before its approval record: nothing
+			// ran, the grant is spent, and that gate's journal says so
+			// (redemption_interrupted). Counted on its own; without that
+			// record it is a lost decision.
 			s.spentByKill++
 			explained = true
 		}
