@@ -267,3 +267,69 @@ func TestThinnedWitnessIsReported(t *testing.T) {
 	}
 	wantIn(t, "report", wr.String(), "note: the witness thinned ", " older checkpoint(s) of this journal")
 }
+
+// A rotated journal whose oldest segments were pruned has lost its first
+// line, so its id is the one its own checkpoints name: it verifies
+// against the witness with them. Pruned and stripped of its local
+// checkpoints as well, it has nothing left that says which journal it is,
+// and fails rather than pass as a journal the witness never saw.
+func TestPrunedJournalVerifiesAgainstTheWitnessByItsCheckpoints(t *testing.T) {
+	k := newCKKey(t, "audit.example")
+	f := newWitnessFixture(t, k.verifier)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j.jsonl")
+	// Each record's line is the same length: rotate every 2 records,
+	// with a checkpoint at each rotation.
+	c := f.checkpoints(k, nil)
+	c.Every = 1000
+	probe := filepath.Join(t.TempDir(), "probe.jsonl")
+	writeSigned(t, probe, journal.Checkpoints{KeyFile: k.file}, calls()[1:2])
+	pb, err := os.ReadFile(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(path, journal.WithCheckpoints(c), journal.WithMaxBatch(1),
+		journal.WithRotation(journal.Rotation{MaxBytes: int64(len(pb)) + 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := calls()[1]
+	for range 6 {
+		appendAll(t, j, []journal.Record{outcome})
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := journal.Segments(path)
+	if err != nil || len(segs) < 3 {
+		t.Fatalf("segments: %+v %v", segs, err)
+	}
+	origID := ""
+	if _, rep, err := journal.VerifySigned(path, k.verifier); err != nil {
+		t.Fatal(err)
+	} else {
+		origID = rep.Latest.Journal
+	}
+	if err := os.Remove(segs[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := journal.JournalID(path); err != nil || id != "" {
+		t.Fatalf("a pruned journal's id read from its files: %q %v", id, err)
+	}
+	sum, _, wr, err := journal.VerifyWitnessed(context.Background(), path, k.verifier, f.client(), nil, journal.AllowPruned())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FirstSeq <= 1 || wr.Checkpoints == 0 || wr.Latest.Journal != origID || wr.Latest.Seq != 6 {
+		t.Fatalf("summary %+v, witness %+v", sum, wr)
+	}
+
+	if err := os.Remove(journal.CheckpointsPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, wr, err = journal.VerifyWitnessed(context.Background(), path, k.verifier, f.client(), nil, journal.AllowPruned())
+	wantKind(t, err, journal.CheckpointMissing)
+	if wr.Checkpoints != 0 {
+		t.Fatalf("the witness was asked about some journal: %+v", wr)
+	}
+}
