@@ -238,14 +238,16 @@ func TestCloseBoundsTheWaitForADownWitness(t *testing.T) {
 
 // A witness back while the sender sleeps 30s between tries is tried at
 // once when the journal closes, not after the sleep (which would outlast
-// Close's 5s bound and lose the checkpoints).
+// Close's default 5s bound and lose the checkpoints).
 func TestCloseTriesAtOnceAWitnessThatCameBack(t *testing.T) {
 	k := newCKKey(t, "audit.example")
 	f := newWitnessFixture(t, k.verifier)
 	f.status.Store(http.StatusServiceUnavailable)
+	c := f.checkpoints(k, nil)
+	c.WitnessCloseWait = 0 // the default
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	synctest.Test(t, func(t *testing.T) {
-		j, err := journal.Open(path, journal.WithCheckpoints(f.checkpoints(k, nil)))
+		j, err := journal.Open(path, journal.WithCheckpoints(c))
 		if err != nil {
 			t.Fatal(err)
 		}

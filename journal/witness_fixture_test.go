@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/witness"
@@ -140,10 +141,13 @@ func (f *witnessFixture) received() []post {
 }
 
 // checkpoints is what the journal at path asked the witness to hold, with
-// the settings the tests share: a checkpoint every 2 records, none by time.
+// the settings the tests share: a checkpoint every 2 records, none by time,
+// and a Close that waits up to a minute for the witness (on a loaded
+// machine its fsyncs can take seconds; the tests of the bound itself set
+// their own).
 func (f *witnessFixture) checkpoints(k ckKey, logTo *bytes.Buffer) journal.Checkpoints {
 	c := journal.Checkpoints{KeyFile: k.file, Every: 2, Interval: 1 << 62, WitnessURL: f.srv.URL, WitnessTokenFile: f.tokFile,
-		Logger: slog.New(slog.DiscardHandler)}
+		WitnessCloseWait: time.Minute, Logger: slog.New(slog.DiscardHandler)}
 	if logTo != nil {
 		c.Logger = slog.New(slog.NewTextHandler(logTo, nil))
 	}
