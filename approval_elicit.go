@@ -134,20 +134,27 @@ func (g *Gate) askElicitation(ctx context.Context, k *call) (*mcp.CallToolResult
 		return nil, refusal(ReasonElicitationFailed, "asking the user failed: %v", err)
 	}
 	k.now = g.opts.Clock() // the answer may have taken a while; expiry counts from now
-	return g.redeemElicitation(ctx, k, sealed, mcp.InputResponseMap{approvalInputID: res})
+	return g.redeemElicitation(ctx, k, sealed, mcp.InputResponseMap{approvalInputID: res}, true)
 }
 
 // redeemElicitation verifies the request state and then reads the answer.
 // The state is spent before the answer is looked at, so a declined state
 // can never be accepted later.
-func (g *Gate) redeemElicitation(ctx context.Context, k *call, state string, answers mcp.InputResponseMap) (*mcp.CallToolResult, *Refusal) {
+//
+// inCall says the state never left this process (the elicitation was
+// asked within the call): a kill ends the call with it and nothing can
+// present the state again, so its redemption needs no Redeeming record
+// (which would cost the path a second fsync). An MRTR state came back
+// from the client and could be presented again: its redemption has one
+// when the answer approves.
+func (g *Gate) redeemElicitation(ctx context.Context, k *call, state string, answers mcp.InputResponseMap, inCall bool) (*mcp.CallToolResult, *Refusal) {
 	if k.t.mode == ModeToken || k.t.mode == ModeChannel {
 		return nil, refusal(ReasonPolicyDenied, "%s does not take approvals through the client's elicitation", k.t.Name)
 	}
 	if state == "" {
 		return nil, refusal(ReasonTokenInvalid, "an answer arrived without the request state it belongs to")
 	}
-	gr, r := g.openFor(ctx, k, state, grantElicit, approvalAnswer(answers) == nil)
+	gr, r := g.openFor(ctx, k, state, grantElicit, !inCall && approvalAnswer(answers) == nil)
 	if r != nil {
 		return nil, r
 	}

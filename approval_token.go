@@ -79,17 +79,20 @@ func (g *Gate) issueToken(ctx context.Context, k *call) (_ *mcp.CallToolResult, 
 // refusal that says the approval may be spent and nothing ran. Without
 // it, such a kill would spend a person's decision with no trace.
 //
-// mayRun is false when the answer that comes with the grant already says
-// no (a declined elicitation, a card's Deny): the grant is spent all the
-// same, and with nothing to lose there is no Redeeming record.
-func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string, mayRun bool) (_ *grant, r *Refusal) {
+// traced is false when a kill in that window would lose nothing: the
+// answer that comes with the grant already says no (a declined
+// elicitation, a card's Deny), or the grant never left this process (an
+// in-call elicitation, a channel decision waited for within the first
+// call): a kill ends the call with it, and nothing can present it again.
+// The grant is spent all the same.
+func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string, traced bool) (_ *grant, r *Refusal) {
 	ctx, span := g.step(ctx, "mcpsafe.redeem")
 	defer func() { endStep(span, r) }()
 	gr, r := g.checkGrant(k, sealed, mode)
 	if r != nil {
 		return nil, r
 	}
-	if mayRun {
+	if traced {
 		if r := g.journalRedeeming(ctx, k, gr.Nonce); r != nil {
 			return nil, r // (nothing spent: the grant stays good)
 		}

@@ -146,7 +146,7 @@ func (g *Gate) serve(ctx context.Context, t *gatedTool, req *mcp.CallToolRequest
 		// person agreed to open it.
 		res, r = g.resumeVia(ctx, k, g.via(g.handleMode(k, req.Params.RequestState)), req.Params.RequestState)
 	case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
-		res, r = g.redeemElicitation(ctx, k, req.Params.RequestState, req.Params.InputResponses)
+		res, r = g.redeemElicitation(ctx, k, req.Params.RequestState, req.Params.InputResponses, false)
 	default:
 		res, r = g.firstCall(ctx, k)
 	}

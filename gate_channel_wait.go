@@ -261,7 +261,7 @@ func (g *Gate) waitVia(ctx context.Context, k *call, via *outOfBand, gr *grant, 
 	}
 	k.now = g.opts.Clock() // the decision may have taken a while
 	settled = true
-	if _, r := g.openFor(ctx, k, sealed, via.mode, true); r != nil {
+	if _, r := g.openFor(ctx, k, sealed, via.mode, k.token != nil); r != nil {
 		// A redemption that failed in the ledger is not given back: this
 		// gate cannot tell whether it reached the store, nor whether
 		// another replica redeemed the grant meanwhile and ran the call

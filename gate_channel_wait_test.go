@@ -204,7 +204,7 @@ func TestOutcomeJournaledAfterCallerLeft(t *testing.T) {
 	cancel()
 	<-done
 	var got []string
-	for deadline := time.Now().Add(10 * time.Second); len(got) < 3 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(got) < 2 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		got = got[:0]
 		raw, _ := os.ReadFile(path)
 		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
@@ -214,8 +214,8 @@ func TestOutcomeJournaledAfterCallerLeft(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(got, " ") != journal.Redeeming+" "+journal.ChannelApproved+" "+journal.Ambiguous {
-		t.Fatalf("journal %v, want the redemption, the approval and the ambiguous outcome (the caller left while it ran)", got)
+	if strings.Join(got, " ") != journal.ChannelApproved+" "+journal.Ambiguous {
+		t.Fatalf("journal %v, want the approval and the ambiguous outcome (the caller left while it ran; a grant that never left the call has no redemption record)", got)
 	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)

@@ -285,6 +285,10 @@ func (s *witnessSender) deliver(it queued) (err error, permanent bool) {
 		s.refused = fmt.Errorf("journal: the witness %s refused checkpoint seq %d: %w", s.post, it.seq, err)
 		s.err = s.refused
 		s.log.Error("journal: the witness refused a checkpoint; if it reports a fork or rollback, this journal contradicts one it already witnessed", "witness", s.post, "seq", it.seq, "err", err)
+	case s.ctx.Err() != nil && s.err != nil:
+		// Close's bound ran out with this request in flight: "context
+		// canceled" says nothing of the witness; Close reports what it
+		// last answered.
 	default:
 		if s.err == nil || s.err.Error() != err.Error() {
 			s.log.Warn("journal: cannot deliver checkpoints to the witness; the journal keeps working and retries", "witness", s.post, "seq", it.seq, "err", err)

@@ -3,9 +3,13 @@ package journal_test
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -327,4 +331,46 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// Close's bound running out while a delivery is in flight does not hide
+// what the witness last answered: the report names its 503, not the
+// cancelled request. (Real time, no bubble: the request must be in flight
+// on a real socket when the bound ends.) Control: the witness's answer is
+// what Close reports when nothing was in flight (TestCloseBoundsTheWaitForADownWitness).
+func TestCloseReportsTheWitnessAnswerNotItsOwnCancel(t *testing.T) {
+	k := newCKKey(t, "audit.example")
+	var n atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			http.Error(rw, "witness answering 503", http.StatusServiceUnavailable)
+			return
+		}
+		select { // a witness that hangs from then on
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	tok := filepath.Join(t.TempDir(), "witness.token")
+	if err := os.WriteFile(tok, []byte(witnessToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := journal.Checkpoints{KeyFile: k.file, Every: 2, Interval: 1 << 62, WitnessURL: srv.URL, WitnessTokenFile: tok,
+		WitnessCloseWait: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	j, err := journal.Open(filepath.Join(t.TempDir(), "j.jsonl"), journal.WithCheckpoints(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, j, calls())
+	err = j.Close()
+	if n.Load() < 2 {
+		t.Fatalf("%d deliveries, want the 503 and one in flight at the bound", n.Load())
+	}
+	wantIn(t, "Close", errString(err), "not delivered", "503")
+	if strings.Contains(errString(err), "context canceled") {
+		t.Fatalf("Close reports its own cancel: %v", err)
+	}
 }

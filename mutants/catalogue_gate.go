@@ -12,7 +12,7 @@ var gateMutants = []Mutant{
 		Why:      "the gate spends an approval in its ledger with nothing durable before it: a kill between the redemption and the approval record loses the person's decision without a trace",
 		Edits: []Edit{{
 			File: "approval_token.go",
-			Old:  "\tif mayRun {\n",
+			Old:  "\tif traced {\n",
 			New:  "\tif false {\n",
 		}},
 	},
@@ -173,7 +173,7 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "approval_elicit.go",
-				Old:  "\tgr, r := g.openFor(ctx, k, state, grantElicit, approvalAnswer(answers) == nil)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n",
+				Old:  "\tgr, r := g.openFor(ctx, k, state, grantElicit, !inCall && approvalAnswer(answers) == nil)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n",
 				New:  "\tif r := approvalAnswer(answers); r != nil {\n\t\treturn nil, r\n\t}\n\tgr, r := g.openFor(ctx, k, state, grantElicit, true)\n\tif r != nil {\n\t\treturn nil, r\n\t}\n",
 			},
 		},

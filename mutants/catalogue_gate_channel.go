@@ -184,7 +184,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "a redemption that failed in the ledger gives the grant back, though another replica may have redeemed it and run the call: the handle runs it again",
 		Edits: []Edit{{
 			File: "gate_channel_wait.go",
-			Old:  "\tif _, r := g.openFor(ctx, k, sealed, via.mode, true); r != nil {\n",
+			Old:  "\tif _, r := g.openFor(ctx, k, sealed, via.mode, k.token != nil); r != nil {\n",
 			New:  "\tif _, r := g.openFor(ctx, k, sealed, via.mode, true); r != nil {\n\t\tif r.Reason == ReasonLedgerUnavailable && k.token != nil {\n\t\t\tr = g.giveBack(ctx, k, gr, r)\n\t\t}\n",
 		}},
 	},

@@ -6,6 +6,17 @@ package mutants
 // journalMutants break the audit journal, its checkpoints and the witness.
 var journalMutants = []Mutant{
 	{
+		Name:     "journal-witness-close-hides-answer",
+		Packages: []string{"./journal"},
+		Run:      "TestCloseReportsTheWitnessAnswerNotItsOwnCancel",
+		Why:      "a delivery cut by Close's bound overwrites the witness's last answer with \"context canceled\"",
+		Edits: []Edit{{
+			File: "journal/witness.go",
+			Old:  "\tcase s.ctx.Err() != nil && s.err != nil:\n",
+			New:  "\tcase false:\n",
+		}},
+	},
+	{
 		Name:     "journal-interrupted-redemption-ambiguous",
 		Packages: []string{"./journal"},
 		Run:      "TestOpenClosesAnInterruptedRedemption",

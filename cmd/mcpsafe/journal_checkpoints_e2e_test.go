@@ -50,7 +50,7 @@ func TestFilesSignedJournalEndToEnd(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		code, out, _ := journalCmd("verify", w.journal, "--key", pub)
-		if code == 0 && strings.Contains(out, "latest seq 6") && strings.Contains(out, "0 record(s) after it") {
+		if code == 0 && strings.Contains(out, "latest seq 9") && strings.Contains(out, "0 record(s) after it") {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -41,7 +41,7 @@ func TestFilesRotatedJournalEndToEnd(t *testing.T) {
 		segs, err = journal.Segments(w.journal)
 		must(t, err)
 		code, out, _ := journalCmd("verify", w.journal, "--key", pub)
-		if code == 0 && len(segs) >= 3 && strings.Contains(out, "seq 1..6 in") && strings.Contains(out, "0 record(s) after it") {
+		if code == 0 && len(segs) >= 3 && strings.Contains(out, "seq 1..9 in") && strings.Contains(out, "0 record(s) after it") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -50,7 +50,7 @@ func TestFilesRotatedJournalEndToEnd(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	code, out, errs := journalCmd("show", w.journal)
-	if code != 0 || !strings.Contains(out, "6 of 6 records shown.") {
+	if code != 0 || !strings.Contains(out, "9 of 9 records shown.") {
 		t.Fatalf("show: %d %s %s", code, out, errs)
 	}
 	exp := filepath.Join(t.TempDir(), "export.jsonl")
@@ -59,7 +59,7 @@ func TestFilesRotatedJournalEndToEnd(t *testing.T) {
 	}
 	b, err := os.ReadFile(exp)
 	must(t, err)
-	if sum, err := journal.Verify(bytes.NewReader(b)); err != nil || sum.Records != 6 {
+	if sum, err := journal.Verify(bytes.NewReader(b)); err != nil || sum.Records != 9 {
 		t.Fatalf("export of the set: %+v %v", sum, err)
 	}
 

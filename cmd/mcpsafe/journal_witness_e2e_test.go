@@ -79,7 +79,7 @@ func TestFilesHTTPWitnessEndToEnd(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		code, out, _ := verify()
-		if code == 0 && strings.Contains(out, "witnessed: ") && strings.Contains(out, "latest seq 6") {
+		if code == 0 && strings.Contains(out, "witnessed: ") && strings.Contains(out, "latest seq 9") {
 			break
 		}
 		if time.Now().After(deadline) {

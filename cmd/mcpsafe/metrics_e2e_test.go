@@ -85,8 +85,9 @@ func TestFilesMetricsCountTheCalls(t *testing.T) {
 		`mcpsafe_refusals_total{reason="not_found"}`:                 1,
 		`mcpsafe_human_decision_seconds_count{path="elicit"}`:        3, // two accepts, one decline
 		`mcpsafe_pending_approvals`:                                  0,
-		// each executed call: approval + outcome; each refusal: one record
-		`mcpsafe_journal_append_duration_seconds_count{result="ok"}`:     2*2 + 4,
+		// each executed call (MRTR: its request state came back from the
+		// client): redemption + approval + outcome; each refusal: one record
+		`mcpsafe_journal_append_duration_seconds_count{result="ok"}`:     2*3 + 4,
 		`mcpsafe_ledger_duration_seconds_count{op="issue",result="ok"}`:  3,
 		`mcpsafe_ledger_duration_seconds_count{op="redeem",result="ok"}`: 3,
 		`mcpsafe_component_up{component="journal"}`:                      1,
@@ -259,7 +260,7 @@ func TestProxyBinaryMetrics(t *testing.T) {
 		`mcpsafe_refusals_total{reason="declined"}`:                  1,
 		`mcpsafe_upstream_duration_seconds_count{result="ok"}`:       2,
 		`mcpsafe_human_decision_seconds_count{path="elicit"}`:        2,
-		`mcpsafe_journal_append_duration_seconds_count{result="ok"}`: 3,
+		`mcpsafe_journal_append_duration_seconds_count{result="ok"}`: 4, // redemption, approval, outcome; the decline
 	} {
 		if got := sample(body, series); got != v {
 			t.Errorf("%s = %v, want %v", series, got, v)
