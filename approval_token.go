@@ -112,18 +112,6 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string, traced
 	return gr, nil
 }
 
-// journalRedeeming writes, durably, that this call is about to spend the
-// grant nonce; the call's approval record or its refusal closes it.
-func (g *Gate) journalRedeeming(ctx context.Context, k *call, nonce string) *Refusal {
-	rec := g.record(k, journal.Redeeming)
-	rec.Call, rec.Summary = nonce, k.plan.Summary
-	if err := g.opts.Journal.Append(ctx, rec); err != nil {
-		return refusal(ReasonJournalUnavailable, "the audit journal could not record the approval's redemption, so it was not used and nothing ran: %v", err)
-	}
-	k.redeeming = nonce
-	return nil
-}
-
 // checkGrant authenticates a sealed grant and checks every binding against
 // this call, without spending it.
 func (g *Gate) checkGrant(k *call, sealed, mode string) (*grant, *Refusal) {

@@ -67,12 +67,12 @@ type Options struct {
 	ApproverLink func(r approver.Request) (string, error)
 	// Page is the approval page a person opens in a browser (package
 	// approvalpage serves one on the user's machine): ModePage asks only
-	// it, and ModeAuto asks it first. See approval_page.go.
+	// it, and ModeAuto asks it first (see [ModePage]).
 	Page approver.Page
 	// Card is the MCP Apps approval card (package appcard has one): for
 	// clients that declared the MCP Apps extension, ModeCard asks only it,
 	// and ModeAuto asks it when no page or channel is configured and the
-	// client cannot elicit, before tokens. See approval_card.go.
+	// client cannot elicit, before tokens (see [ModeCard]).
 	Card approver.Card
 	// AllowTokenFor names the irreversible tools that may use one-time
 	// tokens when the client cannot elicit. Exact names only.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/journal"
@@ -290,23 +289,6 @@ func (g *Gate) start(ctx context.Context, k *call, a *Approval) *runningExec {
 	return x
 }
 
-// journalApproval writes the approval durably before Execute: a journal
-// that cannot record it refuses the call, and nothing runs.
-func (g *Gate) journalApproval(ctx context.Context, k *call, a *Approval) *Refusal {
-	rec := g.record(k, a.Decision)
-	rec.Call, rec.By, rec.Summary, rec.Grant = a.CallID, a.By, a.Plan.Summary, a.Grant
-	rec.Assurance, rec.Evidence = a.Assurance.String(), a.Evidence
-	rec.Shown = shownDigest(planView(k.plan), k.plan.Targets)
-	if err := g.opts.Journal.Append(ctx, rec); err != nil {
-		return refusal(ReasonJournalUnavailable, "the audit journal could not record the approval, so nothing ran: %v", err)
-	}
-	k.redeeming = "" // (the approval record closes the redemption)
-	if o := g.opts.Observer; o != nil {
-		o.Approved(k.t.Name, rec.Decision, rec.Assurance)
-	}
-	return nil
-}
-
 // finish records what Execute did (always, even when the caller left) and
 // turns it into the call's answer.
 func (g *Gate) finish(ctx context.Context, k *call, x *runningExec, callID string, out *mcp.CallToolResult, err error) (*mcp.CallToolResult, *Refusal) {
@@ -331,10 +313,8 @@ func (g *Gate) finish(ctx context.Context, k *call, x *runningExec, callID strin
 	// The outcome is written even when the caller cancelled: what ran must
 	// be on record, and a cancelled ctx would refuse the write. Shutdown
 	// writes it instead when Execute outlives the grace by too much.
-	jctx, jcancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)
-	defer jcancel()
 	if x.claim() { // (else Shutdown journaled it ambiguous already)
-		if jerr := g.opts.Journal.Append(jctx, outcome); jerr != nil {
+		if jerr := g.report(ctx, outcome, outcomeWriteTimeout); jerr != nil {
 			// The file journal keeps it and writes it late once writes
 			// work again; if the process stops first, the next Open marks
 			// the call ambiguous.
@@ -374,64 +354,6 @@ func (g *Gate) recheck(ctx context.Context, k *call, approvedTarget string) (_ s
 		return state{}, Plan{}, refusal(ReasonTargetChanged, "what the call points at changed since it was approved; preview it again")
 	}
 	return st, plan, nil
-}
-
-func (g *Gate) record(k *call, decision string) journal.Record {
-	return journal.Record{
-		Tool: k.t.Name, Principal: k.c.Principal, Session: k.c.Session,
-		ArgsDigest: k.c.ArgsDigest, Args: k.c.Arguments, Decision: decision,
-		SecretFields: k.t.SecretFields,
-	}
-}
-
-// journalRefusal records a refusal. It is best effort: the call is refused
-// whether or not the record lands.
-func (g *Gate) journalRefusal(ctx context.Context, k *call, tool string, r *Refusal) {
-	var rec journal.Record
-	if k != nil && k.t != nil {
-		rec = g.record(k, journal.Refused)
-		rec.Summary = k.plan.Summary
-		// Refused before there was a plan (the target missing, outside
-		// the roots...): the message is what names the target.
-		if rec.Summary == "" && r.Reason != ReasonArgumentsInvalid {
-			rec.Summary = r.Message
-		}
-	} else {
-		rec = journal.Record{Tool: tool, Decision: journal.Refused}
-	}
-	switch r.Reason {
-	case ReasonDeclined:
-		rec.Decision = journal.Declined
-	case ReasonCancelled:
-		rec.Decision = journal.Cancelled
-	case ReasonTimeout:
-		rec.Decision = journal.Timeout
-	}
-	if r.Reason == ReasonArgumentsInvalid {
-		rec.Args = nil // unparseable input is not worth keeping and may hold anything
-	}
-	rec.Reason = r.Reason
-	if k != nil && k.redeeming != "" {
-		// The refusal ends a redemption the journal holds open: nothing
-		// ran on it. (Uncapped: the journal must not reopen it as an
-		// interruption.)
-		rec.Call, k.redeeming = k.redeeming, ""
-	}
-	if r.Reason == ReasonJournalUnavailable {
-		// The operator must hear of a full disk even if no model reports it.
-		g.opts.Logger.Error("journal: approval not recorded, so the call was refused", "tool", tool, "err", r.Message)
-	}
-	// A caller that cancelled must not take its refusal out of the
-	// journal with it: the write gets its own bounded context.
-	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalGrace)
-	defer cancel()
-	if err := g.opts.Journal.Append(jctx, rec); err != nil {
-		level := slog.LevelWarn
-		if errors.Is(err, journal.ErrRefusalsCapped) {
-			level = slog.LevelDebug // the journal noted the limit once; not a log line per refusal
-		}
-		g.opts.Logger.Log(ctx, level, "journal: refusal not recorded", "tool", tool, "reason", r.Reason, "err", err)
-	}
 }
 
 // currentPolicy is the policy hash of the tool registered as name now, or

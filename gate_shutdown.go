@@ -378,12 +378,3 @@ func (g *Gate) withdrawParked(ctx context.Context, parked map[string]*parkedAppr
 	}
 	wg.Wait()
 }
-
-// appendBounded writes rec on a context that survives ctx, bounded.
-func (g *Gate) appendBounded(ctx context.Context, rec journal.Record) {
-	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalGrace)
-	defer cancel()
-	if err := g.opts.Journal.Append(jctx, rec); err != nil {
-		g.opts.Logger.Warn("journal: shutdown record not written", "tool", rec.Tool, "decision", rec.Decision, "err", err)
-	}
-}

@@ -40,7 +40,7 @@ func (g *Gate) journalEnd(ctx context.Context, id string) bool {
 		return false
 	}
 	rec := journal.Record{Tool: sg.Tool, Principal: sg.Principal, Decision: journal.GrantEnded, Grant: id, Reason: e.Reason, By: e.By, Summary: endWords(sg, e)}
-	if err := g.opts.Journal.Append(ctx, rec); err != nil {
+	if err := g.report(ctx, rec, journalGrace); err != nil {
 		g.opts.Logger.Warn("journal: grant end not recorded", "grant", id, "err", err)
 		return false
 	}

@@ -88,7 +88,7 @@ func (g *Gate) createStanding(ctx context.Context, k *call, o *approver.GrantOff
 		k.t.Name, prompt.Quote(k.c.Principal), o.Words, o.CEL, exp.UTC().Format(time.RFC3339), o.Uses, a.Decision)
 	// Journaled before it exists: the journal never lacks a grant that
 	// could let a call through.
-	if err := g.opts.Journal.Append(ctx, rec); err != nil {
+	if err := g.mustRecord(ctx, rec); err != nil {
 		return "", refusal(ReasonJournalUnavailable, "the audit journal could not record the grant, so nothing ran: %v", err)
 	}
 	err = g.standing.PutStanding(ctx, ledger.Standing{

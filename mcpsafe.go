@@ -1,35 +1,3 @@
-// Package mcpsafe puts a human approval step, enforced in code, in front of
-// destructive MCP tools.
-//
-// A dangerous tool is registered as two functions instead of one handler:
-// Preview describes what would happen and changes nothing; Execute runs only
-// after the call was approved. An approval is bound to the exact call (tool,
-// canonical argument digest, resolved target and state, principal, audience,
-// policy, expiry), is single use, and anything that travels through the
-// client is sealed with AES-256-GCM and verified before it is parsed.
-//
-//	gate, err := mcpsafe.New(mcpsafe.Options{Audience: "files@host", Journal: j})
-//	...
-//	err = mcpsafe.Register(gate, server, mcpsafe.ToolFor[deleteArgs, fileState]{
-//		Tool:    mcpsafe.Tool{Name: "delete_file", Irreversible: true},
-//		Resolve: resolveFile, // (ctx, call, deleteArgs) -> fileState, bound into the approval
-//		Preview: previewDelete,
-//		Execute: deleteFile, // gets the fileState resolved again right before it
-//	})
-//
-// Register infers the input schema from the arguments' type, as the SDK's
-// mcp.AddTool does; Gate.Register takes the untyped Tool beneath it.
-//
-// Every failure refuses the call: nothing runs on an error, a timeout, an
-// unknown answer or a missing capability.
-//
-// Beside the root: package plan (a plan's diffs and tables, Plan.Parts),
-// journal (the audit trail, Options.Journal) and ledger (single use across
-// replicas, Options.Ledger); approver, with channel and approvalpage
-// (asking a person elsewhere: Options.Approver, Options.Page); grants and
-// grants/celscope (standing grants and their CEL scopes: Tool.Grants,
-// Options.GrantCEL); tracing/oteltracing and metrics (Options.Tracer,
-// Options.Observer).
 package mcpsafe
 
 import (
@@ -46,10 +14,15 @@ import (
 type Mode string
 
 const (
-	// ModeAuto elicits when the client declared the elicitation
-	// capability; otherwise it issues a token for reversible tools and
-	// refuses irreversible ones unless the operator named the tool in
-	// Options.AllowTokenFor.
+	// ModeAuto takes the strongest path configured and open to the
+	// client, in this order: the approval page (Options.Page; the channel
+	// first when both are set and the tool needs more than the page
+	// proves), the out-of-band channel (Options.Approver), elicitation
+	// when the client declared it, the approval card (Options.Card) for a
+	// client that declared MCP Apps, and last a one-time token for a
+	// reversible tool or one named in Options.AllowTokenFor. Else the
+	// call is refused (elicitation_unsupported). Auto-approve rules and
+	// standing grants are looked at before any of them.
 	ModeAuto Mode = "auto"
 	// ModeElicit always asks the human through the client and refuses when
 	// the client cannot elicit. Auto-approve rules are ignored.

@@ -579,9 +579,9 @@ var gateMutants = []Mutant{
 		Why:      "a journal that cannot record the approval does not stop the call",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
-				Old:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\treturn refusal(ReasonJournalUnavailable",
-				New:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil && false {\n\t\treturn refusal(ReasonJournalUnavailable",
+				File: "audit.go",
+				Old:  "\tif err := g.mustRecord(ctx, rec); err != nil {\n\t\treturn refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval,",
+				New:  "\tif err := g.mustRecord(ctx, rec); err != nil && false {\n\t\treturn refusal(ReasonJournalUnavailable, \"the audit journal could not record the approval,",
 			},
 		},
 	},
@@ -591,7 +591,7 @@ var gateMutants = []Mutant{
 		Why:      "the gate does not pass the tool's SecretFields to the journal (secrets land in it)",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
+				File: "audit.go",
 				Old:  "\t\tSecretFields: k.t.SecretFields,\n",
 				New:  "",
 			},
@@ -759,8 +759,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call.go",
-				Old:  "context.WithTimeout(context.WithoutCancel(ctx), outcomeWriteTimeout)",
-				New:  "context.WithTimeout(ctx, outcomeWriteTimeout)",
+				Old:  "g.report(ctx, outcome, outcomeWriteTimeout)",
+				New:  "g.opts.Journal.Append(ctx, outcome)",
 			},
 		},
 	},
@@ -784,9 +784,9 @@ var gateMutants = []Mutant{
 		Why:      "the refusal is journaled on the caller's cancelled context and lost",
 		Edits: []Edit{
 			{
-				File: "gate_call.go",
-				Old:  "\tif err := g.opts.Journal.Append(jctx, rec); err != nil {",
-				New:  "\t_ = jctx\n\tif err := g.opts.Journal.Append(ctx, rec); err != nil {",
+				File: "audit.go",
+				Old:  "\tif err := g.report(ctx, rec, journalGrace); err != nil {\n\t\tlevel := slog.LevelWarn",
+				New:  "\tif err := g.opts.Journal.Append(ctx, rec); err != nil {\n\t\tlevel := slog.LevelWarn",
 			},
 		},
 	},
@@ -798,8 +798,8 @@ var gateMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "gate_call.go",
-				Old:  "\tif jerr := g.opts.Journal.Append(jctx, outcome); jerr != nil {",
-				New:  "\t_ = jctx\n\tif jerr := g.opts.Journal.Append(ctx, outcome); jerr != nil {",
+				Old:  "g.report(ctx, outcome, outcomeWriteTimeout)",
+				New:  "g.opts.Journal.Append(ctx, outcome)",
 			},
 		},
 	},
@@ -966,7 +966,7 @@ var gateMutants = []Mutant{
 		Why:      "the gate never takes the Approver's Withdrawer: requests nobody will pick up stay open for a human to approve",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "awaiter: a.Awaiter(), withdrawer: a.Withdrawer()}",
 				New:  "awaiter: a.Awaiter()}",
 			},

@@ -11,7 +11,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "an approver that answers Approved:false without an error lets the call run",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "case !dec.Approved:",
 				New:  "case false:",
 			},
@@ -23,7 +23,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "MinAssurance is not enforced: a channel approval naming no approver satisfies a tool that requires an authenticated one",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "\tif assurance < k.t.minAssur {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s approved at",
 				New:  "\tif false {\n\t\treturn nil, refusal(ReasonAssuranceTooLow, \"%s approved at",
 			},
@@ -40,12 +40,12 @@ var gateChannelMutants = []Mutant{
 		Why:      "a failing approval channel counts as approval",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "\tcase err != nil:\n\t\tg.withdraw(ctx, via, req, approver.WithdrawTimedOut)\n\t\t// The error may name",
 				New:  "\tcase err != nil && false:\n\t\tg.withdraw(ctx, via, req, approver.WithdrawTimedOut)\n\t\t// The error may name",
 			},
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "\tcase !dec.Approved:",
 				New:  "\tcase err == nil && !dec.Approved:",
 			},
@@ -58,7 +58,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "a failing channel's error (the approver URL, with a key in its query) is passed to the model",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "return nil, refusal(ReasonChannelUnavailable, \"%s could not be reached or gave no valid answer; the server's log has the details\", via.words)",
 				New:  "return nil, refusal(ReasonChannelUnavailable, \"%s failed: %v\", via.words, err)",
 			},
@@ -84,7 +84,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "no progress notifications while a human decides: clients that reset their timeout on progress give up anyway",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "\tif token == nil || k.req.Session == nil {\n\t\treturn func() {}",
 				New:  "\tif true {\n\t\treturn func() {}",
 			},
@@ -97,7 +97,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "a caller that cancels or disconnects leaves its request approvable at the service",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "if g.withdraw(ctx, via, req, approver.WithdrawCallerGone) {",
 				New:  "if false {",
 			},
@@ -110,7 +110,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "a pending handle runs the call without the approver's decision",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "\treturn g.waitVia(ctx, k, via, gr, handle)\n}",
 				New:  "\tif _, r := g.openFor(ctx, k, handle, via.mode, true); r != nil {\n\t\treturn nil, r\n\t}\n\treturn g.execute(ctx, k, gr.Resolved, Approval{Decision: journal.ChannelApproved, Assurance: AssuranceChannel, CallID: gr.Nonce})\n}",
 			},
@@ -123,7 +123,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "a tool that requires passkeys is offered standing grants, which later calls would run on unsigned",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "\tif k.t.minAssur >= AssurancePasskey {\n\t\t// A passkey signs one call;",
 				New:  "\tif false {\n\t\t// A passkey signs one call;",
 			},
@@ -136,7 +136,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "a passkey approval that chooses a standing grant is accepted",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "if k.t.minAssur >= AssurancePasskey && dec.Grant != \"\" && dec.Grant != approver.Once {",
 				New:  "if false {",
 			},
@@ -149,7 +149,7 @@ var gateChannelMutants = []Mutant{
 		Why:      "a tool whose approval_token is its own argument is answered with a pending handle it can never present",
 		Edits: []Edit{
 			{
-				File: "gate_channel_wait.go",
+				File: "approval_channel.go",
 				Old:  "case ra != nil && progressToken(k.req) == nil && !k.t.OwnsTokenField:",
 				New:  "case ra != nil && progressToken(k.req) == nil:",
 			},
@@ -161,7 +161,7 @@ var gateChannelMutants = []Mutant{
 		Run:      "TestChannelHandleOutlivesAnUnreachableChannel",
 		Why:      "a call back with its handle that finds the channel unreachable withdraws and spends the handle: the person's approval, given while a replica was down, is lost",
 		Edits: []Edit{{
-			File: "gate_channel_wait.go",
+			File: "approval_channel.go",
 			Old:  "\tcase err != nil && k.token != nil && via.awaiter != nil && errors.Is(err, approver.ErrUnreachable)",
 			New:  "\tcase false && err != nil && k.token != nil && via.awaiter != nil && errors.Is(err, approver.ErrUnreachable)",
 		}},
@@ -172,7 +172,7 @@ var gateChannelMutants = []Mutant{
 		Run:      "TestApprovedHandleGivenBackWhenNothingRan",
 		Why:      "an approved handle whose call could not run (the journal full) keeps its grant spent: the approval is lost though nothing ran",
 		Edits: []Edit{{
-			File: "gate_channel_wait.go",
+			File: "approval_channel.go",
 			Old:  "\tif r != nil && k.token != nil && (r.Reason == ReasonJournalUnavailable || r.Reason == ReasonShuttingDown) {",
 			New:  "\tif false && r != nil && k.token != nil && (r.Reason == ReasonJournalUnavailable || r.Reason == ReasonShuttingDown) {",
 		}},
@@ -183,9 +183,9 @@ var gateChannelMutants = []Mutant{
 		Run:      "TestLedgerErrorOnRedeemGivesNothingBack",
 		Why:      "a redemption that failed in the ledger gives the grant back, though another replica may have redeemed it and run the call: the handle runs it again",
 		Edits: []Edit{{
-			File: "gate_channel_wait.go",
+			File: "approval_channel.go",
 			Old:  "\tif _, r := g.openFor(ctx, k, sealed, via.mode, k.token != nil); r != nil {\n",
-			New:  "\tif _, r := g.openFor(ctx, k, sealed, via.mode, true); r != nil {\n\t\tif r.Reason == ReasonLedgerUnavailable && k.token != nil {\n\t\t\tr = g.giveBack(ctx, k, gr, r)\n\t\t}\n",
+			New:  "\tif _, r := g.openFor(ctx, k, sealed, via.mode, k.token != nil); r != nil {\n\t\tif r.Reason == ReasonLedgerUnavailable && k.token != nil {\n\t\t\tr = g.giveBack(ctx, k, gr, r)\n\t\t}\n",
 		}},
 	},
 }

@@ -20,7 +20,7 @@ var pageMutants = []Mutant{
 		Run:      "TestURLElicitation|TestMinimumAssuranceAndThePage",
 		Why:      "a click on the local page counts as an authenticated approver of the channel",
 		Edits: []Edit{{
-			File: "gate_channel_wait.go",
+			File: "approval_channel.go",
 			Old:  "\t\t\treturn AssuranceLocalPage, journal.PageApproved",
 			New:  "\t\t\treturn AssuranceChannel, journal.ChannelApproved",
 		}},
@@ -130,7 +130,7 @@ var pageMutants = []Mutant{
 		Run:      "TestPageDecisionNeverAbovePagesLevel",
 		Why:      "a page without passkeys that reports a passkey decision is taken at the passkey level",
 		Edits: []Edit{{
-			File: "gate_channel_wait.go",
+			File: "approval_channel.go",
 			Old:  " && len(dec.Approvers) > 0 && via.page.Assurance() == AssurancePasskey:",
 			New:  " && len(dec.Approvers) > 0:",
 		}},
