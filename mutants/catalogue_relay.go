@@ -43,6 +43,19 @@ var relayMutants = []Mutant{
 		},
 	},
 	{
+		Name:     "relay-client-protocol-not-used",
+		Packages: []string{"./proxy"},
+		Run:      "TestLegacyClientIsAskedThroughACommandUpstream",
+		Why:      "a stdio proxy opens its one upstream session in the newest generation, not its 2025-11-25 client's: the upstream cannot ask the client mid-call (and the CLI would need a second process, which a server holding a lock cannot be)",
+		Edits: []Edit{
+			{
+				File: "proxy/proxy.go",
+				Old:  "\tif cfg.ClientProtocol != \"\" {",
+				New:  "\tif false && cfg.ClientProtocol != \"\" {",
+			},
+		},
+	},
+	{
 		Name:     "relay-client-progress-token-upstream",
 		Packages: []string{"./proxy"},
 		Run:      "TestRelayedRequestsCarryTheProxysProgressToken",

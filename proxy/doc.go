@@ -19,6 +19,14 @@
 // make this stricter per tool, mark a named tool reversible or
 // auto-approved, and refuse kinds of upstream requests.
 //
+// Served over stdio, the proxy has one client, and its one upstream
+// session (its one process, for a command) speaks that client's protocol
+// generation (Config.ClientProtocol, which ReadClientProtocol reads from
+// the client's first line). Served over HTTP, it has clients of both
+// generations, and a 2025-11-25 client of an upstream that speaks
+// 2026-07-28 gets a second session (Config.LegacyUpstream: over HTTP, or a
+// second process of a command, CommandLeg).
+//
 // A Gateway (`mcpsafe proxy --config`, gateway.go) runs one such proxy per
 // upstream on a single downstream server: names prefixed per server, one
 // journal, ledger and channel, each server with its own policy and

@@ -84,6 +84,11 @@ type GatewayOptions struct {
 	// SharedLedger says that other processes reach the ledger: every
 	// server then needs an explicit audience (GatewayFile.CheckAudiences).
 	SharedLedger bool
+	// ClientProtocol is the protocol generation of the gateway's one
+	// client, when it has one (Config.ClientProtocol): each upstream
+	// session is opened in it, and no server gets a second session or
+	// process. Empty: clients of both generations (served over HTTP).
+	ClientProtocol string
 }
 
 // slot is one configured server: its spec, the proxy Server currently

@@ -59,11 +59,18 @@ func (g *Gateway) config(sl *slot) (Config, error) {
 		return *sl.fixed, nil
 	}
 	sp := sl.spec
-	cfg := Config{Policy: sp.Policy, Gate: g.gate, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout}
+	cfg := Config{Policy: sp.Policy, Gate: g.gate, JournalPath: g.JournalPath, Metrics: g.opts.Metrics, Logger: g.log.With("server", sp.Name), StartTimeout: g.opts.StartTimeout,
+		ClientProtocol: g.opts.ClientProtocol}
+	// Clients of both generations (no ClientProtocol) get a second
+	// session of an upstream that speaks 2026-07-28: over HTTP, and of a
+	// command, a second process of it (CommandLeg).
+	both := g.opts.ClientProtocol == ""
 	var aud string
 	if sp.URL != "" {
 		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
-		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		if both {
+			cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: UpstreamHTTPClient()}
+		}
 		aud = DefaultAudience(cfg.Upstream)
 	} else {
 		cmd := g.command(sp)
@@ -78,7 +85,9 @@ func (g *Gateway) config(sl *slot) (Config, error) {
 		}
 		g.mu.Unlock()
 		cfg.Upstream = pipe
-		cfg.LegacyUpstream = &CommandLeg{Command: func() *exec.Cmd { return g.command(sp) }}
+		if both {
+			cfg.LegacyUpstream = &CommandLeg{Command: func() *exec.Cmd { return g.command(sp) }}
+		}
 	}
 	// Unless given, derived from the command line or URL and the server's
 	// name: stable across restarts, and distinct between servers of the

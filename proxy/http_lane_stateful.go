@@ -254,8 +254,6 @@ func userOf(r *http.Request) string {
 	return ""
 }
 
-const legacyProtocol = "2025-11-25"
-
 // call relays f, the body's tools/call, on the lane, and reports whether
 // it did.
 func (l *statefulLane) call(w http.ResponseWriter, r *http.Request, body []byte, f frame.Frame, ls *laneSession) bool {

@@ -24,9 +24,12 @@ func askInCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResu
 
 // A client of the 2025-11-25 generation in front of an upstream run as a
 // command: the upstream asks it mid-call, through a second process of the
-// command that speaks its generation (CommandLeg), passed through and
-// gated. The control: without the second process the upstream's session
-// is of the 2026-07-28 generation and cannot ask.
+// command that speaks its generation (CommandLeg, for a proxy with clients
+// of both generations), passed through and gated. The control: without
+// the second process the upstream's session is of the 2026-07-28
+// generation and cannot ask. And a proxy with one client
+// (Config.ClientProtocol, served over stdio) opens its one process in the
+// client's generation, where the upstream asks it.
 func TestLegacyClientIsAskedThroughACommandUpstream(t *testing.T) {
 	policies := map[string]string{
 		"passed-through": "upstream_requests: {elicitation: relay}\n",
@@ -82,6 +85,25 @@ func TestLegacyClientIsAskedThroughACommandUpstream(t *testing.T) {
 			res, err := legacyClient(t, one).CallTool(testCtx(t), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
 			if err == nil && !strings.Contains(text(res), "asking failed") {
 				t.Fatalf("control: one process of the 2026-07-28 generation asked a 2025-11-25 client: %q", text(res))
+			}
+
+			// A proxy with one client (served over stdio): its one process
+			// speaks the client's generation, and asks it.
+			pipe, err = StartUpstream(goUpstreamCmd(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			own, err := NewServer(context.Background(), Config{Upstream: pipe, ClientProtocol: "2025-11-25",
+				Policy: pol, Gate: stores(t, serverconfFor(filepath.Join(t.TempDir(), "j.jsonl")))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { own.Close() })
+			if v := own.Upstream.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+				t.Fatalf("the upstream session of a 2025-11-25 client is of %s", v)
+			}
+			if got := text(call(t, legacyClient(t, own), "ask", map[string]any{})); !strings.Contains(got, "hello ada") {
+				t.Fatalf("one process in the client's generation: %q, want hello ada", got)
 			}
 		})
 	}

@@ -28,11 +28,21 @@ type Config struct {
 	// Upstream is the transport to the protected server (a command over
 	// stdio, streamable HTTP, or in-memory in tests). Required.
 	Upstream mcp.Transport
+	// ClientProtocol is the protocol generation of the proxy's one client,
+	// when it has one (served over stdio: ReadClientProtocol reads it from
+	// the client's first line): the upstream session is opened in it, so
+	// that the upstream may ask a 2025-11-25 client things mid-call, and
+	// the client needs no second session (LegacyUpstream). Empty: the
+	// newest the upstream speaks.
+	ClientProtocol string
 	// LegacyUpstream, when set, is a second transport to the same upstream
 	// (a second session over HTTP, a second process for a command: see
-	// CommandLeg). Downstream clients of the 2025-11-25 generation then get
-	// an upstream session of their own generation, in which the upstream
-	// may ask them things mid-call. Nil: every client shares the session.
+	// CommandLeg), for a proxy with clients of both generations (served
+	// over HTTP). When the upstream session is of the 2026-07-28
+	// generation, downstream clients of the 2025-11-25 generation get an
+	// upstream session of their own generation through it, in which the
+	// upstream may ask them things mid-call. Nil: every client shares the
+	// session.
 	LegacyUpstream mcp.Transport
 	// Policy is the parsed policy file; nil is the default policy.
 	Policy *Policy
@@ -217,7 +227,11 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		return err
 	}
-	if s.Upstream, err = s.connectLeg(sctx, cfg.Upstream, nil); err != nil {
+	var legOpts *mcp.ClientSessionOptions
+	if cfg.ClientProtocol != "" {
+		legOpts = &mcp.ClientSessionOptions{ProtocolVersion: cfg.ClientProtocol}
+	}
+	if s.Upstream, err = s.connectLeg(sctx, cfg.Upstream, legOpts); err != nil {
 		return nil, unreachable(startErr("initialize", upstreamStartError(cfg.Upstream, fmt.Errorf("proxy: connecting upstream: %w", err))))
 	}
 	init := s.Upstream.InitializeResult()

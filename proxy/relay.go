@@ -15,14 +15,21 @@ import (
 // server that is not a gated tool call passes through, in both directions.
 //
 // The proxy holds shared upstream sessions ("legs"): the one made at
-// startup, and, when the upstream can be dialled again (HTTP), a second
-// one pinned to the 2025-11-25 protocol for downstream clients of that
-// generation, whose upstream may ask them things in the middle of a call.
+// startup, in the generation of the one client of a proxy served over
+// stdio (Config.ClientProtocol) or else the newest the upstream speaks,
+// and, for a proxy with clients of both generations (served over HTTP), a
+// second one pinned to the 2025-11-25 protocol for downstream clients of
+// that generation (Config.LegacyUpstream), whose upstream may ask them
+// things in the middle of a call.
 // A request the upstream sends during a call goes to the downstream client
 // whose call is in flight; when calls of more than one downstream session
 // are in flight, the proxy cannot tell whose it is and refuses it.
 
 const modernProtocol = "2026-07-28"
+
+// legacyProtocol is the protocol of an upstream session for clients of
+// the generations before 2026-07-28 (the last one with a handshake).
+const legacyProtocol = "2025-11-25"
 
 // versioned is what every SDK server request offers about its caller.
 type versioned interface {
@@ -156,7 +163,7 @@ func (s *Server) legFor(ctx context.Context, req mcp.Request) (*mcp.ClientSessio
 		return s.Upstream, nil
 	}
 	s.relay.legacyOnce.Do(func() {
-		leg, err := s.connectLeg(context.WithoutCancel(ctx), s.relay.legacyTransport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		leg, err := s.connectLeg(context.WithoutCancel(ctx), s.relay.legacyTransport, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
 		if err != nil {
 			s.relay.legacyErr = fmt.Errorf("proxy: connecting the 2025-11-25 upstream leg: %w", err)
 		}

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(foldingUpstreamEnv) == "1" { // an upstream some test runs behind the binary
 		os.Exit(runFoldingUpstream())
 	}
+	if os.Getenv(statefulUpstreamEnv) == "1" {
+		os.Exit(runStatefulUpstream())
+	}
 	dir, err := os.MkdirTemp("", "mcpsafe-bin-")
 	if err != nil {
 		panic(err)

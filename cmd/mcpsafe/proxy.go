@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		}
 		hc := proxy.UpstreamHTTPClient()
 		cfg.Upstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
-		cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
+		if web.Addr != "" { // clients of both generations: a second session
+			cfg.LegacyUpstream = &mcp.StreamableClientTransport{Endpoint: *upstreamURL, HTTPClient: hc}
+		}
 	} else {
 		newCmd := func() *exec.Cmd {
 			cmd := exec.Command(command[0], command[1:]...)
@@ -91,8 +94,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		cfg.Upstream = pipe
-		// Clients of the 2025-11-25 generation get a second process.
-		cfg.LegacyUpstream = &proxy.CommandLeg{Command: newCmd}
+		if web.Addr != "" {
+			// Clients of both generations: those of 2025-11-25 get a
+			// second process when the first speaks 2026-07-28. Over stdio
+			// the one client's generation is the first process's.
+			cfg.LegacyUpstream = &proxy.CommandLeg{Command: newCmd}
+		}
 	}
 	stop, ctx := newStopper("mcpsafe proxy", gc.ShutdownGrace, stderr)
 	defer stop.close()
@@ -106,6 +113,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	cfg.Gate, cfg.JournalPath = conf.Options, conf.JournalPath
 	if conf.Metrics != nil {
 		cfg.Metrics = conf.Metrics
+	}
+	var stdin io.Reader = os.Stdin
+	if web.Addr == "" {
+		if stdin, cfg.ClientProtocol, err = stdioClient(ctx); err != nil {
+			conf.Discard() // it never served
+			return 0       // stopped before the client spoke
+		}
 	}
 	srv, err := proxy.NewServer(ctx, cfg)
 	if err != nil {
@@ -125,7 +139,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cancel(errUpstreamGone)
 	}()
 	if web.Addr == "" {
-		err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+		err = srv.ServeStdio(ctx, stdin, os.Stdout)
 	} else {
 		web.Wrap = func(next http.Handler) http.Handler { return srv.HTTPFastLane(next, web) }
 		web.Ready = stop.ready
@@ -143,6 +157,22 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 }
 
 var errUpstreamGone = errors.New("the upstream server went away")
+
+// stdioClient waits for the first line of the client on stdin and returns
+// its protocol generation (proxy.ReadClientProtocol), for the upstream
+// sessions to be of it, and stdin to serve, that line included; an error
+// when ctx ends first.
+func stdioClient(ctx context.Context) (io.Reader, string, error) {
+	in := bufio.NewReaderSize(os.Stdin, 64<<10) // the stdio lane's buffer: it reads on from in as it is
+	got := make(chan string, 1)
+	go func() { got <- proxy.ReadClientProtocol(in) }()
+	select {
+	case v := <-got:
+		return in, v, nil
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+}
 
 // proxyStores opens the stores of a single proxy's gate: its audience is
 // --audience or the one derived from the upstream (proxy.DefaultAudience),
@@ -211,6 +241,13 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 	if conf.Metrics != nil {
 		gopts.Metrics = conf.Metrics
 	}
+	var stdin io.Reader = os.Stdin
+	if web.Addr == "" {
+		if stdin, gopts.ClientProtocol, err = stdioClient(ctx); err != nil {
+			conf.Discard() // it never served
+			return 0       // stopped before the client spoke
+		}
+	}
 	opts := conf.Options
 	opts.Audience = ""
 	gw, err := proxy.NewGateway(ctx, file, opts, gopts)
@@ -268,7 +305,7 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 		}
 	}()
 	if web.Addr == "" {
-		err = gw.ServeStdio(ctx, os.Stdin, os.Stdout)
+		err = gw.ServeStdio(ctx, stdin, os.Stdout)
 	} else {
 		web.Wrap = func(next http.Handler) http.Handler { return gw.HTTPFastLane(next, web) }
 		web.Ready = stop.ready

@@ -37,7 +37,12 @@ type running struct {
 
 func startStdio(t *testing.T, copts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions, args ...string) *running {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return startStdioCmd(t, exec.Command(binary, args...), copts, sopts)
+}
+
+// startStdioCmd is startStdio of a command built by the caller.
+func startStdioCmd(t *testing.T, cmd *exec.Cmd, copts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *running {
+	t.Helper()
 	r := &running{cmd: cmd, stderr: &lockedBuffer{}}
 	cmd.Stderr = r.stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, copts).
