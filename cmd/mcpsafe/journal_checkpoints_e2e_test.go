@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,17 +48,12 @@ func TestFilesSignedJournalEndToEnd(t *testing.T) {
 	}
 	cs.Close()
 	// Closing stdin ends the server; its journal signs its head at close.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, out, _ := journalCmd("verify", w.journal, "--key", pub)
-		if code == 0 && strings.Contains(out, "latest seq 6") && strings.Contains(out, "0 record(s) after it") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("signed verify never passed: %d %s", code, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var vcode int
+	var vout string
+	waitFor(t, "signed verify passes", func() bool {
+		vcode, vout, _ = journalCmd("verify", w.journal, "--key", pub)
+		return vcode == 0 && strings.Contains(vout, "latest seq 6") && strings.Contains(vout, "0 record(s) after it")
+	}, func() string { return fmt.Sprintf("verify said %d %s", vcode, vout) })
 	if code, out, errs := journalCmd("verify", w.journal, "--key", pub, "--checkpoints", witness); code != 0 {
 		t.Fatalf("against the witness: %s %s", out, errs)
 	}
