@@ -694,6 +694,11 @@ func TestNewServiceRefuses(t *testing.T) {
 func TestSlowWebhookBody(t *testing.T) {
 	e := newEnv(t, ServiceOptions{})
 	e.svc.bodyTimeout = 300 * time.Millisecond
+	// Control: a complete request, long-polling from before the stalled
+	// body below was sent; the stalled body's answer (after the body
+	// deadline) shows that this one has outlived the deadline too.
+	ch := e.ask(testRequest("req-slow-control"))
+	e.waitPending("req-slow-control")
 	u, _ := url.Parse(e.srv.URL)
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
@@ -710,11 +715,7 @@ func TestSlowWebhookBody(t *testing.T) {
 	if resp.StatusCode != 400 || time.Since(start) > 3*time.Second {
 		t.Fatalf("HTTP %d after %s", resp.StatusCode, time.Since(start))
 	}
-	// Control: a complete request still long-polls past that deadline.
-	req := testRequest("req-slow-control")
-	ch := e.ask(req)
-	e.waitPending("req-slow-control")
-	time.Sleep(500 * time.Millisecond)
+	// The control still long-polls, past that deadline.
 	e.decide("req-slow-control", "approve", "alice", 200)
 	if r := wait(t, ch); !r.d.Approved {
 		t.Fatalf("got %+v, %v", r.d, r.err)

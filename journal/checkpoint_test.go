@@ -316,12 +316,11 @@ func TestCheckpointAtCloseAndOnInterval(t *testing.T) {
 			t.Fatal(err)
 		}
 		// On the bubble's clock: no checkpoint before the interval, one after.
-		time.Sleep(4 * time.Millisecond)
 		synctest.Wait()
 		if cps, _, err := readCheckpointFile(CheckpointsPath(path), v); err != nil || len(cps) != 0 {
 			t.Fatalf("checkpoints before the interval: %+v %v", cps, err)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 		synctest.Wait()
 		if cps, _, err := readCheckpointFile(CheckpointsPath(path), v); err != nil || len(cps) != 1 || cps[0].Seq != 1 {
 			t.Fatalf("no interval checkpoint: %+v %v", cps, err)
