@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
@@ -175,37 +176,38 @@ func TestChannelOutputSchemaWithPending(t *testing.T) {
 // the journal: what ran is recorded (the real journal drops a record whose
 // writer's context was cancelled).
 func TestOutcomeJournaledAfterCallerLeft(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.jsonl")
-	j, err := journal.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan struct{})
-	e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
-		o.Journal = j
-		o.Mode = mcpsafe.ModeChannel
-		o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
-			return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
-		})
-		(*tools)[0].Execute = func(ctx context.Context, _ mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
-			close(started)
-			<-ctx.Done() // a long operation that stops when its caller leaves
-			return nil, ctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "journal.jsonl")
+		j, err := journal.Open(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	cs := e.connect(client{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_note", Arguments: map[string]any{"path": "cache.txt"}})
-		done <- err
-	}()
-	<-started
-	cancel()
-	<-done
-	var got []string
-	for deadline := time.Now().Add(10 * time.Second); len(got) < 2 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		got = got[:0]
+		started := make(chan struct{})
+		e := newEnv(t, func(o *mcpsafe.Options, tools *[]mcpsafe.Tool) {
+			o.Journal = j
+			o.Mode = mcpsafe.ModeChannel
+			o.Approver = approverFunc(func(context.Context, approver.Request) (approver.Decision, error) {
+				return approver.Decision{Approved: true, Approvers: []string{"alice"}}, nil
+			})
+			(*tools)[0].Execute = func(ctx context.Context, _ mcpsafe.Call, _ mcpsafe.Approval) (*mcp.CallToolResult, error) {
+				close(started)
+				<-ctx.Done() // a long operation that stops when its caller leaves
+				return nil, ctx.Err()
+			}
+		})
+		defer e.gate.Close() // its sweep of ended grants runs in the bubble
+		cs := e.connect(client{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_note", Arguments: map[string]any{"path": "cache.txt"}})
+			done <- err
+		}()
+		<-started
+		cancel()
+		<-done
+		synctest.Wait() // the gate has finished with the call: its outcome is appended
+		var got []string
 		raw, _ := os.ReadFile(path)
 		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 			var r journal.Record
@@ -213,13 +215,13 @@ func TestOutcomeJournaledAfterCallerLeft(t *testing.T) {
 				got = append(got, r.Decision)
 			}
 		}
-	}
-	if strings.Join(got, " ") != journal.ChannelApproved+" "+journal.Ambiguous {
-		t.Fatalf("journal %v, want the approval and the ambiguous outcome (the caller left while it ran; a grant that never left the call has no redemption record)", got)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
+		if strings.Join(got, " ") != journal.ChannelApproved+" "+journal.Ambiguous {
+			t.Fatalf("journal %v, want the approval and the ambiguous outcome (the caller left while it ran; a grant that never left the call has no redemption record)", got)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // Only a resumable approver can leave a request pending: a plain Approver

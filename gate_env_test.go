@@ -16,6 +16,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// waitFor polls cond until it holds and fails with what when it has not
+// after 30 seconds: for what a ledger server or a gate's background sweep
+// does on the real clock, which the test cannot wait on as an event.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("never happened: " + what)
+		}
+	}
+}
+
 // notes is a tiny real store the test tools act on: the assertions look at
 // what is actually left in it, not only at results.
 type notes struct {

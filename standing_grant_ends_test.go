@@ -134,17 +134,13 @@ func TestGrantEndJournaledOnceAcrossReplicas(t *testing.T) {
 				}
 				switch end {
 				case ledger.EndExpired:
-					deadline := time.Now().Add(10 * time.Second)
-					for {
+					waitFor(t, "the ledger sees the grant expired", func() bool {
 						ends, err := stores[1].EndedStanding(ctx)
 						if err != nil {
 							t.Fatal(err)
 						}
-						if len(ends) == 1 || time.Now().After(deadline) {
-							break
-						}
-						time.Sleep(20 * time.Millisecond)
-					}
+						return len(ends) == 1
+					})
 				case ledger.EndRevoked:
 					ended, err := grants.Revoke(ctx, stores[1], "admin via the test", func(g grants.Info) bool { return g.ID == id })
 					if err != nil || len(ended) != 1 {
@@ -226,10 +222,7 @@ func TestGrantEndJournaledByNextGate(t *testing.T) {
 				t.Fatalf("RevokeGrants = %+v, %v", ended, err)
 			}
 			b := replica(t, stores[2], keys, writes, grantPolicy(), 10*time.Millisecond)
-			deadline := time.Now().Add(10 * time.Second)
-			for len(endsOf(id, b)) == 0 && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitFor(t, "the new gate's sweep journals the end", func() bool { return len(endsOf(id, b)) != 0 })
 			if got := endsOf(id, a, b); len(got) != 1 || got[0].Reason != ledger.EndRevoked || got[0].By != "admin" {
 				t.Fatalf("ends journaled: %+v; want one revocation by admin, from the new gate", got)
 			}

@@ -53,13 +53,10 @@ func wakeLatency(b *testing.B, at, by *benchReplica, id string) time.Duration {
 		}
 		done <- time.Now()
 	}()
-	for {
+	waitFor(b, "the caller's long poll in the store", func() bool {
 		r, err := by.svc.st.get(context.Background(), id)
-		if err == nil && r.PollBy != "" {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return err == nil && r.PollBy != ""
+	})
 	start := time.Now()
 	if _, herr := by.svc.decide(id, "alice", true, ""); herr != nil {
 		b.Fatal(herr)

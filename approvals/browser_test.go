@@ -48,7 +48,11 @@ func click(t *testing.T, ctx context.Context, sel string) {
 		if err == nil {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		// Again once the node (the new one, if a live update replaced
+		// it) is on the page.
+		cctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		chromedp.Do(cctx, chromedp.WaitVisible(chromedp.CSS(sel)))
+		cancel()
 	}
 	t.Fatalf("click %s: %v", sel, err)
 }
@@ -63,10 +67,9 @@ func press(t *testing.T, ctx context.Context, sel string) {
 	taken := fmt.Sprintf(`(function(){var b=document.querySelector(%q);return !b||b.disabled;})()`, sel)
 	for i := 0; i < 5; i++ {
 		click(t, ctx, sel)
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](taken)); err == nil && ok {
-				return
-			}
+		// Watched in the page, on each change of its DOM.
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](taken, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(3*time.Second))); err == nil {
+			return
 		}
 	}
 	t.Fatalf("press %s: the page never took the click", sel)

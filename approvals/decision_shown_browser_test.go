@@ -38,18 +38,15 @@ func TestBrowserShowsDecisionAndOutcome(t *testing.T) {
 	}
 	waitText := func(sel, want string) string {
 		t.Helper()
-		var got string
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?e.textContent:"";})()`, sel)))
-			if err == nil {
-				got = s
-			}
-			if strings.Contains(got, want) {
-				return got
-			}
+		read := fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?e.textContent:"";})()`, sel)
+		// Watched in the page, on each change of its DOM.
+		got, err := chromedp.Run(ctx, chromedp.Poll[string](fmt.Sprintf(`(function(){var s=%s;return s.includes(%q)?s:"";})()`, read, want),
+			chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(20*time.Second)))
+		if err != nil {
+			got, _ = chromedp.Run(ctx, chromedp.Evaluate[string](read))
+			t.Fatalf("%s shows %q, want %q (%v)", sel, got, want, err)
 		}
-		t.Fatalf("%s shows %q, want %q", sel, got, want)
-		return ""
+		return got
 	}
 
 	// Approved: the decision replaces the count at once.

@@ -61,11 +61,7 @@ func TestDrainHandsTheGateToAnotherReplica(t *testing.T) {
 	ch := w.callAsync(context.Background(), "cache.txt", callOpts{who: "agent-1"})
 	other := &waitGate{t: t, e: b}
 	id := other.pendingID()
-	if !a.polling(id) {
-		for deadline := time.Now().Add(5 * time.Second); !a.polling(id) && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waitFor(t, "the gate's long poll at replica A", func() bool { return a.polling(id) })
 
 	a.svc.Drain()
 	if code := httpGet(t, a.srv.URL+"/readyz"); code != http.StatusServiceUnavailable {

@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,32 +150,28 @@ func (w *waitGate) callAsync(ctx context.Context, path string, o callOpts) chan 
 // pendingID waits until the service lists exactly one pending request.
 func (w *waitGate) pendingID() string {
 	w.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var id string
+	waitFor(w.t, "a pending request at the approval service", func() bool {
 		_, out := w.e.api("GET", "/api/requests", "alice")
-		if reqs, _ := out["requests"].([]any); len(reqs) == 1 {
-			return reqs[0].(map[string]any)["id"].(string)
+		reqs, _ := out["requests"].([]any)
+		if len(reqs) != 1 {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	w.t.Fatal("no pending request appeared at the approval service")
-	return ""
+		id = reqs[0].(map[string]any)["id"].(string)
+		return true
+	})
+	return id
 }
 
 // status waits until request id has the given status and returns it.
 func (w *waitGate) status(id, want string) map[string]any {
 	w.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	var out map[string]any
-	for time.Now().Before(deadline) {
+	waitFor(w.t, "request "+id+" "+want, func() bool {
 		_, out = w.e.api("GET", "/api/requests/"+id, "alice")
-		if out["status"] == want {
-			return out
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	w.t.Fatalf("request %s: %v, want status %s", id, out, want)
-	return nil
+		return out["status"] == want
+	}, func() string { return fmt.Sprintf("it is %v", out) })
+	return out
 }
 
 func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
@@ -229,12 +226,8 @@ func TestChannelWaitSendsProgress(t *testing.T) {
 			ch := w.callAsync(context.Background(), "cache.txt", callOpts{progress: withToken})
 			id := w.pendingID()
 			if withToken {
-				for deadline := time.Now().Add(10 * time.Second); w.progressCount() < 3; {
-					if time.Now().After(deadline) {
-						t.Fatalf("only %d progress notifications while waiting", w.progressCount())
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
+				waitFor(t, "3 progress notifications while waiting", func() bool { return w.progressCount() >= 3 },
+					func() string { return fmt.Sprintf("%d came", w.progressCount()) })
 			}
 			w.e.decide(id, "approve", "alice", 200)
 			res := got(t, ch)
@@ -287,9 +280,7 @@ func TestChannelCallerGoneWithdraws(t *testing.T) {
 			}
 			w.e.decide(id, "approve", "alice", 409)
 			var recs []journal.Record
-			for deadline := time.Now().Add(10 * time.Second); len(recs) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				recs = readJournal(t, path)
-			}
+			waitFor(t, "the refusal journaled", func() bool { recs = readJournal(t, path); return len(recs) != 0 })
 			if len(recs) != 1 || recs[0].Decision != journal.Refused || recs[0].Reason != mcpsafe.ReasonCallerGone ||
 				recs[0].Tool != "delete_file" || recs[0].Summary != `Delete "cache.txt"` {
 				t.Fatalf("journal: %+v, want one caller_gone refusal", recs)

@@ -218,7 +218,11 @@ func choose(t *testing.T, ctx context.Context, sel, value string) {
 				return
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		// Again once the node (the new one, if a live update replaced
+		// it) is on the page.
+		cctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		chromedp.Do(cctx, chromedp.WaitVisible(chromedp.CSS(sel)))
+		cancel()
 	}
 	t.Fatalf("choose %s in %s: %v", value, sel, err)
 }
@@ -227,12 +231,10 @@ func choose(t *testing.T, ctx context.Context, sel, value string) {
 func waitCards(t *testing.T, ctx context.Context, n int) {
 	t.Helper()
 	count := `document.querySelectorAll("article.req:not(.stale)").length`
-	var got int
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var err error
-		if got, err = chromedp.Run(ctx, chromedp.Evaluate[int](count)); err == nil && got == n {
-			return
-		}
+	// Watched in the page, on each change of its DOM.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf("%s === %d", count, n),
+		chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.Evaluate[int](count))
+		t.Fatalf("the page shows %d waiting requests, want %d (%v)", got, n, err)
 	}
-	t.Fatalf("the page shows %d waiting requests, want %d", got, n)
 }

@@ -25,20 +25,20 @@ func (e *env) askMany(prefix string, n int) []string {
 		r.ExpiresAt = time.Now().Add(5 * time.Minute)
 		e.ask(r)
 	}
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var ids []string
+	waitFor(e.t, fmt.Sprintf("%d requests pending", want), func() bool {
 		_, out := e.api("GET", "/api/requests", "alice")
 		list := out["requests"].([]any)
 		if len(list) < want {
-			continue
+			return false
 		}
-		ids := make([]string, len(list))
+		ids = make([]string, len(list))
 		for i, it := range list {
 			ids[i] = it.(map[string]any)["id"].(string)
 		}
-		return ids
-	}
-	e.t.Fatalf("%d requests never became pending", want)
-	return nil
+		return true
+	})
+	return ids
 }
 
 var cardID = regexp.MustCompile(`id="req-([^"]+)"`)

@@ -268,13 +268,7 @@ func TestPGStoreDownRefuses(t *testing.T) {
 	}
 
 	relay.restore()
-	deadline := time.Now().Add(10 * time.Second)
-	for httpGet(t, e.srv.URL+"/readyz") != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica did not recover when the store came back")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, "the replica ready again when the store came back", func() bool { return httpGet(t, e.srv.URL+"/readyz") == http.StatusOK })
 	// The request is still pending, nothing was approved while down.
 	_, got := e.api("GET", "/api/requests/req-down", "alice")
 	if got["status"] != channel.StatusPending {

@@ -88,16 +88,15 @@ func TestBrowserPaddedPlanShowsEveryArgument(t *testing.T) {
 	}
 	pendingID := func() string {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
+		var id string
+		waitFor(t, "a single pending request", func() bool {
 			_, out := e.api("GET", "/api/requests", "alice")
 			if reqs, _ := out["requests"].([]any); len(reqs) == 1 {
-				return reqs[0].(map[string]any)["id"].(string)
+				id = reqs[0].(map[string]any)["id"].(string)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatal("no single pending request")
-		return ""
+			return id != ""
+		})
+		return id
 	}
 	recipient := func(card string) string {
 		t.Helper()

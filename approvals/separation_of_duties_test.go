@@ -123,16 +123,17 @@ func (s *sodEnv) result(ch chan *mcp.CallToolResult) *mcp.CallToolResult {
 // onlyPending waits for exactly one pending request and returns it.
 func (s *sodEnv) onlyPending() map[string]any {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var one map[string]any
+	waitFor(s.t, "a single pending request", func() bool {
 		code, out := s.api("GET", "/api/requests", "carol")
-		if list, _ := out["requests"].([]any); code == 200 && len(list) == 1 {
-			return list[0].(map[string]any)
+		list, _ := out["requests"].([]any)
+		if code != 200 || len(list) != 1 {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	s.t.Fatal("no single pending request appeared")
-	return nil
+		one = list[0].(map[string]any)
+		return true
+	})
+	return one
 }
 
 func text(r *mcp.CallToolResult) string {

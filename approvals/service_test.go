@@ -115,18 +115,29 @@ func (e *env) api(method, path, who string) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
+// waitFor polls cond until it holds, and fails with what (and what saw
+// says then, if given) when it has not after 20 seconds: for what the
+// service, a webhook caller or a delivery loop does on its own, which the
+// test can only observe from outside (through the API or the store).
+func waitFor(t testing.TB, what string, cond func() bool, saw ...func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			for _, s := range saw {
+				what += "; " + s()
+			}
+			t.Fatal("never happened: " + what)
+		}
+	}
+}
+
 // waitPending waits until the service lists id as pending.
 func (e *env) waitPending(id string) {
 	e.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	waitFor(e.t, "request "+id+" pending", func() bool {
 		code, out := e.api("GET", "/api/requests/"+id, "alice")
-		if code == 200 && out["status"] == channel.StatusPending {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	e.t.Fatalf("request %s never became pending", id)
+		return code == 200 && out["status"] == channel.StatusPending
+	})
 }
 
 func (e *env) decide(id, action, who string, wantCode int) map[string]any {
@@ -683,6 +694,11 @@ func TestNewServiceRefuses(t *testing.T) {
 func TestSlowWebhookBody(t *testing.T) {
 	e := newEnv(t, ServiceOptions{})
 	e.svc.bodyTimeout = 300 * time.Millisecond
+	// Control: a complete request, long-polling from before the stalled
+	// body below was sent; the stalled body's answer (after the body
+	// deadline) shows that this one has outlived the deadline too.
+	ch := e.ask(testRequest("req-slow-control"))
+	e.waitPending("req-slow-control")
 	u, _ := url.Parse(e.srv.URL)
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
@@ -699,11 +715,7 @@ func TestSlowWebhookBody(t *testing.T) {
 	if resp.StatusCode != 400 || time.Since(start) > 3*time.Second {
 		t.Fatalf("HTTP %d after %s", resp.StatusCode, time.Since(start))
 	}
-	// Control: a complete request still long-polls past that deadline.
-	req := testRequest("req-slow-control")
-	ch := e.ask(req)
-	e.waitPending("req-slow-control")
-	time.Sleep(500 * time.Millisecond)
+	// The control still long-polls, past that deadline.
 	e.decide("req-slow-control", "approve", "alice", 200)
 	if r := wait(t, ch); !r.d.Approved {
 		t.Fatalf("got %+v, %v", r.d, r.err)
@@ -718,17 +730,10 @@ func TestRetention(t *testing.T) {
 	e.waitPending("req-old")
 	e.decide("req-old", "deny", "alice", 200)
 	wait(t, ch)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitFor(t, "the decided request pruned after the retention", func() bool {
 		code, _ := e.api("GET", "/api/requests/req-old", "alice")
-		if code == 404 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a decided request outlived the retention")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return code == 404
+	})
 	e.stop()
 	e2 := newEnv(t, opts)
 	if code, _ := e2.api("GET", "/api/requests/req-old", "alice"); code != 404 {

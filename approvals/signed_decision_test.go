@@ -163,18 +163,17 @@ func TestJournalCarriesSignedDecision(t *testing.T) {
 // pendingID waits for the one pending request and returns its id.
 func pendingID(t *testing.T, e *env) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var id string
+	waitFor(t, "a pending request", func() bool {
 		_, out := e.api("GET", "/api/requests", "carol")
-		if list, ok := out["requests"].([]any); ok {
-			for _, it := range list {
-				if m, ok := it.(map[string]any); ok && m["status"] == channel.StatusPending {
-					return m["id"].(string)
-				}
+		list, _ := out["requests"].([]any)
+		for _, it := range list {
+			if m, ok := it.(map[string]any); ok && m["status"] == channel.StatusPending {
+				id = m["id"].(string)
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no pending request")
-	return ""
+		return false
+	})
+	return id
 }

@@ -69,13 +69,13 @@ func TestSlackReplicasOneMessage(t *testing.T) {
 
 	// Slack takes a while: the post of the replica that took the request
 	// is under way when the two others look.
-	slack.slow.Store(int64(500 * time.Millisecond))
+	release := slack.holdCalls()
 	before := slack.arrived.Load()
 	rs[0].ask(testRequest("s-race"))
 	slack.waitFor("the post under way", func() bool { return slack.arrived.Load() > before })
 	lookEverywhere(rs[1:], "s-race")
+	release()
 	slack.posted("s-race")
-	slack.slow.Store(0)
 	ctx, cancel := storeCtx()
 	defer cancel()
 	slack.waitFor("the post recorded in the database", func() bool {

@@ -42,9 +42,10 @@ type slackStandIn struct {
 	// hung counts such calls.
 	hanging atomic.Bool
 	hung    atomic.Int32
-	// slow, when set, is how long each call takes (Slack's latency);
-	// arrived counts calls received, before that wait.
-	slow    atomic.Int64
+	// held, when set (holdCalls), keeps every call waiting until it is
+	// closed (Slack's latency); arrived counts calls received, before
+	// that wait.
+	held    chan struct{}
 	arrived atomic.Int32
 }
 
@@ -84,9 +85,16 @@ func (s *slackStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
 	s.arrived.Add(1)
-	if d := time.Duration(s.slow.Load()); d > 0 {
-		time.Sleep(d)
+	if held != nil {
+		select {
+		case <-held:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	answer := func(v map[string]any) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -184,20 +192,31 @@ func (s *slackStandIn) recorded(method string) []slackCall {
 	return out
 }
 
-// waitFor polls until cond holds (the delivery loop runs on its own).
+// holdCalls makes the calls from now on wait until release.
+func (s *slackStandIn) holdCalls() (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := make(chan struct{})
+	s.held = held
+	return func() {
+		s.mu.Lock()
+		s.held = nil
+		s.mu.Unlock()
+		close(held)
+	}
+}
+
+// waitFor waits until cond holds (the delivery loop runs on its own); a
+// failure lists the calls the stand-in received.
 func (s *slackStandIn) waitFor(what string, cond func() bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			var calls []string
-			for _, c := range s.recorded("") {
-				calls = append(calls, fmt.Sprintf("%s %s %q refused=%v", c.Method, c.User, c.Text, c.Refused))
-			}
-			s.t.Fatalf("slack stand-in: %s never happened; calls:\n%s", what, strings.Join(calls, "\n"))
+	waitFor(s.t, "slack stand-in: "+what, cond, func() string {
+		var calls []string
+		for _, c := range s.recorded("") {
+			calls = append(calls, fmt.Sprintf("%s %s %q refused=%v", c.Method, c.User, c.Text, c.Refused))
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return "calls:\n" + strings.Join(calls, "\n")
+	})
 }
 
 // blocksOf returns the message as it stands (the last post or update).

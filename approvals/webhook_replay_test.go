@@ -119,12 +119,7 @@ func TestReplayCannotTakeTheDecision(t *testing.T) {
 	if err := <-cut; err == nil {
 		t.Fatal("the cut call returned no error")
 	}
-	for deadline := time.Now().Add(5 * time.Second); e.polling("req-replay"); {
-		if time.Now().After(deadline) {
-			t.Fatal("the service still thinks the cut call waits")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the service sees the cut call gone", func() bool { return !e.polling("req-replay") })
 
 	type reply struct {
 		name string
@@ -153,10 +148,7 @@ func TestReplayCannotTakeTheDecision(t *testing.T) {
 
 	// Control: the gate asks again and gets the decision.
 	back := e.ask(req)
-	deadline := time.Now().Add(5 * time.Second)
-	for !e.polling("req-replay") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the gate's re-sent request attached", func() bool { return e.polling("req-replay") })
 	e.decide("req-replay", "approve", "alice", 200)
 	r := wait(t, back)
 	if !r.d.Approved {

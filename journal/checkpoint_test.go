@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -303,67 +304,65 @@ func TestCheckpointKeyPlacement(t *testing.T) {
 }
 
 func TestCheckpointAtCloseAndOnInterval(t *testing.T) {
-	key, v := ckKeys(t, "audit.example")
-	path := filepath.Join(t.TempDir(), "j.jsonl")
-	// Every is large: only the interval or Close can sign.
-	j, err := Open(path, WithCheckpoints(Checkpoints{KeyFile: key, Every: 1000, Interval: 5 * time.Millisecond}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Append(context.Background(), sampleRecords()[0]); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		cps, _, err := readCheckpointFile(CheckpointsPath(path), v)
+	synctest.Test(t, func(t *testing.T) {
+		key, v := ckKeys(t, "audit.example")
+		path := filepath.Join(t.TempDir(), "j.jsonl")
+		// Every is large: only the interval or Close can sign.
+		j, err := Open(path, WithCheckpoints(Checkpoints{KeyFile: key, Every: 1000, Interval: 5 * time.Millisecond}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cps) == 1 && cps[0].Seq == 1 {
-			break
+		if err := j.Append(context.Background(), sampleRecords()[0]); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no interval checkpoint: %+v", cps)
+		// On the bubble's clock: no checkpoint before the interval, one after.
+		synctest.Wait()
+		if cps, _, err := readCheckpointFile(CheckpointsPath(path), v); err != nil || len(cps) != 0 {
+			t.Fatalf("checkpoints before the interval: %+v %v", cps, err)
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// Reopened with neither Every nor Interval due: only Close can sign.
-	j, err = Open(path, WithCheckpoints(Checkpoints{KeyFile: key, Every: 1000, Interval: time.Hour}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Append(context.Background(), sampleRecords()[1]); err != nil {
-		t.Fatal(err)
-	}
-	// (Open added an ambiguous record for the approval left without an
-	// outcome, so the journal has three records now.)
-	if sum, rep, err := VerifySigned(path, v); err != nil || rep.Latest.Seq != 1 || sum.LastSeq != 3 || rep.Uncovered != 2 {
-		t.Fatalf("before Close: %+v %+v %v", sum, rep, err)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, rep, err := VerifySigned(path, v)
-	if err != nil || rep.Latest.Seq != 3 || rep.Uncovered != 0 {
-		t.Fatalf("close must sign the head: %+v %v", rep, err)
-	}
-	// Reopening continues the same chain and the same checkpoint file.
-	j, err = Open(path, WithCheckpoints(Checkpoints{KeyFile: key, Every: 1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Append(context.Background(), sampleRecords()[2]); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if sum, rep, err := VerifySigned(path, v); err != nil || rep.Latest.Seq != sum.LastSeq || sum.LastSeq < 4 {
-		t.Fatalf("after reopening: %+v %+v %v", sum, rep, err)
-	}
+		synctest.Wait()
+		if cps, _, err := readCheckpointFile(CheckpointsPath(path), v); err != nil || len(cps) != 1 || cps[0].Seq != 1 {
+			t.Fatalf("no interval checkpoint: %+v %v", cps, err)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Reopened with neither Every nor Interval due: only Close can sign.
+		j, err = Open(path, WithCheckpoints(Checkpoints{KeyFile: key, Every: 1000, Interval: time.Hour}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Append(context.Background(), sampleRecords()[1]); err != nil {
+			t.Fatal(err)
+		}
+		// (Open added an ambiguous record for the approval left without an
+		// outcome, so the journal has three records now.)
+		if sum, rep, err := VerifySigned(path, v); err != nil || rep.Latest.Seq != 1 || sum.LastSeq != 3 || rep.Uncovered != 2 {
+			t.Fatalf("before Close: %+v %+v %v", sum, rep, err)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, rep, err := VerifySigned(path, v)
+		if err != nil || rep.Latest.Seq != 3 || rep.Uncovered != 0 {
+			t.Fatalf("close must sign the head: %+v %v", rep, err)
+		}
+		// Reopening continues the same chain and the same checkpoint file.
+		j, err = Open(path, WithCheckpoints(Checkpoints{KeyFile: key, Every: 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Append(context.Background(), sampleRecords()[2]); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if sum, rep, err := VerifySigned(path, v); err != nil || rep.Latest.Seq != sum.LastSeq || sum.LastSeq < 4 {
+			t.Fatalf("after reopening: %+v %+v %v", sum, rep, err)
+		}
+	})
 }
 
 func TestTornCheckpointIsCutOnOpen(t *testing.T) {

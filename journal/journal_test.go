@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -344,74 +345,78 @@ func TestClosedFileBreaksJournalForGood(t *testing.T) {
 // without a restart: the outcomes the batch held are written late, after a
 // journal-recovered record.
 func TestFailedFsyncFailsWholeBatchThenResumes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.jsonl")
-	release := make(chan struct{})
-	var writes, syncs atomic.Int32
-	// Outcomes fsync'd one batch at a time, as approvals are (by default
-	// an outcome's fsync joins the next commit).
-	j, err := Open(path, WithSyncOutcome(true), withFaults(
-		func(f *os.File, b []byte) (int, error) {
-			if writes.Add(1) == 1 {
-				<-release // hold the first batch so the next one queues up
-			}
-			return f.Write(b)
-		},
-		func(f *os.File) error {
-			if syncs.Add(1) == 2 {
-				return errors.New("injected: EIO")
-			}
-			return f.Sync()
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	first := make(chan error, 1)
-	go func() { first <- j.Append(ctx, Record{Call: "0", Tool: "t", Decision: Executed}) }()
-	for writes.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	const n = 10
-	errs := make(chan error, n)
-	for i := range n {
-		go func() { errs <- j.Append(ctx, Record{Call: fmt.Sprint(i + 1), Tool: "t", Decision: Executed}) }()
-	}
-	for len(j.reqs) < n {
-		time.Sleep(time.Millisecond)
-	}
-	close(release)
-	if err := <-first; err != nil {
-		t.Fatalf("first batch: %v", err)
-	}
-	for range n {
-		if err := <-errs; err == nil || !strings.Contains(err.Error(), "EIO") {
-			t.Fatalf("caller in the failed batch got %v", err)
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "j.jsonl")
+		release := make(chan struct{})
+		var writes, syncs atomic.Int32
+		// Outcomes fsync'd one batch at a time, as approvals are (by default
+		// an outcome's fsync joins the next commit).
+		j, err := Open(path, WithSyncOutcome(true), withFaults(
+			func(f *os.File, b []byte) (int, error) {
+				if writes.Add(1) == 1 {
+					<-release // hold the first batch so the next one queues up
+				}
+				return f.Write(b)
+			},
+			func(f *os.File) error {
+				if syncs.Add(1) == 2 {
+					return errors.New("injected: EIO")
+				}
+				return f.Sync()
+			}))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if w := writes.Load(); w != 2 {
-		t.Fatalf("%d writes: the ten records did not share one batch", w)
-	}
-	// The disk is fine again: the next record is written, after the note
-	// and the ten outcomes, on the same chain.
-	if err := j.Append(ctx, Record{Call: "z", Tool: "t", Decision: Executed}); err != nil {
-		t.Fatalf("Append after the disk recovered: %v", err)
-	}
-	if writes.Load() != 3 {
-		t.Fatalf("%d writes; want one more", writes.Load())
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := VerifyFile(path)
-	if err != nil || sum.Records != 1+1+n+1 {
-		t.Fatalf("VerifyFile = %+v, %v", sum, err)
-	}
-	lines := readLines(t, path)
-	var note Record
-	json.Unmarshal(lines[1], &note)
-	if note.Decision != Recovered || !strings.Contains(note.Reason, "EIO") || !strings.Contains(note.Reason, "10 outcome record(s) follow") {
-		t.Fatalf("recovery note %+v", note)
-	}
+		ctx := context.Background()
+		first := make(chan error, 1)
+		go func() { first <- j.Append(ctx, Record{Call: "0", Tool: "t", Decision: Executed}) }()
+		synctest.Wait() // the writer holds the first batch
+		if w := writes.Load(); w != 1 {
+			t.Fatalf("%d writes before the release; want the first batch's", w)
+		}
+		const n = 10
+		errs := make(chan error, n)
+		for i := range n {
+			go func() { errs <- j.Append(ctx, Record{Call: fmt.Sprint(i + 1), Tool: "t", Decision: Executed}) }()
+		}
+		synctest.Wait() // every caller waits in the queue
+		if len(j.reqs) != n {
+			t.Fatalf("%d records queued; want %d", len(j.reqs), n)
+		}
+		close(release)
+		if err := <-first; err != nil {
+			t.Fatalf("first batch: %v", err)
+		}
+		for range n {
+			if err := <-errs; err == nil || !strings.Contains(err.Error(), "EIO") {
+				t.Fatalf("caller in the failed batch got %v", err)
+			}
+		}
+		if w := writes.Load(); w != 2 {
+			t.Fatalf("%d writes: the ten records did not share one batch", w)
+		}
+		// The disk is fine again: the next record is written, after the note
+		// and the ten outcomes, on the same chain.
+		if err := j.Append(ctx, Record{Call: "z", Tool: "t", Decision: Executed}); err != nil {
+			t.Fatalf("Append after the disk recovered: %v", err)
+		}
+		if writes.Load() != 3 {
+			t.Fatalf("%d writes; want one more", writes.Load())
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := VerifyFile(path)
+		if err != nil || sum.Records != 1+1+n+1 {
+			t.Fatalf("VerifyFile = %+v, %v", sum, err)
+		}
+		lines := readLines(t, path)
+		var note Record
+		json.Unmarshal(lines[1], &note)
+		if note.Decision != Recovered || !strings.Contains(note.Reason, "EIO") || !strings.Contains(note.Reason, "10 outcome record(s) follow") {
+			t.Fatalf("recovery note %+v", note)
+		}
+	})
 }
 
 func TestAppendRespectsContext(t *testing.T) {
@@ -541,38 +546,47 @@ func TestDefaultPath(t *testing.T) {
 }
 
 func TestMaxBatchOneMeansOneFsyncPerRecord(t *testing.T) {
-	for _, tc := range []struct {
-		opts     []Option
-		maxSyncs int32 // upper bound for 32 concurrent appends
-		minSyncs int32
-	}{
-		{[]Option{WithMaxBatch(1)}, 32, 32},
-		{nil, 31, 1}, // control: with writers queued behind a slow fsync, batches form
-	} {
-		var syncs atomic.Int32
-		path := filepath.Join(t.TempDir(), "j.jsonl")
-		j, err := Open(path, append(tc.opts, WithSyncOutcome(true), withFaults(nil, func(f *os.File) error {
-			syncs.Add(1)
-			time.Sleep(2 * time.Millisecond) // a slow disk, so that callers pile up
-			return f.Sync()
-		}))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		for i := range 32 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := j.Append(context.Background(), Record{Call: fmt.Sprint(i), Tool: "t", Decision: Executed}); err != nil {
-					t.Error(err)
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			opts     []Option
+			maxSyncs int32 // upper bound for 32 concurrent appends
+			minSyncs int32
+		}{
+			{[]Option{WithMaxBatch(1)}, 32, 32},
+			{nil, 31, 1}, // control: with writers queued behind a slow fsync, batches form
+		} {
+			var syncs atomic.Int32
+			var hold atomic.Bool
+			release := make(chan struct{})
+			path := filepath.Join(t.TempDir(), "j.jsonl")
+			j, err := Open(path, append(tc.opts, WithSyncOutcome(true), withFaults(nil, func(f *os.File) error {
+				syncs.Add(1)
+				if hold.CompareAndSwap(true, false) {
+					<-release // a slow disk: the callers pile up behind the first fsync
 				}
-			}()
+				return f.Sync()
+			}))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hold.Store(true)
+			var wg sync.WaitGroup
+			for i := range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := j.Append(context.Background(), Record{Call: fmt.Sprint(i), Tool: "t", Decision: Executed}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			synctest.Wait() // one fsync held, every other caller in the queue
+			close(release)
+			wg.Wait()
+			j.Close()
+			if n := syncs.Load(); n < tc.minSyncs || n > tc.maxSyncs {
+				t.Fatalf("%d fsyncs for 32 records, want %d..%d", n, tc.minSyncs, tc.maxSyncs)
+			}
 		}
-		wg.Wait()
-		j.Close()
-		if n := syncs.Load(); n < tc.minSyncs || n > tc.maxSyncs {
-			t.Fatalf("%d fsyncs for 32 records, want %d..%d", n, tc.minSyncs, tc.maxSyncs)
-		}
-	}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -517,25 +518,24 @@ func rotateCrashChild(step, path string) int {
 // TestSecondWriterRefusedAfterRotation: the active file is a new file after
 // a rotation; a second process still cannot open the journal.
 func TestSecondWriterRefusedAfterRotation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.jsonl")
-	j, err := Open(path, WithRotation(Rotation{MaxBytes: 1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	j.Append(context.Background(), Record{Tool: "rm", Decision: Refused})
-	// The writer seals the file after it has answered the append.
-	var segs []Segment
-	for deadline := time.Now().Add(10 * time.Second); len(segs) != 1 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		segs, _ = Segments(path)
-	}
-	if len(segs) != 1 {
-		t.Fatalf("%d segments", len(segs))
-	}
-	if j2, err := Open(path); !errors.Is(err, ErrInUse) {
-		if err == nil {
-			j2.Close()
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "j.jsonl")
+		j, err := Open(path, WithRotation(Rotation{MaxBytes: 1}))
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Fatalf("second writer after rotation: %v", err)
-	}
+		defer j.Close()
+		j.Append(context.Background(), Record{Tool: "rm", Decision: Refused})
+		// The writer seals the file after it has answered the append.
+		synctest.Wait()
+		if segs, err := Segments(path); len(segs) != 1 {
+			t.Fatalf("%d segments (%v)", len(segs), err)
+		}
+		if j2, err := Open(path); !errors.Is(err, ErrInUse) {
+			if err == nil {
+				j2.Close()
+			}
+			t.Fatalf("second writer after rotation: %v", err)
+		}
+	})
 }

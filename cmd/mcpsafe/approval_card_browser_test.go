@@ -76,11 +76,16 @@ func startMCPHTTP(t *testing.T, args ...string) string {
 	addr := make(chan string, 1)
 	var log bytes.Buffer
 	later := &lockedBuffer{}
+	told := make(chan struct{}) // closed when its stderr ends: it exited
 	t.Cleanup(func() {
 		if t.Failed() {
-			// Its goroutines, for a call that never came back.
+			// Its goroutines, for a call that never came back: SIGQUIT
+			// prints them and ends the process.
 			cmd.Process.Signal(syscall.SIGQUIT)
-			time.Sleep(time.Second)
+			select {
+			case <-told:
+			case <-time.After(10 * time.Second):
+			}
 			t.Logf("%v said after start:\n%s", args, later.String())
 		}
 	})
@@ -91,6 +96,7 @@ func startMCPHTTP(t *testing.T, args ...string) string {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 				io.Copy(later, stderr)
+				close(told)
 				return
 			}
 			log.WriteString(sc.Text() + "\n")
@@ -247,27 +253,29 @@ func (h *browserHost) render(name string, args map[string]any) (context.Context,
 	must(h.t, err)
 	// Chromium may keep the sandboxed frame in the page's process (then
 	// the iframe node has its document) or give it its own (a target).
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	var fctx context.Context
+	var q []chromedp.QueryOption
+	waitFor(h.t, "the card's iframe", func() bool {
 		infos, err := chromedp.Targets(h.ctx)
 		must(h.t, err)
 		for _, info := range infos {
 			if info.Type == "iframe" && info.URL == "about:srcdoc" && !h.seen[string(info.TargetID)] {
 				h.seen[string(info.TargetID)] = true
-				fctx, cancel := chromedp.NewContext(h.ctx, chromedp.WithTargetID(info.TargetID))
+				ctx, cancel := chromedp.NewContext(h.ctx, chromedp.WithTargetID(info.TargetID))
 				h.t.Cleanup(cancel)
-				return fctx, nil
+				fctx = ctx
+				return true
 			}
 		}
 		nodes, err := chromedp.Run(h.ctx, chromedp.Nodes(chromedp.CSS(`iframe#card`)))
 		must(h.t, err)
 		if len(nodes) == 1 && nodes[0].ContentDocument != nil && nodes[0].ContentDocument.DocumentURL == "about:srcdoc" {
-			return h.ctx, []chromedp.QueryOption{chromedp.FromNode(nodes[0])}
+			fctx, q = h.ctx, []chromedp.QueryOption{chromedp.FromNode(nodes[0])}
+			return true
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	h.t.Fatal("the card's iframe did not appear")
-	return nil, nil
+		return false
+	})
+	return fctx, q
 }
 
 // click clicks sel in the card as a person does: a mouse click on the
@@ -291,13 +299,13 @@ func (h *browserHost) click(fctx context.Context, q []chromedp.QueryOption, sel 
 			y := frame.Content[1] + (el.Border[1]+el.Border[5])/2
 			must(h.t, chromedp.Do(h.ctx, chromedp.MouseClickXY(x, y)))
 		}
-		for wait := 0; wait < 10; wait++ {
-			s, err := chromedp.Run(fctx, chromedp.Text(chromedp.CSS(`#status`), q...))
-			must(h.t, err)
-			if s != "" {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
+		// The status says something within a second, or the click is
+		// repeated (chromedp watches the query, not the test).
+		sctx, cancel := context.WithTimeout(fctx, time.Second)
+		_, err := chromedp.Run(sctx, chromedp.WaitReady(chromedp.CSS(`#status:not(:empty)`), q...))
+		cancel()
+		if err == nil {
+			return
 		}
 	}
 }
@@ -312,20 +320,17 @@ func (h *browserHost) shot(name string) {
 // cardStatus waits until the card's status says something and returns it.
 func cardStatus(t *testing.T, fctx context.Context, q []chromedp.QueryOption, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s, err := chromedp.Run(fctx, chromedp.Text(chromedp.CSS(`#status`), q...))
+	var s string
+	waitFor(t, "the card's status says "+want, func() bool {
+		var err error
+		s, err = chromedp.Run(fctx, chromedp.Text(chromedp.CSS(`#status`), q...))
 		must(t, err)
-		if strings.Contains(s, want) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			body, _ := chromedp.Run(fctx, chromedp.Evaluate[string](`document.body.innerText + " (approve disabled: " + document.getElementById("approve").disabled + ")"`))
-			t.Logf("the card says: %s", body)
-			t.Fatalf("the card's status %q never said %q", s, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(s, want)
+	}, func() string {
+		body, _ := chromedp.Run(fctx, chromedp.Evaluate[string](`document.body.innerText + " (approve disabled: " + document.getElementById("approve").disabled + ")"`))
+		return fmt.Sprintf("status %q; the card says: %s", s, body)
+	})
+	return s
 }
 
 func cardRecords(t *testing.T, jpath, decision string) []journal.Record {

@@ -123,14 +123,12 @@ func TestApprovalPageOpensTheBrowser(t *testing.T) {
 	server := []string{binary, "files", "--root", root, "--journal", jpath, "--approval-page", "127.0.0.1:0"}
 	n = startNodeScript(t, "testdata/ts-page.mjs", server, "TARGET=notes.txt", "ELICIT=none", "BROWSER="+browser)
 	var link string
-	for deadline := time.Now().Add(30 * time.Second); link == ""; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the browser was never opened")
-		}
+	waitFor(t, "the browser opened", func() bool {
 		if b, err := os.ReadFile(got); err == nil {
 			link = string(b)
 		}
-	}
+		return link != ""
+	})
 	approveInBrowser(t, link, "approval-page-browser.png")
 	if isErr, sc := resultOf(n.step("result")); isErr {
 		t.Fatalf("after the approval: %v", sc)

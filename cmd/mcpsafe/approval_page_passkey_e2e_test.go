@@ -26,23 +26,18 @@ func linkCatcher(t *testing.T) (browser string, link func() string) {
 	browser = filepath.Join(dir, "browser")
 	must(t, os.WriteFile(browser, []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+got+".tmp && mv "+got+".tmp "+got+"\n"), 0o755))
 	return browser, func() string {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the browser was never opened")
-			}
-			if b, err := os.ReadFile(got); err == nil {
-				os.Remove(got)
-				launcher, err := os.ReadFile(strings.TrimPrefix(string(b), "file://"))
-				if err != nil {
-					t.Fatalf("the browser was given %q, not a launcher file: %v", b, err)
-				}
-				m := regexp.MustCompile(`content="0;url=([^"]+)"`).FindSubmatch(launcher)
-				if m == nil {
-					t.Fatalf("the launcher file has no link: %s", launcher)
-				}
-				return html.UnescapeString(string(m[1]))
-			}
+		var b []byte
+		waitFor(t, "the browser opened", func() bool { var err error; b, err = os.ReadFile(got); return err == nil })
+		os.Remove(got)
+		launcher, err := os.ReadFile(strings.TrimPrefix(string(b), "file://"))
+		if err != nil {
+			t.Fatalf("the browser was given %q, not a launcher file: %v", b, err)
 		}
+		m := regexp.MustCompile(`content="0;url=([^"]+)"`).FindSubmatch(launcher)
+		if m == nil {
+			t.Fatalf("the launcher file has no link: %s", launcher)
+		}
+		return html.UnescapeString(string(m[1]))
 	}
 }
 

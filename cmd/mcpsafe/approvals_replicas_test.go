@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -100,22 +101,16 @@ func TestApprovalsServeReplicasDrain(t *testing.T) {
 		ExpiresAt: time.Now().Add(time.Minute)}
 	first := make(chan error, 1)
 	go func() { _, err := hookA.Approve(context.Background(), req); first <- err }()
-	waitHeld := func(base string) {
-		for i := 0; i < 200; i++ {
-			r, _ := http.NewRequest("GET", base+"/api/requests/cmd-rep", nil)
-			r.Header.Set("Authorization", "Bearer alice-token-0123456789")
-			resp, err := http.DefaultClient.Do(r)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					return
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
+	waitFor(t, "the request shows on replica B", func() bool {
+		r, _ := http.NewRequest("GET", b.base+"/api/requests/cmd-rep", nil)
+		r.Header.Set("Authorization", "Bearer alice-token-0123456789")
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			return false
 		}
-		t.Fatal("the request never showed on replica B")
-	}
-	waitHeld(b.base)
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
 	a.stop() // SIGTERM
 	select {
 	case err := <-first:
@@ -132,7 +127,8 @@ func TestApprovalsServeReplicasDrain(t *testing.T) {
 	}
 	again := make(chan approver.Decision, 1)
 	go func() { d, _ := hookB.Approve(context.Background(), req); again <- d }()
-	for i := 0; ; i++ {
+	var approveCode int
+	waitFor(t, "approve on B answered 200", func() bool {
 		r, _ := http.NewRequest("POST", b.base+"/api/requests/cmd-rep/approve", nil)
 		r.Header.Set("Authorization", "Bearer alice-token-0123456789")
 		resp, err := http.DefaultClient.Do(r)
@@ -140,14 +136,9 @@ func TestApprovalsServeReplicasDrain(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			break
-		}
-		if i > 100 {
-			t.Fatalf("approve on B: HTTP %d", resp.StatusCode)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		approveCode = resp.StatusCode
+		return approveCode == 200
+	}, func() string { return fmt.Sprintf("HTTP %d", approveCode) })
 	select {
 	case d := <-again:
 		if !d.Approved {

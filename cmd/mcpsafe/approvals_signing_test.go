@@ -90,7 +90,7 @@ func TestApprovalsSignedDecisions(t *testing.T) {
 		d, err := hook.Approve(context.Background(), req)
 		res <- result{d, err}
 	}()
-	for i := 0; i < 200; i++ {
+	waitFor(t, "the approval finds the request", func() bool {
 		r, _ := http.NewRequest("POST", base+"/api/requests/cmd-sig/approve", nil)
 		r.Header.Set("Authorization", "Bearer alice-token-0123456789")
 		resp, err := http.DefaultClient.Do(r)
@@ -98,11 +98,8 @@ func TestApprovalsSignedDecisions(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != 404 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return resp.StatusCode != 404 // 404: not registered yet
+	})
 	r := <-res
 	if r.err != nil || !r.d.Approved || len(r.d.Evidence) == 0 {
 		t.Fatalf("decision %+v, %v", r.d, r.err)

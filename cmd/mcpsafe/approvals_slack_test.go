@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -127,19 +128,13 @@ func TestApprovalsServeSlack(t *testing.T) {
 	hook, _ := channel.NewWebhook(base+"/webhook", secret)
 	go hook.Approve(context.Background(), approver.Request{ID: "cmd-slack", Tool: "drop_table", Summary: "drop table users",
 		Principal: "ci", Audience: "db", ExpiresAt: time.Now().Add(time.Minute)})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var n int
+	waitFor(t, "2 posts to Slack", func() bool {
 		mu.Lock()
-		n := posts
+		n = posts
 		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("posts: %d; stderr %s", n, errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n >= 2
+	}, func() string { return fmt.Sprintf("posts: %d; stderr %s", n, errb.String()) })
 	cancel()
 	<-done
 	mu.Lock()

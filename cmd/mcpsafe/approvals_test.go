@@ -117,7 +117,8 @@ func TestApprovalsServe(t *testing.T) {
 		res <- err
 	}()
 	post := func(who, token string) int {
-		for i := 0; i < 100; i++ {
+		var code int
+		waitFor(t, who+"'s approval finds the request", func() bool {
 			req, _ := http.NewRequest("POST", base+"/api/requests/cmd-1/approve", nil)
 			req.Header.Set("Authorization", "Bearer "+token)
 			resp, err := http.DefaultClient.Do(req)
@@ -125,12 +126,10 @@ func TestApprovalsServe(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if resp.StatusCode != 404 {
-				return resp.StatusCode
-			}
-			time.Sleep(20 * time.Millisecond) // not registered yet
-		}
-		return 404
+			code = resp.StatusCode
+			return code != 404 // 404: not registered yet
+		})
+		return code
 	}
 	if c := post("alice", "alice-token-0123456789"); c != 200 {
 		t.Fatalf("alice: HTTP %d", c)

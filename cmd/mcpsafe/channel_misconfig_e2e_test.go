@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -90,14 +91,9 @@ func TestChannelMisconfigurationFailsAtStart(t *testing.T) {
 		if strings.Contains(stderr, "stays open") || strings.Contains(stderr, "withdraw") {
 			t.Errorf("%s: the gate speaks of a withdrawal of a request that never opened:\n%s", tc.name, stderr)
 		}
-		deadline := time.Now().Add(10 * time.Second)
 		for _, w := range tc.serviceSays {
-			for !strings.Contains(svcLog.String()[before:], w) && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			if !strings.Contains(svcLog.String()[before:], w) {
-				t.Errorf("%s: the service's log lacks %q:\n%s", tc.name, w, svcLog.String()[before:])
-			}
+			waitFor(t, fmt.Sprintf("%s: the service's log says %q", tc.name, w), func() bool { return strings.Contains(svcLog.String()[before:], w) },
+				func() string { return "log:\n" + svcLog.String()[before:] })
 		}
 	}
 	// Control: the right configuration starts clean and the probe left no
@@ -204,14 +200,12 @@ func TestChannelSecretMismatchAtCallTime(t *testing.T) {
 		done <- reasonOf(t, res)
 	}()
 	var id string
-	for deadline := time.Now().Add(30 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	waitFor(t, "with the right secret the request reaches the service", func() bool {
 		if l := apiRequests(t, base); len(l) == 1 {
 			id, _ = l[0]["id"].(string)
 		}
-	}
-	if id == "" {
-		t.Fatal("with the right secret the request never reached the service")
-	}
+		return id != ""
+	})
 	req, _ := http.NewRequest("POST", base+"/api/requests/"+id+"/deny", nil)
 	req.Header.Set("Authorization", "Bearer "+approverTokens["alice"])
 	resp, err := http.DefaultClient.Do(req)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -97,27 +98,23 @@ func (a *approvalsService) api(method, path, who string) (int, map[string]any) {
 // pendingID waits until exactly one request is pending and returns its id.
 func (a *approvalsService) pendingID() string {
 	a.t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, out := a.api("GET", "/api/requests", "alice"); out != nil {
-			if reqs, _ := out["requests"].([]any); len(reqs) == 1 {
-				return reqs[0].(map[string]any)["id"].(string)
-			}
+	var id string
+	waitFor(a.t, "a request pending at the approval service", func() bool {
+		_, out := a.api("GET", "/api/requests", "alice")
+		if reqs, _ := out["requests"].([]any); len(reqs) == 1 {
+			id = reqs[0].(map[string]any)["id"].(string)
 		}
-	}
-	a.t.Fatal("no request became pending at the approval service")
-	return ""
+		return id != ""
+	})
+	return id
 }
 
 func (a *approvalsService) waitStatus(id, want string) map[string]any {
 	a.t.Helper()
 	var out map[string]any
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, out = a.api("GET", "/api/requests/"+id, "alice"); out["status"] == want {
-			return out
-		}
-	}
-	a.t.Fatalf("request %s is %v, want status %s", id, out, want)
-	return nil
+	waitFor(a.t, "request "+id+" "+want, func() bool { _, out = a.api("GET", "/api/requests/"+id, "alice"); return out["status"] == want },
+		func() string { return fmt.Sprintf("it is %v", out) })
+	return out
 }
 
 // nodeClient is the TypeScript client process and the steps it printed.
@@ -314,9 +311,7 @@ func TestTSChannelCallerGone(t *testing.T) {
 				t.Fatalf("approving a withdrawn request: HTTP %d %v", code, out)
 			}
 			var recs []journal.Record
-			for deadline := time.Now().Add(20 * time.Second); len(recs) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				recs = readJournalFile(t, w.journal)
-			}
+			waitFor(t, "the refusal journaled", func() bool { recs = readJournalFile(t, w.journal); return len(recs) != 0 })
 			if d := decisions(recs); d != "refused:caller_gone:" {
 				t.Fatalf("journal: %s", d)
 			}
@@ -406,11 +401,7 @@ func TestHTTPChannelCallerGone(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { _, err := cs.CallTool(ctx, p); done <- err }()
 			id := a.pendingID()
-			for deadline := time.Now().Add(20 * time.Second); progress.Load() < 2; time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("no progress notifications over HTTP")
-				}
-			}
+			waitFor(t, "progress notifications over HTTP", func() bool { return progress.Load() >= 2 })
 			cancel()
 			<-done
 			if out := a.waitStatus(id, "withdrawn"); out["withdrawn"] != approver.WithdrawCallerGone {
@@ -420,9 +411,7 @@ func TestHTTPChannelCallerGone(t *testing.T) {
 				t.Fatalf("approving a withdrawn request: HTTP %d", code)
 			}
 			var recs []journal.Record
-			for deadline := time.Now().Add(20 * time.Second); len(recs) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				recs = readJournalFile(t, w.journal)
-			}
+			waitFor(t, "the refusal journaled", func() bool { recs = readJournalFile(t, w.journal); return len(recs) != 0 })
 			if d := decisions(recs); d != "refused:caller_gone:" || content(t, w.path("cache.txt")) != "cache" {
 				t.Fatalf("journal %s, cache.txt %q", d, content(t, w.path("cache.txt")))
 			}

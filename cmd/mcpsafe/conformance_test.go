@@ -86,18 +86,15 @@ func startEverything(t *testing.T, bin string, stateful bool) string {
 	must(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	url := "http://" + addr + "/mcp"
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
+	var err error
+	waitFor(t, "the conformance server answers", func() bool {
+		var resp *http.Response
+		if resp, err = http.Get(url); err == nil {
 			resp.Body.Close()
-			return url
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the conformance server did not come up: %v; stderr: %s", err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil
+	}, func() string { return fmt.Sprintf("%v; stderr: %s", err, stderr.String()) })
+	return url
 }
 
 // startHTTPProxy runs `mcpsafe proxy --http` in front of upstream (a URL,

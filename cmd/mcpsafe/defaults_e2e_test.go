@@ -430,14 +430,12 @@ done
 		return list.Requests
 	}
 	var id string
-	for deadline := time.Now().Add(30 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	waitFor(t, "the request reaches the approval service", func() bool {
 		if l := api("GET", "/api/requests"); len(l) == 1 {
 			id, _ = l[0]["id"].(string)
 		}
-	}
-	if id == "" {
-		t.Fatal("the request never reached the approval service")
-	}
+		return id != ""
+	})
 	if content(t, filepath.Join(work, "cache.txt")) != "cache" {
 		t.Fatal("deleted before the approval")
 	}

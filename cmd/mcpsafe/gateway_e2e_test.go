@@ -65,14 +65,19 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls cond until it holds, and fails with what (and what saw
+// says then, if given) when it has not after 30 seconds: for what another
+// process does (a line in its log, a record in its journal, a request at a
+// service) that the test can only observe from outside.
+func waitFor(t testing.TB, what string, cond func() bool, saw ...func() string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
+			for _, s := range saw {
+				what += "; " + s()
+			}
 			t.Fatal("never happened: " + what)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

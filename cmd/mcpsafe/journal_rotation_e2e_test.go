@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,20 +36,15 @@ func TestFilesRotatedJournalEndToEnd(t *testing.T) {
 	}
 	cs.Close()
 	var segs []journal.Segment
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var vcode int
+	var vout string
+	waitFor(t, "verify of the rotated set passes", func() bool {
 		var err error
 		segs, err = journal.Segments(w.journal)
 		must(t, err)
-		code, out, _ := journalCmd("verify", w.journal, "--key", pub)
-		if code == 0 && len(segs) >= 3 && strings.Contains(out, "seq 1..9 in") && strings.Contains(out, "0 record(s) after it") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("verify of the rotated set never passed: %d segments, %d %s", len(segs), code, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		vcode, vout, _ = journalCmd("verify", w.journal, "--key", pub)
+		return vcode == 0 && len(segs) >= 3 && strings.Contains(vout, "seq 1..9 in") && strings.Contains(vout, "0 record(s) after it")
+	}, func() string { return fmt.Sprintf("%d segments, verify said %d %s", len(segs), vcode, vout) })
 	code, out, errs := journalCmd("show", w.journal)
 	if code != 0 || !strings.Contains(out, "9 of 9 records shown.") {
 		t.Fatalf("show: %d %s %s", code, out, errs)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -76,17 +77,12 @@ func TestFilesHTTPWitnessEndToEnd(t *testing.T) {
 	}
 	// Closing stdin ends the server; its final checkpoint goes to the
 	// witness at Close.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, out, _ := verify()
-		if code == 0 && strings.Contains(out, "witnessed: ") && strings.Contains(out, "latest seq 9") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("witnessed verify never passed: %d %s", code, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var vcode int
+	var vout string
+	waitFor(t, "witnessed verify passes", func() bool {
+		vcode, vout, _ = verify()
+		return vcode == 0 && strings.Contains(vout, "witnessed: ") && strings.Contains(vout, "latest seq 9")
+	}, func() string { return fmt.Sprintf("verify said %d %s", vcode, vout) })
 	orig, err := os.ReadFile(w.journal)
 	must(t, err)
 	origCk, err := os.ReadFile(journal.CheckpointsPath(w.journal))

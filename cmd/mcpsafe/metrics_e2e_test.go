@@ -173,21 +173,14 @@ func TestApprovalsServeMetrics(t *testing.T) {
 			results <- err == nil && d.Approved
 		}()
 	}
-	waitFor := func(series string, v float64) string {
+	reaches := func(series string, v float64) string {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			body := scrape(t, maddr)
-			if sample(body, series) == v {
-				return body
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never reached %v:\n%s", series, v, body)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		var body string
+		waitFor(t, fmt.Sprintf("%s at %v", series, v), func() bool { body = scrape(t, maddr); return sample(body, series) == v },
+			func() string { return "metrics:\n" + body })
+		return body
 	}
-	waitFor("mcpsafe_pending_approvals", 3)
+	reaches("mcpsafe_pending_approvals", 3)
 	decide := func(id, action, token string) {
 		req, _ := http.NewRequest("POST", base+"/api/requests/"+id+"/"+action, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -200,7 +193,7 @@ func TestApprovalsServeMetrics(t *testing.T) {
 	}
 	decide("m-1", "approve", "alice-token-0123456789")
 	decide("m-2", "deny", "bob-token-0123456789ab")
-	body := waitFor("mcpsafe_pending_approvals", 1)
+	body := reaches("mcpsafe_pending_approvals", 1)
 	for series, v := range map[string]float64{
 		`mcpsafe_channel_decisions_total{status="approved"}`:   1,
 		`mcpsafe_channel_decisions_total{status="denied"}`:     1,

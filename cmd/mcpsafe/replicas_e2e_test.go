@@ -287,16 +287,13 @@ func TestLedgerOutage(t *testing.T) {
 	port := freePort(t)
 	startRedis := func() *exec.Cmd {
 		cmd := exec.Command(redisBin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+		log := &lockedBuffer{}
+		cmd.Stdout = log
 		must(t, cmd.Start())
-		for range 100 {
-			if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-				c.Close()
-				return cmd
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatal("private redis did not start")
-		return nil
+		// Its readiness line, printed once it listens.
+		waitFor(t, "private redis ready", func() bool { return strings.Contains(log.String(), "Ready to accept connections") },
+			func() string { return "it said:\n" + log.String() })
+		return cmd
 	}
 	redis := startRedis()
 	defer func() { redis.Process.Kill(); redis.Wait() }()

@@ -73,25 +73,17 @@ func (r *running) exited(t *testing.T, within time.Duration) {
 	case <-time.After(within):
 		t.Fatalf("the server did not exit within %s; stderr:\n%s", within, r.stderr.String())
 	}
-	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid)); err != nil || strings.Contains(string(b), ") Z ") {
-			return // gone, or a zombie waiting to be reaped
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server process still runs; stderr:\n%s", r.stderr.String())
-		}
-	}
+	waitFor(t, "the server process ends", func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
+		return err != nil || strings.Contains(string(b), ") Z ") // gone, or a zombie waiting to be reaped
+	}, func() string { return "stderr:\n" + r.stderr.String() })
 }
 
 func journalSays(t *testing.T, path, want string) {
 	t.Helper()
 	var d string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if d = decisions(readJournalFile(t, path)); strings.Contains(d, want) {
-			return
-		}
-	}
-	t.Fatalf("journal %q lacks %q", d, want)
+	waitFor(t, "the journal says "+want, func() bool { d = decisions(readJournalFile(t, path)); return strings.Contains(d, want) },
+		func() string { return "journal: " + d })
 }
 
 func noRun(t *testing.T, path string) {
