@@ -139,6 +139,9 @@ type summary struct {
 	// between the redemption and the approval record: spent, nothing ran,
 	// and the journal records the interrupted redemption.
 	spentByKill int
+	// spentByLedgerFailure: approved, the redemption refused
+	// ledger_unavailable (journaled), the retry found the grant spent.
+	spentByLedgerFailure int
 	// ranUnseen: ran (journaled executed) while its client lost the answer.
 	ranUnseen int
 	f         *faults
@@ -147,9 +150,9 @@ type summary struct {
 
 func (s *summary) line() string {
 	return fmt.Sprintf("chaos: seed=%d sessions=%d minutes=%.1f approval-replicas=%d gate-replicas=%d | calls=%d files=%d approved=%d denied=%d executed=%d "+
-		"journal-executed=%d executions-per-approval<=%d decisions-lost=%d spent-by-a-killed-gate=%d ran-answer-lost=%d journals-verified=%d/%d ambiguous=%d (approved then cut by a kill: %d) | kills: gate=%d approvals=%d; redis-restarts=%d pg-terminations=%d disk-full=%d | orphaned-by-kills=%d elapsed=%s",
+		"journal-executed=%d executions-per-approval<=%d decisions-lost=%d spent-by-a-killed-gate=%d spent-by-a-failed-ledger-redemption=%d ran-answer-lost=%d journals-verified=%d/%d ambiguous=%d (approved then cut by a kill: %d) | kills: gate=%d approvals=%d; redis-restarts=%d pg-terminations=%d disk-full=%d | orphaned-by-kills=%d elapsed=%s",
 		s.seed, s.c.sessions, s.c.duration.Minutes(), s.c.approvals, s.c.gates, s.calls, s.paths, s.approved, s.denied, s.executed, s.journalExecuted,
-		max(s.maxPerCall, s.maxPerPath), len(s.lost), s.spentByKill, s.ranUnseen, s.verified, s.results, s.ambiguous, s.ambiguousApproved,
+		max(s.maxPerCall, s.maxPerPath), len(s.lost), s.spentByKill, s.spentByLedgerFailure, s.ranUnseen, s.verified, s.results, s.ambiguous, s.ambiguousApproved,
 		s.f.gateKills.Load(), s.f.approvalKills.Load(), s.f.redisRestarts.Load(), s.f.pgTerminations.Load(), s.f.diskFull.Load(),
 		s.orphans, s.elapsed.Round(time.Second))
 }
@@ -252,6 +255,8 @@ func (s *summary) account(sys *system, w *workload) {
 	interruptedPath := map[string]bool{}
 	redeeming := map[string]string{} // open redemptions: call -> path
 	redeemed := map[string]string{}  // every redemption: call -> path
+	// ledgerFailedPath: paths with a redemption refused ledger_unavailable.
+	ledgerFailedPath := map[string]bool{}
 	for _, j := range sys.journals {
 		s.results++
 		if err := sys.journalVerify(j); err != nil {
@@ -269,6 +274,12 @@ func (s *summary) account(sys *system, w *workload) {
 			case journal.Refused:
 				if r.Call != "" && strings.HasPrefix(r.Reason, journal.RedemptionInterrupted) {
 					interruptedPath[redeemed[r.Call]] = true // (the record has no arguments)
+				}
+				if r.Call != "" && r.Reason == "ledger_unavailable" {
+					// The ledger failed under the redemption: it may have
+					// spent the grant (a reply lost with a Redis restart);
+					// the gate cannot tell, and gives nothing back.
+					ledgerFailedPath[pathOf(r)] = true
 				}
 			case journal.ChannelApproved:
 				approvedCall[r.Call] = pathOf(r)
@@ -345,6 +356,14 @@ func (s *summary) account(sys *system, w *workload) {
 			// (redemption_interrupted). Counted on its own; without that
 			// record it is a lost decision.
 			s.spentByKill++
+			explained = true
+		}
+		if o.handle && w.decisions[o.path] == "approve" && o.result == "refused:token_spent" && !explained && ledgerFailedPath[o.path] {
+			// The ledger failed under this handle's redemption (its
+			// reply lost with a restart): the grant may be spent, and
+			// giving it back could let another replica's concurrent
+			// redemption run the call twice. Journaled; counted apart.
+			s.spentByLedgerFailure++
 			explained = true
 		}
 		if o.handle && w.decisions[o.path] == "approve" && o.result != "executed" && !explained {
