@@ -807,4 +807,17 @@ var proxyMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "policy-rule-principal-unbound",
+		Packages: []string{"./proxy"},
+		Run:      "TestRuleSeesPrincipal",
+		Why:      "a policy rule sees an empty principal: a deny rule naming a caller never denies it, and an auto-approve rule naming one never runs its calls (or, written as principal != X, approves everyone)",
+		Edits: []Edit{
+			{
+				File: "proxy/policy/cel.go",
+				Old:  "Principal: c.Principal, Args: args",
+				New:  "Principal: \"\", Args: args",
+			},
+		},
+	},
 }
