@@ -777,7 +777,7 @@ var proxyMutants = []Mutant{
 			{
 				File: "proxy/policy/policy.go",
 				Old:  "if p == nil || !p.TrustUpstreamGate || !toolschema.HasProperty(t.InputSchema, mcpsafe.TokenField) {",
-				New:  "if p == nil || !p.TrustUpstreamGate {",
+				New:  "if _ = toolschema.HasProperty; p == nil || !p.TrustUpstreamGate {",
 			},
 		},
 	},
