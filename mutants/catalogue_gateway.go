@@ -64,7 +64,7 @@ var gatewayMutants = []Mutant{
 		Why:      "a gateway on a shared ledger runs servers under audiences derived per host, which replicas do not agree on",
 		Edits: []Edit{
 			{
-				File: "proxy/gateway.go",
+				File: "proxy/policy/gateway.go",
 				Old:  "\tif !sharedLedger {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {",
 				New:  "\tif true || !sharedLedger {\n\t\treturn nil\n\t}\n\tvar errs []error\n\tfor _, sp := range file.Servers {",
 			},
@@ -103,7 +103,7 @@ var gatewayMutants = []Mutant{
 		Why:      "a reload that withdraws allow_grants_for is applied in place, where the gate keeps its old opt-ins, so grants go on being offered and honoured",
 		Edits: []Edit{
 			{
-				File: "proxy/gateway_config.go",
+				File: "proxy/gateway_reload.go",
 				Old:  "p.AllowTokenFor, p.AllowGrantsFor, p.UpstreamRequests}",
 				New:  "p.AllowTokenFor, nil, p.UpstreamRequests}",
 			},
@@ -124,12 +124,12 @@ var gatewayMutants = []Mutant{
 	},
 	{
 		Name:     "gateway-relays-unknown-methods",
-		Packages: []string{"./proxy"},
+		Packages: []string{"./proxy/policy"},
 		Run:      "TestUnknownMethodsPolicy",
 		Why:      "a gateway accepts unknown_methods: relay though it cannot tell which server such a method is for",
 		Edits: []Edit{
 			{
-				File: "proxy/gateway_config.go",
+				File: "proxy/policy/gateway.go",
 				Old:  "\t\tif pol.RelayUnknownMethods {",
 				New:  "\t\tif false {",
 			},

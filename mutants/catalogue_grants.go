@@ -96,4 +96,17 @@ var grantMutants = []Mutant{
 			},
 		},
 	},
+	{
+		Name:     "cel-cost-unbounded",
+		Packages: []string{"./internal/celenv"},
+		Run:      "TestCostLimitStopsAnExpensiveExpression",
+		Why:      "CEL programs (grant scopes, policy rules) are planned without the cost limit: one expression over a long argument stalls the call",
+		Edits: []Edit{
+			{
+				File: "internal/celenv/celenv.go",
+				Old:  "e.Program(ast, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))",
+				New:  "e.Program(ast, cel.InterruptCheckFrequency(100))",
+			},
+		},
+	},
 }

@@ -7,12 +7,12 @@ package mutants
 var proxyMutants = []Mutant{
 	{
 		Name:     "proxy-unknown-policy-keys",
-		Packages: []string{"./proxy"},
+		Packages: []string{"./proxy/policy", "./proxy"},
 		Run:      "TestBadPolicies|TestAutoApproveExactTrue|TestDefaultPolicy|TestDenyAllowRules|TestGateReadOnlyAndElicitMode",
 		Why:      "the policy file accepts unknown keys (a typo such as auto_aprove silently does nothing)",
 		Edits: []Edit{
 			{
-				File: "proxy/policy_hints.go",
+				File: "proxy/policy/hints.go",
 				Old:  "\tdec.KnownFields(true)\n\tif err := dec.Decode(v); err != nil {",
 				New:  "\tif err := dec.Decode(v); err != nil {",
 			},
@@ -25,7 +25,7 @@ var proxyMutants = []Mutant{
 		Why:      "a CEL rule yielding a non-bool (\"true\", 1) counts as a match when it looks true",
 		Edits: []Edit{
 			{
-				File: "proxy/policy_cel.go",
+				File: "proxy/policy/cel.go",
 				Old:  "\t\tb, ok := v.(types.Bool)\n\t\tif !ok {\n",
 				New:  "\t\tb, ok := v.(types.Bool)\n\t\tif !ok && fmt.Sprint(v.Value()) != \"\" && fmt.Sprint(v.Value()) != \"false\" && fmt.Sprint(v.Value()) != \"<nil>\" && fmt.Sprint(v.Value()) != \"0\" {\n\t\t\treturn true, nil\n\t\t}\n\t\tif !ok {\n",
 			},
@@ -52,8 +52,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/tools.go",
-				Old:  "\treturn (!readOnly(t) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())",
-				New:  "\treturn (irreversible(t, tp) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())",
+				Old:  "\treturn (!readOnly(t) && !s.pol().TrustsUpstreamGate(t)) || (tp != nil && tp.HasSettings())",
+				New:  "\treturn (irreversible(t, tp) && !s.pol().TrustsUpstreamGate(t)) || (tp != nil && tp.HasSettings())",
 			},
 		},
 	},
@@ -64,7 +64,7 @@ var proxyMutants = []Mutant{
 		Why:      "a policy's preview template sees the raw arguments and can show part of a password",
 		Edits: []Edit{
 			{
-				File: "proxy/policy_cel.go",
+				File: "proxy/effects.go",
 				Old:  "\treturn journal.Redact(c.Arguments, extra)\n",
 				New:  "\t_, _ = extra, journal.Redact\n\treturn c.Arguments\n",
 			},
@@ -207,7 +207,7 @@ var proxyMutants = []Mutant{
 		Why:      "a policy file's grant scopes are not digested into ScopesBinding, so a reload that narrows them keeps the old grants",
 		Edits: []Edit{
 			{
-				File: "proxy/policy.go",
+				File: "proxy/policy/policy.go",
 				Old:  "\t\tgp.ScopesBinding = scopesBinding(scopes)\n",
 				New:  "",
 			},
@@ -325,8 +325,8 @@ var proxyMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/http_fastlane.go",
-				Old:  "if strings.EqualFold(k, string(kind)) && !ur.allows(kind) {",
-				New:  "if strings.EqualFold(k, string(kind)) && false && !ur.allows(kind) {",
+				Old:  "if strings.EqualFold(k, string(kind)) && !ur.Allows(kind) {",
+				New:  "if strings.EqualFold(k, string(kind)) && false && !ur.Allows(kind) {",
 			},
 		},
 	},
@@ -749,7 +749,7 @@ var proxyMutants = []Mutant{
 		Why:      "a rule naming an argument the tool lacks (args.pth) loads, then denies every call at run time",
 		Edits: []Edit{
 			{
-				File: "proxy/policy_hints.go",
+				File: "proxy/policy/hints.go",
 				Old:  "\tfor _, a := range tp.argRefs {",
 				New:  "\tfor _, a := range tp.argRefs[:0] {",
 			},
@@ -762,9 +762,9 @@ var proxyMutants = []Mutant{
 		Why:      "a tool that declares its own approval_token passes through without trust_upstream_gate in the policy",
 		Edits: []Edit{
 			{
-				File: "proxy/policy.go",
-				Old:  "if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(",
-				New:  "if p == nil || !schemaHasProperty(",
+				File: "proxy/policy/policy.go",
+				Old:  "if p == nil || !p.TrustUpstreamGate || !toolschema.HasProperty(",
+				New:  "if p == nil || !toolschema.HasProperty(",
 			},
 		},
 	},
@@ -775,9 +775,9 @@ var proxyMutants = []Mutant{
 		Why:      "trust_upstream_gate passes every tool through, also those without a gate of their own",
 		Edits: []Edit{
 			{
-				File: "proxy/policy.go",
-				Old:  "if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(t.InputSchema, mcpsafe.TokenField) {",
-				New:  "if p == nil || !p.TrustUpstreamGate {",
+				File: "proxy/policy/policy.go",
+				Old:  "if p == nil || !p.TrustUpstreamGate || !toolschema.HasProperty(t.InputSchema, mcpsafe.TokenField) {",
+				New:  "if _ = toolschema.HasProperty; p == nil || !p.TrustUpstreamGate {",
 			},
 		},
 	},
@@ -804,6 +804,19 @@ var proxyMutants = []Mutant{
 				File: "proxy/effects.go",
 				Old:  "\tcase !exists:\n\t\treturn []string{move + \"which does not exist yet",
 				New:  "\tcase !exists || true:\n\t\treturn []string{move + \"which does not exist yet",
+			},
+		},
+	},
+	{
+		Name:     "policy-rule-principal-unbound",
+		Packages: []string{"./proxy"},
+		Run:      "TestRuleSeesPrincipal",
+		Why:      "a policy rule sees an empty principal: a deny rule naming a caller never denies it, and an auto-approve rule naming one never runs its calls (or, written as principal != X, approves everyone)",
+		Edits: []Edit{
+			{
+				File: "proxy/policy/cel.go",
+				Old:  "Principal: c.Principal, Args: args",
+				New:  "Principal: \"\", Args: args",
 			},
 		},
 	},

@@ -102,8 +102,8 @@ var relayMutants = []Mutant{
 		Edits: []Edit{
 			{
 				File: "proxy/relay.go",
-				Old:  "\t\t\treturn KindURLElicitation // (a mode a client may not read as form, too)",
-				New:  "\t\t\treturn KindElicitation",
+				Old:  "\t\t\treturn policy.KindURLElicitation // (a mode a client may not read as form, too)",
+				New:  "\t\t\treturn policy.KindElicitation",
 			},
 		},
 	},

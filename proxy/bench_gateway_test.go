@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 )
 
 // gatewayBenchEnv makes the test binary serve a gateway over stdio from
@@ -15,7 +17,7 @@ import (
 const gatewayBenchEnv = "MCPSAFE_PROXY_BENCH_GATEWAY"
 
 func serveGateway(config string) int {
-	f, err := LoadGateway(config)
+	f, err := policy.LoadGateway(config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/mcphttp"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -150,7 +151,7 @@ func serveHTTPGateway(upstream string) int {
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		return 1
 	}
-	f, err := LoadGateway(config)
+	f, err := policy.LoadGateway(config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/tracemeta"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -107,19 +108,19 @@ func withCaps[P interface {
 		delete(out, mcp.MetaKeyClientCapabilities)
 	} else if caps, ok := out[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
 		kept := maps.Clone(caps)
-		for _, k := range requestKinds {
-			if !s.pol().UpstreamRequests.allows(k) {
+		for k := range policy.RequestKinds {
+			if !s.pol().UpstreamRequests.Allows(k) {
 				delete(kept, string(k))
 			}
 		}
-		if el, ok := kept[string(KindElicitation)].(map[string]any); ok && el["url"] != nil && !s.pol().UpstreamRequests.allows(KindURLElicitation) {
+		if el, ok := kept[string(policy.KindElicitation)].(map[string]any); ok && el["url"] != nil && !s.pol().UpstreamRequests.Allows(policy.KindURLElicitation) {
 			// Form only; an empty elicitation object would declare form.
 			if el["form"] == nil {
-				delete(kept, string(KindElicitation))
+				delete(kept, string(policy.KindElicitation))
 			} else {
 				el = maps.Clone(el)
 				delete(el, "url")
-				kept[string(KindElicitation)] = el
+				kept[string(policy.KindElicitation)] = el
 			}
 		}
 		out[mcp.MetaKeyClientCapabilities] = kept

@@ -15,9 +15,9 @@
 // (http_lane_stateful.go, with the call's id rewritten into a reserved id
 // space of the shared upstream session). Every raw relay passes a frame's
 // bytes only when internal/frame's reader says it reads alike to every
-// parser (frame.Read, one rule). A policy file can only
-// make this stricter per tool, mark a named tool reversible or
-// auto-approved, and refuse kinds of upstream requests.
+// parser (frame.Read, one rule). A policy file (package proxy/policy
+// reads it) can only make this stricter per tool, mark a named tool
+// reversible or auto-approved, and refuse kinds of upstream requests.
 //
 // Served over stdio, the proxy has one client, and its one upstream
 // session (its one process, for a command) speaks that client's protocol

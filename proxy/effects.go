@@ -5,178 +5,22 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/common/types"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/journal"
 	"github.com/mcpsafe/mcpsafe/plan"
 	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Effect is a tool's effect: what the call will change, computed from the
-// upstream before the human is asked and shown as a diff (plan.Part).
-// The gate previews the call again right before it runs, so the effect is
-// computed twice, and a different answer the second time (the file
-// changed) voids the approval.
-//
-// Three kinds, one per tool (effect: in the policy file):
-//
-//	effect:
-//	  write:                        # a file's new content against its current one
-//	    path: args.path             # CEL: the file
-//	    content: args.content       # CEL: the new content
-//	    read: {tool: read_text_file, args: {path: args.path}}
-//
-//	effect:
-//	  dry_run:                      # the same tool, told not to change anything
-//	    set: {dryRun: true}         # arguments added to the call's own
-//	    shows: [edits]              # the arguments its diff stands for
-//
-//	effect:
-//	  move:                         # a file moved or renamed
-//	    source: args.source         # CEL: the file moved
-//	    destination: args.destination
-//	    read: {tool: get_file_info, args: {path: args.destination}}
-//	    replaces: false             # what the tool does to an existing destination
-//
-// write reads the current content through a read-only upstream tool (one
-// the proxy passes through, checked on every call); an error that says the
-// file does not exist (ENOENT, "no such file") makes the call a creation,
-// any other error refuses it. move looks the destination up the same way
-// and says whether it exists. A path (write's path, move's source and
-// destination) must be clean, with no "." or ".." element, no empty one
-// ("//") and no trailing "/", or the call is refused (invalid_path) before
-// anyone is asked: the read tool and the gated tool may resolve such a
-// path differently (the read finds nothing at a/nodir/../f, the write
-// cleans it to a/f and overwrites it), and the plan would then claim a
-// creation where a file is overwritten. dry_run trusts the upstream to
-// honour the argument it sets; its answer must be a unified diff, or the
-// call is refused: a diff that cannot be read is not shown as if it were
-// one.
-type Effect struct {
-	Read    *Resolver   // write, move: the read-only tool and its arguments
-	Path    cel.Program // write: the file
-	Content cel.Program // write: the new content
-	DryRun  map[string]json.RawMessage
-	// Source and Destination are move's paths; Replaces is what its tool
-	// does to an existing destination: nil unknown, true replaces it,
-	// false refuses (the call is then refused before anyone is asked).
-	Source, Destination cel.Program
-	Replaces            *bool
-	// Shows names the arguments the diff stands for (write: those the
-	// content expression reads; dry_run: shows:).
-	Shows []string
-}
-
-type effectFile struct {
-	Write  *writeEffectFile  `yaml:"write"`
-	DryRun *dryRunEffectFile `yaml:"dry_run"`
-	Move   *moveEffectFile   `yaml:"move"`
-}
-
-type moveEffectFile struct {
-	Source      yaml.Node     `yaml:"source"`
-	Destination yaml.Node     `yaml:"destination"`
-	Read        *resolverFile `yaml:"read"`
-	Replaces    *bool         `yaml:"replaces"`
-}
-
-type writeEffectFile struct {
-	Path    yaml.Node     `yaml:"path"`
-	Content yaml.Node     `yaml:"content"`
-	Read    *resolverFile `yaml:"read"`
-}
-
-type dryRunEffectFile struct {
-	Set   map[string]any `yaml:"set"`
-	Shows []string       `yaml:"shows"`
-}
-
-// effect checks and compiles a tool's effect: entry.
-func (tc *toolCompiler) effect(line int, f *effectFile) *Effect {
-	e := &Effect{}
-	switch {
-	case countSet(f.Write != nil, f.DryRun != nil, f.Move != nil) != 1:
-		tc.fail(line, "effect: give exactly one of write, dry_run and move")
-		return nil
-	case f.Move != nil:
-		m := f.Move
-		e.Source, _ = tc.expr(&m.Source, "effect.move.source", line, false)
-		e.Destination, _ = tc.expr(&m.Destination, "effect.move.destination", line, false)
-		e.Replaces = m.Replaces
-		if m.Read == nil || m.Read.Tool == "" {
-			tc.fail(line, "effect.move.read: name the read-only upstream tool that looks the destination up, e.g. {tool: get_file_info, args: {path: args.destination}}")
-			break
-		}
-		e.Read = &Resolver{Tool: m.Read.Tool, args: tc.callArgs(m.Read.Args, "effect.move.read.args")}
-	case f.DryRun != nil:
-		if len(f.DryRun.Set) == 0 {
-			tc.fail(line, "effect.dry_run.set: name the argument that makes the call a dry run, e.g. {dryRun: true}")
-		}
-		e.DryRun = map[string]json.RawMessage{}
-		for k, v := range f.DryRun.Set {
-			b, err := json.Marshal(v)
-			if err != nil {
-				tc.fail(line, "effect.dry_run.set.%s: %v", k, err)
-			}
-			e.DryRun[k] = b
-		}
-		e.Shows = f.DryRun.Shows
-		for _, a := range e.Shows {
-			tc.tp.argRefs = append(tc.tp.argRefs, argRef{name: a, where: "effect.dry_run.shows", line: line})
-		}
-	default:
-		w := f.Write
-		e.Path, _ = tc.expr(&w.Path, "effect.write.path", line, false)
-		e.Content, e.Shows = tc.expr(&w.Content, "effect.write.content", line, false)
-		if w.Read == nil || w.Read.Tool == "" {
-			tc.fail(line, "effect.write.read: name the read-only upstream tool that returns the current content, e.g. {tool: read_text_file, args: {path: args.path}}")
-			break
-		}
-		e.Read = &Resolver{Tool: w.Read.Tool, args: tc.callArgs(w.Read.Args, "effect.write.read.args")}
-	}
-	return e
-}
-
-func countSet(bs ...bool) int {
-	n := 0
-	for _, b := range bs {
-		if b {
-			n++
-		}
-	}
-	return n
-}
-
-// callArgs compiles a map of argument names to CEL expressions (a
-// resolver's or a read's args:).
-func (tc *toolCompiler) callArgs(n yaml.Node, where string) []resolverArg {
-	if n.IsZero() {
-		return nil
-	}
-	if n.Kind != yaml.MappingNode {
-		tc.fail(n.Line, "%s must map argument names to CEL expressions", where)
-		return nil
-	}
-	var args []resolverArg
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if prg, _ := tc.expr(v, where+"."+k.Value, v.Line, false); prg != nil {
-			args = append(args, resolverArg{name: k.Value, prg: prg})
-		}
-	}
-	return args
-}
-
-func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
+func (s *Server) effect(ctx context.Context, name string, e *policy.Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	switch {
 	case e.DryRun != nil:
 		return s.dryRun(ctx, name, e, c)
@@ -186,7 +30,7 @@ func (s *Server) effect(ctx context.Context, name string, e *Effect, c mcpsafe.C
 	return s.writeEffect(ctx, e, c)
 }
 
-func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
+func (s *Server) writeEffect(ctx context.Context, e *policy.Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	path, err := evalPath(ctx, e.Path, c, "effect.write.path")
 	if err != nil {
 		return nil, nil, err
@@ -215,7 +59,7 @@ func (s *Server) writeEffect(ctx context.Context, e *Effect, c mcpsafe.Call) ([]
 // moveEffect says where a file goes and whether the destination exists:
 // the move replaces it, is refused, or (replaces: not set) may replace
 // it, in those words.
-func (s *Server) moveEffect(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
+func (s *Server) moveEffect(ctx context.Context, name string, e *policy.Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	src, err := evalPath(ctx, e.Source, c, "effect.move.source")
 	if err != nil {
 		return nil, nil, err
@@ -243,7 +87,7 @@ func (s *Server) moveEffect(ctx context.Context, name string, e *Effect, c mcpsa
 // readCurrent reads through r: what the tool answered and true, or false
 // when its error says there is nothing there (ENOENT, "no such file").
 // Any other error refuses the call.
-func (s *Server) readCurrent(ctx context.Context, r *Resolver, c mcpsafe.Call, what string) (string, bool, error) {
+func (s *Server) readCurrent(ctx context.Context, r *policy.Resolver, c mcpsafe.Call, what string) (string, bool, error) {
 	res, text, err := s.callReadOnly(ctx, r, c, mcpsafe.ReasonPreviewFailed, what)
 	if err != nil {
 		return "", false, err
@@ -267,7 +111,7 @@ func missing(text string) bool {
 	return strings.Contains(t, "enoent") || strings.Contains(t, "no such file")
 }
 
-func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
+func (s *Server) dryRun(ctx context.Context, name string, e *policy.Effect, c mcpsafe.Call) ([]string, []plan.Part, error) {
 	args := map[string]json.RawMessage{}
 	if len(c.Arguments) > 0 {
 		if err := json.Unmarshal(c.Arguments, &args); err != nil {
@@ -290,14 +134,11 @@ func (s *Server) dryRun(ctx context.Context, name string, e *Effect, c mcpsafe.C
 
 // evalString evaluates an effect's key: a string, or a refusal.
 func evalString(ctx context.Context, prg cel.Program, c mcpsafe.Call, key string) (string, error) {
-	v, err := eval(ctx, prg, c, nil)
-	if err == nil {
-		if str, ok := v.(types.String); ok {
-			return string(str), nil
-		}
-		err = errors.New("the expression did not yield a string")
+	str, err := policy.EvalString(ctx, prg, c)
+	if err != nil {
+		return "", mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "%s: %v", key, err)
 	}
-	return "", mcpsafe.Refuse(mcpsafe.ReasonPreviewFailed, "%s: %v", key, err)
+	return str, nil
 }
 
 // evalPath evaluates an effect's path: a clean one, or a refusal.
@@ -348,7 +189,7 @@ func lineCount(s string) int {
 // person knows it by, the effect when the policy computes one, and the
 // state a resolver reported. The arguments themselves are not listed
 // here: the gate shows every one of them, in full, once.
-func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
+func (s *Server) previewFor(name string, tp *policy.Tool) func(context.Context, mcpsafe.Call, mcpsafe.Resolved) (mcpsafe.Plan, error) {
 	return func(ctx context.Context, c mcpsafe.Call, r mcpsafe.Resolved) (mcpsafe.Plan, error) {
 		var args map[string]json.RawMessage
 		if err := json.Unmarshal(previewArguments(c, tp), &args); err != nil {
@@ -385,6 +226,20 @@ func (s *Server) previewFor(name string, tp *ToolPolicy) func(context.Context, m
 		plan.Details = append(plan.Details, stateLines(r)...)
 		return plan, nil
 	}
+}
+
+// previewArguments is the copy of a call's arguments that its plan (the
+// policy's preview template and the argument lines) is built from:
+// sensitive values redacted by name, the tool's secret_fields and the
+// common names journal.Redact knows. By name and not only by value (as the
+// gate does): a template may show part of a value ({{printf "%.6s"
+// .password}}), which no value match would catch.
+func previewArguments(c mcpsafe.Call, tp *policy.Tool) json.RawMessage {
+	var extra []string
+	if tp != nil {
+		extra = tp.SecretFields
+	}
+	return journal.Redact(c.Arguments, extra)
 }
 
 // personName is the upstream server as a person knows it: the name the

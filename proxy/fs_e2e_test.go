@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -287,7 +288,7 @@ tools:
 // The shipped example policy starts against the real server and opts no
 // irreversible tool into tokens.
 func TestFSExamplePolicy(t *testing.T) {
-	pol, err := LoadPolicy("testdata/example-policy.yaml")
+	pol, err := policy.Load("testdata/example-policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

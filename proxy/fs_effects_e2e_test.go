@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,7 +20,7 @@ import (
 // the operator gave it; a file changed between the question and the run
 // voids the approval, and the control runs.
 func TestFSExamplePolicyEffects(t *testing.T) {
-	pol, err := LoadPolicy("testdata/example-policy.yaml")
+	pol, err := policy.Load("testdata/example-policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

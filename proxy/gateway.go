@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,7 +25,7 @@ import (
 // server. Each upstream gets a proxy Server of its own (the same relay,
 // gate and rug-pull rules as `mcpsafe proxy` with one upstream), which
 // registers its tools on the gateway's server under the upstream's prefix
-// (see NameSeparator). All of them share one journal, one ledger, one key
+// (see policy.NameSeparator). All of them share one journal, one ledger, one key
 // and one approval channel; each has its own policy and audience, and every
 // plan names the server.
 //
@@ -82,7 +83,7 @@ type GatewayOptions struct {
 	// Metrics, when set, times every call upstream (Config.Metrics).
 	Metrics Metrics
 	// SharedLedger says that other processes reach the ledger: every
-	// server then needs an explicit audience (GatewayFile.CheckAudiences).
+	// server then needs an explicit audience (policy.GatewayFile.CheckAudiences).
 	SharedLedger bool
 	// ClientProtocol is the protocol generation of the gateway's one
 	// client, when it has one (Config.ClientProtocol): each upstream
@@ -94,7 +95,7 @@ type GatewayOptions struct {
 // slot is one configured server: its spec, the proxy Server currently
 // running it (nil while down) and what its Server shares with the gateway.
 type slot struct {
-	spec *ServerSpec
+	spec *policy.ServerSpec
 	m    *member
 	srv  *Server
 	// early is a server routed to while it starts (see member.starting),
@@ -136,7 +137,7 @@ type member struct {
 // backoff while the others serve; no server up at all, a policy that does
 // not fit its upstream's tools, or a name two servers would both serve is
 // a startup error.
-func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, opts GatewayOptions) (_ *Gateway, err error) {
+func NewGateway(ctx context.Context, file *policy.GatewayFile, gate mcpsafe.Options, opts GatewayOptions) (_ *Gateway, err error) {
 	if gate.Mode != "" || len(gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in each server's policy")
 	}
@@ -156,7 +157,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 		opts.HealthInterval = 10 * time.Second
 	}
 	g := gatewayOn(gate, opts)
-	g.MCP = g.newMCP("mcpsafe-gateway", "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and "+NameSeparator+".",
+	g.MCP = g.newMCP("mcpsafe-gateway", "This server is behind mcpsafe: tools that change something need the user's approval of a plan first; show the plan to the user as given. Tool and prompt names start with the name of the server they belong to and "+policy.NameSeparator+".",
 		&mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},
 			// List changes of any server's prompts or resources are
@@ -187,7 +188,7 @@ func NewGateway(ctx context.Context, file *GatewayFile, gate mcpsafe.Options, op
 	for _, sl := range slots {
 		srv, err := g.start(ctx, sl)
 		if err != nil {
-			err = &serverError{sl.spec.label(), err}
+			err = &serverError{sl.spec.Label(), err}
 			if _, ok := errors.AsType[*unreachableError](err); !ok {
 				return nil, fmt.Errorf("proxy: %w", err)
 			}
@@ -245,26 +246,10 @@ func (g *Gateway) newMCP(name, instructions string, caps *mcp.ServerCapabilities
 	return srv
 }
 
-// CheckAudiences refuses servers without an explicit audience when the
-// ledger is shared, as a single proxy does: replicas must agree on every
-// audience, and a derived one differs between hosts.
-func (file *GatewayFile) CheckAudiences(sharedLedger bool) error {
-	if !sharedLedger {
-		return nil
-	}
-	var errs []error
-	for _, sp := range file.Servers {
-		if sp.Audience == "" {
-			errs = append(errs, fmt.Errorf("%s: servers.%s.audience is required: the ledger is shared, so every replica must bind this server's approvals to the same name, and a name derived from the command line or URL may differ between hosts", file.Source, sp.Name))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // newSlot makes sp's slot, the gateway's slot of that name from now on.
-func (g *Gateway) newSlot(sp *ServerSpec) *slot {
+func (g *Gateway) newSlot(sp *policy.ServerSpec) *slot {
 	sl := &slot{spec: sp, known: map[string]bool{}}
-	sl.m = &member{name: sp.Name, prefix: sp.prefix(), g: g, sl: sl,
+	sl.m = &member{name: sp.Name, prefix: sp.Prefix(), g: g, sl: sl,
 		server:  func(*mcp.InitializeResult) *mcp.Server { return g.MCP },
 		suspect: func(srv *Server) { go g.check(srv) }}
 	g.mu.Lock()
@@ -394,10 +379,10 @@ func (g *Gateway) route(name string) (sl *slot, srv *Server) {
 	return sl, sl.srv
 }
 
-// prefixed cuts name at NameSeparator when what is before it is the name
+// prefixed cuts name at policy.NameSeparator when what is before it is the name
 // of a server that is not bare (under g.mu).
 func (g *Gateway) prefixed(name string) (server, rest string, ok bool) {
-	server, rest, ok = strings.Cut(name, NameSeparator)
+	server, rest, ok = strings.Cut(name, policy.NameSeparator)
 	return server, rest, ok && g.slots[server] != nil && !g.slots[server].spec.Bare
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 )
 
 // gwUpstreamEnv makes the test binary a small Go MCP server over stdio
@@ -99,11 +101,11 @@ func fsServerYAML(t testing.TB, name, dir, extra string) string {
 }
 
 // gatewayFile writes a gateway configuration into dir and loads it.
-func gatewayFile(t testing.TB, dir, body string) (string, *GatewayFile) {
+func gatewayFile(t testing.TB, dir, body string) (string, *policy.GatewayFile) {
 	t.Helper()
 	path := filepath.Join(dir, "gateway.yaml")
 	writeFile(t, path, body)
-	f, err := LoadGateway(path)
+	f, err := policy.LoadGateway(path)
 	if err != nil {
 		t.Fatalf("LoadGateway: %v\n%s", err, body)
 	}

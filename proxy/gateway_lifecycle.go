@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func (g *Gateway) command(sp *ServerSpec) *exec.Cmd {
+func (g *Gateway) command(sp *policy.ServerSpec) *exec.Cmd {
 	cmd := exec.Command(sp.Command[0], sp.Command[1:]...)
 	cmd.Dir = sp.Dir
 	if len(sp.Env) > 0 {

@@ -3,11 +3,14 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 )
 
 // Reload applies a new configuration, or refuses it whole and leaves the
@@ -29,7 +32,7 @@ import (
 //
 // A restarted or added server that fails to start is reported and retried
 // with backoff, as after a crash; the others run on.
-func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
+func (g *Gateway) Reload(ctx context.Context, file *policy.GatewayFile) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	g.mu.Lock()
@@ -41,10 +44,10 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 
 	type inPlace struct {
 		srv *Server
-		sp  *ServerSpec
+		sp  *policy.ServerSpec
 	}
 	var retool []inPlace
-	var restart, add []*ServerSpec
+	var restart, add []*policy.ServerSpec
 	keep := map[string]bool{}
 	errs := []error{file.CheckAudiences(g.opts.SharedLedger)}
 	for _, sp := range file.Servers {
@@ -53,9 +56,9 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		switch {
 		case sl == nil:
 			add = append(add, sp)
-		case sl.spec.connKey() != sp.connKey():
+		case connKey(sl.spec) != connKey(sp):
 			restart = append(restart, sp)
-		case sl.spec.policyText != sp.policyText:
+		case sl.spec.PolicyText != sp.PolicyText:
 			srv := g.Server(sp.Name)
 			if srv == nil {
 				restart = append(restart, sp) // down: it starts with the new policy
@@ -97,7 +100,7 @@ func (g *Gateway) Reload(ctx context.Context, file *GatewayFile) error {
 		sl := g.newSlot(sp)
 		srv, err := g.start(ctx, sl)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("server %s (retrying): %w", sp.label(), err))
+			errs = append(errs, fmt.Errorf("server %s (retrying): %w", sp.Label(), err))
 			g.mu.Lock()
 			sl.down = "it failed to start: " + err.Error()
 			gen := sl.gen
@@ -127,7 +130,7 @@ func (g *Gateway) stopSlot(sl *slot) {
 
 // setPolicy re-registers every tool under pol, which fits the upstream's
 // tools (checked by the caller).
-func (s *Server) setPolicy(ctx context.Context, pol *Policy) error {
+func (s *Server) setPolicy(ctx context.Context, pol *policy.Policy) error {
 	tools, err := s.listUpstream(ctx)
 	if err != nil {
 		return err
@@ -177,4 +180,24 @@ func watchFrom(ctx context.Context, path string, every time.Duration, last [32]b
 		last = d
 		changed()
 	}
+}
+
+// connKey is everything about a server that needs a new upstream session
+// (and a new gate) when it changes: the gate's mode and opt-ins
+// (allow_token_for, allow_grants_for) are fixed when it is built. A change
+// in the policy's tools alone is applied in place.
+func connKey(sp *policy.ServerSpec) string {
+	p := sp.Policy
+	b, _ := json.Marshal(struct {
+		Command  []string
+		Env      map[string]string
+		Dir, URL string
+		Audience string
+		Bare     bool
+		Mode     string
+		OptIns   any
+		Grants   []string
+		UR       policy.UpstreamRequests
+	}{sp.Command, sp.Env, sp.Dir, sp.URL, sp.Audience, sp.Bare, string(p.Mode), p.AllowTokenFor, p.AllowGrantsFor, p.UpstreamRequests})
+	return string(b)
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,48 +129,6 @@ func TestGatewayReloadAddRemove(t *testing.T) {
 	if got := text(call(t, cs, "a__pid", map[string]any{})); got != pid {
 		t.Fatalf("an unchanged server was restarted: %s then %s", pid, got)
 	}
-}
-
-func TestParseGatewayErrors(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "p.yaml"), "tools:\n  x:\n    gate: true\n")
-	for _, c := range []struct{ name, body, want string }{
-		{"empty", "", "empty"},
-		{"no servers", "servers: {}\n", "no servers"},
-		{"unknown key", "servers:\n  a:\n    command: [x]\n    colour: red\n", "colour"},
-		{"upper case", "servers:\n  A:\n    command: [x]\n", "server name"},
-		{"underscore", "servers:\n  a_b:\n    command: [x]\n", "server name"},
-		{"separator", "servers:\n  a__b:\n    command: [x]\n", "server name"},
-		{"no upstream", "servers:\n  a:\n    audience: x\n", "command or url"},
-		{"two upstreams", "servers:\n  a:\n    command: [x]\n    url: http://h/\n", "not both"},
-		{"env on url", "servers:\n  a:\n    url: http://h/\n    env: {A: b}\n", "for a command"},
-		{"both policies", "servers:\n  a:\n    command: [x]\n    policy_file: p.yaml\n    policy: {mode: token}\n", "not both"},
-		{"bad cel", "servers:\n  a:\n    command: [x]\n    policy:\n      tools:\n        t:\n          deny: ['args.x ==']\n", "deny[0]"},
-		{"missing policy file", "servers:\n  a:\n    command: [x]\n    policy_file: nope.yaml\n", "nope.yaml"},
-		// A second document (here one that would add a server) is refused,
-		// never ignored.
-		{"two documents", "servers:\n  a:\n    command: [x]\n---\nservers:\n  b:\n    command: [y]\n", "gw.yaml:4: more than one YAML document"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(dir, "gw.yaml")
-			writeFile(t, path, c.body)
-			_, err := LoadGateway(path)
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("err = %v, want it to mention %q", err, c.want)
-			}
-		})
-	}
-	// Control: a policy file relative to the configuration, and defaults.
-	path := filepath.Join(dir, "gw.yaml")
-	writeFile(t, path, "servers:\n  a:\n    command: [x]\n    policy_file: p.yaml\n  b:\n    url: http://h/\n    prefix: false\n")
-	f, err := LoadGateway(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Servers[0].Policy.Tools["x"] == nil || f.Servers[0].prefix() != "a__" || f.Servers[1].prefix() != "" {
-		t.Fatalf("parsed: %+v %+v", f.Servers[0], f.Servers[1])
-	}
-	os.Remove(path)
 }
 
 // A reload that changes a server's audience restarts that server and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,7 +23,7 @@ func testCtx(t *testing.T) context.Context {
 
 // newProxy starts a proxy in front of upstream with a real journal in a
 // temporary directory.
-func newProxy(t testing.TB, upstream mcp.Transport, pol *Policy) *Server {
+func newProxy(t testing.TB, upstream mcp.Transport, pol *policy.Policy) *Server {
 	t.Helper()
 	journal := filepath.Join(t.TempDir(), "journal.jsonl")
 	s, err := NewServer(context.Background(), Config{
@@ -55,11 +56,11 @@ func connect(t testing.TB, s *Server, copts *mcp.ClientOptions) *mcp.ClientSessi
 	return cs
 }
 
-func mustPolicy(t testing.TB, src string) *Policy {
+func mustPolicy(t testing.TB, src string) *policy.Policy {
 	t.Helper()
-	p, err := ParsePolicy("test-policy.yaml", []byte(src))
+	p, err := policy.Parse("test-policy.yaml", []byte(src))
 	if err != nil {
-		t.Fatalf("ParsePolicy: %v", err)
+		t.Fatalf("policy.Parse: %v", err)
 	}
 	return p
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -210,14 +211,14 @@ func (s *Server) laneCall(f frame.Frame) (fastCall, bool) {
 func (s *Server) refusedCapability(caps map[string]json.RawMessage) string {
 	ur := s.pol().UpstreamRequests
 	for k, v := range caps {
-		for _, kind := range requestKinds {
-			if strings.EqualFold(k, string(kind)) && !ur.allows(kind) {
+		for kind := range policy.RequestKinds {
+			if strings.EqualFold(k, string(kind)) && !ur.Allows(kind) {
 				return k
 			}
 		}
 		// URL-mode elicitation refused alone: withCaps takes "url" out of
 		// the client's elicitation capability.
-		if strings.EqualFold(k, string(KindElicitation)) && !ur.allows(KindURLElicitation) && bytes.Contains(bytes.ToLower(v), []byte(`"url"`)) {
+		if strings.EqualFold(k, string(policy.KindElicitation)) && !ur.Allows(policy.KindURLElicitation) && bytes.Contains(bytes.ToLower(v), []byte(`"url"`)) {
 			return k
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -75,7 +76,7 @@ var laneSeen atomic.Value
 
 // laneProxy runs the proxy in front of upstream over HTTP as `mcpsafe proxy
 // --http` serves it, and returns it with its URL.
-func laneProxy(t *testing.T, upstream string, pol *Policy) (*Server, string) {
+func laneProxy(t *testing.T, upstream string, pol *policy.Policy) (*Server, string) {
 	t.Helper()
 	s, err := NewServer(context.Background(), Config{
 		Upstream:       &mcp.StreamableClientTransport{Endpoint: upstream, HTTPClient: UpstreamHTTPClient()},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsafe/mcpsafe/internal/frame"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -520,16 +521,16 @@ func (c *statefulCall) answer(ctx context.Context, f frame.Frame) {
 // in-call through s (a kind it declared and s's policy relays).
 func (s *Server) mayAsk(caps *mcp.ClientCapabilities) bool {
 	ur := s.pol().UpstreamRequests
-	for _, k := range requestKinds {
-		if declared(caps, k) && ur.allows(k) {
+	for k := range policy.RequestKinds {
+		if declared(caps, k) && ur.Allows(k) {
 			return true
 		}
 	}
 	return false
 }
 
-func refusal(ur UpstreamRequests, kind RequestKind) error {
-	if !ur.allows(kind) {
+func refusal(ur policy.UpstreamRequests, kind policy.RequestKind) error {
+	if !ur.Allows(kind) {
 		return errPolicyRefuses(kind)
 	}
 	return errUndeclared(kind)

@@ -7,25 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/approvalpage"
 	"github.com/mcpsafe/mcpsafe/approvalpage/pagetest"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// min_assurance names the weakest approval a tool takes, by the journal's
-// word for it; anything else is an error that names the levels.
-func TestMinAssurancePolicyParses(t *testing.T) {
-	p := mustPolicy(t, "tools:\n  write_file:\n    min_assurance: local_page\n")
-	if tp := p.Tools["write_file"]; tp.MinAssurance != mcpsafe.AssuranceLocalPage || !tp.hasSettings() {
-		t.Fatalf("write_file = %+v", tp)
-	}
-	_, err := ParsePolicy("p.yaml", []byte("tools:\n  write_file:\n    min_assurance: high\n"))
-	if err == nil || !strings.Contains(err.Error(), "p.yaml:2:") || !strings.Contains(err.Error(), "min_assurance") || !strings.Contains(err.Error(), "local_page, channel or passkey") {
-		t.Fatalf("an unknown level: %v", err)
-	}
-}
 
 // A tool whose policy asks for the page's level, through the proxy in
 // front of the real filesystem server: without a page the proxy refuses

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/optincheck"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -45,7 +46,7 @@ type Config struct {
 	// session.
 	LegacyUpstream mcp.Transport
 	// Policy is the parsed policy file; nil is the default policy.
-	Policy *Policy
+	Policy *policy.Policy
 	// Gate holds the gate's keys, ledger, journal and channel, opened by
 	// the caller (cmd/mcpsafe builds them with internal/serverconf) and
 	// closed by it after Server.Close. Its Mode and AllowTokenFor must be
@@ -87,8 +88,8 @@ type Server struct {
 	// one, or DefaultAudience of the upstream.
 	Audience string
 
-	policyP  atomic.Pointer[Policy] // swapped by a gateway reload
-	opts     mcpsafe.Options        // what the gate was built from
+	policyP  atomic.Pointer[policy.Policy] // swapped by a gateway reload
+	opts     mcpsafe.Options               // what the gate was built from
 	metrics  Metrics
 	log      *slog.Logger
 	member   *member                 // what it shares with its gateway
@@ -117,8 +118,8 @@ type Server struct {
 
 type registered struct {
 	gated bool
-	def   string      // the upstream definition, to notice changes
-	pol   *ToolPolicy // the policy entry it was registered under (a reload replaces it)
+	def   string       // the upstream definition, to notice changes
+	pol   *policy.Tool // the policy entry it was registered under (a reload replaces it)
 
 	// selfGated: not gated here because the upstream gates it
 	// (trust_upstream_gate). It passes through, but never by the fast lane
@@ -152,7 +153,7 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("proxy: no upstream transport")
 	}
 	g := gatewayOn(cfg.Gate, GatewayOptions{Logger: cfg.Logger, StartTimeout: cfg.StartTimeout, JournalPath: cfg.JournalPath, Metrics: cfg.Metrics})
-	sl := g.newSlot(&ServerSpec{Bare: true, Policy: cfg.Policy})
+	sl := g.newSlot(&policy.ServerSpec{Bare: true, Policy: cfg.Policy})
 	cfg.Logger = g.log
 	sl.fixed = &cfg
 	sl.m.suspect = nil // nothing to restart it from: no health checks
@@ -175,7 +176,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Gate.Mode != "" || len(cfg.Gate.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in the policy file (mode, allow_token_for)")
 	}
-	pol := cmp.Or(cfg.Policy, &Policy{Source: "default policy"})
+	pol := cmp.Or(cfg.Policy, &policy.Policy{Source: "default policy"})
 	s := &Server{
 		log: cfg.Logger, registered: map[string]registered{}, member: cfg.member, metrics: cfg.Metrics,
 		syncReq: make(chan struct{}, 1),
@@ -191,7 +192,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.Audience, s.JournalPath = opts.Audience, cfg.JournalPath
 	opts.Logger = cmp.Or(opts.Logger, s.log)
 	if opts.GrantCEL == nil {
-		opts.GrantCEL = celscope.New() // a policy's grant scopes are CEL (policy.go checks them)
+		opts.GrantCEL = celscope.New() // a policy's grant scopes are CEL (package policy checks them as the file loads)
 	}
 	// The policy's mode and opt-ins; in a gateway they name tools as
 	// clients see them, with the server's prefix.
@@ -270,7 +271,7 @@ func newServer(ctx context.Context, cfg Config) (_ *Server, err error) {
 	return s, nil
 }
 
-func (s *Server) pol() *Policy { return s.policyP.Load() }
+func (s *Server) pol() *policy.Policy { return s.policyP.Load() }
 
 // down is the name clients see for an upstream tool or prompt: the
 // gateway server's prefix and the upstream name. up undoes it.

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 )
 
 // The relay: everything between the downstream client and the upstream
@@ -122,9 +124,9 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 		Logger:                      sdkLogger(s.log),
 	}
 	ur := s.pol().UpstreamRequests
-	if ur.allows(KindElicitation) {
+	if ur.Allows(policy.KindElicitation) {
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
-		if ur.allows(KindURLElicitation) {
+		if ur.Allows(policy.KindURLElicitation) {
 			caps.Elicitation.URL = &mcp.URLElicitationCapabilities{}
 		}
 		// Never called: relayClientRequests answers first. It makes the
@@ -133,10 +135,10 @@ func (s *Server) clientOptions() *mcp.ClientOptions {
 			return nil, errors.New("mcpsafe proxy: elicitation not relayed")
 		}
 	}
-	if ur.allows(KindSampling) {
+	if ur.Allows(policy.KindSampling) {
 		opts.CreateMessageHandler = s.onSample
 	}
-	if ur.allows(KindRoots) {
+	if ur.Allows(policy.KindRoots) {
 		caps.RootsV2 = &mcp.RootCapabilities{}
 	}
 	return opts
@@ -172,18 +174,25 @@ func (s *Server) legFor(ctx context.Context, req mcp.Request) (*mcp.ClientSessio
 	return s.relay.legacyUp.Load(), s.relay.legacyErr
 }
 
-func declared(caps *mcp.ClientCapabilities, kind RequestKind) bool {
+// askKinds are the upstream's requests of a client, by method.
+var askKinds = map[string]policy.RequestKind{
+	"elicitation/create":     policy.KindElicitation,
+	"sampling/createMessage": policy.KindSampling,
+	"roots/list":             policy.KindRoots,
+}
+
+func declared(caps *mcp.ClientCapabilities, kind policy.RequestKind) bool {
 	if caps == nil {
 		return false
 	}
 	switch kind {
-	case KindElicitation:
+	case policy.KindElicitation:
 		return caps.Elicitation != nil
-	case KindURLElicitation:
+	case policy.KindURLElicitation:
 		return caps.Elicitation != nil && caps.Elicitation.URL != nil
-	case KindSampling:
+	case policy.KindSampling:
 		return caps.Sampling != nil
-	case KindRoots:
+	case policy.KindRoots:
 		// RootsV2 is how the SDK tells a declared "roots": {} from none.
 		return caps.RootsV2 != nil || caps.Roots.ListChanged
 	}
@@ -192,8 +201,8 @@ func declared(caps *mcp.ClientCapabilities, kind RequestKind) bool {
 
 // forClient checks that a request of kind may go to the downstream session:
 // the policy allows it and the client declared the capability.
-func (s *Server) forClient(kind RequestKind) (downCall, error) {
-	if !s.pol().UpstreamRequests.allows(kind) {
+func (s *Server) forClient(kind policy.RequestKind) (downCall, error) {
+	if !s.pol().UpstreamRequests.Allows(kind) {
 		return downCall{}, errPolicyRefuses(kind)
 	}
 	c, err := s.route()
@@ -210,16 +219,16 @@ func (s *Server) forClient(kind RequestKind) (downCall, error) {
 	return c, nil
 }
 
-func errPolicyRefuses(kind RequestKind) error {
+func errPolicyRefuses(kind policy.RequestKind) error {
 	return fmt.Errorf("mcpsafe proxy: the policy refuses the upstream's %s requests", kind)
 }
 
-func errUndeclared(kind RequestKind) error {
+func errUndeclared(kind policy.RequestKind) error {
 	return fmt.Errorf("mcpsafe proxy: the downstream client did not declare the %s capability", kind)
 }
 
 func (s *Server) onSample(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	c, err := s.forClient(KindSampling)
+	c, err := s.forClient(policy.KindSampling)
 	if err != nil {
 		return nil, err
 	}
@@ -327,12 +336,12 @@ func (s *Server) onResourceUpdated(ctx context.Context, req *mcp.ResourceUpdated
 // fulfill answers an upstream's multi round-trip input requests by asking
 // the downstream client in-call, for clients of the 2025-11-25 generation
 // behind a gated call (ungated calls get this from the SDK server).
-func fulfill(ctx context.Context, ur UpstreamRequests, req *mcp.CallToolRequest, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+func fulfill(ctx context.Context, ur policy.UpstreamRequests, req *mcp.CallToolRequest, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	caps := req.ClientCapabilities()
 	out := mcp.InputResponseMap{}
 	for id, a := range asks {
 		kind := inputKind(a)
-		if !ur.allows(kind) {
+		if !ur.Allows(kind) {
 			return nil, errPolicyRefuses(kind)
 		}
 		if !declared(caps, kind) {
@@ -347,19 +356,19 @@ func fulfill(ctx context.Context, ur UpstreamRequests, req *mcp.CallToolRequest,
 	return out, nil
 }
 
-func inputKind(ask mcp.InputRequest) RequestKind {
+func inputKind(ask mcp.InputRequest) policy.RequestKind {
 	switch a := ask.(type) {
 	case *mcp.ElicitParams:
 		if a.Mode != "" && a.Mode != "form" || a.URL != "" {
-			return KindURLElicitation // (a mode a client may not read as form, too)
+			return policy.KindURLElicitation // (a mode a client may not read as form, too)
 		}
-		return KindElicitation
+		return policy.KindElicitation
 	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
-		return KindSampling
+		return policy.KindSampling
 	case *mcp.ListRootsParams:
-		return KindRoots
+		return policy.KindRoots
 	}
-	return RequestKind(fmt.Sprintf("%T", ask))
+	return policy.RequestKind(fmt.Sprintf("%T", ask))
 }
 
 // The upstream's prompts and resources are relayed (the middleware answers

@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 )
 
 // askingUpstream is a real SDK server (2026-07-28, in memory) whose tools
@@ -262,7 +264,7 @@ func TestUpstreamRequestsPolicy(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"upstream_requests: {roots: yes}\n", "upstream_requests: {telepathy: relay}\n"} {
-		if _, err := ParsePolicy("p.yaml", []byte(bad)); err == nil {
+		if _, err := policy.Parse("p.yaml", []byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}

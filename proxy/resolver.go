@@ -5,25 +5,21 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/prompt"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.yaml.in/yaml/v3"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // resolverFor calls a read-only upstream tool for the current state of
 // what a call points at. An upstream error, an error result or an empty
 // result refuses the call (the gate makes any error a refusal).
-func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) {
+func (s *Server) resolverFor(r *policy.Resolver) func(context.Context, mcpsafe.Call) (mcpsafe.Resolved, error) {
 	return func(ctx context.Context, c mcpsafe.Call) (mcpsafe.Resolved, error) {
 		res, text, err := s.callReadOnly(ctx, r, c, mcpsafe.ReasonResolverFailed, "resolver")
 		if err != nil {
@@ -55,7 +51,7 @@ func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (m
 			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "resolver %s returned nothing", r.Tool)
 		}
 		out["tool"] = r.Tool
-		if out, err = r.bound(out); err != nil {
+		if out, err = bound(r, out); err != nil {
 			return nil, mcpsafe.Refuse(mcpsafe.ReasonResolverFailed, "%v", err)
 		}
 		return out, nil
@@ -68,14 +64,14 @@ func (s *Server) resolverFor(r *Resolver) func(context.Context, mcpsafe.Call) (m
 // dropped its readOnlyHint since, and neither may run a tool that changes
 // something without approval) and answers on its own. An error result is
 // the caller's to judge.
-func (s *Server) callReadOnly(ctx context.Context, r *Resolver, c mcpsafe.Call, reason, what string) (*mcp.CallToolResult, string, error) {
+func (s *Server) callReadOnly(ctx context.Context, r *policy.Resolver, c mcpsafe.Call, reason, what string) (*mcp.CallToolResult, string, error) {
 	refuse := func(format string, a ...any) (*mcp.CallToolResult, string, error) {
 		return nil, "", mcpsafe.Refuse(reason, "%s %s"+format, append([]any{what, r.Tool}, a...)...)
 	}
 	if !s.passesThrough(r.Tool) {
 		return refuse(" is not a read-only upstream tool")
 	}
-	args, err := r.arguments(ctx, c)
+	args, err := r.Arguments(ctx, c)
 	if err != nil {
 		return refuse(": %v", err)
 	}
@@ -158,56 +154,11 @@ func reportEntries(r mcpsafe.Resolved, f func(k string, v any)) {
 	}
 }
 
-// arguments evaluates the resolver's argument expressions over the
-// call and returns the upstream call's arguments as JSON.
-func (rs *Resolver) arguments(ctx context.Context, c mcpsafe.Call) (json.RawMessage, error) {
-	out := map[string]json.RawMessage{}
-	for _, a := range rs.args {
-		v, err := eval(ctx, a.prg, c, nil)
-		if err != nil {
-			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
-		}
-		native, err := v.ConvertToNative(reflect.TypeFor[*structpb.Value]())
-		if err != nil {
-			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
-		}
-		b, err := protojson.Marshal(native.(*structpb.Value))
-		if err != nil {
-			return nil, fmt.Errorf("resolver argument %s: %w", a.name, err)
-		}
-		out[a.name] = b
-	}
-	return json.Marshal(out)
-}
-
-// bindFields checks a resolver's bind: list: field names as the resolver
-// reports them ("size", "modified"), each once.
-func bindFields(n yaml.Node) ([]string, error) {
-	if n.IsZero() {
-		return nil, nil
-	}
-	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-		return nil, errors.New("want a list of the report's field names, e.g. [size, modified] (leave bind out to bind the whole report)")
-	}
-	var out []string
-	for _, v := range n.Content {
-		name := strings.TrimSpace(v.Value)
-		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || name == "" || name != v.Value || strings.ContainsAny(name, " \t\n:") {
-			return nil, fmt.Errorf("line %d: %q is not a field name (a word such as size or modified)", v.Line, v.Value)
-		}
-		if slices.Contains(out, name) {
-			return nil, fmt.Errorf("line %d: %q is named twice", v.Line, name)
-		}
-		out = append(out, name)
-	}
-	return out, nil
-}
-
 // bound keeps, of a resolver's report, only the fields the policy binds
 // (Bind): the state the approval is bound to and checked against again
 // before execute. A bound field the report lacks is an error (the gate
 // refuses the call): binding nothing would approve any state.
-func (rs *Resolver) bound(r mcpsafe.Resolved) (mcpsafe.Resolved, error) {
+func bound(rs *policy.Resolver, r mcpsafe.Resolved) (mcpsafe.Resolved, error) {
 	if len(rs.Bind) == 0 {
 		return r, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,12 +28,12 @@ func TestResolverBindChecked(t *testing.T) {
 		{"      bind: [size, ~]\n", "is not a field name"},
 		{"      bnid: [size]\n", `did you mean "bind"`},
 	} {
-		_, err := ParsePolicy("test.yaml", []byte(head+tc.bind))
+		_, err := policy.Parse("test.yaml", []byte(head+tc.bind))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.bind, err, tc.want)
 		}
 	}
-	p, err := ParsePolicy("test.yaml", []byte(head+"      bind: [size, modified]\n"))
+	p, err := policy.Parse("test.yaml", []byte(head+"      bind: [size, modified]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestFSResolverBindsReportedFieldsOnly(t *testing.T) {
 	dir, up := fsUpstream(t)
 	target := filepath.Join(dir, "b.txt")
 	writeFile(t, target, "hello\n")
-	pol := func(bind string) *Policy {
+	pol := func(bind string) *policy.Policy {
 		return mustPolicy(t, "tools:\n  edit_file:\n    resolver:\n      tool: get_file_info\n      args: {path: args.path}\n      bind: "+bind+"\n")
 	}
 	var asked atomic.Int32

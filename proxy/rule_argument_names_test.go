@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,7 +48,7 @@ func TestRuleArgumentNamesChecked(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ss.Close()
-			pol, err := ParsePolicy("p.yaml", []byte(c.policy))
+			pol, err := policy.Parse("p.yaml", []byte(c.policy))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpsafe/mcpsafe/mcphttp"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -365,7 +366,7 @@ func TestStatefulLaneReadsTheUpstreamStrictly(t *testing.T) {
 	}
 	select {
 	case a := <-ev.answers:
-		want := `{"jsonrpc":"2.0","id":"evil-ask","error":{"code":0,"message":"` + refusal(s.pol().UpstreamRequests, KindElicitation).Error() + `"}}`
+		want := `{"jsonrpc":"2.0","id":"evil-ask","error":{"code":0,"message":"` + refusal(s.pol().UpstreamRequests, policy.KindElicitation).Error() + `"}}`
 		if a != want {
 			t.Errorf("the upstream was answered %s, want %s", a, want)
 		}
@@ -383,7 +384,7 @@ func TestStatefulLaneLeavesAskableClientsToSDK(t *testing.T) {
 	plain := statefulClient(t, url, nil, nil)
 	viaSDK := call(t, plain, "ask", map[string]any{}) // connects the leg
 	viaLane := call(t, plain, "ask", map[string]any{})
-	if statefulLaneCalls(s) != 1 || text(viaLane) != text(viaSDK) || !strings.Contains(text(viaSDK), errUndeclared(KindElicitation).Error()) {
+	if statefulLaneCalls(s) != 1 || text(viaLane) != text(viaSDK) || !strings.Contains(text(viaSDK), errUndeclared(policy.KindElicitation).Error()) {
 		t.Fatalf("undeclared: lane %d\nSDK  %s\nlane %s", statefulLaneCalls(s), text(viaSDK), text(viaLane))
 	}
 	asking := statefulClient(t, url, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/toolschema"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +51,7 @@ func readOnly(t *mcp.Tool) bool { return t.Annotations != nil && t.Annotations.R
 
 // irreversible is the default: destructive unless upstream explicitly
 // says destructiveHint: false.
-func irreversible(t *mcp.Tool, tp *ToolPolicy) bool {
+func irreversible(t *mcp.Tool, tp *policy.Tool) bool {
 	if tp != nil && tp.Irreversible != nil {
 		return *tp.Irreversible
 	}
@@ -61,12 +63,12 @@ func (s *Server) gated(t *mcp.Tool) bool {
 	tp := s.pol().Tools[t.Name]
 	// A policy entry with settings gates the tool even if upstream later
 	// starts calling it read-only: the policy only ever adds strictness.
-	return (!readOnly(t) && !s.pol().trustsUpstreamGate(t)) || (tp != nil && tp.hasSettings())
+	return (!readOnly(t) && !s.pol().TrustsUpstreamGate(t)) || (tp != nil && tp.HasSettings())
 }
 
 // checkPolicy refuses a policy that names tools upstream does not have, or
 // that asks a read-only tool for gate settings without gate: true.
-func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
+func checkPolicy(p *policy.Policy, tools map[string]*mcp.Tool) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
 		tp := p.Tools[name]
@@ -75,10 +77,10 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 			errs = append(errs, fmt.Errorf("%s:%d: tools.%s: upstream has no tool %q (it has: %s)", p.Source, tp.Line, name, name, strings.Join(slices.Sorted(maps.Keys(tools)), ", ")))
 			continue
 		}
-		if readOnly(t) && !tp.Gate && tp.hasSettings() {
+		if readOnly(t) && !tp.Gate && tp.HasSettings() {
 			errs = append(errs, fmt.Errorf("%s:%d: tools.%s: upstream marks it read-only, so it passes through ungated; add gate: true to gate it", p.Source, tp.Line, name))
 		}
-		errs = append(errs, p.checkArgumentNames(tp, t.InputSchema), p.checkTokenMode(tp, irreversible(t, tp)))
+		errs = append(errs, p.CheckArgumentNames(tp, t.InputSchema), p.CheckTokenMode(tp, irreversible(t, tp)))
 		if r := tp.Resolver; r != nil {
 			rt, ok := tools[r.Tool]
 			switch {
@@ -86,12 +88,12 @@ func checkPolicy(p *Policy, tools map[string]*mcp.Tool) error {
 				errs = append(errs, fmt.Errorf("%s:%d: tools.%s.resolver: upstream has no tool %q", p.Source, r.Line, name, r.Tool))
 			case !readOnly(rt):
 				errs = append(errs, fmt.Errorf("%s:%d: tools.%s.resolver: %q is not marked read-only upstream; a resolver must change nothing", p.Source, r.Line, name, r.Tool))
-			case p.Tools[r.Tool] != nil && p.Tools[r.Tool].hasSettings():
+			case p.Tools[r.Tool] != nil && p.Tools[r.Tool].HasSettings():
 				errs = append(errs, fmt.Errorf("%s:%d: tools.%s.resolver: %q is gated by this policy and cannot resolve", p.Source, r.Line, name, r.Tool))
 			}
 		}
 	}
-	if p.TrustUpstreamGate && !slices.ContainsFunc(slices.Collect(maps.Values(tools)), p.trustsUpstreamGate) {
+	if p.TrustUpstreamGate && !slices.ContainsFunc(slices.Collect(maps.Values(tools)), p.TrustsUpstreamGate) {
 		errs = append(errs, fmt.Errorf("%s:%d: trust_upstream_gate: no upstream tool declares its own %s argument, so the upstream does not gate itself as mcpsafe does (is it mcpsafe files or an mcpsafe proxy?); remove the key to gate its tools here", p.Source, p.TrustLine, mcpsafe.TokenField))
 	}
 	return errors.Join(errs...)
@@ -110,7 +112,7 @@ func (s *Server) apply(tools map[string]*mcp.Tool) error {
 			return fmt.Errorf("proxy: tool %q: %w", name, err)
 		}
 		gated := s.member.sticky.gate(name, s.gated(t))
-		owns := schemaHasProperty(t.InputSchema, mcpsafe.TokenField)
+		owns := toolschema.HasProperty(t.InputSchema, mcpsafe.TokenField)
 		want[name] = registered{gated: gated, selfGated: !gated && !readOnly(t), ownsToken: owns, def: string(def), pol: s.pol().Tools[name]}
 	}
 	for name, r := range s.registered {
@@ -252,12 +254,4 @@ func (s *Server) syncLoop() {
 			s.log.Error("proxy: tool list sync failed; affected tools are withdrawn or unchanged", "err", err)
 		}
 	}
-}
-
-// schemaHasProperty reports whether a JSON schema declares the top-level
-// property name, under the exact keyword "properties" (encoding/json would
-// read "Properties" as it too).
-func schemaHasProperty(schema any, name string) bool {
-	props, _ := schemaProperties(schema)
-	return slices.Contains(props, name)
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 )
 
 // The proxy driven by the real TypeScript SDK client, in front of the real
@@ -108,7 +110,7 @@ func TestTypeScriptClient(t *testing.T) {
 
 // serveProxy runs a proxy over stdio for TestTypeScriptClient.
 func serveProxy() int {
-	pol, err := LoadPolicy(os.Getenv("MCPSAFE_PROXY_TEST_POLICY"))
+	pol, err := policy.Load(os.Getenv("MCPSAFE_PROXY_TEST_POLICY"))
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 1

@@ -400,35 +400,3 @@ func TestListChangedRelayed(t *testing.T) {
 		}
 	})
 }
-
-// unknown_methods takes relay or refuse, and a gateway refuses relay: a
-// method nobody knows cannot be routed to one of its servers.
-func TestUnknownMethodsPolicy(t *testing.T) {
-	for _, c := range []struct {
-		src, err string
-		relay    bool
-	}{
-		{"", "", false},
-		{"unknown_methods: refuse\n", "", false},
-		{"unknown_methods: relay\n", "", true},
-		{"unknown_methods: yes\n", "neither relay nor refuse", false},
-	} {
-		p, err := ParsePolicy("p.yaml", []byte(c.src))
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%q: err = %v, want %q", c.src, err, c.err)
-			}
-			continue
-		}
-		if err != nil || p.RelayUnknownMethods != c.relay {
-			t.Errorf("%q: relay = %v, %v; want %v", c.src, p != nil && p.RelayUnknownMethods, err, c.relay)
-		}
-	}
-	gw := "servers:\n  a:\n    command: [\"true\"]\n    policy:\n      unknown_methods: %s\n"
-	if _, err := ParseGateway("gw.yaml", []byte(strings.ReplaceAll(gw, "%s", "refuse"))); err != nil {
-		t.Fatalf("control: %v", err)
-	}
-	if _, err := ParseGateway("gw.yaml", []byte(strings.ReplaceAll(gw, "%s", "relay"))); err == nil || !strings.Contains(err.Error(), "unknown_methods: relay is for a single proxy") {
-		t.Fatalf("a gateway server relaying unknown methods: %v", err)
-	}
-}

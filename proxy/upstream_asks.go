@@ -48,7 +48,7 @@ func (s *Server) screenAsks(asks mcp.InputRequestMap) (mcp.InputRequestMap, erro
 	ur := s.pol().UpstreamRequests
 	out := make(mcp.InputRequestMap, len(asks))
 	for id, a := range asks {
-		if kind := inputKind(a); !ur.allows(kind) {
+		if kind := inputKind(a); !ur.Allows(kind) {
 			return nil, fmt.Errorf("mcpsafe proxy: the upstream asked for %s input, which the policy refuses", kind)
 		}
 		m, err := s.askAs(a)

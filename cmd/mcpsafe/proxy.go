@@ -20,6 +20,7 @@ import (
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 	"github.com/mcpsafe/mcpsafe/mcphttp"
 	"github.com/mcpsafe/mcpsafe/proxy"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,7 +66,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if *policyPath != "" {
-		pol, err := proxy.LoadPolicy(*policyPath)
+		pol, err := policy.Load(*policyPath)
 		if err != nil {
 			fmt.Fprintln(stderr, errLine("mcpsafe proxy", err))
 			return 1
@@ -179,7 +180,7 @@ func stdioClient(ctx context.Context) (io.Reader, string, error) {
 // which names the default journal; the policy's mode tells whether the
 // approval page opens. The mode and opt-ins themselves are the policy's,
 // and the proxy sets them.
-func proxyStores(ctx context.Context, gc serverconf.Config, pol *proxy.Policy, up mcp.Transport) (*serverconf.Gate, error) {
+func proxyStores(ctx context.Context, gc serverconf.Config, pol *policy.Policy, up mcp.Transport) (*serverconf.Gate, error) {
 	if gc.Mode != "" || len(gc.AllowTokenFor) > 0 {
 		return nil, errors.New("proxy: mode and token opt-ins belong in the policy file (mode, allow_token_for)")
 	}
@@ -206,7 +207,7 @@ func proxyStores(ctx context.Context, gc serverconf.Config, pol *proxy.Policy, u
 // configuration stays).
 func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Duration, web mcphttp.HTTP, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	file, err := proxy.LoadGateway(path)
+	file, err := policy.LoadGateway(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpsafe proxy:", err)
 		return 1
@@ -293,7 +294,7 @@ func runGateway(path string, gate serverconf.Config, startTimeout, watch time.Du
 				return
 			case <-reloads:
 			}
-			next, err := proxy.LoadGateway(path)
+			next, err := policy.LoadGateway(path)
 			if err == nil {
 				err = gw.Reload(ctx, next)
 			}

@@ -116,8 +116,8 @@ func TestProxyBinaryStartupErrors(t *testing.T) {
 	}{
 		{"no upstream", nil, 2, "name the upstream"},
 		{"both upstreams", []string{"--upstream-url", "http://127.0.0.1:1/mcp", "--", "true"}, 2, "not both"},
-		{"policy typo", []string{"--policy", "../../proxy/testdata/bad-policies/unknown-tool-key.yaml", "--", "true"}, 1, "irreversable"},
-		{"CEL error", []string{"--policy", "../../proxy/testdata/bad-policies/cel-syntax.yaml", "--", "true"}, 1, "cel-syntax.yaml:5:"},
+		{"policy typo", []string{"--policy", "../../proxy/policy/testdata/bad-policies/unknown-tool-key.yaml", "--", "true"}, 1, "irreversable"},
+		{"CEL error", []string{"--policy", "../../proxy/policy/testdata/bad-policies/cel-syntax.yaml", "--", "true"}, 1, "cel-syntax.yaml:5:"},
 		{"upstream does not start", []string{"--journal", filepath.Join(t.TempDir(), "j"), "--", "/nonexistent/server"}, 1, "upstream"},
 		{"shared ledger without key", []string{"--ledger", "file:" + filepath.Join(t.TempDir(), "l.db"), "--audience", "db-proxy", "--", "true"}, 1, "--key-file"},
 		// Refused before the store is contacted: nothing listens on port 1.

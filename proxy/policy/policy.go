@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"crypto/sha256"
@@ -19,7 +19,9 @@ import (
 	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/grants"
 	"github.com/mcpsafe/mcpsafe/grants/celscope"
+	"github.com/mcpsafe/mcpsafe/internal/celenv"
 	"github.com/mcpsafe/mcpsafe/internal/optin"
+	"github.com/mcpsafe/mcpsafe/internal/toolschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,13 +39,13 @@ type Policy struct {
 	AllowTokenFor []mcpsafe.OptIn
 	// AllowGrantsFor names the irreversible tools whose grants are offered.
 	AllowGrantsFor []string
-	Tools          map[string]*ToolPolicy
+	Tools          map[string]*Tool
 	// UpstreamRequests says which requests the upstream server may send
 	// the downstream client through the proxy.
 	UpstreamRequests UpstreamRequests
 	// RelayUnknownMethods relays the client's requests and notifications of
 	// methods the proxy does not know (unknown_methods: relay); the default
-	// refuses them (see unknown_methods.go).
+	// refuses them (the proxy's unknown-method relay).
 	RelayUnknownMethods bool
 	// TrustUpstreamGate (trust_upstream_gate: true) declares that the
 	// upstream asks the human itself (mcpsafe files, another mcpsafe
@@ -61,20 +63,20 @@ type Policy struct {
 	RequireUserInteraction bool
 }
 
-// trustsUpstreamGate reports whether t passes through because the
+// TrustsUpstreamGate reports whether t passes through because the
 // upstream gates it itself: declared in the file, seen in the tool's
 // schema (its own approval_token argument), and not named here with
 // settings of its own (a policy only adds strictness).
-func (p *Policy) trustsUpstreamGate(t *mcp.Tool) bool {
-	if p == nil || !p.TrustUpstreamGate || !schemaHasProperty(t.InputSchema, mcpsafe.TokenField) {
+func (p *Policy) TrustsUpstreamGate(t *mcp.Tool) bool {
+	if p == nil || !p.TrustUpstreamGate || !toolschema.HasProperty(t.InputSchema, mcpsafe.TokenField) {
 		return false
 	}
 	tp := p.Tools[t.Name]
-	return tp == nil || !tp.hasSettings()
+	return tp == nil || !tp.HasSettings()
 }
 
-// ToolPolicy is one named tool's entry.
-type ToolPolicy struct {
+// Tool is one named tool's entry.
+type Tool struct {
 	Name string
 	Line int
 	// Gate gates a tool that upstream marks read-only.
@@ -100,7 +102,7 @@ type ToolPolicy struct {
 	Effect *Effect
 	// argRefs are the argument names its rules and resolver arguments read
 	// (args.NAME, args["NAME"]), checked against the upstream tool's schema
-	// at startup together with the preview's (checkArgumentNames).
+	// at startup together with the preview's (CheckArgumentNames).
 	argRefs []argRef
 }
 
@@ -111,27 +113,9 @@ type argRef struct {
 	line  int
 }
 
-// Resolver names a read-only upstream tool that looks up the current state
-// of what a call points at, and how to build its arguments from the call.
-type Resolver struct {
-	Tool string
-	Line int
-	args []resolverArg
-	// Bind names the fields of the resolver's report that bind an
-	// approval (bind: in the file). Empty: the whole report is bound, so
-	// any change to it voids the approval, including a change that
-	// reading the target makes (a last-access time).
-	Bind []string
-}
-
-type resolverArg struct {
-	name string
-	prg  cel.Program
-}
-
-// hasSettings reports whether the entry asks for anything only a gated
+// HasSettings reports whether the entry asks for anything only a gated
 // tool can do.
-func (t *ToolPolicy) hasSettings() bool {
+func (t *Tool) HasSettings() bool {
 	return t.Gate || t.Irreversible != nil || t.Mode != "" || t.MinAssurance != 0 || t.Preview != nil ||
 		len(t.Deny)+len(t.Allow)+len(t.AutoApprove) > 0 || t.Resolver != nil || len(t.SecretFields) > 0 || t.Grants != nil || t.Effect != nil
 }
@@ -226,20 +210,20 @@ func (r *ruleFile) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: a rule is a CEL expression or {name, expr}", n.Line)
 }
 
-// LoadPolicy reads and compiles a policy file.
-func LoadPolicy(path string) (*Policy, error) {
+// Load reads and compiles a policy file.
+func Load(path string) (*Policy, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePolicy(path, data)
+	return Parse(path, data)
 }
 
-// ParsePolicy parses and compiles a policy. Unknown keys, bad modes, CEL
+// Parse parses and compiles a policy. Unknown keys, bad modes, CEL
 // that does not compile or cannot yield a bool, and templates that do not
 // parse are errors that name the line.
-func ParsePolicy(source string, data []byte) (*Policy, error) {
-	p := &Policy{Source: source, Tools: map[string]*ToolPolicy{}}
+func Parse(source string, data []byte) (*Policy, error) {
+	p := &Policy{Source: source, Tools: map[string]*Tool{}}
 	var f policyFile
 	switch empty, err := decodeStrict(source, data, &f); {
 	case err != nil:
@@ -288,7 +272,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	}
 	p.TrustUpstreamGate, p.TrustLine = f.TrustUpstreamGate, keyLine(&root, "trust_upstream_gate")
 	p.RequireUserInteraction = f.RequireUserInteraction
-	env, err := newEnv()
+	env, err := celenv.Env()
 	if err != nil {
 		return nil, err
 	}
@@ -326,8 +310,8 @@ func parseAssurance(s string) (mcpsafe.Assurance, error) {
 	return 0, fmt.Errorf("unknown level %q (want client_relayed, local_page, channel or passkey)", s)
 }
 
-func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*ToolPolicy, error) {
-	tp := &ToolPolicy{Name: name, Line: line, Gate: f.Gate != nil, Irreversible: f.Irreversible, SecretFields: f.SecretFields}
+func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool, error) {
+	tp := &Tool{Name: name, Line: line, Gate: f.Gate != nil, Irreversible: f.Irreversible, SecretFields: f.SecretFields}
 	tc := &toolCompiler{env: env, source: source, tp: tp}
 	if name == "" || strings.TrimSpace(name) != name {
 		return nil, tc.at(line, "not an exact tool name")
@@ -386,11 +370,11 @@ func compileTool(env *cel.Env, source, name string, line int, f toolFile) (*Tool
 }
 
 // toolCompiler compiles one tool entry: it collects the entry's errors and
-// the argument names its expressions read (ToolPolicy.argRefs).
+// the argument names its expressions read (Tool.argRefs).
 type toolCompiler struct {
 	env    *cel.Env
 	source string
-	tp     *ToolPolicy
+	tp     *Tool
 	errs   []error
 }
 

@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/internal/serverconf"
 )
 
 // Every policy mistake is a startup error that says where it is.
@@ -38,7 +37,7 @@ func TestBadPolicies(t *testing.T) {
 		{"grants-wildcard.yaml", []string{"allow_grants_for", "delete_*"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			_, err := LoadPolicy(filepath.Join("testdata", "bad-policies", c.file))
+			_, err := Load(filepath.Join("testdata", "bad-policies", c.file))
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -52,7 +51,7 @@ func TestBadPolicies(t *testing.T) {
 }
 
 func TestExamplePolicyParses(t *testing.T) {
-	p, err := LoadPolicy("testdata/example-policy.yaml")
+	p, err := Load("../testdata/example-policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestExamplePolicyParses(t *testing.T) {
 		t.Fatalf("edit_file resolver: %+v", r)
 	}
 	// An empty file is the default policy.
-	if p, err := ParsePolicy("empty.yaml", nil); err != nil || len(p.Tools) != 0 {
+	if p, err := Parse("empty.yaml", nil); err != nil || len(p.Tools) != 0 {
 		t.Fatalf("empty policy: %v %v", p, err)
 	}
 }
@@ -76,7 +75,7 @@ func TestExamplePolicyParses(t *testing.T) {
 // The example's auto-approve rule against traversal attempts, with the
 // legitimate path as control.
 func TestExampleAutoApproveRule(t *testing.T) {
-	p, err := LoadPolicy("testdata/example-policy.yaml")
+	p, err := Load("../testdata/example-policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,59 +95,10 @@ func TestExampleAutoApproveRule(t *testing.T) {
 	}
 }
 
-// Policies that parse but do not fit the upstream are startup errors.
-func TestPolicyAgainstUpstream(t *testing.T) {
-	for _, c := range []struct {
-		name, policy, want string
-	}{
-		{"typo'd tool", "tools:\n  delete_thingg: {}\n", `tools.delete_thingg: upstream has no tool "delete_thingg"`},
-		{"read-only with settings", "tools:\n  echo: {preview: x}\n", "add gate: true"},
-		{"resolver missing", "tools:\n  delete_thing: {resolver: {tool: nope}}\n", `upstream has no tool "nope"`},
-		{"resolver not read-only", "tools:\n  delete_thing: {resolver: {tool: set_flag}}\n", "not marked read-only"},
-		{"resolver gated by policy", "tools:\n  echo: {gate: true}\n  delete_thing: {resolver: {tool: echo}}\n", "gated by this policy"},
-		{"opt-in reversible", "allow_token_for: [set_flag]\n", "reversible"},
-		{"opt-in unknown", "allow_token_for: [nope]\n", "not a gated tool"},
-		{"opt-in read-only", "allow_token_for: [echo]\n", "not a gated tool"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, up := newGoUpstream(t)
-			_, err := NewServer(context.Background(), Config{
-				Upstream: up, Policy: mustPolicy(t, c.policy),
-				Gate: stores(t, serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "j")}),
-			})
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("got %v, want an error containing %q", err, c.want)
-			}
-		})
-	}
-	// A pattern in the opt-in list is refused already when the file is read.
-	if _, err := ParsePolicy("p.yaml", []byte("allow_token_for: ['delete_*']\n")); err == nil || !strings.Contains(err.Error(), "not an exact tool name") {
-		t.Fatalf("wildcard opt-in: %v", err)
-	}
-	// Mode and opt-ins come only from the policy file.
-	_, up := newGoUpstream(t)
-	_, err := NewServer(context.Background(), Config{Upstream: up, Gate: stores(t, serverconf.Config{NoJournal: true, Mode: mcpsafe.ModeToken})})
-	if err == nil {
-		t.Fatal("a mode outside the policy was accepted")
-	}
-	// Control: an opt-in for an irreversible tool works, and only for it.
-	u, up := newGoUpstream(t)
-	s := newProxy(t, up, mustPolicy(t, "allow_token_for: [delete_thing]\n"))
-	cs := connect(t, s, nil)
-	args := map[string]any{"a": 1}
-	args[mcpsafe.TokenField] = tokenOf(t, call(t, cs, "delete_thing", map[string]any{"a": 1}))
-	if res := call(t, cs, "delete_thing", args); res.IsError || u.count("delete_thing") != 1 {
-		t.Fatalf("opted-in token: %s", text(res))
-	}
-	if r := reasonOf(t, call(t, cs, "gated_fail", map[string]any{})); r != mcpsafe.ReasonElicitationUnsupported {
-		t.Fatalf("another irreversible tool got a token path: %q", r)
-	}
-}
-
 // A grants: entry becomes the tool's GrantPolicy, with its fixed scopes.
 func TestGrantsPolicyParses(t *testing.T) {
 	src := "allow_grants_for: [delete_file]\ntools:\n  write_file:\n    grants:\n      max_ttl: 30m\n      max_uses: 20\n      client_relayed: true\n      scopes:\n        - {words: \"paths under /tmp/\", cel: \"args.path.startsWith('/tmp/')\"}\n"
-	p, err := ParsePolicy("inline", []byte(src))
+	p, err := Parse("inline", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +113,7 @@ func TestGrantsPolicyParses(t *testing.T) {
 	if len(p.AllowGrantsFor) != 1 || p.AllowGrantsFor[0] != "delete_file" {
 		t.Fatalf("allow_grants_for = %v", p.AllowGrantsFor)
 	}
-	if !p.Tools["write_file"].hasSettings() {
+	if !p.Tools["write_file"].HasSettings() {
 		t.Fatal("a grants-only entry does not count as a setting")
 	}
 }

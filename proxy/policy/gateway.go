@@ -1,8 +1,7 @@
-package proxy
+package policy
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -44,8 +43,9 @@ type ServerSpec struct {
 	// startup and whenever an upstream re-announces its tools.
 	Bare   bool
 	Policy *Policy
-
-	policyText string // what the policy was compiled from, to notice changes
+	// PolicyText is what Policy was compiled from: a reload compares it to
+	// notice a change.
+	PolicyText string
 }
 
 type gatewayFileYAML struct {
@@ -142,7 +142,7 @@ func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 		if !sy.Policy.IsZero() && sy.PolicyFile == "" {
 			pad = sy.Policy.Line - 1
 		}
-		pol, err := ParsePolicy(psource, append([]byte(strings.Repeat("\n", pad)), ptext...))
+		pol, err := Parse(psource, append([]byte(strings.Repeat("\n", pad)), ptext...))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -153,7 +153,7 @@ func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 			errs = append(errs, fmt.Errorf("%s: unknown_methods: relay is for a single proxy; a gateway cannot tell which server a method it does not know is for", psource))
 			continue
 		}
-		sp.Policy, sp.policyText = pol, string(ptext)
+		sp.Policy, sp.PolicyText = pol, string(ptext)
 		out.Servers = append(out.Servers, sp)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -162,36 +162,35 @@ func ParseGateway(source string, data []byte) (*GatewayFile, error) {
 	return out, nil
 }
 
-// connKey is everything about a server that needs a new upstream session
-// (and a new gate) when it changes: the gate's mode and opt-ins
-// (allow_token_for, allow_grants_for) are fixed when it is built. A change
-// in the policy's tools alone is applied in place.
-func (sp *ServerSpec) connKey() string {
-	p := sp.Policy
-	b, _ := json.Marshal(struct {
-		Command  []string
-		Env      map[string]string
-		Dir, URL string
-		Audience string
-		Bare     bool
-		Mode     string
-		OptIns   any
-		Grants   []string
-		UR       UpstreamRequests
-	}{sp.Command, sp.Env, sp.Dir, sp.URL, sp.Audience, sp.Bare, string(p.Mode), p.AllowTokenFor, p.AllowGrantsFor, p.UpstreamRequests})
-	return string(b)
-}
-
-func (sp *ServerSpec) prefix() string {
+// Prefix is what the gateway puts before the server's tool and prompt
+// names: "NAME__", or "" when the server is bare (prefix: false).
+func (sp *ServerSpec) Prefix() string {
 	if sp.Bare {
 		return ""
 	}
 	return sp.Name + NameSeparator
 }
 
-// label names sp and its upstream (a command or a URL), for errors.
-func (sp *ServerSpec) label() string {
+// Label names the server and its upstream (a command or a URL), for
+// errors.
+func (sp *ServerSpec) Label() string {
 	return sp.Name + " (" + cmp.Or(strings.Join(sp.Command, " "), sp.URL) + ")"
+}
+
+// CheckAudiences refuses servers without an explicit audience when the
+// ledger is shared, as a single proxy does: replicas must agree on every
+// audience, and a derived one differs between hosts.
+func (file *GatewayFile) CheckAudiences(sharedLedger bool) error {
+	if !sharedLedger {
+		return nil
+	}
+	var errs []error
+	for _, sp := range file.Servers {
+		if sp.Audience == "" {
+			errs = append(errs, fmt.Errorf("%s: servers.%s.audience is required: the ledger is shared, so every replica must bind this server's approvals to the same name, and a name derived from the command line or URL may differ between hosts", file.Source, sp.Name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // inlineBlock is the text of the block mapping n (an inline policy) as it

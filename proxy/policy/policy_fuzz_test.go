@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 // parses never names a token opt-in that is not an exact tool name.
 func FuzzParsePolicy(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/bad-policies/*.yaml")
-	seeds = append(seeds, "testdata/example-policy.yaml")
+	seeds = append(seeds, "../testdata/example-policy.yaml")
 	for _, p := range seeds {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
@@ -20,7 +20,7 @@ func FuzzParsePolicy(f *testing.F) {
 	f.Add([]byte("allow_token_for: [\"delete_*\"]\n"))
 	f.Add([]byte("tools:\n  write_file:\n    auto_approve:\n      - name: r\n        when: 'true'\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParsePolicy("fuzz.yaml", data)
+		p, err := Parse("fuzz.yaml", data)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpsafe/mcpsafe"
+	"github.com/mcpsafe/mcpsafe/internal/toolschema"
 )
 
 // Startup help for policy authors: a typo'd key names the key it was
@@ -49,7 +49,7 @@ var (
 	}
 	// (?s): a decoder message may quote a value that holds a line break.
 	lineFirst    = regexp.MustCompile(`(?s)^(?:yaml: )?line (\d+): (.*)$`)
-	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type proxy\.(\w+)`)
+	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type policy\.(\w+)`)
 )
 
 // decodeStrict decodes the one YAML document in data into v: an unknown
@@ -71,7 +71,7 @@ func decodeStrict(source string, data []byte, v any) (empty bool, err error) {
 }
 
 // explainYAML rewrites the decoder's "field X not found in type
-// proxy.toolFile" lines into the policy's words with a suggestion, one
+// policy.toolFile" lines into the policy's words with a suggestion, one
 // error per line, each starting with source:LINE.
 func explainYAML(source string, err error) error {
 	te, ok := errors.AsType[*yaml.TypeError](err)
@@ -208,26 +208,15 @@ func templateFields(t *parse.Tree) []string {
 	return out
 }
 
-// schemaProperties returns the property names of a JSON Schema object as
-// the SDK client decoded it; ok is false when the schema does not list
-// them (then nothing can be checked).
-func schemaProperties(schema any) (props []string, ok bool) {
-	m, _ := schema.(map[string]any)
-	p, ok := m["properties"].(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	return slices.Sorted(maps.Keys(p)), true
-}
-
-// checkArgumentNames reports an argument name the upstream tool does not
+// CheckArgumentNames reports an argument name the upstream tool does not
 // have, wherever the policy names one: in the preview template ({{.pth}}:
 // every call would fail its preview), in a rule or a resolver argument
 // (args.pth: every call would fail the rule, so a deny rule would deny
 // them all and an allow or auto-approve rule would never match). One check
 // for all three, with the same did-you-mean.
-func (p *Policy) checkArgumentNames(tp *ToolPolicy, schema any) error {
-	props, ok := schemaProperties(schema)
+// schema is the upstream tool's input schema.
+func (p *Policy) CheckArgumentNames(tp *Tool, schema any) error {
+	props, ok := toolschema.Properties(schema)
 	if !ok {
 		return nil
 	}
@@ -249,9 +238,9 @@ func (p *Policy) checkArgumentNames(tp *ToolPolicy, schema any) error {
 	return errors.Join(errs...)
 }
 
-// checkTokenMode reports mode: token on a tool that is irreversible and not
+// CheckTokenMode reports mode: token on a tool that is irreversible and not
 // in allow_token_for: the gate would refuse every call to it.
-func (p *Policy) checkTokenMode(tp *ToolPolicy, irreversible bool) error {
+func (p *Policy) CheckTokenMode(tp *Tool, irreversible bool) error {
 	if cmp.Or(tp.Mode, p.Mode) != "token" || !irreversible {
 		return nil
 	}

@@ -1,6 +1,8 @@
-// The policy's CEL: the environment, compiling rules and previews, and
-// evaluating them against a call and its resolved state.
-package proxy
+// The policy's CEL: compiling rules, resolver arguments and effects in
+// mcpsafe's one environment (internal/celenv), and evaluating them against
+// a call and its resolved state.
+
+package policy
 
 import (
 	"context"
@@ -17,20 +19,10 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"github.com/mcpsafe/mcpsafe"
-	"github.com/mcpsafe/mcpsafe/journal"
+	"github.com/mcpsafe/mcpsafe/grants"
+	"github.com/mcpsafe/mcpsafe/internal/celenv"
 	"go.yaml.in/yaml/v3"
 )
-
-func newEnv() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.Variable("tool", cel.StringType),
-		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("resolved", cel.MapType(cel.StringType, cel.DynType)),
-	)
-}
-
-// costLimit bounds one evaluation, so that a rule cannot stall a call.
-const costLimit = 100_000
 
 // compileExpr compiles one expression, and lists the argument names it
 // reads (argNames). Rules must be able to yield a bool: an expression whose
@@ -57,7 +49,7 @@ func compileExpr(env *cel.Env, n *yaml.Node, rule bool) (cel.Program, []string, 
 			return nil, nil, fmt.Errorf("a rule must evaluate to a bool, this one is %s", t)
 		}
 	}
-	prg, err := env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
+	prg, err := celenv.Program(ast)
 	return prg, argNames(ast.NativeRep().Expr()), err
 }
 
@@ -108,21 +100,21 @@ func boolRule(prg cel.Program) func(context.Context, mcpsafe.Call, mcpsafe.Resol
 	}
 }
 
-// previewArguments is the copy of a call's arguments that its plan (the
-// policy's preview template and the argument lines) is built from:
-// sensitive values redacted by name, the tool's secret_fields and the
-// common names journal.Redact knows. By name and not only by value (as the
-// gate does): a template may show part of a value ({{printf "%.6s"
-// .password}}), which no value match would catch.
-func previewArguments(c mcpsafe.Call, tp *ToolPolicy) json.RawMessage {
-	var extra []string
-	if tp != nil {
-		extra = tp.SecretFields
+// EvalString evaluates an expression that yields a string (an effect's
+// path or content) over a call: the string, or why not.
+func EvalString(ctx context.Context, prg cel.Program, c mcpsafe.Call) (string, error) {
+	v, err := eval(ctx, prg, c, nil)
+	if err != nil {
+		return "", err
 	}
-	return journal.Redact(c.Arguments, extra)
+	if s, ok := v.(types.String); ok {
+		return string(s), nil
+	}
+	return "", errors.New("the expression did not yield a string")
 }
 
-// eval runs prg over a call's tool, arguments and resolved state.
+// eval runs prg over a call: its tool, principal, arguments and their
+// digest, and resolved state.
 func eval(ctx context.Context, prg cel.Program, c mcpsafe.Call, r mcpsafe.Resolved) (ref.Val, error) {
 	var args map[string]any
 	if len(c.Arguments) > 0 {
@@ -136,7 +128,7 @@ func eval(ctx context.Context, prg cel.Program, c mcpsafe.Call, r mcpsafe.Resolv
 	if r == nil {
 		r = mcpsafe.Resolved{}
 	}
-	v, _, err := prg.ContextEval(ctx, map[string]any{"tool": c.Tool, "args": args, "resolved": map[string]any(r)})
+	v, _, err := prg.ContextEval(ctx, celenv.Vars(grants.Input{Tool: c.Tool, Principal: c.Principal, Args: args, ArgsDigest: c.ArgsDigest, Resolved: r}))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"fmt"
@@ -20,13 +20,15 @@ const (
 )
 
 // requestKinds are every RequestKind.
-var requestKinds = []RequestKind{KindElicitation, KindURLElicitation, KindSampling, KindRoots}
+var requestKinds = [...]RequestKind{KindElicitation, KindURLElicitation, KindSampling, KindRoots}
 
-// askKinds are the upstream's requests of a client, by method.
-var askKinds = map[string]RequestKind{
-	"elicitation/create":     KindElicitation,
-	"sampling/createMessage": KindSampling,
-	"roots/list":             KindRoots,
+// RequestKinds yields every RequestKind: for k := range RequestKinds.
+func RequestKinds(yield func(RequestKind) bool) {
+	for _, k := range requestKinds {
+		if !yield(k) {
+			return
+		}
+	}
 }
 
 // UpstreamRequests is the policy's `upstream_requests`: for each kind,
@@ -35,7 +37,7 @@ var askKinds = map[string]RequestKind{
 //
 //   - elicitation: relay. A gateway that hid elicitation would make an
 //     upstream's own confirmations silently proceed, or fail. Every relayed
-//     elicitation says whose it is (askAs).
+//     elicitation says whose it is.
 //   - url_elicitation: relay when elicitation is relayed. Refusing it
 //     alone keeps the upstream from sending the person to links while its
 //     forms still reach them.
@@ -50,7 +52,9 @@ type UpstreamRequests struct {
 	Allow  []RequestKind // explicitly allowed; only roots needs it
 }
 
-func (u UpstreamRequests) allows(k RequestKind) bool {
+// Allows reports whether the upstream's requests of kind k reach a client
+// that declared the capability.
+func (u UpstreamRequests) Allows(k RequestKind) bool {
 	if slices.Contains(u.Refuse, k) {
 		return false
 	}
@@ -58,7 +62,7 @@ func (u UpstreamRequests) allows(k RequestKind) bool {
 	case KindRoots:
 		return slices.Contains(u.Allow, k)
 	case KindURLElicitation:
-		return u.allows(KindElicitation)
+		return u.Allows(KindElicitation)
 	}
 	return k == KindElicitation || k == KindSampling
 }
@@ -70,7 +74,7 @@ func parseUpstreamRequests(m map[string]string) (UpstreamRequests, error) {
 	var u UpstreamRequests
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kind := RequestKind(k)
-		if !slices.Contains(requestKinds, kind) {
+		if !slices.Contains(requestKinds[:], kind) {
 			return u, fmt.Errorf("unknown kind %q (want elicitation, url_elicitation, sampling or roots)", k)
 		}
 		switch strings.TrimSpace(m[k]) {

@@ -6,9 +6,60 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsafe/mcpsafe"
 	"github.com/mcpsafe/mcpsafe/internal/serverconf"
+	"github.com/mcpsafe/mcpsafe/proxy/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// Policies that parse but do not fit the upstream are startup errors.
+func TestPolicyAgainstUpstream(t *testing.T) {
+	for _, c := range []struct {
+		name, policy, want string
+	}{
+		{"typo'd tool", "tools:\n  delete_thingg: {}\n", `tools.delete_thingg: upstream has no tool "delete_thingg"`},
+		{"read-only with settings", "tools:\n  echo: {preview: x}\n", "add gate: true"},
+		{"resolver missing", "tools:\n  delete_thing: {resolver: {tool: nope}}\n", `upstream has no tool "nope"`},
+		{"resolver not read-only", "tools:\n  delete_thing: {resolver: {tool: set_flag}}\n", "not marked read-only"},
+		{"resolver gated by policy", "tools:\n  echo: {gate: true}\n  delete_thing: {resolver: {tool: echo}}\n", "gated by this policy"},
+		{"opt-in reversible", "allow_token_for: [set_flag]\n", "reversible"},
+		{"opt-in unknown", "allow_token_for: [nope]\n", "not a gated tool"},
+		{"opt-in read-only", "allow_token_for: [echo]\n", "not a gated tool"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, up := newGoUpstream(t)
+			_, err := NewServer(context.Background(), Config{
+				Upstream: up, Policy: mustPolicy(t, c.policy),
+				Gate: stores(t, serverconf.Config{JournalPath: filepath.Join(t.TempDir(), "j")}),
+			})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	// A pattern in the opt-in list is refused already when the file is read.
+	if _, err := policy.Parse("p.yaml", []byte("allow_token_for: ['delete_*']\n")); err == nil || !strings.Contains(err.Error(), "not an exact tool name") {
+		t.Fatalf("wildcard opt-in: %v", err)
+	}
+	// Mode and opt-ins come only from the policy file.
+	_, up := newGoUpstream(t)
+	_, err := NewServer(context.Background(), Config{Upstream: up, Gate: stores(t, serverconf.Config{NoJournal: true, Mode: mcpsafe.ModeToken})})
+	if err == nil {
+		t.Fatal("a mode outside the policy was accepted")
+	}
+	// Control: an opt-in for an irreversible tool works, and only for it.
+	u, up := newGoUpstream(t)
+	s := newProxy(t, up, mustPolicy(t, "allow_token_for: [delete_thing]\n"))
+	cs := connect(t, s, nil)
+	args := map[string]any{"a": 1}
+	args[mcpsafe.TokenField] = tokenOf(t, call(t, cs, "delete_thing", map[string]any{"a": 1}))
+	if res := call(t, cs, "delete_thing", args); res.IsError || u.count("delete_thing") != 1 {
+		t.Fatalf("opted-in token: %s", text(res))
+	}
+	if r := reasonOf(t, call(t, cs, "gated_fail", map[string]any{})); r != mcpsafe.ReasonElicitationUnsupported {
+		t.Fatalf("another irreversible tool got a token path: %q", r)
+	}
+}
 
 // Checks that need the upstream's tool list run at startup, each with a
 // control that starts.
@@ -43,7 +94,7 @@ func TestPolicyStartupChecks(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ss.Close()
-			pol, err := ParsePolicy("p.yaml", []byte(c.policy))
+			pol, err := policy.Parse("p.yaml", []byte(c.policy))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,17 +113,5 @@ func TestPolicyStartupChecks(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
 			}
 		})
-	}
-}
-
-func TestClosestKey(t *testing.T) {
-	keys := yamlKeys(toolFile{})
-	for in, want := range map[string]string{
-		"irreversable": "irreversible", "autoapprove": "auto_approve", "Preview": "preview",
-		"secrets": "", "x": "", "resolvr": "resolver",
-	} {
-		if got := closest(in, keys); got != want {
-			t.Errorf("closest(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package policy
 
 import (
 	"strings"
@@ -21,7 +21,7 @@ func TestPolicyEffectErrors(t *testing.T) {
 		{"control: move", "tools:\n  w:\n    effect:\n      move: {source: args.source, destination: args.destination, read: {tool: r, args: {path: args.destination}}, replaces: false}\n", ""},
 		{"control: dry run", "tools:\n  w:\n    effect:\n      dry_run: {set: {dryRun: true}, shows: [edits]}\n", ""},
 	} {
-		p, err := ParsePolicy("p.yaml", []byte(c.src))
+		p, err := Parse("p.yaml", []byte(c.src))
 		if c.want == "" {
 			if err != nil || p.Tools["w"].Effect == nil {
 				t.Errorf("%s: %v", c.name, err)
