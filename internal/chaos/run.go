@@ -293,6 +293,9 @@ func (s *summary) account(sys *system, w *workload) {
 				outcomeOf[r.Call] = true
 				if r.Decision == journal.Ambiguous {
 					s.ambiguous++
+					// The record Open writes for a cut call names it by its
+					// call id only (no arguments): its path is its approval's.
+					ambiguousPath[approvedCall[r.Call]] = true
 					ambiguousPath[pathOf(r)] = true
 				}
 			}
