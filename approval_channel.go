@@ -306,6 +306,7 @@ func (g *Gate) giveBack(ctx context.Context, k *call, gr *grant, r *Refusal) *Re
 		// until journalGrace to come back.
 		err := g.ledger.Issue(ictx, gr.Nonce, gr.expires())
 		if err == nil || errors.Is(err, ledger.ErrExists) {
+			g.spent.forget(gr.Nonce)
 			break
 		}
 		if !errors.Is(err, ledger.ErrUnavailable) || ictx.Err() != nil {

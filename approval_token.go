@@ -93,6 +93,9 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string, traced
 		return nil, r
 	}
 	if traced {
+		if g.spent.has(gr.Nonce, k.now) {
+			return nil, refusal(ReasonTokenSpent, "this approval was already used or has expired")
+		}
 		if r := g.journalRedeeming(ctx, k, gr.Nonce); r != nil {
 			return nil, r // (nothing spent: the grant stays good)
 		}
@@ -103,6 +106,7 @@ func (g *Gate) openFor(ctx context.Context, k *call, sealed, mode string, traced
 	if err != nil {
 		return nil, refusal(ReasonLedgerUnavailable, "the approval ledger could not be checked: %v", err)
 	}
+	g.spent.add(gr.Nonce, gr.expires(), k.now)
 	if !ok {
 		return nil, refusal(ReasonTokenSpent, "this approval was already used or has expired")
 	}

@@ -153,6 +153,7 @@ type Gate struct {
 	ring    *seal.Keyring
 	ledger  ledger.Ledger
 	pending *pending
+	spent   spentHere // grants this gate saw spent: replays refused before any record
 	// standing is the ledger's standing grants, nil when it keeps none.
 	standing ledger.StandingStore
 	// channel and page are the out-of-band paths, nil when not configured.

@@ -175,7 +175,9 @@ func TestRedemptionJournaledBeforeTheApproval(t *testing.T) {
 		}
 		got = append(got, r.Decision)
 	}
-	want := []string{journal.Redeeming, journal.ChannelApproved, journal.Executed, journal.Redeeming, journal.Refused}
+	// (The replay's refusal carries no call id: this gate saw the grant
+	// spent and refused it before any redemption record.)
+	want := []string{journal.Redeeming, journal.ChannelApproved, journal.Executed}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("the call's records: %v, want %v", got, want)
 	}
@@ -184,5 +186,59 @@ func TestRedemptionJournaledBeforeTheApproval(t *testing.T) {
 	}
 	if s, err := journal.VerifyFile(path); err != nil || s.Unresolved != 0 {
 		t.Fatalf("verify: %v, %d unresolved", err, s.Unresolved)
+	}
+}
+
+// A replayed handle costs no redemption record on the gate that saw its
+// grant spent: the redemption record and the refusal closing it are not
+// capped as refusals are, and replays must not be a way around the cap.
+// The refusal is token_spent, as from the ledger. Control: the first
+// redemption is recorded; and a replica that never saw the grant spent
+// records its redemption, closed by the refusal (never left open).
+func TestReplayedHandleCostsNoRedemptionRecordWhereItWasSpent(t *testing.T) {
+	keys, err := mcpsafe.NewKeys(bytes.Repeat([]byte{4}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := ledger.NewMemory(0)
+	f := &flaky{}
+	gateOn := func() *env {
+		return newEnv(t, func(o *mcpsafe.Options, _ *[]mcpsafe.Tool) {
+			o.Mode, o.Approver, o.Keys, o.Ledger = mcpsafe.ModeChannel, f.approver(), keys, shared
+		})
+	}
+	a, b := gateOn(), gateOn()
+	cs := a.connect(client{})
+	h := pendingHandle(t, callTool(t, cs, "delete_note", map[string]any{"path": "cache.txt"}))
+	f.approved.Store(true)
+	withHandle := map[string]any{"path": "cache.txt", "approval_token": h}
+	wantExecuted(t, callTool(t, cs, "delete_note", withHandle))
+	count := func(e *env, decision string) int {
+		n := 0
+		for _, d := range e.journal.decisions() {
+			if d == decision {
+				n++
+			}
+		}
+		return n
+	}
+	if count(a, journal.Redeeming) != 1 {
+		t.Fatalf("the first redemption left %d records, want 1: %v", count(a, journal.Redeeming), a.journal.decisions())
+	}
+	a.notes.set("cache.txt", "contents of cache.txt")
+	for range 3 {
+		wantRefused(t, callTool(t, cs, "delete_note", withHandle), mcpsafe.ReasonTokenSpent)
+	}
+	if count(a, journal.Redeeming) != 1 || count(a, journal.Refused+":"+mcpsafe.ReasonTokenSpent) != 3 {
+		t.Fatalf("replays on the gate that spent it: %v", a.journal.decisions())
+	}
+	b.notes.set("cache.txt", "contents of cache.txt")
+	wantRefused(t, callTool(t, b.connect(client{}), "delete_note", withHandle), mcpsafe.ReasonTokenSpent)
+	recs := b.journal.records()
+	if len(recs) != 2 || recs[0].Decision != journal.Redeeming || recs[1].Decision != journal.Refused || recs[1].Call != recs[0].Call {
+		t.Fatalf("the other replica's journal: %v", b.journal.decisions())
+	}
+	if a.notes.executions()+b.notes.executions() != 1 {
+		t.Fatal("a replay ran")
 	}
 }

@@ -6,6 +6,28 @@ package mutants
 // gateMutants break the gate's call path: approvals, bindings, rules, journal, prompt backstop.
 var gateMutants = []Mutant{
 	{
+		Name:     "gate-replay-costs-redemption-records",
+		Packages: []string{"."},
+		Run:      "TestReplayedHandleCostsNoRedemptionRecordWhereItWasSpent",
+		Why:      "a replayed handle writes an uncapped redemption record and refusal each time, a way around the journal's cap on refusals",
+		Edits: []Edit{{
+			File: "approval_token.go",
+			Old:  "\t\tif g.spent.has(gr.Nonce, k.now) {\n",
+			New:  "\t\tif false {\n",
+		}},
+	},
+	{
+		Name:     "gate-given-back-grant-still-spent-here",
+		Packages: []string{"."},
+		Run:      "TestApprovedHandleGivenBackWhenNothingRan",
+		Why:      "a grant given back to the ledger stays marked spent on the gate that gave it back: the person's decision is refused there though the ledger holds it",
+		Edits: []Edit{{
+			File: "approval_channel.go",
+			Old:  "\t\t\tg.spent.forget(gr.Nonce)\n",
+			New:  "",
+		}},
+	},
+	{
 		Name:     "gate-redemption-unjournaled",
 		Packages: []string{"."},
 		Run:      "TestRedemptionCutByAKillIsJournaled|TestRedemptionJournaledBeforeTheApproval",
